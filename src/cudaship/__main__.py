@@ -1,0 +1,3 @@
+from cudaship.cli.main import entry
+
+entry()

@@ -1,0 +1,92 @@
+"""Entry point: the ``cudaship`` command group, the one place errors become one line and an exit code."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from cudaship import __version__
+from cudaship.errors import CudashipError
+from cudaship.exitcodes import ExitCode
+
+#: subcommand name -> module under cudaship.cli that defines ``command``. Imported only when used.
+SUBCOMMANDS: dict[str, str] = {
+    "inspect": "inspect_cmd",
+    "audit": "audit_cmd",
+    "gpus": "gpus_cmd",
+    "arch-list": "arch_list_cmd",
+    "doctor": "doctor_cmd",
+    "toolkit": "toolkit_cmd",
+    "matrix": "matrix_cmd",
+    "env": "env_cmd",
+    "cmake": "cmake_cmd",
+    "program": "program_cmd",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(name for name in SUBCOMMANDS if self.get_command(ctx, name) is not None)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module_name = SUBCOMMANDS.get(cmd_name)
+        if module_name is None:
+            return None
+        try:
+            module = importlib.import_module(f"cudaship.cli.{module_name}")
+        except ModuleNotFoundError as e:
+            if e.name == f"cudaship.cli.{module_name}":
+                return None  # not built in this version
+            raise
+        command: click.Command = module.command
+        return command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="cudaship")
+@click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """Make CUDA binaries ship right: inspect, audit and check wheels, libraries and programs."""
+    ctx.ensure_object(dict)
+    ctx.obj["debug"] = debug
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI and return its exit code (tests call this directly)."""
+    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    try:
+        result: Any = cli.main(args=argv, prog_name="cudaship", standalone_mode=False)
+    except CudashipError as e:
+        if debug:
+            raise
+        click.echo(f"cudaship: error: {e}", err=True)
+        return int(e.exit_code)
+    except click.exceptions.Abort:
+        click.echo("cudaship: aborted", err=True)
+        return 130
+    except click.ClickException as e:
+        e.show()
+        return ExitCode.BAD_INPUT
+    except click.exceptions.Exit as e:
+        return int(e.exit_code)
+    except KeyboardInterrupt:
+        click.echo("cudaship: interrupted", err=True)
+        return 130
+    except Exception as e:  # a bug: one line, unless --debug
+        if debug:
+            raise
+        click.echo(f"cudaship: internal error: {type(e).__name__}: {e} (rerun with --debug)", err=True)
+        return ExitCode.INTERNAL
+    return int(result) if isinstance(result, int) else ExitCode.OK
+
+
+def entry() -> None:  # pragma: no cover - console script
+    sys.exit(main())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    entry()

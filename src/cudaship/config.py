@@ -1,0 +1,81 @@
+"""Finding the project's cudaship configuration.
+
+Order: an explicit file (``--policy FILE``: a ``cudaship.toml`` or a ``pyproject.toml``), else
+``[tool.cudaship]`` of ``pyproject.toml`` in the start directory or its parents, else ``cudaship.toml`` there.
+In a ``cudaship.toml`` the tables sit at top level (``[archs]``, ``[matrix]``); in a pyproject.toml under
+``[tool.cudaship]``.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cudaship.errors import PolicyError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+
+@dataclass(frozen=True)
+class ProjectConfig:
+    """The ``[tool.cudaship]`` table (or a cudaship.toml's top level) and where it came from."""
+
+    data: dict[str, Any]
+    source: Path | None  #: None when no configuration was found
+
+    def table(self, key: str) -> dict[str, Any]:
+        value = self.data.get(key, {})
+        if not isinstance(value, dict):
+            raise PolicyError(f"[{key}] must be a table, not {type(value).__name__}", path=self._where())
+        return value
+
+    def _where(self) -> str | None:
+        return str(self.source) if self.source else None
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """Parse a TOML file, turning every failure into a one-line PolicyError naming the file."""
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        raise PolicyError("no such file", path=str(path)) from None
+    except OSError as e:
+        raise PolicyError(f"cannot read: {e.strerror}", path=str(path)) from e
+    except tomllib.TOMLDecodeError as e:
+        raise PolicyError(f"invalid TOML: {e}", path=str(path)) from e
+    except UnicodeDecodeError as e:
+        raise PolicyError("invalid TOML: not UTF-8 text", path=str(path)) from e
+
+
+def _from_file(path: Path) -> ProjectConfig:
+    data = read_toml(path)
+    if path.name == "pyproject.toml":
+        tool = data.get("tool", {})
+        section = tool.get("cudaship", {}) if isinstance(tool, dict) else {}
+        if not isinstance(section, dict):
+            raise PolicyError("[tool.cudaship] must be a table", path=str(path))
+        return ProjectConfig(section, path)
+    return ProjectConfig(data, path)
+
+
+def load_config(explicit: str | Path | None = None, start: Path | None = None) -> ProjectConfig:
+    """Load the configuration: ``explicit`` if given, else search from ``start`` (default: cwd) upwards."""
+    if explicit is not None:
+        return _from_file(Path(explicit))
+    here = (start or Path.cwd()).resolve()
+    for directory in (here, *here.parents):
+        pyproject = directory / "pyproject.toml"
+        if pyproject.is_file():
+            config = _from_file(pyproject)
+            if config.data:
+                return config
+        standalone = directory / "cudaship.toml"
+        if standalone.is_file():
+            return _from_file(standalone)
+    return ProjectConfig({}, None)

@@ -1,0 +1,1 @@
+"""Renderers: turn records and findings into text, JSON, JUnit, Markdown or HTML. They never decide."""

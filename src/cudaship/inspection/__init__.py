@@ -1,0 +1,1 @@
+"""Turning paths (files, directories, wheels) into per-file reports by dispatching to the readers."""

@@ -1,0 +1,1 @@
+"""cudaship.knowledge"""
