@@ -1,0 +1,119 @@
+"""``cudaship inspect PATH...``: what each native library, wheel or device-code file needs and carries."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from types import TracebackType
+
+import click
+
+from cudaship.cli.common import format_option, output_option
+from cudaship.formats import inspect_json, inspect_text
+from cudaship.formats.output import write_report
+from cudaship.inspection.records import FileReport
+from cudaship.inspection.report import demangle
+from cudaship.inspection.walk import InspectObserver, inspect_paths
+
+
+class _ProgressBar(InspectObserver):
+    """A rich progress bar on stderr (only attached when stderr is a terminal)."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self._progress = Progress(
+            TextColumn("[progress.description]{task.description}"),
+            BarColumn(),
+            DownloadColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        self._task = self._progress.add_task("inspecting", total=None)
+
+    def __enter__(self) -> _ProgressBar:
+        self._progress.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._progress.stop()
+
+    def planned(self, total_bytes: int) -> None:
+        self._progress.update(self._task, total=total_bytes or None)
+
+    def reading(self, label: str) -> None:
+        shown = label if len(label) <= 60 else "..." + label[-57:]
+        self._progress.update(self._task, description=shown)
+
+    def done(self, report: FileReport) -> None:
+        pass
+
+    def advanced(self, nbytes: int) -> None:
+        self._progress.advance(self._task, nbytes)
+
+
+@click.command("inspect")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
+@format_option(["text", "json"])
+@output_option()
+@click.option("--demangle", "demangle_names", is_flag=True, help="Demangle exported C++ symbol names.")
+@click.option(
+    "--details",
+    is_flag=True,
+    help="Also decompress SASS entries to read the toolkit version each cubin records, and list all exports.",
+)
+@click.option(
+    "--exports/--no-exports",
+    default=True,
+    show_default=True,
+    help="List exported (defined dynamic) symbols.",
+)
+@click.option(
+    "--progress/--no-progress", default=None, help="Progress bar on stderr (default: when a terminal)."
+)
+def command(
+    paths: tuple[str, ...],
+    fmt: str,
+    output: str | None,
+    demangle_names: bool,
+    details: bool,
+    exports: bool,
+    progress: bool | None,
+) -> int:
+    """Report what each PATH needs and what GPU code it carries.
+
+    PATH is a native library or program (.so, .dll, .pyd, .exe, .dylib), a device-code file (.cubin,
+    .fatbin, .ptx), a COFF import library (.lib), a wheel (read in place) or a directory (walked).
+    Formats are recognised by content, from any OS: Windows DLLs read on Linux and the other way round.
+
+    Exit status: 0 when every input was read, 2 when any could not be (the others are still reported).
+    """
+    show_progress = sys.stderr.isatty() if progress is None else progress
+    if show_progress:
+        with _ProgressBar() as bar:
+            report = inspect_paths(paths, details=details, observer=bar)
+    else:
+        report = inspect_paths(paths, details=details)
+    demangler = demangle if demangle_names else None
+    if fmt.lower() == "json":
+        text = inspect_json.render(report, exports=exports, demangle=demangler)
+    else:
+        to_terminal = output in (None, "-") and sys.stdout.isatty()
+        width = shutil.get_terminal_size().columns if to_terminal else 120
+        text = inspect_text.render(
+            report,
+            width=max(width, 80),
+            color=to_terminal,
+            exports=exports,
+            demangle=demangler,
+            details=details,
+        )
+    write_report(text, output)
+    for failed in report.failed:
+        where = f"{failed.container}!{failed.path}" if failed.container else failed.path
+        click.echo(f"cudaship: error: {where}: {failed.error}", err=True)
+    return int(report.exit_code)

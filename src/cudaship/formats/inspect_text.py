@@ -1,0 +1,190 @@
+"""``cudaship inspect --format text``: a readable block per file, ending with its summary line."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from cudaship.binary.records import DeviceCodeKind, HostBinary, ImportKind
+from cudaship.inspection.records import FileReport
+from cudaship.inspection.report import (
+    InspectReport,
+    WheelReport,
+    cuda_release_for_ptx,
+    group_entries,
+    summary_line,
+)
+
+from .inspect_json import Demangler
+
+_KIND = {
+    DeviceCodeKind.SASS: "SASS",
+    DeviceCodeKind.PTX: "PTX",
+    DeviceCodeKind.LTOIR: "LTO-IR",
+    DeviceCodeKind.UNKNOWN: "unknown",
+}
+_IMPORT_KIND = {
+    ImportKind.NEEDED: "",
+    ImportKind.IMPORT: "",
+    ImportKind.DELAY: " (delay-load)",
+    ImportKind.DYLIB: "",
+}
+#: Exports listed before "... and N more" (all with --details).
+_EXPORTS_SHOWN = 20
+
+
+def render(
+    report: InspectReport,
+    *,
+    width: int = 120,
+    color: bool = False,
+    exports: bool = True,
+    demangle: Demangler | None = None,
+    details: bool = False,
+) -> str:
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer,
+        width=width,
+        force_terminal=color,
+        color_system="standard" if color else None,
+        no_color=not color,
+        highlight=False,
+        emoji=False,
+        soft_wrap=False,
+    )
+    wheels = {w.path: w for w in report.wheels}
+    shown_wheels: set[str] = set()
+    for f in report.files:
+        if f.container is not None and f.container not in shown_wheels and f.container in wheels:
+            shown_wheels.add(f.container)
+            _wheel_header(console, wheels[f.container])
+        _file(console, f, exports=exports, demangle=demangle, details=details)
+    for wheel in report.wheels:
+        if wheel.path not in shown_wheels:
+            _wheel_header(console, wheel)
+            console.print("  (no native or device-code files)")
+            console.print()
+    read = len(report.files) - len(report.failed)
+    tail = f"{len(report.files)} file(s), {read} read"
+    if report.failed:
+        tail += f", {len(report.failed)} could not be read"
+    console.print(tail)
+    return buffer.getvalue()
+
+
+def _wheel_header(console: Console, wheel: WheelReport) -> None:
+    title = Text(f"wheel {wheel.path}", style="bold")
+    console.print(title)
+    if wheel.info is not None:
+        info = wheel.info
+        local = f" (local tag {info.local})" if info.local else ""
+        console.print(f"  {info.name} {info.version}{local}  tags: {', '.join(info.tags) or '-'}")
+    console.print()
+
+
+def _file(
+    console: Console, f: FileReport, *, exports: bool, demangle: Demangler | None, details: bool
+) -> None:
+    where = f"{f.container}!{f.path}" if f.container else f.path
+    fmt = f.format.value if f.format else "?"
+    console.print(Text(f"{where}", style="bold cyan"), Text(f"  [{fmt}, {f.size:,} bytes]"))
+    if f.error is not None:
+        console.print(Text(f"  error: {f.error}", style="bold red"))
+    host = f.host
+    if host is not None:
+        _host(console, host, exports=exports, demangle=demangle, details=details)
+    if f.linkage is not None:
+        link = f.linkage
+        evidence = "; ".join(link.runtime_evidence)
+        console.print(f"  CUDA runtime: {link.runtime.value}" + (f" ({evidence})" if evidence else ""))
+        driver = "; ".join(link.driver_evidence)
+        console.print(f"  CUDA driver:  {link.driver.value}" + (f" ({driver})" if driver else ""))
+    if f.device_code:
+        console.print(_entries_table(f))
+        relocatable = sum(1 for d in f.device_code if d.relocatable)
+        line = f"  {len(f.device_code)} entries in {len(f.containers) or 1} container(s)"
+        if relocatable:
+            line += f"; {relocatable} relocatable (linked by nvlink, not loaded at run time)"
+        console.print(line)
+    for note in f.notes:
+        console.print(f"  note: {note}")
+    console.print(Text("  summary: ", style="bold") + Text(summary_line(f)))
+    console.print()
+
+
+def _host(
+    console: Console, host: HostBinary, *, exports: bool, demangle: Demangler | None, details: bool
+) -> None:
+    bits = f" {host.bits}-bit" if host.bits else ""
+    console.print(f"  {host.machine.value}{bits} {host.kind}")
+    if host.soname:
+        console.print(f"  soname: {host.soname}")
+    if host.rpath:
+        console.print(f"  rpath: {':'.join(host.rpath)}")
+    if host.runpath:
+        console.print(f"  runpath: {':'.join(host.runpath)}")
+    if host.imports:
+        console.print("  imports:")
+        for imp in host.imports:
+            count = f"  [{len(imp.symbols)} symbols]" if imp.symbols else ""
+            console.print(f"    {imp.library}{_IMPORT_KIND[imp.kind]}{count}", markup=False)
+    else:
+        console.print("  imports: none")
+    if host.embedded_library_names:
+        console.print(
+            f"  library names stored as strings: {', '.join(host.embedded_library_names)}", markup=False
+        )
+    if exports and host.exports:
+        names = list(host.exports)
+        shown = names if details else names[:_EXPORTS_SHOWN]
+        if demangle is not None:
+            shown = demangle(shown)
+        console.print(f"  exports ({len(names)}):")
+        for name in shown:
+            console.print(f"    {name}", markup=False)
+        if len(shown) < len(names):
+            console.print(
+                f"    ... and {len(names) - len(shown)} more (--details lists all, --format json too)"
+            )
+
+
+def _entries_table(f: FileReport) -> Table:
+    table = Table(box=None, pad_edge=False, padding=(0, 1), show_edge=False, header_style="bold")
+    for name, justify in (
+        ("  kind", "left"),
+        ("arch", "left"),
+        ("count", "right"),
+        ("section", "left"),
+        ("fatbin", "left"),
+        ("compression", "left"),
+        ("stored", "right"),
+        ("uncompressed", "right"),
+        ("version", "left"),
+    ):
+        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for g in group_entries(f.device_code):
+        if g.kind is DeviceCodeKind.PTX and g.version:
+            release = cuda_release_for_ptx(g.version)
+            version = f"PTX ISA {g.version}" + (f" (CUDA {release})" if release else "")
+        elif g.version:
+            version = f"code {g.version}"
+        else:
+            version = ""
+        if g.toolkits:
+            version += ("; " if version else "") + "toolkit " + ", ".join(g.toolkits)
+        table.add_row(
+            f"  {_KIND[g.kind]}",
+            g.arch,
+            str(g.count),
+            g.section or "-",
+            "relocatable" if g.relocatable else "executable",
+            g.compression,
+            f"{g.stored_size:,}",
+            f"{g.uncompressed_size:,}" if g.uncompressed_size is not None else "-",
+            version,
+        )
+    return table

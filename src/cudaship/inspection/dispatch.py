@@ -1,0 +1,254 @@
+"""From one buffer to one :class:`FileReport`: recognise the format by its first bytes, call the readers.
+
+The format is decided by magic, never by the file name: ELF (``e_machine`` 190 is a cubin), PE (``MZ``),
+Mach-O (thin and fat, both byte orders), a fatbin container, a COFF archive (``!<arch>\\n``, read as an import
+library) and PTX text. Every problem becomes the report's one-line ``error``; an unexpected exception from a
+reader becomes one too (naming its type), so one bad file never hides the others.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import replace
+
+from cudaship.binary.records import (
+    Buffer,
+    Compression,
+    DeviceCode,
+    DeviceCodeKind,
+    FatbinContainer,
+    FileFormat,
+    HostBinary,
+    Import,
+    ImportedSymbol,
+    ImportKind,
+    Machine,
+)
+from cudaship.errors import CudashipError
+from cudaship.inspection.records import FileReport
+
+_FATBIN_MAGIC = b"\x50\xed\x55\xba"
+_EM_CUDA = 190
+_MACHO_THIN = (b"\xfe\xed\xfa\xce", b"\xce\xfa\xed\xfe", b"\xfe\xed\xfa\xcf", b"\xcf\xfa\xed\xfe")
+_MACHO_FAT = (b"\xca\xfe\xba\xbe", b"\xca\xfe\xba\xbf")
+_AR_MAGIC = b"!<arch>\n"
+
+
+def detect_format(buf: Buffer) -> FileFormat | None:
+    """The format of ``buf`` from its first bytes, or None when it is none that cudaship reads."""
+    head = bytes(buf[:64])
+    if head.startswith(b"\x7fELF"):
+        if len(head) >= 20:
+            order = ">" if head[5] == 2 else "<"
+            (machine,) = struct.unpack_from(order + "H", head, 18)
+            if machine == _EM_CUDA:
+                return FileFormat.CUBIN
+        return FileFormat.ELF
+    if head.startswith(b"MZ"):
+        return FileFormat.PE
+    if head[:4] in _MACHO_THIN:
+        return FileFormat.MACHO
+    if head[:4] in _MACHO_FAT and len(head) >= 8:
+        # Java class files share 0xCAFEBABE; there the next word is a version >= 45, here a small count.
+        (count,) = struct.unpack_from(">I", head, 4)
+        if 0 < count < 45:
+            return FileFormat.MACHO
+        return None
+    if head.startswith(_FATBIN_MAGIC):
+        return FileFormat.FATBIN
+    if head.startswith(_AR_MAGIC):
+        return FileFormat.COFF_IMPORT_LIBRARY
+    if _looks_like_ptx(buf):
+        return FileFormat.PTX
+    return None
+
+
+def _looks_like_ptx(buf: Buffer) -> bool:
+    from cudaship.binary.ptx import looks_like_ptx
+
+    return looks_like_ptx(buf)
+
+
+def inspect_buffer(
+    buf: Buffer,
+    path: str,
+    *,
+    container: str | None = None,
+    details: bool = False,
+    notes: tuple[str, ...] = (),
+) -> FileReport:
+    """Read ``buf`` (the bytes of ``path``) and report everything inspect knows about it.
+
+    ``details`` decompresses SASS entries to read the toolkit version each cubin records.
+    Never raises for bad input: the report's ``error`` says what went wrong.
+    """
+    size = len(buf)
+    fmt = detect_format(buf)
+    if fmt is None:
+        if size == 0:
+            reason = "empty file"
+        else:
+            reason = "not a binary cudaship reads (no ELF, PE, Mach-O, fatbin, COFF archive or PTX signature)"
+        return FileReport(path=path, format=None, size=size, container=container, error=reason, notes=notes)
+    state = _Partial(path=path, format=fmt, size=size, container=container, notes=notes)
+    try:
+        _read_into(state, buf, details=details)
+    except CudashipError as e:
+        state.error = _one_line(e.message)
+    except Exception as e:  # a reader bug must not hide the other files
+        state.error = _one_line(f"cannot read ({type(e).__name__}: {e})")
+    return state.report()
+
+
+class _Partial:
+    """What has been read so far, so a late failure still reports what came before it."""
+
+    def __init__(
+        self, *, path: str, format: FileFormat, size: int, container: str | None, notes: tuple[str, ...]
+    ) -> None:
+        self.path = path
+        self.format = format
+        self.size = size
+        self.container = container
+        self.notes = list(notes)
+        self.host: HostBinary | None = None
+        self.linkage = None
+        self.containers: tuple[FatbinContainer, ...] = ()
+        self.device_code: tuple[DeviceCode, ...] = ()
+        self.error: str | None = None
+
+    def report(self) -> FileReport:
+        return FileReport(
+            path=self.path,
+            format=self.format,
+            size=self.size,
+            container=self.container,
+            host=self.host,
+            linkage=self.linkage,
+            containers=self.containers,
+            device_code=self.device_code,
+            error=self.error,
+            notes=tuple(self.notes),
+        )
+
+
+def _read_into(state: _Partial, buf: Buffer, *, details: bool) -> None:
+    fmt = state.format
+    if fmt in (FileFormat.ELF, FileFormat.PE, FileFormat.MACHO):
+        host = _read_host(fmt, buf)
+        state.host = host
+        from cudaship.analysis.linkage import cuda_linkage
+
+        state.linkage = cuda_linkage(host)
+        _scan_device_code(state, buf, host, details=details)
+    elif fmt is FileFormat.COFF_IMPORT_LIBRARY:
+        state.host = _read_import_library(buf)
+    elif fmt is FileFormat.FATBIN:
+        _scan_device_code(state, buf, None, details=details)
+        if not state.containers:
+            raise CudashipError("fatbin signature but no valid fatbin container")
+    elif fmt is FileFormat.CUBIN:
+        state.device_code = (_standalone_cubin(buf),)
+    elif fmt is FileFormat.PTX:
+        state.device_code = (_standalone_ptx(buf),)
+
+
+def _read_host(fmt: FileFormat, buf: Buffer) -> HostBinary:
+    if fmt is FileFormat.ELF:
+        from cudaship.binary.elf import read_elf
+
+        return read_elf(buf)
+    if fmt is FileFormat.PE:
+        from cudaship.binary.pe import read_pe
+
+        return read_pe(buf)
+    from cudaship.binary.macho import read_macho
+
+    return read_macho(buf)
+
+
+def _read_import_library(buf: Buffer) -> HostBinary:
+    """A COFF import library as a host record: one import per DLL it names, with the symbols it provides."""
+    from cudaship.binary.coff_importlib import read_import_library
+
+    library = read_import_library(buf)
+    by_dll: dict[str, list[ImportedSymbol]] = {dll: [] for dll in library.dlls}
+    for member in library.members:
+        by_dll.setdefault(member.dll, []).append(ImportedSymbol(member.symbol, member.ordinal))
+    imports = tuple(Import(dll, ImportKind.IMPORT, tuple(symbols)) for dll, symbols in by_dll.items())
+    return HostBinary(
+        format=FileFormat.COFF_IMPORT_LIBRARY,
+        machine=Machine.OTHER,
+        bits=0,
+        kind="import-library",
+        imports=imports,
+    )
+
+
+def _scan_device_code(state: _Partial, buf: Buffer, host: HostBinary | None, *, details: bool) -> None:
+    from cudaship.binary.devicescan import find_containers
+
+    sections = host.sections if host is not None else ()
+    containers = tuple(find_containers(buf, sections))
+    if details:
+        containers = tuple(_with_details(buf, c) for c in containers)
+    state.containers = containers
+    state.device_code = tuple(entry for c in containers for entry in c.entries)
+
+
+def _with_details(buf: Buffer, container: FatbinContainer) -> FatbinContainer:
+    """Decompress each SASS entry of ``container`` and record the toolkit version its cubin notes."""
+    from cudaship.binary.cubin import read_cubin
+    from cudaship.binary.fatbin import entry_payload
+
+    entries = []
+    for entry in container.entries:
+        if entry.kind is DeviceCodeKind.SASS and entry.toolkit_version is None:
+            info = read_cubin(entry_payload(buf, entry))
+            entry = replace(entry, toolkit_version=info.toolkit_version)
+        entries.append(entry)
+    return replace(container, entries=tuple(entries))
+
+
+def _standalone_cubin(buf: Buffer) -> DeviceCode:
+    from cudaship.binary.cubin import read_cubin
+
+    info = read_cubin(buf)
+    return DeviceCode(
+        kind=DeviceCodeKind.SASS,
+        arch=f"sm_{info.sm}{info.variant}",
+        sm=info.sm,
+        variant=info.variant,
+        section=None,
+        relocatable=False,
+        compression=Compression.NONE,
+        stored_size=len(buf),
+        uncompressed_size=len(buf),
+        offset=0,
+        toolkit_version=info.toolkit_version,
+    )
+
+
+def _standalone_ptx(buf: Buffer) -> DeviceCode:
+    from cudaship.binary.ptx import read_ptx, virtual_arch
+
+    info = read_ptx(buf)
+    sm, variant = virtual_arch(info.target)
+    return DeviceCode(
+        kind=DeviceCodeKind.PTX,
+        arch=f"compute_{sm}{variant}",
+        sm=sm,
+        variant=variant,
+        section=None,
+        relocatable=False,
+        compression=Compression.NONE,
+        stored_size=len(buf),
+        uncompressed_size=len(buf),
+        offset=0,
+        version=info.isa_version,
+    )
+
+
+def _one_line(text: str) -> str:
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return " ".join(lines) if lines else "unreadable"

@@ -1,0 +1,215 @@
+"""The result of one ``inspect`` run and the derived facts every renderer shows the same way.
+
+Renderers print; they do not decide. What a summary line says, how entries are grouped and which CUDA
+release a PTX ISA version implies are decided here, once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+
+from cudaship.binary.records import DeviceCode, DeviceCodeKind
+from cudaship.exitcodes import ExitCode
+from cudaship.inspection.records import FileReport, RuntimeLinkage, WheelInfo
+
+
+@dataclass(frozen=True)
+class WheelReport:
+    """One wheel: its own facts and the reports of the members inspect read."""
+
+    path: str  #: as given (or as found under a directory)
+    info: WheelInfo | None  #: None when the archive could not be opened
+    error: str | None
+    files: tuple[FileReport, ...]
+
+
+@dataclass(frozen=True)
+class InspectReport:
+    """Every file inspected in one run, wheel members included, in input order."""
+
+    inputs: tuple[str, ...]
+    files: tuple[FileReport, ...]
+    wheels: tuple[WheelReport, ...] = ()
+
+    @property
+    def failed(self) -> tuple[FileReport, ...]:
+        return tuple(f for f in self.files if f.error is not None)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """0 when every input was read, 2 when any could not be."""
+        return ExitCode.BAD_INPUT if self.failed else ExitCode.OK
+
+
+@dataclass(frozen=True)
+class EntryGroup:
+    """Entries that agree on everything a reader cares about, counted (a container often repeats an arch)."""
+
+    kind: DeviceCodeKind
+    arch: str
+    section: str | None
+    relocatable: bool
+    compression: str
+    version: str | None
+    count: int
+    stored_size: int
+    uncompressed_size: int | None  #: None when any entry of the group does not record it
+    toolkits: tuple[str, ...] = ()  #: toolkit versions the cubins record (read with ``--details`` only)
+
+
+def _arch_sorted(names: Iterable[str]) -> tuple[str, ...]:
+    from cudaship.knowledge.archs import sort_arch_names
+
+    return tuple(sort_arch_names(set(names)))
+
+
+def arch_names(
+    device_code: Iterable[DeviceCode], kind: DeviceCodeKind, *, relocatable: bool | None = None
+) -> tuple[str, ...]:
+    """Sorted unique arch names of one kind; ``relocatable`` None means both kinds of fatbin."""
+    return _arch_sorted(
+        d.arch
+        for d in device_code
+        if d.kind is kind and (relocatable is None or d.relocatable is relocatable)
+    )
+
+
+def group_entries(device_code: Iterable[DeviceCode]) -> tuple[EntryGroup, ...]:
+    """Entries grouped by kind, arch, section, relocatable, compression and version, in arch order."""
+    groups: dict[tuple[DeviceCodeKind, str, str | None, bool, str, str | None], list[DeviceCode]] = {}
+    for d in device_code:
+        key = (d.kind, d.arch, d.section, d.relocatable, d.compression.value, d.version)
+        groups.setdefault(key, []).append(d)
+    order = {name: i for i, name in enumerate(_arch_sorted(k[1] for k in groups))}
+    kind_order = {
+        DeviceCodeKind.SASS: 0,
+        DeviceCodeKind.PTX: 1,
+        DeviceCodeKind.LTOIR: 2,
+        DeviceCodeKind.UNKNOWN: 3,
+    }
+    result = []
+    for key in sorted(
+        groups, key=lambda k: (k[3], kind_order[k[0]], order[k[1]], k[2] or "", k[4], k[5] or "")
+    ):
+        entries = groups[key]
+        sizes = [e.uncompressed_size for e in entries]
+        result.append(
+            EntryGroup(
+                kind=key[0],
+                arch=key[1],
+                section=key[2],
+                relocatable=key[3],
+                compression=key[4],
+                version=key[5],
+                count=len(entries),
+                stored_size=sum(e.stored_size for e in entries),
+                uncompressed_size=None
+                if any(s is None for s in sizes)
+                else sum(s for s in sizes if s is not None),
+                toolkits=tuple(sorted({e.toolkit_version for e in entries if e.toolkit_version})),
+            )
+        )
+    return tuple(result)
+
+
+@lru_cache(maxsize=128)
+def cuda_release_for_ptx(isa_version: str | None) -> str | None:
+    """The CUDA release that introduced PTX ISA ``isa_version`` (``"9.0"`` → ``"13.0"``), when the knowledge
+    base knows it."""
+    if not isa_version:
+        return None
+    try:
+        from cudaship.knowledge import releases
+    except ImportError:  # knowledge base without the PTX table
+        return None
+    lookup = getattr(releases, "release_for_ptx_isa", None)
+    if lookup is None:
+        return None
+    try:
+        found = lookup(isa_version)
+    except Exception:  # an unknown or malformed version: no release to name
+        return None
+    return str(found) if found is not None else None
+
+
+def linkage_phrase(report: FileReport) -> str | None:
+    """``cudart 13 dynamic``, ``cudart static``, ``no cudart`` (None when the file is not a host binary)."""
+    linkage = report.linkage
+    if linkage is None:
+        return None
+    if linkage.runtime is RuntimeLinkage.DYNAMIC:
+        major = f" {linkage.cudart_major}" if linkage.cudart_major is not None else ""
+        return f"cudart{major} dynamic"
+    if linkage.runtime is RuntimeLinkage.STATIC:
+        return "cudart static"
+    return "no cudart"
+
+
+def summary_line(report: FileReport) -> str:
+    """One line: executable SASS archs | PTX archs | relocatable code | LTO-IR | CUDA runtime linkage.
+
+    Example: ``sm_75 sm_80 sm_86 sm_89 sm_90a sm_120a | PTX compute_120 | cudart 13 dynamic``.
+    """
+    if report.error is not None and not report.device_code and report.host is None:
+        return "unreadable"
+    code = report.device_code
+    parts = []
+    sass = arch_names(code, DeviceCodeKind.SASS, relocatable=False)
+    ptx = arch_names(code, DeviceCodeKind.PTX, relocatable=False)
+    if code:
+        parts.append(" ".join(sass) if sass else "no SASS")
+        parts.append("PTX " + " ".join(ptx) if ptx else "no PTX")
+        relocatable = arch_names(code, DeviceCodeKind.SASS, relocatable=True) + arch_names(
+            code, DeviceCodeKind.PTX, relocatable=True
+        )
+        if relocatable:
+            parts.append("relocatable " + " ".join(relocatable))
+        lto = arch_names(code, DeviceCodeKind.LTOIR)
+        if lto:
+            parts.append("LTO-IR " + " ".join(lto))
+        unknown = sum(1 for d in code if d.kind is DeviceCodeKind.UNKNOWN)
+        if unknown:
+            parts.append(f"{unknown} entries of unknown kind")
+    else:
+        parts.append("no device code")
+    phrase = linkage_phrase(report)
+    if phrase is not None:
+        parts.append(phrase)
+    return " | ".join(parts)
+
+
+#: Demanglers tried in order: LLVM's also reads MSVC (``?name@@...``) and Rust names; binutils' Itanium only.
+DEMANGLERS = ("llvm-cxxfilt", "c++filt")
+
+
+def demangle(names: list[str]) -> list[str]:
+    """Demangle C++ names with the first demangler found on PATH (one subprocess for all names).
+
+    Names that no demangler understands, or all names when none is installed, come back unchanged.
+    """
+    import shutil
+    import subprocess
+
+    if not names:
+        return []
+    for tool in DEMANGLERS:
+        exe = shutil.which(tool)
+        if exe is None:
+            continue
+        try:
+            done = subprocess.run(
+                [exe],
+                input="\n".join(names) + "\n",
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            continue
+        lines = done.stdout.splitlines()
+        if done.returncode == 0 and len(lines) == len(names):
+            return lines
+    return list(names)
