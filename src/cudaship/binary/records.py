@@ -95,6 +95,9 @@ class HostBinary:
     #: Library names stored as strings in read-only data (``libcuda.so.1``, ``nvcuda.dll``, ...): evidence of
     #: dlopen / LoadLibrary. Only names matching a library-like pattern are kept.
     embedded_library_names: tuple[str, ...] = ()
+    #: Strings only the CUDA runtime itself stores (``cudaGetExportTable``, ``__cudaRegisterFatBinary``), found
+    #: in the same read-only data: evidence that the runtime is linked in statically (analysis.linkage).
+    cuda_markers: tuple[str, ...] = ()
 
 
 class DeviceCodeKind(str, Enum):

@@ -1,0 +1,76 @@
+"""Bounds-checked reads from a buffer, shared by the host-binary readers (ELF, PE, Mach-O, COFF import libraries).
+
+Every offset and length a reader takes from a file goes through :class:`Bounded`, which raises a one-line
+:class:`~cudaship.errors.BinaryFormatError` naming the structure when it would run past the end of the file.
+The buffer is never copied: ``struct.unpack_from`` reads in place and only the bytes asked for are sliced out,
+so an ``mmap`` of a 500 MB library stays untouched except for the headers and tables actually read.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+
+from cudaship.binary.records import Buffer
+from cudaship.errors import BinaryFormatError
+
+_NUL = re.compile(b"\x00")
+
+#: Longest name any reader accepts (symbol names, library names, section names). C++ symbol names of heavily
+#: templated code reach a few KiB; 64 KiB bounds the work on a string table with no NUL in it.
+MAX_NAME = 65536
+
+
+class Bounded:
+    """A read-only view of ``buf`` that checks every read against its length.
+
+    ``what`` names the format in error messages ("ELF", "PE", ...). Works on ``bytes``, ``bytearray``,
+    ``memoryview`` and ``mmap`` alike (``memoryview`` has no ``find``, so NULs are found with a regex).
+    """
+
+    __slots__ = ("buf", "size", "what")
+
+    def __init__(self, buf: Buffer, what: str) -> None:
+        self.buf = buf
+        self.size = len(buf)
+        self.what = what
+
+    def fail(self, message: str) -> BinaryFormatError:
+        return BinaryFormatError(f"{self.what}: {message}")
+
+    def check(self, offset: int, length: int, field: str) -> None:
+        """Raise unless ``length`` bytes at ``offset`` lie inside the buffer."""
+        if offset < 0 or length < 0 or offset + length > self.size:
+            raise self.fail(
+                f"{field} at offset {offset:#x} ({length} bytes) runs past the end of the file "
+                f"({self.size} bytes): truncated or corrupt"
+            )
+
+    def unpack(self, st: struct.Struct, offset: int, field: str) -> tuple[int, ...]:
+        self.check(offset, st.size, field)
+        values: tuple[int, ...] = st.unpack_from(self.buf, offset)
+        return values
+
+    def read(self, offset: int, length: int, field: str) -> bytes:
+        self.check(offset, length, field)
+        return bytes(self.buf[offset : offset + length])
+
+    def cstring(self, offset: int, end: int, field: str) -> str:
+        """The NUL-terminated string at ``offset``, which must end before ``end`` (a table's end)."""
+        end = min(end, self.size, offset + MAX_NAME)
+        if offset < 0 or offset >= end:
+            raise self.fail(f"{field}: string offset {offset:#x} lies outside its table")
+        found = _NUL.search(self.buf, offset, end)  # type: ignore[call-overload]
+        if found is None:
+            raise self.fail(f"{field}: string at offset {offset:#x} is not NUL-terminated")
+        return decode(bytes(self.buf[offset : found.start()]))
+
+    def fixed_string(self, offset: int, length: int, field: str) -> str:
+        """A string stored in a fixed-size, NUL-padded field (PE section names, Mach-O segment names)."""
+        raw = self.read(offset, length, field)
+        return decode(raw.split(b"\x00", 1)[0])
+
+
+def decode(raw: bytes) -> str:
+    """Names in binaries are bytes; UTF-8 covers every real one, anything else is shown replaced."""
+    return raw.decode("utf-8", errors="replace")

@@ -1,0 +1,451 @@
+"""Reading the host-side facts of an ELF file: machine, kind, SONAME, RPATH/RUNPATH, DT_NEEDED with the
+symbols taken from each library (by symbol versioning), dynamic symbols, sections, and library names stored in
+``.rodata``.
+
+Hand-written ``struct`` code over the buffer: the ELF header, the section header table, ``.dynamic``,
+``.dynsym``/``.dynstr``, ``.gnu.version``/``.gnu.version_r`` and the read-only data are the only bytes read
+(docs/formats-host.md has the measurements against pyelftools and LIEF that decided this). Both classes
+(32/64-bit) and both byte orders are handled. When the section header table is missing (stripped with
+``sstrip``), the dynamic segment is found through the program headers instead.
+
+Every offset and count from the file is checked against the file size first, so a corrupt table is a
+one-line :class:`~cudaship.errors.BinaryFormatError`, never a huge allocation or a long loop.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from cudaship.binary import strings
+from cudaship.binary._bounded import Bounded
+from cudaship.binary.records import (
+    Buffer,
+    FileFormat,
+    HostBinary,
+    Import,
+    ImportedSymbol,
+    ImportKind,
+    Machine,
+    Section,
+)
+from cudaship.errors import BinaryFormatError
+
+ELF_MAGIC = b"\x7fELF"
+
+# e_type
+ET_REL, ET_EXEC, ET_DYN = 1, 2, 3
+# e_machine
+EM_386, EM_PPC64, EM_ARM, EM_X86_64, EM_AARCH64, EM_CUDA = 3, 21, 40, 62, 183, 190
+_MACHINES = {EM_386: Machine.X86, EM_ARM: Machine.ARM, EM_X86_64: Machine.X86_64, EM_AARCH64: Machine.AARCH64,
+             EM_CUDA: Machine.CUDA}
+# sh_type
+SHT_NOBITS, SHT_DYNAMIC, SHT_DYNSYM = 8, 6, 11
+SHT_GNU_VERNEED, SHT_GNU_VERSYM = 0x6FFFFFFE, 0x6FFFFFFF
+# p_type
+PT_LOAD, PT_DYNAMIC, PT_INTERP = 1, 2, 3
+# d_tag
+DT_NULL, DT_NEEDED, DT_STRTAB, DT_STRSZ, DT_SONAME, DT_RPATH, DT_RUNPATH = 0, 1, 5, 10, 14, 15, 29
+DT_FLAGS_1 = 0x6FFFFFFB
+DF_1_PIE = 0x08000000
+# symbols
+SHN_UNDEF, SHN_XINDEX = 0, 0xFFFF
+STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE = 1, 2, 10
+STT_SECTION, STT_FILE = 3, 4
+STV_DEFAULT, STV_PROTECTED = 0, 3
+VERSYM_HIDDEN = 0x8000
+
+#: Sections whose bytes are scanned for library names stored as strings.
+_RODATA_PREFIXES = (".rodata", ".lrodata")
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Struct formats for one ELF class and byte order."""
+
+    bits: int
+    ehdr: struct.Struct  # from e_type on
+    shdr: struct.Struct
+    phdr: struct.Struct
+    dyn: struct.Struct
+    sym: struct.Struct
+    verneed: struct.Struct
+    vernaux: struct.Struct
+    u16: struct.Struct
+
+
+def _layout(bits: int, order: str) -> _Layout:
+    if bits == 64:
+        return _Layout(
+            64,
+            struct.Struct(order + "HHIQQQIHHHHHH"),
+            struct.Struct(order + "IIQQQQIIQQ"),
+            struct.Struct(order + "IIQQQQQQ"),
+            struct.Struct(order + "qQ"),
+            struct.Struct(order + "IBBHQQ"),
+            struct.Struct(order + "HHIII"),
+            struct.Struct(order + "IHHII"),
+            struct.Struct(order + "H"),
+        )
+    return _Layout(
+        32,
+        struct.Struct(order + "HHIIIIIHHHHHH"),
+        struct.Struct(order + "IIIIIIIIII"),
+        struct.Struct(order + "IIIIIIII"),
+        struct.Struct(order + "iI"),
+        struct.Struct(order + "IIIBBH"),
+        struct.Struct(order + "HHIII"),
+        struct.Struct(order + "IHHII"),
+        struct.Struct(order + "H"),
+    )
+
+
+@dataclass(frozen=True)
+class _Shdr:
+    index: int
+    name_offset: int
+    type: int
+    flags: int
+    addr: int
+    offset: int
+    size: int
+    link: int
+    info: int
+    entsize: int
+
+
+@dataclass(frozen=True)
+class _Symbol:
+    name: str
+    bind: int
+    type: int
+    visibility: int
+    shndx: int
+
+
+def is_elf(buf: Buffer) -> bool:
+    return len(buf) >= 4 and bytes(buf[:4]) == ELF_MAGIC
+
+
+def read_elf(buf: Buffer) -> HostBinary:
+    """Read an ELF file's host-side facts. Raises BinaryFormatError on anything truncated or inconsistent."""
+    return _ElfReader(buf).read()
+
+
+class _ElfReader:
+    def __init__(self, buf: Buffer) -> None:
+        self.b = Bounded(buf, "ELF")
+        ident = self.b.read(0, 16, "ELF identification") if len(buf) >= 16 else b""
+        if ident[:4] != ELF_MAGIC:
+            raise self.b.fail("not an ELF file (no \\x7fELF magic)" if len(buf) >= 4 else "file too short")
+        if ident[4] not in (1, 2):
+            raise self.b.fail(f"unknown ELF class {ident[4]}")
+        if ident[5] not in (1, 2):
+            raise self.b.fail(f"unknown ELF data encoding {ident[5]}")
+        self.order = "<" if ident[5] == 1 else ">"
+        self.L = _layout(64 if ident[4] == 2 else 32, self.order)
+        self.shstrndx_resolved = 0
+        (self.e_type, self.e_machine, _version, _entry, self.phoff, self.shoff, self.e_flags, _ehsize,
+         self.phentsize, self.phnum, self.shentsize, self.shnum, self.shstrndx) = self.b.unpack(
+            self.L.ehdr, 16, "ELF header")
+
+    # -- tables -------------------------------------------------------------------------------------------
+
+    def section_headers(self) -> list[_Shdr]:
+        if self.shoff == 0:
+            return []
+        if self.shentsize < self.L.shdr.size:
+            raise self.b.fail(f"section header entry size {self.shentsize} is smaller than {self.L.shdr.size}")
+        count = self.shnum
+        first = self.b.unpack(self.L.shdr, self.shoff, "section header table")
+        if count == 0:  # extended numbering: the real count is in section 0's sh_size
+            count = first[5]
+        if count * self.shentsize > self.b.size - self.shoff:
+            raise self.b.fail(
+                f"section header table ({count} entries at offset {self.shoff:#x}) runs past the end of the "
+                f"file ({self.b.size} bytes): truncated or corrupt"
+            )
+        headers = []
+        for index in range(count):
+            v = self.L.shdr.unpack_from(self.b.buf, self.shoff + index * self.shentsize)
+            headers.append(_Shdr(index, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[9]))
+        self.shstrndx_resolved = first[6] if self.shstrndx == SHN_XINDEX else self.shstrndx
+        return headers
+
+    def section_names(self, headers: list[_Shdr]) -> list[str]:
+        if not headers:
+            return []
+        index = self.shstrndx_resolved
+        if index == 0:
+            return ["" for _ in headers]
+        if index >= len(headers):
+            raise self.b.fail(f"section name table index {index} is out of range ({len(headers)} sections)")
+        table = headers[index]
+        self._check_section(table, "section name table")
+        end = table.offset + table.size
+        return [self.b.cstring(table.offset + h.name_offset, end, f"name of section {h.index}")
+                if h.name_offset < table.size else self._bad(f"section {h.index} name offset out of range")
+                for h in headers]
+
+    def _bad(self, message: str) -> str:
+        raise self.b.fail(message)
+
+    def _check_section(self, h: _Shdr, what: str) -> None:
+        if h.type != SHT_NOBITS:
+            self.b.check(h.offset, h.size, what)
+
+    def program_headers(self) -> list[tuple[int, ...]]:
+        if self.phoff == 0 or self.phnum == 0:
+            return []
+        if self.phentsize < self.L.phdr.size:
+            raise self.b.fail(f"program header entry size {self.phentsize} is smaller than {self.L.phdr.size}")
+        self.b.check(self.phoff, self.phnum * self.phentsize, "program header table")
+        out = []
+        for index in range(self.phnum):
+            v = self.L.phdr.unpack_from(self.b.buf, self.phoff + index * self.phentsize)
+            if self.L.bits == 64:  # p_type, p_flags, p_offset, p_vaddr, p_paddr, p_filesz, p_memsz, p_align
+                out.append((v[0], v[2], v[3], v[5]))
+            else:  # p_type, p_offset, p_vaddr, p_paddr, p_filesz, p_memsz, p_flags, p_align
+                out.append((v[0], v[1], v[2], v[4]))
+        return out  # (type, offset, vaddr, filesz)
+
+    # -- main ---------------------------------------------------------------------------------------------
+
+    def read(self) -> HostBinary:
+        headers = self.section_headers()
+        names = self.section_names(headers)
+        phdrs = self.program_headers()
+        sections = tuple(
+            Section(name, h.offset, 0 if h.type == SHT_NOBITS else h.size, h.addr)
+            for name, h in zip(names, headers) if h.index != 0
+        )
+        for h, name in zip(headers, names):
+            if h.index and h.type != SHT_NOBITS and h.size:
+                self._check_section(h, f"section {name or h.index}")
+
+        dynamic, dynstr = self._dynamic(headers, phdrs)
+        needed: list[str] = []
+        soname: str | None = None
+        rpath: list[str] = []
+        runpath: list[str] = []
+        flags_1 = 0
+        if dynamic is not None and dynstr is not None:
+            str_off, str_end = dynstr
+            for tag, value in dynamic:
+                if tag in (DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH):
+                    text = self.b.cstring(str_off + value, str_end, f"dynamic entry {tag} string") \
+                        if value < str_end - str_off else self._bad(f"dynamic entry {tag} string out of range")
+                    if tag == DT_NEEDED:
+                        needed.append(text)
+                    elif tag == DT_SONAME:
+                        soname = text
+                    elif tag == DT_RPATH:
+                        rpath.extend(p for p in text.split(":") if p)
+                    else:
+                        runpath.extend(p for p in text.split(":") if p)
+                elif tag == DT_FLAGS_1:
+                    flags_1 = value
+
+        imports, exports, undefined = self._symbols(headers, needed)
+        has_interp = any(p[0] == PT_INTERP for p in phdrs)
+        ranges = [(h.offset, h.offset + h.size) for h, name in zip(headers, names)
+                  if name.startswith(_RODATA_PREFIXES) and h.type != SHT_NOBITS]
+        return HostBinary(
+            format=FileFormat.ELF,
+            machine=self._machine(),
+            bits=self.L.bits,
+            kind=self._kind(flags_1, has_interp, soname),
+            soname=soname,
+            rpath=tuple(rpath),
+            runpath=tuple(runpath),
+            imports=imports,
+            exports=exports,
+            undefined_symbols=undefined,
+            sections=sections,
+            embedded_library_names=strings.library_names(self.b.buf, ranges),
+            cuda_markers=strings.runtime_markers(self.b.buf, ranges),
+        )
+
+    def _machine(self) -> Machine:
+        if self.e_machine == EM_PPC64:
+            return Machine.PPC64LE if self.order == "<" else Machine.OTHER
+        return _MACHINES.get(self.e_machine, Machine.OTHER)
+
+    def _kind(self, flags_1: int, has_interp: bool, soname: str | None) -> str:
+        if self.e_type == ET_REL:
+            return "object"
+        if self.e_type == ET_EXEC:
+            return "executable"
+        if self.e_type == ET_DYN:
+            # A position-independent executable is ET_DYN too: DF_1_PIE says so (binutils >= 2.33), else an
+            # interpreter without a SONAME. (libc.so.6 has an interpreter and a SONAME: a library.)
+            if flags_1 & DF_1_PIE or (has_interp and soname is None):
+                return "executable"
+            return "shared-library"
+        return "other"
+
+    def _vaddr_to_offset(self, phdrs: list[tuple[int, ...]], vaddr: int) -> int | None:
+        for ptype, offset, start, filesz in phdrs:
+            if ptype == PT_LOAD and start <= vaddr < start + filesz:
+                return int(offset + (vaddr - start))
+        return None
+
+    def _dynamic(self, headers: list[_Shdr], phdrs: list[tuple[int, ...]]
+                 ) -> tuple[list[tuple[int, int]] | None, tuple[int, int] | None]:
+        """The dynamic entries and the (offset, end) of their string table."""
+        dyn_off = dyn_size = None
+        strtab: tuple[int, int] | None = None
+        for h in headers:
+            if h.type == SHT_DYNAMIC:
+                self._check_section(h, "dynamic section")
+                dyn_off, dyn_size = h.offset, h.size
+                if 0 < h.link < len(headers):
+                    link = headers[h.link]
+                    self._check_section(link, "dynamic string table")
+                    strtab = (link.offset, link.offset + link.size)
+                break
+        else:
+            for ptype, offset, _vaddr, filesz in phdrs:
+                if ptype == PT_DYNAMIC:
+                    self.b.check(offset, filesz, "dynamic segment")
+                    dyn_off, dyn_size = offset, filesz
+                    break
+        if dyn_off is None or dyn_size is None:
+            return None, None
+        entries: list[tuple[int, int]] = []
+        step = self.L.dyn.size
+        strtab_addr = strsz = None
+        for at in range(dyn_off, dyn_off + dyn_size - step + 1, step):
+            tag, value = self.L.dyn.unpack_from(self.b.buf, at)
+            if tag == DT_NULL:
+                break
+            entries.append((tag, value))
+            if tag == DT_STRTAB:
+                strtab_addr = value
+            elif tag == DT_STRSZ:
+                strsz = value
+        if strtab is None and strtab_addr is not None and strsz is not None:
+            offset = self._vaddr_to_offset(phdrs, strtab_addr)
+            if offset is None:
+                raise self.b.fail(f"DT_STRTAB address {strtab_addr:#x} lies in no loaded segment")
+            self.b.check(offset, strsz, "dynamic string table")
+            strtab = (offset, offset + strsz)
+        if strtab is None and any(tag in (DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH) for tag, _ in entries):
+            raise self.b.fail("dynamic section names strings but has no string table")
+        return entries, strtab
+
+    def _symbols(self, headers: list[_Shdr], needed: list[str]
+                 ) -> tuple[tuple[Import, ...], tuple[str, ...], tuple[ImportedSymbol, ...]]:
+        dynsym = next((h for h in headers if h.type == SHT_DYNSYM), None)
+        symbols: list[_Symbol] = []
+        if dynsym is not None:
+            symbols = self._read_symbols(headers, dynsym)
+        versions = self._versions(headers, dynsym, len(symbols))
+
+        per_library: dict[str, list[ImportedSymbol]] = {name: [] for name in needed}
+        exports: set[str] = set()
+        undefined: list[ImportedSymbol] = []
+        for index, sym in enumerate(symbols):
+            if index == 0 or not sym.name or sym.type in (STT_SECTION, STT_FILE):
+                continue
+            if sym.shndx == SHN_UNDEF:
+                if sym.bind not in (STB_GLOBAL, STB_WEAK):
+                    continue
+                file, version = versions.get(index, (None, None))
+                imported = ImportedSymbol(sym.name, version=version)
+                if file is not None and file in per_library:
+                    per_library[file].append(imported)
+                if sym.bind == STB_GLOBAL:
+                    undefined.append(imported)
+            elif sym.bind in (STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE) and sym.visibility in (STV_DEFAULT,
+                                                                                             STV_PROTECTED):
+                exports.add(sym.name)
+        imports = tuple(Import(name, ImportKind.NEEDED, tuple(per_library[name])) for name in needed)
+        return imports, tuple(sorted(exports)), tuple(undefined)
+
+    def _read_symbols(self, headers: list[_Shdr], dynsym: _Shdr) -> list[_Symbol]:
+        self._check_section(dynsym, "dynamic symbol table")
+        entsize = dynsym.entsize or self.L.sym.size
+        if entsize < self.L.sym.size:
+            raise self.b.fail(f"dynamic symbol entry size {entsize} is smaller than {self.L.sym.size}")
+        if not 0 < dynsym.link < len(headers):
+            raise self.b.fail(f"dynamic symbol table links to section {dynsym.link}, which does not exist")
+        strtab = headers[dynsym.link]
+        self._check_section(strtab, "dynamic symbol string table")
+        str_end = strtab.offset + strtab.size
+        out = []
+        for at in range(dynsym.offset, dynsym.offset + dynsym.size - entsize + 1, entsize):
+            v = self.L.sym.unpack_from(self.b.buf, at)
+            if self.L.bits == 64:  # st_name, st_info, st_other, st_shndx, st_value, st_size
+                name_off, info, other, shndx = v[0], v[1], v[2], v[3]
+            else:  # st_name, st_value, st_size, st_info, st_other, st_shndx
+                name_off, info, other, shndx = v[0], v[3], v[4], v[5]
+            if name_off == 0:
+                name = ""
+            elif name_off >= strtab.size:
+                raise self.b.fail(f"dynamic symbol at offset {at:#x}: name offset {name_off:#x} out of range")
+            else:
+                name = self.b.cstring(strtab.offset + name_off, str_end, "dynamic symbol name")
+            out.append(_Symbol(name, info >> 4, info & 0xF, other & 3, shndx))
+        return out
+
+    def _versions(self, headers: list[_Shdr], dynsym: _Shdr | None, count: int
+                  ) -> dict[int, tuple[str, str]]:
+        """Symbol index → (library file, version name) for symbols whose version comes from a verneed entry."""
+        if dynsym is None or count == 0:
+            return {}
+        versym = next((h for h in headers if h.type == SHT_GNU_VERSYM), None)
+        verneed = next((h for h in headers if h.type == SHT_GNU_VERNEED), None)
+        if versym is None or verneed is None:
+            return {}
+        self._check_section(versym, "symbol version table")
+        self._check_section(verneed, "version needs table")
+        if not 0 < verneed.link < len(headers):
+            raise self.b.fail(f"version needs table links to section {verneed.link}, which does not exist")
+        strtab = headers[verneed.link]
+        self._check_section(strtab, "version needs string table")
+        str_end = strtab.offset + strtab.size
+
+        def name_at(offset: int, what: str) -> str:
+            if offset >= strtab.size:
+                raise self.b.fail(f"{what}: name offset {offset:#x} out of range")
+            return self.b.cstring(strtab.offset + offset, str_end, what)
+
+        by_index: dict[int, tuple[str, str]] = {}
+        end = verneed.offset + verneed.size
+        at = verneed.offset
+        # Each entry and aux record is at least 16 bytes: bounding the walk by the section size stops loops.
+        budget = verneed.size // 16 + 1
+        while budget > 0:
+            budget -= 1
+            if at + self.L.verneed.size > end:
+                raise self.b.fail("version needs entry runs past its section")
+            _version, cnt, file_off, aux, next_off = self.L.verneed.unpack_from(self.b.buf, at)
+            file = name_at(file_off, "version needs file name")
+            aux_at = at + aux
+            for _ in range(cnt):
+                if budget <= 0 or aux_at < verneed.offset or aux_at + self.L.vernaux.size > end:
+                    raise self.b.fail("version needs auxiliary entry runs past its section")
+                budget -= 1
+                _hash, _flags, other, vname_off, aux_next = self.L.vernaux.unpack_from(self.b.buf, aux_at)
+                by_index[other & 0x7FFF] = (file, name_at(vname_off, "version needs version name"))
+                if aux_next == 0:
+                    break
+                aux_at += aux_next
+            if next_off == 0:
+                break
+            at += next_off
+            if at < verneed.offset:
+                raise self.b.fail("version needs entry points before its section")
+        else:
+            raise self.b.fail("version needs table does not terminate")
+
+        versions: dict[int, tuple[str, str]] = {}
+        step = self.L.u16.size
+        limit = min(count, versym.size // step)
+        for index in range(limit):
+            (value,) = self.L.u16.unpack_from(self.b.buf, versym.offset + index * step)
+            found = by_index.get(value & ~VERSYM_HIDDEN & 0xFFFF)
+            if found is not None:
+                versions[index] = found
+        return versions

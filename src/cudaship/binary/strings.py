@@ -1,0 +1,110 @@
+"""Finding library names and runtime marker strings stored in a binary's read-only data.
+
+A library that loads another one at run time (``dlopen("libcuda.so.1")``, ``LoadLibraryW(L"nvcuda.dll")``)
+keeps the name as a NUL-terminated string in read-only data: ``.rodata`` (ELF), ``.rdata`` (PE),
+``__TEXT,__cstring`` / ``__const`` (Mach-O). Windows code often uses the wide API, so PE data is also searched
+for UTF-16LE names.
+
+The scan is anchored on the extension (``.so``, ``.dll``, ``.dylib`` followed by a NUL), which Python's regex
+engine finds with a fast literal search; only around each hit is the string walked back to its start. Only the
+byte ranges given (the read-only data sections) are scanned, in place, so a 500 MB library with 50 MB of
+``.rodata`` costs tens of milliseconds (numbers in docs/formats-host.md).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from cudaship.binary.records import Buffer
+
+#: The longest library name (or path) kept; longer strings are not library names a loader is given.
+MAX_LIBRARY_NAME = 255
+
+_ASCII_ANCHOR = re.compile(rb"\.(?:so(?:\.[0-9]{1,9}){0,4}|[dD][lL][lL]|dylib)\x00")
+_WIDE_ANCHOR = re.compile(rb"\.\x00(?:[dD]\x00[lL]\x00[lL]\x00|s\x00o\x00|d\x00y\x00l\x00i\x00b\x00)\x00\x00")
+#: A library file name, optionally behind a directory path; no spaces, no format characters.
+_LIBRARY_NAME = re.compile(
+    r"(?:[A-Za-z]:)?(?:[A-Za-z0-9_.+\-]*[/\\])*"
+    r"[A-Za-z0-9_+\-][A-Za-z0-9_.+\-]*\.(?:so(?:\.[0-9]+)*|[dD][lL][lL]|dylib)"
+)
+_NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.+-/\\:")
+
+#: Strings that only the CUDA runtime itself stores (names it resolves or registers through): present in the
+#: read-only data of a library that links the runtime statically, absent from one importing libcudart.
+#: Verified on nvcc 13.0 ``-cudart static`` vs ``-cudart shared`` builds (docs/formats-host.md).
+CUDART_MARKERS: tuple[str, ...] = ("cudaGetExportTable", "__cudaRegisterFatBinary")
+_MARKERS = re.compile(b"(?:" + b"|".join(re.escape(m.encode()) for m in CUDART_MARKERS) + rb")\x00")
+
+
+def library_names(buf: Buffer, ranges: Iterable[tuple[int, int]], *, wide: bool = False) -> tuple[str, ...]:
+    """Sorted unique library names stored as NUL-terminated strings in ``buf[start:end]`` for each range.
+
+    With ``wide`` also UTF-16LE strings (PE). Ranges are clipped to the buffer.
+    """
+    size = len(buf)
+    found: set[str] = set()
+    for start, end in ranges:
+        start, end = max(0, start), min(size, end)
+        if start >= end:
+            continue
+        for match in _ASCII_ANCHOR.finditer(buf, start, end):  # type: ignore[call-overload]
+            name = _ascii_back(buf, start, match.end() - 1)
+            if name is not None:
+                found.add(name)
+        if wide:
+            for match in _WIDE_ANCHOR.finditer(buf, start, end):  # type: ignore[call-overload]
+                name = _wide_back(buf, start, match.end() - 2)
+                if name is not None:
+                    found.add(name)
+    return tuple(sorted(found))
+
+
+def runtime_markers(buf: Buffer, ranges: Iterable[tuple[int, int]]) -> tuple[str, ...]:
+    """Which of :data:`CUDART_MARKERS` are stored as whole NUL-terminated strings in the ranges."""
+    size = len(buf)
+    found: set[str] = set()
+    for start, end in ranges:
+        start, end = max(0, start), min(size, end)
+        for match in _MARKERS.finditer(buf, start, end):  # type: ignore[call-overload]
+            at = match.start()
+            if at == start or buf[at - 1] == 0:
+                found.add(bytes(buf[at : match.end() - 1]).decode("ascii"))
+    return tuple(sorted(found))
+
+
+def _ascii_back(buf: Buffer, lower: int, nul: int) -> str | None:
+    """The string ending at the NUL at ``nul``: walk back to the previous NUL (or ``lower``)."""
+    begin = max(lower, nul - MAX_LIBRARY_NAME - 1)
+    chunk = bytes(buf[begin:nul])
+    cut = chunk.rfind(b"\x00")
+    if cut < 0:
+        if begin != lower:
+            return None  # longer than any library name
+        cut = -1
+    raw = chunk[cut + 1 :]
+    if not raw or any(b not in _NAME_BYTES for b in raw):
+        return None
+    text = raw.decode("ascii")
+    return text if _LIBRARY_NAME.fullmatch(text) else None
+
+
+def _wide_back(buf: Buffer, lower: int, terminator: int) -> str | None:
+    """The UTF-16LE string ending at ``terminator`` (its ``00 00``): walk back one code unit at a time."""
+    begin = max(lower, terminator - 2 * (MAX_LIBRARY_NAME + 1))
+    chunk = bytes(buf[begin:terminator])
+    chars: list[str] = []
+    at = len(chunk) - 2
+    while at >= 0:
+        low, high = chunk[at], chunk[at + 1]
+        if high != 0 or low not in _NAME_BYTES:
+            break
+        chars.append(chr(low))
+        at -= 2
+    else:
+        if begin != lower:
+            return None
+    if at >= 0 and (chunk[at], chunk[at + 1]) != (0, 0):
+        return None  # not at a string start: some other text runs into the name
+    text = "".join(reversed(chars))
+    return text if len(text) <= MAX_LIBRARY_NAME and _LIBRARY_NAME.fullmatch(text) else None
