@@ -1,0 +1,531 @@
+"""The audit policy: a documented TOML schema (docs/policy.md), validated with errors that name the key.
+
+The policy is the ``[audit]`` table of the project's configuration (``--policy FILE``, else ``[tool.cudaship]``
+of pyproject.toml, else cudaship.toml), beside the shared arch table ``[archs]``. Every check family has its own
+sub-table; a family without one runs only the parts that need no project knowledge. With no configuration at
+all, :func:`default_policy` gives the built-in default.
+
+Globs match paths inside the wheel as installed (``.data/platlib/`` stripped): ``*`` and ``?`` never cross a
+``/``, ``**`` crosses any number of directories. Import patterns match library names case-insensitively.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from cudaship.config import ProjectConfig
+from cudaship.errors import PolicyError
+
+#: Check families, in report order.
+FAMILIES: tuple[str, ...] = (
+    "record",
+    "ships",
+    "forbidden_imports",
+    "required_imports",
+    "archs",
+    "requirements",
+    "ownership",
+    "closure",
+    "collisions",
+    "consistency",
+)
+
+#: Families the built-in default runs (those that need no project knowledge).
+DEFAULT_FAMILIES: tuple[str, ...] = (
+    "record",
+    "archs",  # only the relocatable-only PTX part without an [audit.archs] table
+    "requirements",  # only the consistency part without an [audit.requirements] table
+    "closure",
+    "collisions",
+    "consistency",
+)
+
+#: Import names that count as "a CUDA library" for ``no_cuda`` unless a rule gives its own list.
+DEFAULT_CUDA_PATTERNS: tuple[str, ...] = (
+    "*cuda*",
+    "cudart*",
+    "cublas*",
+    "libcublas*",
+    "nvrtc*",
+    "libnvrtc*",
+    "cufft*",
+    "libcufft*",
+    "curand*",
+    "libcurand*",
+    "cusparse*",
+    "libcusparse*",
+    "cusolver*",
+    "libcusolver*",
+    "nvjitlink*",
+    "libnvjitlink*",
+    "cudnn*",
+    "libcudnn*",
+    "nccl*",
+    "libnccl*",
+    "nvcuda.dll",
+    "libcuda.so*",
+)
+
+
+@dataclass(frozen=True)
+class ShipsPolicy:
+    required: tuple[str, ...] = ()  #: paths or globs that must match at least one shipped file
+    import_libraries: tuple[tuple[str, str], ...] = ()  #: (import library path, DLL path) pairs
+    pair_siblings: bool = True  #: X.lib beside X.dll pair up without being listed
+
+
+@dataclass(frozen=True)
+class ImportRule:
+    """One ``[[audit.forbidden_imports]]`` or ``[[audit.required_imports]]`` entry."""
+
+    key: str  #: where it came from, e.g. ``audit.forbidden_imports[1]``
+    libraries: tuple[str, ...]
+    patterns: tuple[str, ...] = ()
+    no_cuda: bool = False
+    cuda_patterns: tuple[str, ...] = DEFAULT_CUDA_PATTERNS
+    dynamic_load: bool = True  #: required imports: a name stored for dlopen/LoadLibrary counts as reaching
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class ArchsPolicy:
+    libraries: tuple[str, ...] = ("**",)  #: which libraries with device code must carry the row's archs
+    ptx: str = "newest"  #: "newest": the newest expected arch also as loadable PTX; "none": no PTX required
+    relocatable_ptx: bool = True  #: flag PTX found only in relocatable fatbins (never loaded at run time)
+
+
+@dataclass(frozen=True)
+class RequirementsPolicy:
+    #: os -> requirement templates ({major}, {next_major}, {cu}) that must equal the declared NVIDIA ones
+    platforms: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    prefixes: tuple[str, ...] = ("nvidia-",)  #: which declared requirements count as NVIDIA ones
+
+
+@dataclass(frozen=True)
+class Component:
+    name: str
+    owner: str
+    sentinels: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ClosurePolicy:
+    runtime_dirs: tuple[str, ...] = ()  #: PE: directories added to the DLL search path at run time
+    allow: tuple[str, ...] = ()  #: import names allowed to stay unresolved (e.g. found on PATH)
+    system_libraries: tuple[str, ...] = ()  #: extra names counted as system libraries
+    unused_imports: bool = True
+    exports: bool = True  #: symbols imported from a sibling library must be exported by it
+
+
+@dataclass(frozen=True)
+class CollisionsPolicy:
+    soname_matches_filename: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A validated audit policy. ``configured`` names the families that had their own table."""
+
+    source: str | None
+    families: tuple[str, ...]
+    configured: frozenset[str] = frozenset()
+    archs_table: Mapping[str, Any] | None = None  #: the raw ``[archs]`` table (validated by ArchTable)
+    ships: ShipsPolicy = field(default_factory=ShipsPolicy)
+    forbidden_imports: tuple[ImportRule, ...] = ()
+    required_imports: tuple[ImportRule, ...] = ()
+    archs: ArchsPolicy = field(default_factory=ArchsPolicy)
+    requirements: RequirementsPolicy = field(default_factory=RequirementsPolicy)
+    components: tuple[Component, ...] = ()
+    closure: ClosurePolicy = field(default_factory=ClosurePolicy)
+    collisions: CollisionsPolicy = field(default_factory=CollisionsPolicy)
+
+    @property
+    def is_default(self) -> bool:
+        return not self.configured
+
+    def runs(self, family: str) -> bool:
+        return family in self.families
+
+
+def default_policy() -> Policy:
+    """The built-in default: every check that needs no project knowledge."""
+    return Policy(source=None, families=DEFAULT_FAMILIES)
+
+
+# --- validation -----------------------------------------------------------------------------------------------
+
+
+class _Reader:
+    """Typed access to a TOML table; every error names the dotted key and the file."""
+
+    def __init__(self, data: Mapping[str, Any], key: str, source: str | None) -> None:
+        self.data = data
+        self.key = key
+        self.source = source
+        self.used: set[str] = set()
+
+    def fail(self, key: str, problem: str) -> PolicyError:
+        return PolicyError(f"{key}: {problem}", path=self.source)
+
+    def sub(self, name: str) -> _Reader | None:
+        value = self.get(name)
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            raise self.fail(self.dotted(name), f"must be a table, not {_type(value)}")
+        return _Reader(value, self.dotted(name), self.source)
+
+    def dotted(self, name: str) -> str:
+        return f"{self.key}.{name}" if self.key else name
+
+    def get(self, name: str) -> Any:
+        self.used.add(name)
+        return self.data.get(name)
+
+    def boolean(self, name: str, default: bool) -> bool:
+        value = self.get(name)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self.fail(self.dotted(name), f"must be true or false, not {_type(value)}")
+        return value
+
+    def string(self, name: str, default: str | None = None, choices: Iterable[str] = ()) -> str | None:
+        value = self.get(name)
+        if value is None:
+            return default
+        if not isinstance(value, str):
+            raise self.fail(self.dotted(name), f"must be a string, not {_type(value)}")
+        options = tuple(choices)
+        if options and value not in options:
+            raise self.fail(self.dotted(name), f"must be one of {', '.join(options)}, not {value!r}")
+        return value
+
+    def strings(self, name: str, default: tuple[str, ...] = (), *, globs: bool = False) -> tuple[str, ...]:
+        value = self.get(name)
+        if value is None:
+            return default
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list):
+            raise self.fail(self.dotted(name), f"must be a string or a list of strings, not {_type(value)}")
+        out: list[str] = []
+        for i, item in enumerate(value):
+            if not isinstance(item, str) or not item.strip():
+                raise self.fail(f"{self.dotted(name)}[{i}]", f"must be a non-empty string, not {item!r}")
+            if globs:
+                _check_glob(item, f"{self.dotted(name)}[{i}]", self)
+            out.append(item.strip())
+        return tuple(out)
+
+    def unknown(self, allowed: Iterable[str]) -> None:
+        extra = sorted(set(self.data) - set(allowed))
+        if extra:
+            known = ", ".join(sorted(allowed))
+            raise self.fail(self.dotted(extra[0]), f"unknown key (known here: {known})")
+
+
+def _type(value: Any) -> str:
+    return {
+        dict: "a table",
+        list: "a list",
+        str: "a string",
+        int: "an integer",
+        float: "a number",
+        bool: "a boolean",
+    }.get(type(value), type(value).__name__)
+
+
+def _check_glob(pattern: str, key: str, reader: _Reader) -> None:
+    if pattern.startswith("/") or "\\" in pattern:
+        raise reader.fail(key, f"{pattern!r}: use paths relative to the wheel root, with '/'")
+    if "[" in pattern and "]" not in pattern:
+        raise reader.fail(key, f"{pattern!r}: unclosed '['")
+
+
+def load_policy(config: ProjectConfig) -> Policy:
+    """Validate the configuration's ``[audit]`` table; no table and no file gives :func:`default_policy`."""
+    source = str(config.source) if config.source else None
+    data = config.data
+    audit = data.get("audit")
+    archs_table = data.get("archs")
+    if archs_table is not None and not isinstance(archs_table, dict):
+        raise PolicyError(f"archs: must be a table, not {_type(archs_table)}", path=source)
+    if audit is None:
+        base = default_policy()
+        return Policy(source=source, families=base.families, archs_table=archs_table)
+    if not isinstance(audit, dict):
+        raise PolicyError(f"audit: must be a table, not {_type(audit)}", path=source)
+    return parse_audit_table(audit, source, archs_table)
+
+
+def parse_audit_table(
+    audit: Mapping[str, Any], source: str | None, archs_table: Mapping[str, Any] | None = None
+) -> Policy:
+    root = _Reader(audit, "audit", source)
+    configured: set[str] = set()
+
+    ships = ShipsPolicy()
+    r = root.sub("ships")
+    if r is not None:
+        configured.add("ships")
+        pairs_raw = r.get("import_libraries") or {}
+        if not isinstance(pairs_raw, dict):
+            raise r.fail(r.dotted("import_libraries"), f"must be a table of LIB = DLL paths, not {_type(pairs_raw)}")
+        pairs: list[tuple[str, str]] = []
+        for lib, dll in pairs_raw.items():
+            if not isinstance(dll, str) or not dll:
+                raise r.fail(f"{r.dotted('import_libraries')}.{lib}", "must be the path of the DLL it imports")
+            if not lib.lower().endswith(".lib"):
+                raise r.fail(f"{r.dotted('import_libraries')}.{lib}", "the key must be a .lib path")
+            pairs.append((lib, dll))
+        ships = ShipsPolicy(
+            required=r.strings("required", globs=True),
+            import_libraries=tuple(pairs),
+            pair_siblings=r.boolean("pair_siblings", True),
+        )
+        r.unknown({"required", "import_libraries", "pair_siblings"})
+
+    forbidden = _import_rules(root, "forbidden_imports", forbidden=True)
+    if forbidden:
+        configured.add("forbidden_imports")
+    required = _import_rules(root, "required_imports", forbidden=False)
+    if required:
+        configured.add("required_imports")
+
+    archs = ArchsPolicy()
+    r = root.sub("archs")
+    if r is not None:
+        configured.add("archs")
+        archs = ArchsPolicy(
+            libraries=r.strings("libraries", ("**",), globs=True),
+            ptx=r.string("ptx", "newest", ("newest", "none")) or "newest",
+            relocatable_ptx=r.boolean("relocatable_ptx", True),
+        )
+        r.unknown({"libraries", "ptx", "relocatable_ptx"})
+        if archs_table is None:
+            raise PolicyError(
+                "archs: [audit.archs] needs the arch table [archs] (train -> machine -> arch list)", path=source
+            )
+
+    requirements = RequirementsPolicy()
+    r = root.sub("requirements")
+    if r is not None:
+        configured.add("requirements")
+        platforms: list[tuple[str, tuple[str, ...]]] = []
+        for os_name in ("linux", "windows", "macos"):
+            if os_name in r.data:
+                templates = r.strings(os_name)
+                for i, t in enumerate(templates):
+                    _check_template(t, f"{r.dotted(os_name)}[{i}]", r)
+                platforms.append((os_name, templates))
+        requirements = RequirementsPolicy(tuple(platforms), r.strings("prefixes", ("nvidia-",)))
+        r.unknown({"linux", "windows", "macos", "prefixes"})
+
+    components: list[Component] = []
+    r = root.sub("ownership")
+    if r is not None:
+        configured.add("ownership")
+        comps = r.sub("components")
+        if comps is None or not comps.data:
+            raise r.fail(r.dotted("components"), "must be a table with one sub-table per component")
+        for name in comps.data:
+            c = comps.sub(name)
+            assert c is not None
+            owner = c.string("owner")
+            if not owner:
+                raise c.fail(c.dotted("owner"), "is required: the name the owning library's file starts with")
+            sentinels = c.strings("sentinels")
+            if not sentinels:
+                raise c.fail(c.dotted("sentinels"), "is required: at least one symbol")
+            c.unknown({"owner", "sentinels"})
+            components.append(Component(name, owner, sentinels))
+        r.unknown({"components"})
+
+    closure = ClosurePolicy()
+    r = root.sub("closure")
+    if r is not None:
+        configured.add("closure")
+        closure = ClosurePolicy(
+            runtime_dirs=tuple(d.strip("/") for d in r.strings("runtime_dirs", globs=True)),
+            allow=r.strings("allow"),
+            system_libraries=r.strings("system_libraries"),
+            unused_imports=r.boolean("unused_imports", True),
+            exports=r.boolean("exports", True),
+        )
+        r.unknown({"runtime_dirs", "allow", "system_libraries", "unused_imports", "exports"})
+
+    collisions = CollisionsPolicy()
+    r = root.sub("collisions")
+    if r is not None:
+        configured.add("collisions")
+        collisions = CollisionsPolicy(r.strings("soname_matches_filename", globs=True))
+        r.unknown({"soname_matches_filename"})
+
+    r = root.sub("consistency")
+    if r is not None:
+        r.unknown(())
+    r = root.sub("record")
+    if r is not None:
+        r.unknown(())
+
+    families = root.strings("checks")
+    for i, fam in enumerate(families):
+        if fam not in FAMILIES:
+            raise root.fail(f"audit.checks[{i}]", f"unknown check family {fam!r} (known: {', '.join(FAMILIES)})")
+    skip = root.strings("skip")
+    for i, fam in enumerate(skip):
+        if fam not in FAMILIES:
+            raise root.fail(f"audit.skip[{i}]", f"unknown check family {fam!r} (known: {', '.join(FAMILIES)})")
+    if not families:
+        families = tuple(f for f in FAMILIES if f in DEFAULT_FAMILIES or f in configured)
+    families = tuple(f for f in FAMILIES if f in families and f not in skip)
+    root.unknown(
+        {
+            "checks",
+            "skip",
+            "ships",
+            "forbidden_imports",
+            "required_imports",
+            "archs",
+            "requirements",
+            "ownership",
+            "closure",
+            "collisions",
+            "consistency",
+            "record",
+        }
+    )
+    return Policy(
+        source=source,
+        families=families,
+        configured=frozenset(configured),
+        archs_table=archs_table,
+        ships=ships,
+        forbidden_imports=forbidden,
+        required_imports=required,
+        archs=archs,
+        requirements=requirements,
+        components=tuple(components),
+        closure=closure,
+        collisions=collisions,
+    )
+
+
+def _import_rules(root: _Reader, name: str, *, forbidden: bool) -> tuple[ImportRule, ...]:
+    value = root.get(name)
+    if value is None:
+        return ()
+    key = root.dotted(name)
+    if isinstance(value, dict):
+        value = [value]
+    if not isinstance(value, list):
+        raise root.fail(key, f"must be an array of tables ([[{key}]]), not {_type(value)}")
+    rules: list[ImportRule] = []
+    for i, item in enumerate(value):
+        item_key = f"{key}[{i}]"
+        if not isinstance(item, dict):
+            raise root.fail(item_key, f"must be a table, not {_type(item)}")
+        r = _Reader(item, item_key, root.source)
+        libraries = r.strings("libraries", globs=True)
+        if not libraries:
+            raise r.fail(r.dotted("libraries"), "is required: globs of the libraries this rule applies to")
+        patterns = r.strings("patterns")
+        no_cuda = r.boolean("no_cuda", False) if forbidden else False
+        if not patterns and not no_cuda:
+            what = "patterns (or no_cuda = true)" if forbidden else "patterns"
+            raise r.fail(r.dotted("patterns"), f"is required: give {what}")
+        rule = ImportRule(
+            key=item_key,
+            libraries=libraries,
+            patterns=patterns,
+            no_cuda=no_cuda,
+            cuda_patterns=r.strings("cuda_patterns", DEFAULT_CUDA_PATTERNS) if forbidden else (),
+            dynamic_load=r.boolean("dynamic_load", True) if not forbidden else False,
+            description=r.string("description"),
+        )
+        allowed = {"libraries", "patterns", "description"}
+        allowed |= {"no_cuda", "cuda_patterns"} if forbidden else {"dynamic_load"}
+        r.unknown(allowed)
+        rules.append(rule)
+    return tuple(rules)
+
+
+_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+TEMPLATE_FIELDS = ("major", "next_major", "cu")
+
+
+def _check_template(template: str, key: str, reader: _Reader) -> None:
+    for m in _PLACEHOLDER.finditer(template):
+        if m.group(1) not in TEMPLATE_FIELDS:
+            raise reader.fail(
+                key, f"{template!r}: unknown placeholder {{{m.group(1)}}} (known: major, next_major, cu)"
+            )
+
+
+def expand_template(template: str, major: int) -> str:
+    """``nvidia-cuda-runtime{cu}>={major},<{next_major}`` for major 12 → ``nvidia-cuda-runtime-cu12>=12,<13``."""
+    values = {"major": str(major), "next_major": str(major + 1), "cu": f"-cu{major}" if major <= 12 else ""}
+    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
+
+
+# --- globs ----------------------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1024)
+def _glob_regex(pattern: str, ignore_case: bool) -> re.Pattern[str]:
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "*":
+            if pattern.startswith("**", i):
+                i += 2
+                if pattern.startswith("/", i):
+                    out.append("(?:.*/)?")
+                    i += 1
+                else:
+                    out.append(".*")
+                continue
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            end = pattern.find("]", i + 1)
+            if end == -1:
+                out.append(re.escape(c))
+            else:
+                body = pattern[i + 1 : end]
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append(f"[{body}]")
+                i = end
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return re.compile("".join(out) + r"\Z", re.IGNORECASE if ignore_case else 0)
+
+
+def glob_match(pattern: str, path: str, *, ignore_case: bool = False) -> bool:
+    """Whether ``path`` matches ``pattern`` (``**`` crosses directories; ``*`` does not)."""
+    return _glob_regex(pattern, ignore_case).match(path) is not None
+
+
+def any_match(patterns: Iterable[str], path: str, *, ignore_case: bool = False) -> str | None:
+    for pattern in patterns:
+        if glob_match(pattern, path, ignore_case=ignore_case):
+            return pattern
+    return None
+
+
+def name_match(patterns: Iterable[str], name: str) -> str | None:
+    """Match a library name (no directories) case-insensitively; a pattern with ``/`` matches the base name."""
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    for pattern in patterns:
+        if glob_match(pattern.rsplit("/", 1)[-1], base, ignore_case=True):
+            return pattern
+    return None

@@ -1,0 +1,78 @@
+"""Which imports the operating system, the Python interpreter or the NVIDIA driver provide.
+
+Data: ``data/system_libraries.toml`` (its sources are in the file). Names are matched case-insensitively as
+globs; Mach-O install names match on the full path, others on the base name.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from enum import Enum
+from functools import cache
+
+from cudaship.errors import KnowledgeError
+from cudaship.knowledge import _data
+
+_FILE = "system_libraries.toml"
+PLATFORMS = ("linux", "windows", "macos")
+
+
+class Provider(str, Enum):
+    SYSTEM = "system"
+    PYTHON = "python"
+    DRIVER = "driver"
+
+
+def _strings(value: object, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise KnowledgeError(f"knowledge data file {_FILE}: {where} must be a list of names")
+    return tuple(v.lower() for v in value)
+
+
+@cache
+def _tables() -> dict[tuple[str, str], tuple[str, ...]]:
+    out: dict[tuple[str, str], tuple[str, ...]] = {}
+    for platform in PLATFORMS:
+        table = _data.table(_FILE, platform)
+        out[(Provider.SYSTEM.value, platform)] = _strings(table.get("libraries"), f"[{platform}].libraries")
+    python = _strings(_data.table(_FILE, "python").get("libraries"), "[python].libraries")
+    driver = _data.table(_FILE, "driver")
+    for platform in PLATFORMS:
+        out[(Provider.PYTHON.value, platform)] = python
+        out[(Provider.DRIVER.value, platform)] = _strings(driver.get(platform), f"[driver].{platform}")
+    return out
+
+
+def system_library_patterns(platform: str) -> tuple[str, ...]:
+    """The documented default list of system libraries for ``platform`` (linux, windows, macos)."""
+    if platform not in PLATFORMS:
+        return ()
+    return _tables()[(Provider.SYSTEM.value, platform)]
+
+
+def _matches(patterns: tuple[str, ...], name: str) -> bool:
+    lowered = name.lower()
+    base = lowered.replace("\\", "/").rsplit("/", 1)[-1]
+    for pattern in patterns:
+        subject = lowered if "/" in pattern else base
+        if fnmatch.fnmatchcase(subject, pattern):
+            return True
+    return False
+
+
+def provider_of(name: str, platform: str, extra_system: tuple[str, ...] = ()) -> Provider | None:
+    """Who provides the library ``name`` on ``platform`` without the wheel: the driver, Python or the OS."""
+    if platform not in PLATFORMS:
+        return None
+    tables = _tables()
+    if _matches(tables[(Provider.DRIVER.value, platform)], name):
+        return Provider.DRIVER
+    if _matches(tables[(Provider.PYTHON.value, platform)], name):
+        return Provider.PYTHON
+    if _matches(tables[(Provider.SYSTEM.value, platform)] + tuple(p.lower() for p in extra_system), name):
+        return Provider.SYSTEM
+    return None
+
+
+def is_driver(name: str, platform: str) -> bool:
+    return provider_of(name, platform) is Provider.DRIVER

@@ -1,0 +1,417 @@
+"""A wheel's own metadata: METADATA, WHEEL and RECORD, read from its ``.dist-info`` directory.
+
+* METADATA: name, version (with its local tag, ``+cu132``) and Requires-Dist, whose environment markers are
+  evaluated for the wheel's OWN target platform (from its WHEEL tags), never for the machine running cudaship.
+* WHEEL: the compatibility tags, turned into the operating system and machine the wheel targets.
+* RECORD: every file's hash and size; :class:`RecordVerifier` checks each member as it is streamed (the member is
+  read once, by the caller) and reports mismatches, files RECORD lists that are missing and files it does not list.
+
+Everything here takes bytes or chunks; nothing reads a path. Problems raise :class:`WheelError` with one line.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from email.parser import BytesHeaderParser
+
+from packaging.markers import InvalidMarker, Marker, UndefinedComparison, UndefinedEnvironmentName
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from cudaship.errors import WheelError
+
+
+@dataclass(frozen=True)
+class Metadata:
+    """The fields of METADATA an audit needs."""
+
+    name: str
+    version: str  #: as written, e.g. ``1.6.0+cu132``
+    local: str | None  #: the local tag without ``+`` (``cu132``), None when there is none
+    requires_dist: tuple[str, ...]  #: Requires-Dist lines as written
+    requires_python: str | None = None
+
+
+@dataclass(frozen=True)
+class TargetPlatform:
+    """Where a wheel runs, from one platform tag: ``os`` is linux/windows/macos/any, ``machine`` may be None."""
+
+    os: str
+    machine: str | None
+    tag: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.os}-{self.machine}" if self.machine else self.os
+
+
+@dataclass(frozen=True)
+class WheelFile:
+    """The WHEEL file: tags and where the root installs."""
+
+    wheel_version: str | None
+    root_is_purelib: bool
+    tags: tuple[str, ...]
+
+    @property
+    def platforms(self) -> tuple[TargetPlatform, ...]:
+        seen: dict[str, TargetPlatform] = {}
+        for tag in self.tags:
+            platform = platform_from_tag(tag.rsplit("-", 1)[-1])
+            seen.setdefault(platform.label, platform)
+        return tuple(seen.values())
+
+
+@dataclass(frozen=True)
+class RecordEntry:
+    path: str
+    algorithm: str | None  #: ``sha256``; None when RECORD gives no hash (RECORD itself, signatures)
+    digest: str | None  #: urlsafe base64 without padding, as RECORD writes it
+    size: int | None
+
+
+@dataclass(frozen=True)
+class RecordProblem:
+    """One way the wheel's files disagree with its RECORD."""
+
+    kind: str  #: "hash", "size", "missing", "unlisted", "unhashed", "duplicate"
+    path: str
+    message: str
+
+
+@dataclass(frozen=True)
+class DistInfo:
+    """The three files of a wheel's ``.dist-info`` directory, parsed."""
+
+    directory: str  #: ``name-1.0.dist-info``
+    metadata: Metadata
+    wheel: WheelFile
+    record: tuple[RecordEntry, ...]
+    record_path: str
+
+
+# --- METADATA -------------------------------------------------------------------------------------------------
+
+
+def parse_metadata(data: bytes) -> Metadata:
+    """Parse METADATA (an RFC 822 style header block); a missing Name or Version is an error."""
+    try:
+        message = BytesHeaderParser().parsebytes(data)
+    except Exception as e:  # the email parser is lenient; be safe anyway
+        raise WheelError(f"METADATA is unreadable: {e}") from e
+    name = (message.get("Name") or "").strip()
+    version = (message.get("Version") or "").strip()
+    if not name:
+        raise WheelError("METADATA has no Name")
+    if not version:
+        raise WheelError("METADATA has no Version")
+    try:
+        parsed = Version(version)
+    except InvalidVersion:
+        raise WheelError(f"METADATA Version {version!r} is not a valid version") from None
+    requires = tuple(" ".join(str(v).split()) for v in message.get_all("Requires-Dist") or ())
+    rp = message.get("Requires-Python")
+    return Metadata(name, version, parsed.local, requires, rp.strip() if rp else None)
+
+
+# --- WHEEL and platform tags ----------------------------------------------------------------------------------
+
+_MACHINES = {
+    "x86_64": "x86_64",
+    "amd64": "x86_64",
+    "aarch64": "aarch64",
+    "arm64": "aarch64",
+    "i686": "x86",
+    "i386": "x86",
+    "win32": "x86",
+    "ppc64le": "ppc64le",
+    "s390x": "s390x",
+    "armv7l": "arm",
+}
+
+
+def platform_from_tag(platform_tag: str) -> TargetPlatform:
+    """Map a platform tag (``win_amd64``, ``manylinux_2_28_x86_64``, ``macosx_14_0_arm64``) to OS and machine."""
+    tag = platform_tag.lower()
+    if tag == "any":
+        return TargetPlatform("any", None, platform_tag)
+    if tag == "win32":
+        return TargetPlatform("windows", "x86", platform_tag)
+    if tag.startswith("win_"):
+        return TargetPlatform("windows", _MACHINES.get(tag[4:], tag[4:]), platform_tag)
+    if tag.startswith("macosx_"):
+        arch = tag.split("_")[-1]
+        if arch == "universal2":
+            return TargetPlatform("macos", None, platform_tag)
+        return TargetPlatform("macos", _MACHINES.get(arch, arch), platform_tag)
+    for prefix in ("manylinux", "musllinux", "linux"):
+        if tag.startswith(prefix):
+            for known, machine in _MACHINES.items():
+                if tag.endswith("_" + known):
+                    return TargetPlatform("linux", machine, platform_tag)
+            return TargetPlatform("linux", tag.split("_")[-1], platform_tag)
+    return TargetPlatform("other", None, platform_tag)
+
+
+def parse_wheel_file(data: bytes) -> WheelFile:
+    try:
+        message = BytesHeaderParser().parsebytes(data)
+    except Exception as e:
+        raise WheelError(f"WHEEL is unreadable: {e}") from e
+    tags = tuple(t.strip() for t in message.get_all("Tag") or () if t.strip())
+    expanded: list[str] = []
+    for tag in tags:
+        parts = tag.split("-")
+        if len(parts) != 3:
+            raise WheelError(f"WHEEL Tag {tag!r} is not python-abi-platform")
+        for py in parts[0].split("."):
+            for abi in parts[1].split("."):
+                for plat in parts[2].split("."):
+                    expanded.append(f"{py}-{abi}-{plat}")
+    purelib = (message.get("Root-Is-Purelib") or "false").strip().lower() == "true"
+    wv = message.get("Wheel-Version")
+    return WheelFile(wv.strip() if wv else None, purelib, tuple(dict.fromkeys(expanded)))
+
+
+def tags_from_filename(filename: str) -> tuple[str, ...]:
+    """The compressed tag set of a wheel file name, expanded (``py3-none-a.b`` → two tags)."""
+    stem = filename[:-4] if filename.endswith(".whl") else filename
+    parts = stem.split("-")
+    if len(parts) < 5:
+        return ()
+    py, abi, plat = parts[-3], parts[-2], parts[-1]
+    return tuple(f"{p}-{a}-{q}" for p in py.split(".") for a in abi.split(".") for q in plat.split("."))
+
+
+# --- Requires-Dist with markers for a target platform ---------------------------------------------------------
+
+_OS_ENV: dict[str, dict[str, str]] = {
+    "linux": {"os_name": "posix", "sys_platform": "linux", "platform_system": "Linux"},
+    "windows": {"os_name": "nt", "sys_platform": "win32", "platform_system": "Windows"},
+    "macos": {"os_name": "posix", "sys_platform": "darwin", "platform_system": "Darwin"},
+}
+_MACHINE_ENV: dict[tuple[str, str], str] = {
+    ("windows", "x86_64"): "AMD64",
+    ("windows", "x86"): "x86",
+    ("windows", "aarch64"): "ARM64",
+    ("macos", "aarch64"): "arm64",
+}
+
+
+def marker_environment(os_name: str, machine: str | None, python_version: str = "3.12") -> dict[str, str]:
+    """A PEP 508 marker environment describing the target platform (not this machine)."""
+    env = {
+        "implementation_name": "cpython",
+        "implementation_version": f"{python_version}.0",
+        "platform_python_implementation": "CPython",
+        "platform_release": "",
+        "platform_version": "",
+        "python_version": python_version,
+        "python_full_version": f"{python_version}.0",
+        "extra": "",
+    }
+    env.update(_OS_ENV.get(os_name, {"os_name": "", "sys_platform": os_name, "platform_system": os_name}))
+    if machine:
+        env["platform_machine"] = _MACHINE_ENV.get((os_name, machine), machine)
+    else:
+        env["platform_machine"] = ""
+    return env
+
+
+@dataclass(frozen=True)
+class DeclaredRequirement:
+    """A Requires-Dist entry that applies to a target platform: ``text`` as written, ``requirement`` parsed."""
+
+    text: str
+    name: str  #: canonical name
+    specifier: str  #: normalized specifier set (``<14,>=13``)
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}{self.specifier}"
+
+
+def parse_requirement(text: str) -> Requirement:
+    try:
+        return Requirement(text)
+    except InvalidRequirement as e:
+        raise WheelError(f"Requires-Dist {text!r} is invalid: {e}") from None
+
+
+def normalize_specifier(req: Requirement) -> str:
+    return ",".join(sorted(str(s) for s in req.specifier))
+
+
+def requirements_for(
+    requires_dist: Iterable[str], os_name: str, machine: str | None, python_version: str = "3.12"
+) -> tuple[DeclaredRequirement, ...]:
+    """The Requires-Dist entries whose markers hold on ``os_name``/``machine`` (extras are not selected)."""
+    env = marker_environment(os_name, machine, python_version)
+    out: list[DeclaredRequirement] = []
+    for text in requires_dist:
+        req = parse_requirement(text)
+        if req.marker is not None and not _marker_holds(req.marker, env, text):
+            continue
+        out.append(DeclaredRequirement(text, canonicalize_name(req.name), normalize_specifier(req)))
+    return tuple(out)
+
+
+def _marker_holds(marker: Marker, env: Mapping[str, str], text: str) -> bool:
+    try:
+        return bool(marker.evaluate(dict(env)))
+    except (UndefinedComparison, UndefinedEnvironmentName, InvalidMarker) as e:
+        raise WheelError(f"Requires-Dist {text!r}: cannot evaluate marker: {e}") from None
+
+
+# --- RECORD ---------------------------------------------------------------------------------------------------
+
+
+def parse_record(data: bytes) -> tuple[RecordEntry, ...]:
+    """Parse RECORD (CSV: path, ``algo=urlsafe-b64-digest``, size)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise WheelError("RECORD is not UTF-8 text") from None
+    entries: list[RecordEntry] = []
+    for lineno, row in enumerate(csv.reader(io.StringIO(text)), start=1):
+        if not row or (len(row) == 1 and not row[0].strip()):
+            continue
+        if len(row) != 3:
+            raise WheelError(f"RECORD line {lineno} has {len(row)} fields, expected 3")
+        path, hash_field, size_field = row
+        algorithm: str | None = None
+        digest: str | None = None
+        if hash_field:
+            algorithm, sep, digest = hash_field.partition("=")
+            if not sep or not digest:
+                raise WheelError(f"RECORD line {lineno}: hash {hash_field!r} is not algo=digest")
+            if algorithm not in hashlib.algorithms_guaranteed or algorithm in ("md5", "sha1"):
+                raise WheelError(f"RECORD line {lineno}: hash algorithm {algorithm!r} is not allowed")
+        size: int | None = None
+        if size_field:
+            try:
+                size = int(size_field)
+            except ValueError:
+                raise WheelError(f"RECORD line {lineno}: size {size_field!r} is not a number") from None
+        entries.append(RecordEntry(path, algorithm, digest, size))
+    return tuple(entries)
+
+
+def b64_digest(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+_NO_HASH_OK = re.compile(r"[^/]+\.dist-info/(RECORD|RECORD\.jws|RECORD\.p7s)$")
+
+
+@dataclass
+class RecordVerifier:
+    """Checks streamed members against RECORD. Call :meth:`observe` once per member, then :meth:`problems`."""
+
+    entries: tuple[RecordEntry, ...]
+    _by_path: dict[str, RecordEntry] = field(default_factory=dict, init=False)
+    _seen: set[str] = field(default_factory=set, init=False)
+    _problems: list[RecordProblem] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        for entry in self.entries:
+            if entry.path in self._by_path:
+                self._problems.append(
+                    RecordProblem("duplicate", entry.path, f"{entry.path} is listed twice in RECORD")
+                )
+            self._by_path[entry.path] = entry
+
+    def algorithm_for(self, path: str) -> str:
+        entry = self._by_path.get(path)
+        return entry.algorithm if entry is not None and entry.algorithm else "sha256"
+
+    def observe(self, path: str, algorithm: str, digest: str, size: int) -> None:
+        """Record what streaming ``path`` produced: its ``algorithm`` digest (urlsafe b64) and size."""
+        self._seen.add(path)
+        entry = self._by_path.get(path)
+        if entry is None:
+            if not _NO_HASH_OK.match(path):
+                self._problems.append(RecordProblem("unlisted", path, f"{path} is in the wheel but not in RECORD"))
+            return
+        if entry.digest is None:
+            if not _NO_HASH_OK.match(path):
+                self._problems.append(RecordProblem("unhashed", path, f"{path} has no hash in RECORD"))
+            return
+        if entry.algorithm != algorithm:
+            self._problems.append(
+                RecordProblem("hash", path, f"{path}: RECORD uses {entry.algorithm}, verified with {algorithm}")
+            )
+        elif entry.digest != digest:
+            self._problems.append(
+                RecordProblem("hash", path, f"{path}: {algorithm} is {digest}, RECORD says {entry.digest}")
+            )
+        if entry.size is not None and entry.size != size:
+            self._problems.append(
+                RecordProblem("size", path, f"{path}: size is {size} bytes, RECORD says {entry.size}")
+            )
+
+    def problems(self) -> tuple[RecordProblem, ...]:
+        missing = [
+            RecordProblem("missing", path, f"{path} is listed in RECORD but not in the wheel")
+            for path in self._by_path
+            if path not in self._seen
+        ]
+        return (*self._problems, *missing)
+
+
+# --- locating .dist-info in a member list ----------------------------------------------------------------------
+
+
+def find_dist_info(names: Iterable[str], wheel_filename: str | None = None) -> str:
+    """The one ``*.dist-info`` directory at the wheel's root (matched to the file name when there are several)."""
+    dirs = sorted({n.split("/", 1)[0] for n in names if "/" in n and n.split("/", 1)[0].endswith(".dist-info")})
+    if not dirs:
+        raise WheelError("no .dist-info directory in the wheel")
+    if len(dirs) == 1:
+        return dirs[0]
+    if wheel_filename:
+        parts = wheel_filename.split("-")
+        if len(parts) >= 2:
+            want = canonicalize_name(parts[0])
+            matching = [d for d in dirs if canonicalize_name(d[: -len(".dist-info")].split("-")[0]) == want]
+            if len(matching) == 1:
+                return matching[0]
+    raise WheelError(f"several .dist-info directories in the wheel: {', '.join(dirs)}")
+
+
+def read_dist_info(directory: str, read: Mapping[str, bytes]) -> DistInfo:
+    """Parse the dist-info files given as ``{member path: bytes}`` (METADATA, WHEEL, RECORD must be present)."""
+
+    def get(name: str) -> bytes:
+        path = f"{directory}/{name}"
+        if path not in read:
+            raise WheelError(f"{path} is missing")
+        return read[path]
+
+    try:
+        metadata = parse_metadata(get("METADATA"))
+        wheel = parse_wheel_file(get("WHEEL"))
+        record = parse_record(get("RECORD"))
+    except WheelError as e:
+        raise WheelError(f"{directory}: {e.message}") from None
+    return DistInfo(directory, metadata, wheel, record, f"{directory}/RECORD")
+
+
+def install_path(member: str, dist_info: str) -> str | None:
+    """Where a member lands relative to site-packages: ``.data/purelib|platlib/x`` → ``x``; None for other
+    ``.data`` schemes (scripts, headers, data), which install outside site-packages."""
+    data_dir = dist_info[: -len(".dist-info")] + ".data/"
+    if member.startswith(data_dir):
+        rest = member[len(data_dir) :]
+        scheme, _, tail = rest.partition("/")
+        if scheme in ("purelib", "platlib"):
+            return tail
+        return None
+    return member
