@@ -1,0 +1,169 @@
+"""CUDA releases (data/releases.toml): PTX ISA, minimum drivers, supported SMs, 'a'/'f', compat floors.
+
+Every fact lives in the data file; these functions only read and validate it. Look-ups by train raise
+:class:`~cudaship.errors.UnknownTrainError` naming the known trains.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from cudaship.errors import KnowledgeError, UnknownTrainError
+from cudaship.knowledge import _data
+from cudaship.knowledge.archs import Arch, ArchList, Target
+from cudaship.knowledge.trains import Train, as_train, parse_train
+
+DATA_FILE = "releases.toml"
+
+
+def isa_tuple(isa: str) -> tuple[int, int]:
+    """``"9.2"`` → ``(9, 2)``; anything else is a KnowledgeError."""
+    major, sep, minor = isa.strip().partition(".")
+    if not (sep and major.isdigit() and minor.isdigit()):
+        raise KnowledgeError(f"invalid PTX ISA version {isa!r}: expected X.Y")
+    return int(major), int(minor)
+
+
+@dataclass(frozen=True)
+class Release:
+    """One CUDA release line (``13.2``) as the data describes it."""
+
+    train: Train
+    ptx_isa: str  #: PTX ISA version its compiler writes ("9.2")
+    driver_branch: int | None  #: driver branch shipped with it (595), None when not in the data
+    min_driver_linux: (
+        str | None
+    )  #: exact minimum Linux driver ("595.45.04"), None where only the branch is known
+    min_driver_windows: str | None
+    sms: tuple[int, ...]  #: SM numbers it compiles SASS for
+    arch_specific: bool  #: 'a' targets exist
+    family_specific: bool  #: 'f' targets exist
+    assumed: str | None  #: why a row is extrapolated, when it is
+
+    @property
+    def archs(self) -> tuple[Arch, ...]:
+        """The capabilities it compiles for (no variants), oldest first."""
+        return tuple(Arch.from_sm(sm) for sm in self.sms)
+
+    @property
+    def oldest(self) -> Arch:
+        return self.archs[0]
+
+    @property
+    def newest(self) -> Arch:
+        return self.archs[-1]
+
+    def min_driver(self, platform: str = "linux") -> str | None:
+        """The exact minimum driver on ``platform`` ("linux" or "windows"), None when the data lacks it."""
+        return self.min_driver_windows if platform == "windows" else self.min_driver_linux
+
+    def min_driver_text(self, platform: str = "linux") -> str:
+        """The minimum driver for messages: exact, else ``r595 branch``, else ``a driver for CUDA 13.4``."""
+        exact = self.min_driver(platform)
+        if exact:
+            return exact
+        if self.driver_branch is not None:
+            return f"r{self.driver_branch} branch"
+        return f"a driver for CUDA {self.train.version} or newer"
+
+    def _virtual(self) -> Arch:
+        top_major = self.archs[-1].major
+        return min(a for a in self.archs if a.major == top_major)
+
+    @property
+    def all(self) -> ArchList:
+        """What ``-arch=all`` / CMake ``all`` builds: SASS for every SM, PTX for the newest major's first SM.
+
+        Measured with nvcc 13.0 ``--dryrun``: sm_75 ... sm_121 as SASS and compute_120 as PTX.
+        """
+        virtual = self._virtual()
+        return ArchList((*(Target(a, True, False) for a in self.archs), Target(virtual, True, True)))
+
+    @property
+    def all_major(self) -> ArchList:
+        """What ``-arch=all-major`` builds: the oldest SM and every X.0 as SASS, PTX as for :attr:`all`.
+
+        Measured with nvcc 13.0 ``--dryrun``: sm_75 sm_80 sm_90 sm_100 sm_110 sm_120 and compute_120.
+        """
+        virtual = self._virtual()
+        chosen = [a for a in self.archs if a.minor == 0 or a == self.oldest]
+        return ArchList((*(Target(a, True, False) for a in chosen), Target(virtual, True, True)))
+
+
+def _release(key: str, raw: Any) -> Release:
+    where = f'{DATA_FILE} [releases."{key}"]'
+    if not isinstance(raw, dict):
+        raise KnowledgeError(f"{where} is not a table")
+    try:
+        train = parse_train(key)
+        ptx_isa = str(raw["ptx_isa"])
+        isa_tuple(ptx_isa)
+        sms = tuple(int(sm) for sm in raw["sms"])
+        if not sms or list(sms) != sorted(set(sms)):
+            raise KnowledgeError(f"{where}: sms must be a sorted list without duplicates")
+        branch = raw.get("driver_branch")
+        return Release(
+            train=train,
+            ptx_isa=ptx_isa,
+            driver_branch=None if branch is None else int(branch),
+            min_driver_linux=raw.get("min_driver_linux"),
+            min_driver_windows=raw.get("min_driver_windows"),
+            sms=sms,
+            arch_specific=bool(raw.get("arch_specific", False)),
+            family_specific=bool(raw.get("family_specific", False)),
+            assumed=raw.get("assumed"),
+        )
+    except KeyError as e:
+        raise KnowledgeError(f"{where} lacks {e.args[0]!r}") from e
+    except (TypeError, ValueError) as e:
+        raise KnowledgeError(f"{where}: {e}") from e
+
+
+@cache
+def releases() -> tuple[Release, ...]:
+    """Every release the data knows, oldest first."""
+    table = _data.table(DATA_FILE, "releases")
+    return tuple(sorted((_release(str(k), v) for k, v in table.items()), key=lambda r: r.train))
+
+
+def known_trains() -> tuple[Train, ...]:
+    return tuple(r.train for r in releases())
+
+
+def release_for(train: Train | str) -> Release:
+    """The release line of ``train`` (cu132, 13.2, 13.2.2); UnknownTrainError names the known ones."""
+    wanted = as_train(train).line
+    for release in releases():
+        if release.train == wanted:
+            return release
+    known = ", ".join(t.tag for t in known_trains())
+    raise UnknownTrainError(f"unknown CUDA train {wanted.tag} ({wanted.version}); known: {known}")
+
+
+def release_for_ptx_isa(isa: str) -> Release | None:
+    """The oldest release whose compiler writes PTX ISA ``isa`` or newer (the release that introduced it).
+
+    None when ``isa`` is newer than every release in the data.
+    """
+    wanted = isa_tuple(isa)
+    for release in releases():
+        if isa_tuple(release.ptx_isa) >= wanted:
+            return release
+    return None
+
+
+def minor_compat_floor(major: int, platform: str = "linux") -> str | None:
+    """The oldest driver a CUDA ``major``.y build runs on by minor-version compatibility (None: unknown)."""
+    table = _data.table(DATA_FILE, "minor_version_compatibility")
+    row = table.get(str(major))
+    if not isinstance(row, dict):
+        return None
+    value = row.get("min_driver_windows" if platform == "windows" else "min_driver_linux")
+    return str(value) if value is not None else None
+
+
+def zstd_min_driver() -> str:
+    """The oldest driver that loads ZSTD-compressed fatbin entries."""
+    return str(_data.table(DATA_FILE, "compression")["zstd_min_driver"])

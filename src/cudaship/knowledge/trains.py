@@ -1,0 +1,88 @@
+"""CUDA trains: the ``major.minor`` release line a build targets, written ``cu132`` or ``13.2`` (13.2.2)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import total_ordering
+
+from cudaship.errors import KnowledgeError
+
+
+@total_ordering
+@dataclass(frozen=True)
+class Train:
+    """A CUDA release line, optionally with the patch release: ``Train(13, 2)`` is ``cu132`` / ``13.2``.
+
+    Ordered by (major, minor, patch) with a missing patch before any patch: ``13.2 < 13.2.0 < 13.2.2 < 13.4``.
+    Equality includes the patch; compare :attr:`line` values to ignore it.
+    """
+
+    major: int
+    minor: int
+    patch: int | None = None
+
+    def _key(self) -> tuple[int, int, int]:
+        return (self.major, self.minor, -1 if self.patch is None else self.patch)
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Train):
+            return NotImplemented
+        return self._key() < other._key()
+
+    @property
+    def tag(self) -> str:
+        """The wheel local tag / index name: ``cu132``, ``cu118``."""
+        return f"cu{self.major}{self.minor}"
+
+    @property
+    def version(self) -> str:
+        """``13.2`` (without the patch)."""
+        return f"{self.major}.{self.minor}"
+
+    @property
+    def full_version(self) -> str:
+        """``13.2.2`` when the patch is known, else ``13.2``."""
+        return self.version if self.patch is None else f"{self.version}.{self.patch}"
+
+    @property
+    def line(self) -> Train:
+        """The same train without the patch (``13.2.2`` → ``13.2``)."""
+        return Train(self.major, self.minor)
+
+    def __str__(self) -> str:
+        return self.tag
+
+
+_TAG_RE = re.compile(r"^cu(\d{2,4})$", re.IGNORECASE)
+_VERSION_RE = re.compile(r"^(?:cuda[-_ ]?)?(\d{1,2})\.(\d{1,2})(?:\.(\d{1,3}))?$", re.IGNORECASE)
+
+
+def parse_train(text: str) -> Train:
+    """Parse ``cu132``, ``cu118``, ``cu92``, ``13.2``, ``13.2.2`` (also ``CUDA 13.2``, ``cuda-13.2``).
+
+    In a tag the last digit is the minor (``cu118`` is 11.8, ``cu132`` 13.2, ``cu92`` 9.2). Anything else
+    raises KnowledgeError naming the token. This says nothing about whether the data knows the train: see
+    :func:`cudaship.knowledge.releases.release_for`.
+    """
+    token = text.strip()
+    match = _TAG_RE.match(token)
+    if match:
+        digits = match.group(1)
+        if len(digits) > 3:
+            raise KnowledgeError(f"invalid CUDA train {text!r}: expected cuXY (cu132) or X.Y (13.2)")
+        major, minor, patch = int(digits[:-1]), int(digits[-1]), None
+    else:
+        match = _VERSION_RE.match(token)
+        if not match:
+            raise KnowledgeError(f"invalid CUDA train {text!r}: expected cuXY (cu132) or X.Y[.Z] (13.2.2)")
+        major, minor = int(match.group(1)), int(match.group(2))
+        patch = None if match.group(3) is None else int(match.group(3))
+    if major < 1:
+        raise KnowledgeError(f"invalid CUDA train {text!r}: major version 0")
+    return Train(major, minor, patch)
+
+
+def as_train(value: Train | str) -> Train:
+    """``value`` if it is a Train, else :func:`parse_train` of it."""
+    return value if isinstance(value, Train) else parse_train(value)
