@@ -1,0 +1,282 @@
+"""Cubins: ELF files with ``e_machine == EM_CUDA`` (190), standalone or inside a fatbin entry.
+
+What a cubin says about itself (all verified on nvcc 13.0 output, see docs/formats.md):
+
+* the SM number, in ``e_flags``: ``e_flags & 0xFF`` for ELF ABI version 7 (CUDA 11/12),
+  ``(e_flags >> 8) & 0xFF`` for ABI version 8 (CUDA 13);
+* an 'a' target (``sm_90a``), in the ``.nv.compat`` section: attribute 0x09 set to 1. ``e_flags`` are
+  identical for ``sm_100``, ``sm_100a`` and ``sm_100f``;
+* an 'f' target (``sm_100f``), only in the ptxas/nvlink command line kept in the ``.note.nv.tkinfo`` note;
+* the producing tool, toolkit release and command line, in ``.note.nv.tkinfo``;
+* the virtual SM and toolkit version, in ``.note.nv.cuinfo``;
+* kernels, as ``.text.<mangled name>`` sections.
+
+The ELF parser here is deliberately small: it reads the header, the section headers and the three sections
+above, checking each offset against the buffer. It never follows anything else.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import dataclass, replace
+
+from cudaship.binary.fatbin import entry_payload
+from cudaship.binary.ptx import read_ptx
+from cudaship.binary.records import Buffer, CubinInfo, DeviceCode, DeviceCodeKind
+from cudaship.errors import BinaryFormatError
+
+EM_CUDA = 190
+ELFOSABI_CUDA = 0x29  #: EI_OSABI of cubins from CUDA 12+ (``0x33`` in older toolkits; not checked)
+ET_REL = 1
+SHT_NOBITS = 8
+SHT_NOTE = 7
+SHF_EXECINSTR = 0x4
+
+NOTE_OWNER = b"NVIDIA Corp"
+NOTE_TKINFO = 2000
+NOTE_CUINFO = 1000
+#: ``.nv.compat`` attribute that is 1 on arch-specific ('a') cubins.
+COMPAT_ARCH_SPECIFIC = 0x09
+
+#: Format bytes of ``.nv.info``-style TLV records.
+_EIFMT_NVAL, _EIFMT_BVAL, _EIFMT_HVAL, _EIFMT_SVAL = 1, 2, 3, 4
+
+_IDENT = struct.Struct("<4sBBBBB7x")
+_HEADERS = {
+    1: (struct.Struct("<HHIIIIIHHHHHH"), struct.Struct("<IIIIIIIIII")),  # ELFCLASS32
+    2: (struct.Struct("<HHIQQQIHHHHHH"), struct.Struct("<IIQQQQIIQQ")),  # ELFCLASS64
+}
+#: The largest section count we believe (real cubins from cuBLASLt have a few thousand).
+MAX_SECTIONS = 1 << 20
+_ARCH_OPTION = re.compile(r"(?:^|\s)-{1,2}(?:arch|gpu-name)(?:=|\s+)sm_(\d+)([af]?)(?=\s|$)")
+_RELEASE = re.compile(r"release (\d+)\.(\d+)")
+
+
+@dataclass(frozen=True)
+class _Section:
+    name: str
+    type: int
+    flags: int
+    offset: int
+    size: int
+
+
+def is_cubin(buf: Buffer) -> bool:
+    """True when ``buf`` starts like an EM_CUDA ELF (little-endian)."""
+    if len(buf) < 20 or bytes(buf[:4]) != b"\x7fELF":
+        return False
+    return bool(struct.unpack_from("<H", buf, 18)[0] == EM_CUDA and buf[5] == 1)
+
+
+def _sections(buf: Buffer) -> tuple[int, int, int, int, list[_Section]]:
+    """Parse the ELF header and section table: (abi_version, e_type, e_flags, class, sections)."""
+    size = len(buf)
+    if size < _IDENT.size:
+        raise BinaryFormatError(f"file of {size} bytes is too short for an ELF header")
+    magic, ei_class, ei_data, _ver, _osabi, abi_version = _IDENT.unpack_from(buf, 0)
+    if magic != b"\x7fELF":
+        raise BinaryFormatError("not an ELF file (bad magic)")
+    if ei_class not in _HEADERS:
+        raise BinaryFormatError(f"ELF class {ei_class} is neither 32- nor 64-bit")
+    if ei_data != 1:
+        raise BinaryFormatError("cubin is not little-endian")
+    ehdr, shdr = _HEADERS[ei_class]
+    if size < _IDENT.size + ehdr.size:
+        raise BinaryFormatError("ELF header is truncated")
+    (e_type, e_machine, _v, _entry, _phoff, shoff, e_flags, _eh, _phes, _phn, shentsize, shnum, shstrndx) = (
+        ehdr.unpack_from(buf, _IDENT.size)
+    )
+    if e_machine != EM_CUDA:
+        raise BinaryFormatError(f"ELF machine {e_machine} is not EM_CUDA ({EM_CUDA}): not a cubin")
+    sections: list[_Section] = []
+    if shoff == 0:
+        return abi_version, e_type, e_flags, ei_class, sections
+    if shentsize < shdr.size:
+        raise BinaryFormatError(f"ELF section header size {shentsize} is too small")
+    if shoff > size or shoff + shdr.size > size:
+        raise BinaryFormatError(f"ELF section table at {shoff:#x} is past the end of the file ({size} bytes)")
+    raw: list[tuple[int, ...]] = []
+    first = shdr.unpack_from(buf, shoff)
+    if shnum == 0:  # extended numbering: the count is in section 0's sh_size
+        shnum = first[5]
+    if shstrndx == 0xFFFF:  # SHN_XINDEX
+        shstrndx = first[6]
+    if shnum > MAX_SECTIONS or shoff + shnum * shentsize > size:
+        raise BinaryFormatError(
+            f"ELF section table ({shnum} entries at {shoff:#x}) runs past the end of the file"
+        )
+    for i in range(shnum):
+        raw.append(shdr.unpack_from(buf, shoff + i * shentsize))
+    if shstrndx >= shnum:
+        raise BinaryFormatError(f"ELF section name table index {shstrndx} is out of range")
+    strtab = raw[shstrndx]
+    str_off, str_size = strtab[4], strtab[5]
+    if str_off > size or str_size > size - str_off:
+        raise BinaryFormatError("ELF section name table is past the end of the file")
+    names = bytes(buf[str_off : str_off + str_size])
+    for entry in raw:
+        sh_name, sh_type, sh_flags, sh_offset, sh_size = entry[0], entry[1], entry[2], entry[4], entry[5]
+        if sh_name >= len(names) and sh_name:
+            raise BinaryFormatError(f"ELF section name offset {sh_name} is outside the name table")
+        name = names[sh_name:].split(b"\0", 1)[0].decode("utf-8", "replace")
+        if sh_type != SHT_NOBITS and (sh_offset > size or sh_size > size - sh_offset):
+            raise BinaryFormatError(f"ELF section {name!r} runs past the end of the file")
+        sections.append(_Section(name, sh_type, sh_flags, sh_offset, sh_size))
+    return abi_version, e_type, e_flags, ei_class, sections
+
+
+def _notes(data: bytes) -> list[tuple[bytes, int, bytes]]:
+    """(owner, type, descriptor) of each ELF note in ``data``; stops at the first malformed one."""
+    notes = []
+    pos = 0
+    while pos + 12 <= len(data):
+        namesz, descsz, ntype = struct.unpack_from("<III", data, pos)
+        name_start = pos + 12
+        desc_start = name_start + ((namesz + 3) & ~3)
+        desc_end = desc_start + descsz
+        if desc_end > len(data):
+            break
+        notes.append((data[name_start : name_start + namesz].rstrip(b"\0"), ntype, data[desc_start:desc_end]))
+        pos = desc_start + ((descsz + 3) & ~3)
+    return notes
+
+
+def _cstring(table: bytes, offset: int) -> str | None:
+    if offset >= len(table):
+        return None
+    text = table[offset:].split(b"\0", 1)[0].decode("utf-8", "replace").strip()
+    return text or None
+
+
+@dataclass(frozen=True)
+class ToolkitInfo:
+    """The ``.note.nv.tkinfo`` strings: tool name, tool version line, build line, command line."""
+
+    tool: str | None
+    tool_version: str | None
+    branch: str | None
+    command_line: str | None
+
+    @property
+    def release(self) -> str | None:
+        """``"13.0"`` from ``"Cuda compilation tools, release 13.0, V13.0.88"``."""
+        match = _RELEASE.search(self.tool_version or "")
+        return f"{match.group(1)}.{match.group(2)}" if match else None
+
+
+def parse_tkinfo(desc: bytes) -> ToolkitInfo | None:
+    """Descriptor of a tkinfo note: ``u32 version, u32 offsets[5]`` (object file, tool, tool version, branch,
+    options) into a string table that follows the 24-byte head."""
+    if len(desc) < 24:
+        return None
+    _version, _obj, tool, tool_version, branch, options = struct.unpack_from("<6I", desc, 0)
+    table = desc[24:]
+    return ToolkitInfo(
+        _cstring(table, tool),
+        _cstring(table, tool_version),
+        _cstring(table, branch),
+        _cstring(table, options),
+    )
+
+
+def parse_compat(data: bytes) -> dict[int, int | bytes]:
+    """``.nv.compat`` records (``.nv.info`` TLV format): attribute → value."""
+    attrs: dict[int, int | bytes] = {}
+    pos = 0
+    while pos + 4 <= len(data):
+        fmt, attr, value = struct.unpack_from("<BBH", data, pos)
+        pos += 4
+        if fmt == _EIFMT_SVAL:
+            attrs[attr] = data[pos : pos + value]
+            pos += value
+        elif fmt in (_EIFMT_NVAL, _EIFMT_BVAL, _EIFMT_HVAL):
+            attrs[attr] = value if fmt != _EIFMT_BVAL else value & 0xFF
+        else:
+            break  # padding or an unknown format: nothing after it can be trusted
+    return attrs
+
+
+def sm_from_flags(abi_version: int, e_flags: int) -> int:
+    """The SM number stored in ``e_flags`` (its layout depends on EI_ABIVERSION)."""
+    if abi_version >= 8:
+        return (e_flags >> 8) & 0xFF
+    return e_flags & 0xFF
+
+
+def read_cubin(buf: Buffer) -> CubinInfo:
+    """Read the facts of a cubin. Raises :class:`BinaryFormatError` for anything that is not a sound cubin."""
+    abi_version, _e_type, e_flags, _cls, sections = _sections(buf)
+    sm = sm_from_flags(abi_version, e_flags)
+    if sm == 0:
+        raise BinaryFormatError(f"cubin e_flags {e_flags:#x} (ABI version {abi_version}) name no SM")
+    tk: ToolkitInfo | None = None
+    virtual_sm: int | None = None
+    cuinfo_toolkit: str | None = None
+    compat: dict[int, int | bytes] = {}
+    kernels: list[str] = []
+    for section in sections:
+        if section.name == ".note.nv.tkinfo" or section.name == ".note.nv.cuinfo":
+            data = bytes(buf[section.offset : section.offset + section.size])
+            for owner, ntype, desc in _notes(data):
+                if owner != NOTE_OWNER:
+                    continue
+                if ntype == NOTE_TKINFO and tk is None:
+                    tk = parse_tkinfo(desc)
+                elif ntype == NOTE_CUINFO and len(desc) >= 6:
+                    _cu_version, vsm, toolkit = struct.unpack_from("<HHH", desc, 0)
+                    virtual_sm = vsm or None
+                    if toolkit:
+                        cuinfo_toolkit = f"{toolkit // 10}.{toolkit % 10}"
+        elif section.name == ".nv.compat":
+            compat = parse_compat(bytes(buf[section.offset : section.offset + section.size]))
+        elif section.name.startswith(".text.") and section.flags & SHF_EXECINSTR:
+            kernels.append(section.name[len(".text.") :])
+    command_line = tk.command_line if tk else None
+    variant = ""
+    if compat.get(COMPAT_ARCH_SPECIFIC) == 1:
+        variant = "a"
+    elif command_line:
+        for match in _ARCH_OPTION.finditer(command_line):
+            if int(match.group(1)) == sm and match.group(2):
+                variant = match.group(2)
+    return CubinInfo(
+        sm=sm,
+        variant=variant,
+        abi_version=abi_version,
+        e_flags=e_flags,
+        toolkit_version=(tk.release if tk else None) or cuinfo_toolkit,
+        tool=tk.tool if tk else None,
+        command_line=command_line,
+        virtual_sm=virtual_sm,
+        kernels=tuple(kernels),
+    )
+
+
+def cubin_is_relocatable(buf: Buffer) -> bool:
+    """True for an ET_REL cubin (``nvcc -cubin -rdc=true``): device-linked, not loaded as is."""
+    e_type = _sections(buf)[1]
+    return e_type == ET_REL
+
+
+def entry_details(buf: Buffer, entry: DeviceCode) -> DeviceCode:
+    """Decompress one fatbin entry of ``buf`` and fill in what only its payload knows.
+
+    SASS: ``toolkit_version`` from the cubin's notes (and the cubin must agree with the header's SM).
+    PTX: ``version`` from the ``.version`` directive when the header lacked it. Other kinds come back as is.
+    Raises :class:`BinaryFormatError` when the payload is corrupt, a bomb, or disagrees with its header.
+    """
+    if entry.kind not in (DeviceCodeKind.SASS, DeviceCodeKind.PTX):
+        return entry
+    payload = entry_payload(buf, entry)
+    where = f"fatbin entry at {entry.offset:#x}"
+    try:
+        if entry.kind is DeviceCodeKind.SASS:
+            info = read_cubin(payload)
+            if info.sm != entry.sm:
+                raise BinaryFormatError(f"holds a cubin for sm_{info.sm}, header says sm_{entry.sm}")
+            return replace(entry, toolkit_version=info.toolkit_version)
+        ptx = read_ptx(payload)
+        return replace(entry, version=entry.version or ptx.isa_version)
+    except BinaryFormatError as e:
+        raise BinaryFormatError(f"{where}: {e.message}") from e
