@@ -80,6 +80,9 @@ def looks_native(name: str, head: bytes) -> bool:
     """Whether a member named ``name`` starting with ``head`` is a file inspect should read."""
     if _NATIVE_NAME.search(name):
         return True
+    if head[:4] in (b"\xca\xfe\xba\xbe", b"\xca\xfe\xba\xbf"):
+        # a fat Mach-O counts a few architectures here; a Java class file stores its version (>= 45)
+        return len(head) >= 8 and 0 < int.from_bytes(head[4:8], "big") < 45
     return any(head.startswith(magic) for magic in BINARY_MAGICS)
 
 
