@@ -37,11 +37,19 @@ CUDART_MARKERS: tuple[str, ...] = ("cudaGetExportTable", "__cudaRegisterFatBinar
 _MARKERS = re.compile(b"(?:" + b"|".join(re.escape(m.encode()) for m in CUDART_MARKERS) + rb")\x00")
 
 
-def library_names(buf: Buffer, ranges: Iterable[tuple[int, int]], *, wide: bool = False) -> tuple[str, ...]:
+def library_names(
+    buf: Buffer,
+    ranges: Iterable[tuple[int, int]],
+    *,
+    wide: bool = False,
+    skip: Iterable[int] = (),
+) -> tuple[str, ...]:
     """Sorted unique library names stored as NUL-terminated strings in ``buf[start:end]`` for each range.
 
-    With ``wide`` also UTF-16LE strings (PE). Ranges are clipped to the buffer.
+    With ``wide`` also UTF-16LE strings (PE). ``skip`` holds file offsets of strings that are not data but
+    tables (a PE's import directory DLL names live in ``.rdata`` too). Ranges are clipped to the buffer.
     """
+    skipped = frozenset(skip)
     size = len(buf)
     found: set[str] = set()
     for start, end in ranges:
@@ -49,7 +57,7 @@ def library_names(buf: Buffer, ranges: Iterable[tuple[int, int]], *, wide: bool 
         if start >= end:
             continue
         for match in _ASCII_ANCHOR.finditer(buf, start, end):  # type: ignore[call-overload]
-            name = _ascii_back(buf, start, match.end() - 1)
+            name = _ascii_back(buf, start, match.end() - 1, skipped)
             if name is not None:
                 found.add(name)
         if wide:
@@ -60,51 +68,49 @@ def library_names(buf: Buffer, ranges: Iterable[tuple[int, int]], *, wide: bool 
     return tuple(sorted(found))
 
 
-def runtime_markers(buf: Buffer, ranges: Iterable[tuple[int, int]]) -> tuple[str, ...]:
-    """Which of :data:`CUDART_MARKERS` are stored as whole NUL-terminated strings in the ranges."""
+def runtime_markers(
+    buf: Buffer, ranges: Iterable[tuple[int, int]], *, skip: Iterable[int] = ()
+) -> tuple[str, ...]:
+    """Which of :data:`CUDART_MARKERS` are stored as whole NUL-terminated strings in the ranges (not at the
+    offsets in ``skip``: import hint/name entries)."""
+    skipped = frozenset(skip)
     size = len(buf)
     found: set[str] = set()
     for start, end in ranges:
         start, end = max(0, start), min(size, end)
         for match in _MARKERS.finditer(buf, start, end):  # type: ignore[call-overload]
             at = match.start()
-            if at == start or buf[at - 1] == 0:
+            if (at == start or buf[at - 1] == 0) and at not in skipped:
                 found.add(bytes(buf[at : match.end() - 1]).decode("ascii"))
     return tuple(sorted(found))
 
 
-def _ascii_back(buf: Buffer, lower: int, nul: int) -> str | None:
-    """The string ending at the NUL at ``nul``: walk back to the previous NUL (or ``lower``)."""
+def _ascii_back(buf: Buffer, lower: int, nul: int, skip: frozenset[int]) -> str | None:
+    """The name ending at the NUL at ``nul``: walk back over name characters (strings in ``.rdata`` may follow
+    binary constants directly, so the name's start is where name characters stop, not only a NUL)."""
     begin = max(lower, nul - MAX_LIBRARY_NAME - 1)
     chunk = bytes(buf[begin:nul])
-    cut = chunk.rfind(b"\x00")
-    if cut < 0:
-        if begin != lower:
-            return None  # longer than any library name
-        cut = -1
-    raw = chunk[cut + 1 :]
-    if not raw or any(b not in _NAME_BYTES for b in raw):
+    at = len(chunk)
+    while at > 0 and chunk[at - 1] in _NAME_BYTES:
+        at -= 1
+    if at == 0 and begin != lower:
+        return None  # longer than any library name
+    if begin + at in skip:
         return None
-    text = raw.decode("ascii")
+    text = chunk[at:].decode("ascii")
     return text if _LIBRARY_NAME.fullmatch(text) else None
 
 
 def _wide_back(buf: Buffer, lower: int, terminator: int) -> str | None:
-    """The UTF-16LE string ending at ``terminator`` (its ``00 00``): walk back one code unit at a time."""
+    """The UTF-16LE name ending at ``terminator`` (its ``00 00``): walk back one code unit at a time."""
     begin = max(lower, terminator - 2 * (MAX_LIBRARY_NAME + 1))
     chunk = bytes(buf[begin:terminator])
     chars: list[str] = []
     at = len(chunk) - 2
-    while at >= 0:
-        low, high = chunk[at], chunk[at + 1]
-        if high != 0 or low not in _NAME_BYTES:
-            break
-        chars.append(chr(low))
+    while at >= 0 and chunk[at + 1] == 0 and chunk[at] in _NAME_BYTES:
+        chars.append(chr(chunk[at]))
         at -= 2
-    else:
-        if begin != lower:
-            return None
-    if at >= 0 and (chunk[at], chunk[at + 1]) != (0, 0):
-        return None  # not at a string start: some other text runs into the name
+    if at < 0 and begin != lower:
+        return None  # longer than any library name
     text = "".join(reversed(chars))
-    return text if len(text) <= MAX_LIBRARY_NAME and _LIBRARY_NAME.fullmatch(text) else None
+    return text if _LIBRARY_NAME.fullmatch(text) else None
