@@ -1,0 +1,153 @@
+"""The arch table: which GPUs a release of each CUDA train builds for, per host machine.
+
+A project writes it under the ``archs`` key of its configuration (``[tool.cudaship.archs]`` in pyproject.toml,
+``[archs]`` in cudaship.toml)::
+
+    [archs.cu132]
+    x86_64 = "8.0 8.6 8.9 9.0 10.0 12.0"          # an arch list in any syntax cudaship reads
+    aarch64 = ["8.0", "9.0", "10.0", "11.0", "12.0"]   # or a list of arch names
+
+``audit``, ``arch-list``, ``matrix``, ``env`` and ``cmake`` all read it through :class:`ArchTable`. Looked up,
+a row is every arch as SASS with the newest also as PTX. Without an ``archs`` table the built-in one
+(data/arch_tables.toml, the release contract's lists) applies: :func:`arch_table_for`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from cudaship.config import ProjectConfig
+from cudaship.errors import KnowledgeError, PolicyError, UnknownTrainError
+from cudaship.knowledge import _data
+from cudaship.knowledge.archs import ArchList, parse_arch, parse_arch_list
+from cudaship.knowledge.trains import Train, as_train, parse_train
+
+#: Machine spellings accepted in tables and on the command line → the table's key.
+MACHINE_ALIASES: dict[str, str] = {
+    "x86_64": "x86_64",
+    "amd64": "x86_64",
+    "x64": "x86_64",
+    "aarch64": "aarch64",
+    "arm64": "aarch64",
+    "sbsa": "aarch64",
+}
+
+
+def normalize_machine(machine: str) -> str:
+    """``AMD64`` → ``x86_64``, ``arm64`` / ``sbsa`` → ``aarch64``; anything else is a KnowledgeError."""
+    key = str(getattr(machine, "value", machine)).strip().lower()
+    if key not in MACHINE_ALIASES:
+        raise KnowledgeError(f"unknown machine {machine!r} (known: x86_64, aarch64)")
+    return MACHINE_ALIASES[key]
+
+
+def _row(value: Any, train: Train, where: str) -> ArchList:
+    try:
+        if isinstance(value, str):
+            parsed = parse_arch_list(value, train=train)
+        elif isinstance(value, list) and value and all(isinstance(v, (str, int, float)) for v in value):
+            # Numbers in TOML lists: 8.0 → "8.0"; 90 → "90".
+            parsed = ArchList.of(parse_arch(str(v), known_only=True) for v in value)
+        else:
+            raise PolicyError(f"{where} must be an arch list string or a non-empty list of arch names")
+    except KnowledgeError as e:
+        raise PolicyError(f"{where}: {e.message}") from e
+    return parsed.with_newest_ptx()
+
+
+@dataclass(frozen=True)
+class ArchTable:
+    """Train → machine → arch list. Build it with :meth:`from_mapping`; read it with :meth:`lookup`."""
+
+    rows: Mapping[Train, Mapping[str, ArchList]]
+    source: str  #: where it came from, for messages ("pyproject.toml", "the built-in arch table")
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping[str, Any], source: str) -> ArchTable:
+        """Validate a ``{"cu132": {"x86_64": "8.0 ...", "aarch64": [...]}}`` table.
+
+        Train keys are ``cuXY`` or ``X.Y``; machine keys as :func:`normalize_machine` accepts. Every problem
+        is a :class:`~cudaship.errors.PolicyError` naming ``source`` and the key (``archs.cu132.x86_64``).
+        """
+        if not isinstance(mapping, Mapping) or not mapping:
+            raise PolicyError(
+                "archs: must be a non-empty table of trains (archs.cu132.x86_64 = ...)", path=source
+            )
+        rows: dict[Train, dict[str, ArchList]] = {}
+        for train_key, machines in mapping.items():
+            where = f"archs.{train_key}"
+            try:
+                train = parse_train(str(train_key)).line
+            except KnowledgeError as e:
+                raise PolicyError(f"{where}: {e.message}", path=source) from e
+            if train in rows:
+                raise PolicyError(f"{where}: train {train.tag} given twice", path=source)
+            if not isinstance(machines, Mapping) or not machines:
+                raise PolicyError(
+                    f"{where} must be a table of machines (x86_64 = ..., aarch64 = ...)", path=source
+                )
+            row: dict[str, ArchList] = {}
+            for machine_key, value in machines.items():
+                mwhere = f"{where}.{machine_key}"
+                try:
+                    machine = normalize_machine(str(machine_key))
+                except KnowledgeError as e:
+                    raise PolicyError(f"{mwhere}: {e.message}", path=source) from e
+                if machine in row:
+                    raise PolicyError(f"{mwhere}: machine {machine} given twice", path=source)
+                try:
+                    row[machine] = _row(value, train, mwhere)
+                except PolicyError as e:
+                    raise e.with_path(source) from None
+            rows[train] = row
+        return cls(rows=dict(sorted(rows.items())), source=source)
+
+    def trains(self) -> tuple[Train, ...]:
+        """The trains the table knows, oldest first."""
+        return tuple(self.rows)
+
+    def machines(self, train: Train | str) -> tuple[str, ...]:
+        return tuple(self._train_row(train)[1])
+
+    def _train_row(self, train: Train | str) -> tuple[Train, Mapping[str, ArchList]]:
+        wanted = as_train(train).line
+        row = self.rows.get(wanted)
+        if row is None:
+            known = ", ".join(t.tag for t in self.rows)
+            raise UnknownTrainError(
+                f"no arch list for CUDA train {wanted.tag} in {self.source} (known: {known})"
+            )
+        return wanted, row
+
+    def lookup(self, train: Train | str, machine: str) -> ArchList:
+        """The arch list of ``train`` on ``machine``: every arch SASS, the newest also PTX.
+
+        An unknown train raises :class:`~cudaship.errors.UnknownTrainError` naming the known ones (never an
+        empty list); a machine the train's row lacks raises KnowledgeError naming the ones it has.
+        """
+        wanted, row = self._train_row(train)
+        key = normalize_machine(machine)
+        if key not in row:
+            raise KnowledgeError(
+                f"no arch list for {key} under CUDA train {wanted.tag} in {self.source} "
+                f"(has: {', '.join(row)})"
+            )
+        return row[key]
+
+
+@cache
+def default_arch_table() -> ArchTable:
+    """The built-in table of data/arch_tables.toml (the release contract's lists; cu134 assumed as cu132)."""
+    return ArchTable.from_mapping(_data.table("arch_tables.toml", "archs"), "the built-in arch table")
+
+
+def arch_table_for(config: ProjectConfig) -> ArchTable:
+    """The configuration's ``archs`` table when it has one, else :func:`default_arch_table`."""
+    mapping = config.table("archs")
+    if not mapping:
+        return default_arch_table()
+    source = str(config.source) if config.source else "configuration"
+    return ArchTable.from_mapping(mapping, source)
