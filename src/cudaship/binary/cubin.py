@@ -120,10 +120,16 @@ def _sections(buf: Buffer) -> tuple[int, int, int, int, list[_Section]]:
         if sh_name >= len(names) and sh_name:
             raise BinaryFormatError(f"ELF section name offset {sh_name} is outside the name table")
         name = names[sh_name:].split(b"\0", 1)[0].decode("utf-8", "replace")
-        if sh_type != SHT_NOBITS and (sh_offset > size or sh_size > size - sh_offset):
-            raise BinaryFormatError(f"ELF section {name!r} runs past the end of the file")
         sections.append(_Section(name, sh_type, sh_flags, sh_offset, sh_size))
     return abi_version, e_type, e_flags, ei_class, sections
+
+
+def _section_bytes(buf: Buffer, section: _Section) -> bytes:
+    """The bytes of a section we read. Only these are bounds-checked: CUDA has NOBITS-like section types of
+    its own (``.nv.shared.*``, ``.nv_debug.shared`` are ``SHT_LOPROC + 0xa``) whose sizes exceed the file."""
+    if section.offset > len(buf) or section.size > len(buf) - section.offset:
+        raise BinaryFormatError(f"ELF section {section.name!r} runs past the end of the file")
+    return bytes(buf[section.offset : section.offset + section.size])
 
 
 def _notes(data: bytes) -> list[tuple[bytes, int, bytes]]:
@@ -217,7 +223,7 @@ def read_cubin(buf: Buffer) -> CubinInfo:
     kernels: list[str] = []
     for section in sections:
         if section.name == ".note.nv.tkinfo" or section.name == ".note.nv.cuinfo":
-            data = bytes(buf[section.offset : section.offset + section.size])
+            data = _section_bytes(buf, section)
             for owner, ntype, desc in _notes(data):
                 if owner != NOTE_OWNER:
                     continue
@@ -229,7 +235,7 @@ def read_cubin(buf: Buffer) -> CubinInfo:
                     if toolkit:
                         cuinfo_toolkit = f"{toolkit // 10}.{toolkit % 10}"
         elif section.name == ".nv.compat":
-            compat = parse_compat(bytes(buf[section.offset : section.offset + section.size]))
+            compat = parse_compat(_section_bytes(buf, section))
         elif section.name.startswith(".text.") and section.flags & SHF_EXECINSTR:
             kernels.append(section.name[len(".text.") :])
     command_line = tk.command_line if tk else None
