@@ -1,0 +1,167 @@
+"""The shell steps of the cudaship GitHub Action (action.yml), as one standard-library-only script.
+
+``action.yml`` runs it as a file (``python <action>/src/cudaship/ci/action_steps.py audit``), so it needs nothing
+but Python, whatever cudaship version the Action installed. It reads the Action's inputs from ``INPUT_*``
+variables and GitHub's files from ``GITHUB_*`` variables, which is what lets tests run it with temporary files.
+
+``audit``: expand the wheel patterns, run ``cudaship audit`` three times (markdown, JUnit, JSON) and ``cudaship
+gpus --format html`` into the report directory, append the markdown report to ``$GITHUB_STEP_SUMMARY``, and set
+the outputs ``exit-code``, ``result`` (passed, failed, error) and ``report-dir`` in ``$GITHUB_OUTPUT``. It exits
+0 so the upload step still runs, unless it cannot run at all.
+``gate``: exit with the audit's code: 1 on failed checks (unless ``INPUT_FAIL_ON_FINDINGS`` is false), 2 when
+the audit could not read its input.
+
+``$CUDASHIP`` names the cudaship command (a path, or a command line such as ``python -m cudaship``); default
+``cudaship`` on PATH.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shlex
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+FINDINGS = 1
+BAD_INPUT = 2
+
+
+def _log(message: str) -> None:
+    print(f"cudaship-action: {message}", file=sys.stderr, flush=True)
+
+
+def _error(message: str) -> None:
+    # A workflow command: GitHub shows it as an annotation on the job.
+    print(f"::error title=cudaship::{message}", flush=True)
+
+
+def _truthy(value: str | None, default: bool) -> bool:
+    if value is None or not value.strip():
+        return default
+    lowered = value.strip().lower()
+    if lowered in ("true", "1", "yes", "on"):
+        return True
+    if lowered in ("false", "0", "no", "off"):
+        return False
+    raise ValueError(f"expected true or false, not {value!r}")
+
+
+def expand_wheels(patterns: str, workspace: Path) -> list[Path]:
+    """Every wheel the whitespace- or newline-separated glob patterns match, relative to ``workspace``."""
+    found: list[Path] = []
+    for pattern in patterns.split():
+        base = pattern if os.path.isabs(pattern) else str(workspace / pattern)
+        for match in sorted(glob.glob(base, recursive=True)):
+            path = Path(match)
+            if path.is_file() and path not in found:
+                found.append(path)
+    return found
+
+
+def _command(environ: Mapping[str, str]) -> list[str]:
+    text = environ.get("CUDASHIP", "").strip() or "cudaship"
+    return shlex.split(text, posix=os.name != "nt")
+
+
+def _run(argv: Sequence[str], environ: Mapping[str, str]) -> int:
+    _log("$ " + " ".join(shlex.quote(a) for a in argv))
+    try:
+        return subprocess.run(list(argv), env=dict(environ), check=False).returncode
+    except FileNotFoundError:
+        _error(f"cannot run {argv[0]!r}: not found (was cudaship installed?)")
+        return BAD_INPUT
+
+
+def _append(path_var: str, text: str, environ: Mapping[str, str]) -> None:
+    target = environ.get(path_var)
+    if not target:
+        _log(f"{path_var} is not set; skipping")
+        return
+    with open(target, "a", encoding="utf-8", newline="\n") as f:
+        f.write(text if text.endswith("\n") else text + "\n")
+
+
+def audit(environ: Mapping[str, str]) -> int:
+    workspace = Path(environ.get("GITHUB_WORKSPACE") or os.getcwd())
+    report_dir = Path(environ.get("INPUT_REPORT_DIR") or "cudaship-reports")
+    if not report_dir.is_absolute():
+        report_dir = workspace / report_dir
+    report_dir.mkdir(parents=True, exist_ok=True)
+    patterns = environ.get("INPUT_WHEELS") or "dist/*.whl"
+    wheels = expand_wheels(patterns, workspace)
+
+    def outputs(code: int, result: str) -> None:
+        _append("GITHUB_OUTPUT", f"exit-code={code}\nresult={result}\nreport-dir={report_dir}\n", environ)
+
+    if not wheels:
+        _error(f"no wheel matches {patterns!r} (in {workspace})")
+        _append("GITHUB_STEP_SUMMARY", f"## cudaship audit\n\nNo wheel matches `{patterns}`.\n", environ)
+        outputs(BAD_INPUT, "error")
+        return 0
+
+    cudaship = _command(environ)
+    policy = environ.get("INPUT_POLICY", "").strip()
+    common = [str(w) for w in wheels] + (["--policy", policy] if policy else [])
+    markdown = report_dir / "audit.md"
+    code = _run([*cudaship, "audit", *common, "--format", "markdown", "-o", str(markdown)], environ)
+    junit_code = _run([*cudaship, "audit", *common, "--format", "junit", "-o", str(report_dir / "audit.junit.xml")],
+                      environ)
+    _run([*cudaship, "audit", *common, "--format", "json", "-o", str(report_dir / "audit.json")], environ)
+    if _truthy(environ.get("INPUT_HTML"), True):
+        html_code = _run([*cudaship, "gpus", *[str(w) for w in wheels], "--format", "html",
+                          "-o", str(report_dir / "gpus.html")], environ)
+        if html_code not in (0, FINDINGS):
+            _log(f"cudaship gpus exited {html_code}; no HTML report")
+    if code == 0 and junit_code not in (0, FINDINGS):
+        code = junit_code
+
+    if markdown.is_file():
+        _append("GITHUB_STEP_SUMMARY", markdown.read_text(encoding="utf-8"), environ)
+    else:
+        _append("GITHUB_STEP_SUMMARY", f"## cudaship audit\n\nThe audit exited {code} and wrote no report.\n",
+                environ)
+    result = "passed" if code == 0 else "failed" if code == FINDINGS else "error"
+    outputs(code, result)
+    _log(f"audit of {len(wheels)} wheel(s): {result} (exit {code}); reports in {report_dir}")
+    return 0
+
+
+def gate(environ: Mapping[str, str]) -> int:
+    text = environ.get("AUDIT_EXIT_CODE", "").strip()
+    try:
+        code = int(text)
+    except ValueError:
+        _error(f"the audit step left no exit code ({text!r})")
+        return BAD_INPUT
+    if code == 0:
+        _log("every check passed")
+        return 0
+    if code == FINDINGS:
+        if not _truthy(environ.get("INPUT_FAIL_ON_FINDINGS"), True):
+            _log("checks failed; fail-on-findings is false, so the job goes on")
+            return 0
+        _error("cudaship audit: checks failed (see the job summary and the JUnit report)")
+        return FINDINGS
+    _error(f"cudaship audit could not run (exit {code}); see the step log")
+    return code
+
+
+def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    env = os.environ if environ is None else environ
+    steps = {"audit": audit, "gate": gate}
+    if len(args) != 1 or args[0] not in steps:
+        print(f"usage: action_steps.py {{{'|'.join(steps)}}}", file=sys.stderr)
+        return BAD_INPUT
+    try:
+        return steps[args[0]](env)
+    except (OSError, ValueError) as e:
+        _error(f"{args[0]}: {e}")
+        return BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())
