@@ -54,7 +54,7 @@ def render(
         no_color=not color,
         highlight=False,
         emoji=False,
-        soft_wrap=False,
+        soft_wrap=True,
     )
     wheels = {w.path: w for w in report.wheels}
     shown_wheels: set[str] = set()
@@ -73,7 +73,7 @@ def render(
     if report.failed:
         tail += f", {len(report.failed)} could not be read"
     console.print(tail)
-    return buffer.getvalue()
+    return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"
 
 
 def _wheel_header(console: Console, wheel: WheelReport) -> None:
@@ -89,9 +89,9 @@ def _wheel_header(console: Console, wheel: WheelReport) -> None:
 def _file(
     console: Console, f: FileReport, *, exports: bool, demangle: Demangler | None, details: bool
 ) -> None:
-    where = f"{f.container}!{f.path}" if f.container else f.path
+    # a wheel member is shown under its wheel's header, by its path inside the wheel
     fmt = f.format.value if f.format else "?"
-    console.print(Text(f"{where}", style="bold cyan"), Text(f"  [{fmt}, {f.size:,} bytes]"))
+    console.print(Text(f.path, style="bold cyan") + Text(f"  [{fmt}, {f.size:,} bytes]"))
     if f.error is not None:
         console.print(Text(f"  error: {f.error}", style="bold red"))
     host = f.host

@@ -13,9 +13,7 @@ from dataclasses import replace
 
 from cudaship.binary.records import (
     Buffer,
-    Compression,
     DeviceCode,
-    DeviceCodeKind,
     FatbinContainer,
     FileFormat,
     HostBinary,
@@ -137,20 +135,28 @@ def _read_into(state: _Partial, buf: Buffer, *, details: bool) -> None:
     if fmt in (FileFormat.ELF, FileFormat.PE, FileFormat.MACHO):
         host = _read_host(fmt, buf)
         state.host = host
+        _scan_device_code(state, buf, host, details=details)
         from cudaship.analysis.linkage import cuda_linkage
 
         state.linkage = cuda_linkage(host)
-        _scan_device_code(state, buf, host, details=details)
     elif fmt is FileFormat.COFF_IMPORT_LIBRARY:
         state.host = _read_import_library(buf)
-    elif fmt is FileFormat.FATBIN:
-        _scan_device_code(state, buf, None, details=details)
-        if not state.containers:
-            raise CudashipError("fatbin signature but no valid fatbin container")
-    elif fmt is FileFormat.CUBIN:
-        state.device_code = (_standalone_cubin(buf),)
-    elif fmt is FileFormat.PTX:
-        state.device_code = (_standalone_ptx(buf),)
+    else:
+        _read_device_file(state, buf, details=details)
+
+
+def _read_device_file(state: _Partial, buf: Buffer, *, details: bool) -> None:
+    """A standalone fatbin, cubin or PTX file."""
+    from cudaship.binary.devicescan import read_device_file
+
+    found = read_device_file(buf)
+    containers = found.containers
+    if details:
+        containers = tuple(_with_details(buf, c) for c in containers)
+        state.device_code = tuple(e for c in containers for e in c.entries) or found.entries
+    else:
+        state.device_code = found.entries
+    state.containers = containers
 
 
 def _read_host(fmt: FileFormat, buf: Buffer) -> HostBinary:
@@ -197,56 +203,10 @@ def _scan_device_code(state: _Partial, buf: Buffer, host: HostBinary | None, *, 
 
 
 def _with_details(buf: Buffer, container: FatbinContainer) -> FatbinContainer:
-    """Decompress each SASS entry of ``container`` and record the toolkit version its cubin notes."""
-    from cudaship.binary.cubin import read_cubin
-    from cudaship.binary.fatbin import entry_payload
+    """Decompress each SASS and PTX entry of ``container`` for what only its payload knows."""
+    from cudaship.binary.cubin import entry_details
 
-    entries = []
-    for entry in container.entries:
-        if entry.kind is DeviceCodeKind.SASS and entry.toolkit_version is None:
-            info = read_cubin(entry_payload(buf, entry))
-            entry = replace(entry, toolkit_version=info.toolkit_version)
-        entries.append(entry)
-    return replace(container, entries=tuple(entries))
-
-
-def _standalone_cubin(buf: Buffer) -> DeviceCode:
-    from cudaship.binary.cubin import read_cubin
-
-    info = read_cubin(buf)
-    return DeviceCode(
-        kind=DeviceCodeKind.SASS,
-        arch=f"sm_{info.sm}{info.variant}",
-        sm=info.sm,
-        variant=info.variant,
-        section=None,
-        relocatable=False,
-        compression=Compression.NONE,
-        stored_size=len(buf),
-        uncompressed_size=len(buf),
-        offset=0,
-        toolkit_version=info.toolkit_version,
-    )
-
-
-def _standalone_ptx(buf: Buffer) -> DeviceCode:
-    from cudaship.binary.ptx import read_ptx, virtual_arch
-
-    info = read_ptx(buf)
-    sm, variant = virtual_arch(info.target)
-    return DeviceCode(
-        kind=DeviceCodeKind.PTX,
-        arch=f"compute_{sm}{variant}",
-        sm=sm,
-        variant=variant,
-        section=None,
-        relocatable=False,
-        compression=Compression.NONE,
-        stored_size=len(buf),
-        uncompressed_size=len(buf),
-        offset=0,
-        version=info.isa_version,
-    )
+    return replace(container, entries=tuple(entry_details(buf, entry) for entry in container.entries))
 
 
 def _one_line(text: str) -> str:

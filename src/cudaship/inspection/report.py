@@ -116,22 +116,18 @@ def group_entries(device_code: Iterable[DeviceCode]) -> tuple[EntryGroup, ...]:
 
 @lru_cache(maxsize=128)
 def cuda_release_for_ptx(isa_version: str | None) -> str | None:
-    """The CUDA release that introduced PTX ISA ``isa_version`` (``"9.0"`` → ``"13.0"``), when the knowledge
-    base knows it."""
+    """The CUDA release that introduced PTX ISA ``isa_version`` (``"9.0"`` → ``"13.0"``), from the knowledge
+    base's release table; None when the version is newer than every release it knows, or malformed."""
     if not isa_version:
         return None
+    from cudaship.errors import KnowledgeError
+    from cudaship.knowledge.releases import release_for_ptx_isa
+
     try:
-        from cudaship.knowledge import releases
-    except ImportError:  # knowledge base without the PTX table
+        found = release_for_ptx_isa(isa_version)
+    except (KnowledgeError, ValueError):
         return None
-    lookup = getattr(releases, "release_for_ptx_isa", None)
-    if lookup is None:
-        return None
-    try:
-        found = lookup(isa_version)
-    except Exception:  # an unknown or malformed version: no release to name
-        return None
-    return str(found) if found is not None else None
+    return found.train.version if found is not None else None
 
 
 def linkage_phrase(report: FileReport) -> str | None:
