@@ -79,15 +79,17 @@ class FakeGitHub:
         output.write_text("")
         self.outputs[step] = output
         environ = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "INPUT_", "CUDASHIP"))}
-        environ.update({
-            "GITHUB_ACTIONS": "true",
-            "GITHUB_WORKSPACE": str(self.workspace),
-            "GITHUB_OUTPUT": str(output),
-            "GITHUB_STEP_SUMMARY": str(self.summary),
-            "GITHUB_ENV": str(self.root / "env.txt"),
-            "RUNNER_TEMP": str(self.root / "runner-temp"),
-            "RUNNER_OS": "Linux",
-        })
+        environ.update(
+            {
+                "GITHUB_ACTIONS": "true",
+                "GITHUB_WORKSPACE": str(self.workspace),
+                "GITHUB_OUTPUT": str(output),
+                "GITHUB_STEP_SUMMARY": str(self.summary),
+                "GITHUB_ENV": str(self.root / "env.txt"),
+                "RUNNER_TEMP": str(self.root / "runner-temp"),
+                "RUNNER_OS": "Linux",
+            }
+        )
         environ.update(extra)
         return environ
 
@@ -105,7 +107,8 @@ def stand_in_cudaship(tmp: Path, exit_code: int) -> str:
         "out = pathlib.Path(args[args.index('-o') + 1])\n"
         "fmt = args[args.index('--format') + 1]\n"
         "wheels = [a for a in args if a.endswith('.whl')]\n"
-        "out.write_text(f'## {args[0]} {fmt}\\n\\n' + '\\n'.join(f'- {pathlib.Path(w).name}' for w in wheels))\n"
+        "names = '\\n'.join(f'- {pathlib.Path(w).name}' for w in wheels)\n"
+        "out.write_text(f'## {args[0]} {fmt}\\n\\n' + names)\n"
         "with open(out.parent / 'calls.txt', 'a') as f: f.write(' '.join(args) + '\\n')\n"
         f"sys.exit({exit_code} if args[0] == 'audit' else 0)\n"
     )
@@ -129,15 +132,23 @@ def make_wheel(directory: Path, name: str) -> Path:
         pytest.param(2, "false", "error", 2, id="bad-input-always-fails"),
     ],
 )
-def test_audit_and_gate_steps(tmp_path: Path, audit_exit: int, fail_on_findings: str, result: str,
-                              gate_exit: int) -> None:
+def test_audit_and_gate_steps(
+    tmp_path: Path, audit_exit: int, fail_on_findings: str, result: str, gate_exit: int
+) -> None:
     gh = FakeGitHub(tmp_path)
     make_wheel(gh.workspace / "dist", "demo-1.0+cu132-cp312-cp312-linux_x86_64.whl")
     make_wheel(gh.workspace / "dist", "demo-1.0+cu132-cp312-cp312-win_amd64.whl")
-    environ = gh.env("audit", {"CUDASHIP": stand_in_cudaship(tmp_path, audit_exit),
-                               "INPUT_WHEELS": "dist/*.whl", "INPUT_POLICY": "pyproject.toml"})
-    proc = subprocess.run([sys.executable, str(STEPS_SCRIPT), "audit"], env=environ, capture_output=True,
-                          text=True, check=False)
+    environ = gh.env(
+        "audit",
+        {
+            "CUDASHIP": stand_in_cudaship(tmp_path, audit_exit),
+            "INPUT_WHEELS": "dist/*.whl",
+            "INPUT_POLICY": "pyproject.toml",
+        },
+    )
+    proc = subprocess.run(
+        [sys.executable, str(STEPS_SCRIPT), "audit"], env=environ, capture_output=True, text=True, check=False
+    )
     assert proc.returncode == 0, proc.stderr
     out = gh.output("audit")
     assert out["exit-code"] == str(audit_exit)
@@ -152,9 +163,12 @@ def test_audit_and_gate_steps(tmp_path: Path, audit_exit: int, fail_on_findings:
     assert [c.split()[0] for c in calls] == ["audit", "audit", "audit", "gpus"]
     assert all("--policy pyproject.toml" in c for c in calls[:3])
 
-    gate_env = gh.env("gate", {"AUDIT_EXIT_CODE": out["exit-code"], "INPUT_FAIL_ON_FINDINGS": fail_on_findings})
-    gate = subprocess.run([sys.executable, str(STEPS_SCRIPT), "gate"], env=gate_env, capture_output=True,
-                          text=True, check=False)
+    gate_env = gh.env(
+        "gate", {"AUDIT_EXIT_CODE": out["exit-code"], "INPUT_FAIL_ON_FINDINGS": fail_on_findings}
+    )
+    gate = subprocess.run(
+        [sys.executable, str(STEPS_SCRIPT), "gate"], env=gate_env, capture_output=True, text=True, check=False
+    )
     assert gate.returncode == gate_exit
     if gate_exit:
         assert "::error title=cudaship::" in gate.stdout
@@ -184,7 +198,9 @@ def test_audit_step_command_missing(tmp_path: Path) -> None:
         pytest.param([], {}, 2, id="no-step"),
         pytest.param(["deploy"], {}, 2, id="unknown-step"),
         pytest.param(["gate"], {"AUDIT_EXIT_CODE": ""}, 2, id="gate-without-code"),
-        pytest.param(["gate"], {"AUDIT_EXIT_CODE": "1", "INPUT_FAIL_ON_FINDINGS": "maybe"}, 2, id="bad-boolean"),
+        pytest.param(
+            ["gate"], {"AUDIT_EXIT_CODE": "1", "INPUT_FAIL_ON_FINDINGS": "maybe"}, 2, id="bad-boolean"
+        ),
     ],
 )
 def test_steps_usage(tmp_path: Path, argv: list[str], extra: dict[str, str], code: int) -> None:
@@ -192,7 +208,7 @@ def test_steps_usage(tmp_path: Path, argv: list[str], extra: dict[str, str], cod
     assert action_steps.main(argv, gh.env("x", extra)) == code
 
 
-# ------------------------------------------------------------------------------------------ action.yml run blocks
+# ------------------------------------------------------------------------------------- action.yml run blocks
 
 _EXPR = re.compile(r"\$\{\{\s*([^}]+?)\s*\}\}")
 
@@ -229,8 +245,15 @@ def test_action_run_blocks_end_to_end(tmp_path: Path) -> None:
             continue
         env = {k: _substitute(str(v), inputs, step_outputs) for k, v in step.get("env", {}).items()}
         sid = step.get("id", step["name"])
-        proc = subprocess.run(["bash", "-c", step["run"]], env=gh.env(sid, env), cwd=gh.workspace,
-                              capture_output=True, text=True, check=False, timeout=540)
+        proc = subprocess.run(
+            ["bash", "-c", step["run"]],
+            env=gh.env(sid, env),
+            cwd=gh.workspace,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=540,
+        )
         codes[sid] = proc.returncode
         step_outputs[sid] = gh.output(sid)
         if sid != "Fail on failed checks":

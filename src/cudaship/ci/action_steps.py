@@ -1,13 +1,14 @@
 """The shell steps of the cudaship GitHub Action (action.yml), as one standard-library-only script.
 
-``action.yml`` runs it as a file (``python <action>/src/cudaship/ci/action_steps.py audit``), so it needs nothing
-but Python, whatever cudaship version the Action installed. It reads the Action's inputs from ``INPUT_*``
-variables and GitHub's files from ``GITHUB_*`` variables, which is what lets tests run it with temporary files.
+``action.yml`` runs it as a file (``python <action>/src/cudaship/ci/action_steps.py audit``), so it needs
+nothing but Python, whatever cudaship version the Action installed. It reads the Action's inputs from
+``INPUT_*`` variables and GitHub's files from ``GITHUB_*`` variables, which lets tests run it with temporary
+files.
 
-``audit``: expand the wheel patterns, run ``cudaship audit`` three times (markdown, JUnit, JSON) and ``cudaship
-gpus --format html`` into the report directory, append the markdown report to ``$GITHUB_STEP_SUMMARY``, and set
-the outputs ``exit-code``, ``result`` (passed, failed, error) and ``report-dir`` in ``$GITHUB_OUTPUT``. It exits
-0 so the upload step still runs, unless it cannot run at all.
+``audit``: expand the wheel patterns, run ``cudaship audit`` three times (markdown, JUnit, JSON) and
+``cudaship gpus --format html`` into the report directory, append the markdown report to
+``$GITHUB_STEP_SUMMARY``, and set the outputs ``exit-code``, ``result`` (passed, failed, error) and
+``report-dir`` in ``$GITHUB_OUTPUT``. It exits 0 so the upload step still runs, unless it cannot run at all.
 ``gate``: exit with the audit's code: 1 on failed checks (unless ``INPUT_FAIL_ON_FINDINGS`` is false), 2 when
 the audit could not read its input.
 
@@ -107,12 +108,23 @@ def audit(environ: Mapping[str, str]) -> int:
     common = [str(w) for w in wheels] + (["--policy", policy] if policy else [])
     markdown = report_dir / "audit.md"
     code = _run([*cudaship, "audit", *common, "--format", "markdown", "-o", str(markdown)], environ)
-    junit_code = _run([*cudaship, "audit", *common, "--format", "junit", "-o", str(report_dir / "audit.junit.xml")],
-                      environ)
+    junit_code = _run(
+        [*cudaship, "audit", *common, "--format", "junit", "-o", str(report_dir / "audit.junit.xml")], environ
+    )
     _run([*cudaship, "audit", *common, "--format", "json", "-o", str(report_dir / "audit.json")], environ)
     if _truthy(environ.get("INPUT_HTML"), True):
-        html_code = _run([*cudaship, "gpus", *[str(w) for w in wheels], "--format", "html",
-                          "-o", str(report_dir / "gpus.html")], environ)
+        html_code = _run(
+            [
+                *cudaship,
+                "gpus",
+                *[str(w) for w in wheels],
+                "--format",
+                "html",
+                "-o",
+                str(report_dir / "gpus.html"),
+            ],
+            environ,
+        )
         if html_code not in (0, FINDINGS):
             _log(f"cudaship gpus exited {html_code}; no HTML report")
     if code == 0 and junit_code not in (0, FINDINGS):
@@ -121,8 +133,11 @@ def audit(environ: Mapping[str, str]) -> int:
     if markdown.is_file():
         _append("GITHUB_STEP_SUMMARY", markdown.read_text(encoding="utf-8"), environ)
     else:
-        _append("GITHUB_STEP_SUMMARY", f"## cudaship audit\n\nThe audit exited {code} and wrote no report.\n",
-                environ)
+        _append(
+            "GITHUB_STEP_SUMMARY",
+            f"## cudaship audit\n\nThe audit exited {code} and wrote no report.\n",
+            environ,
+        )
     result = "passed" if code == 0 else "failed" if code == FINDINGS else "error"
     outputs(code, result)
     _log(f"audit of {len(wheels)} wheel(s): {result} (exit {code}); reports in {report_dir}")

@@ -51,8 +51,11 @@ class Exclusion:
         )
 
     def describe(self) -> str:
-        parts = [f"{k}={v}" for k, v in (("train", self.train), ("python", self.python),
-                                          ("platform", self.platform)) if v is not None]
+        parts = [
+            f"{k}={v}"
+            for k, v in (("train", self.train), ("python", self.python), ("platform", self.platform))
+            if v is not None
+        ]
         return "{" + ", ".join(parts) + "}"
 
 

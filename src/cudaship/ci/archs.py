@@ -1,0 +1,70 @@
+"""The one place the CI layer touches the knowledge base: trains, the arch table and arch-list syntaxes.
+
+``matrix``, ``env`` and ``cmake`` all look up a row's arch list here, from the same arch table ``audit`` uses
+(the ``archs`` key of the configuration, else the built-in table).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cudaship.ci.records import ArchSyntaxes
+from cudaship.config import ProjectConfig
+from cudaship.errors import KnowledgeError
+from cudaship.knowledge.arch_table import ArchTable, arch_table_for
+from cudaship.knowledge.arch_table import normalize_machine as _normalize_machine
+from cudaship.knowledge.archs import ArchList, format_arch_list
+from cudaship.knowledge.trains import Train, parse_train
+
+
+def normalize_machine(text: str) -> str:
+    """``AMD64`` -> ``x86_64``, ``arm64``/``sbsa`` -> ``aarch64``; anything else is a KnowledgeError."""
+    return _normalize_machine(text)
+
+
+@dataclass(frozen=True)
+class TrainInfo:
+    tag: str  #: ``cu132``
+    version: str  #: ``13.2``
+    key: tuple[int, ...]  #: for ordering: (13, 2)
+
+
+def train_info(text: str) -> TrainInfo:
+    """Parse ``cu132`` or ``13.2``; raises UnknownTrainError (exit 4) for a train the data does not know."""
+    train: Train = parse_train(text)
+    version = _version_text(train)
+    return TrainInfo(train.tag, version, tuple(int(p) for p in version.split(".")))
+
+
+def _version_text(train: Train) -> str:
+    version = train.version
+    if isinstance(version, tuple):
+        return ".".join(str(p) for p in version)
+    return str(version)
+
+
+def arch_table(config: ProjectConfig) -> ArchTable:
+    """The configuration's ``archs`` table, else the built-in one."""
+    return arch_table_for(config)
+
+
+def lookup(table: ArchTable, train: str, machine: str) -> ArchList:
+    """The arch list of (train, machine); UnknownTrainError when the table has none."""
+    return table.lookup(parse_train(train), machine)
+
+
+def syntaxes(archlist: ArchList) -> ArchSyntaxes:
+    return ArchSyntaxes(
+        torch=format_arch_list(archlist, "torch"),
+        cmake=format_arch_list(archlist, "cmake"),
+        gencode=format_arch_list(archlist, "gencode"),
+        list=format_arch_list(archlist, "list"),
+    )
+
+
+def try_syntaxes(table: ArchTable, train: str, machine: str) -> ArchSyntaxes | None:
+    """The row's arch lists, or None when the arch table has no list for (train, machine)."""
+    try:
+        return syntaxes(lookup(table, train, machine))
+    except KnowledgeError:  # UnknownTrainError included
+        return None

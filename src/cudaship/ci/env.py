@@ -1,0 +1,152 @@
+"""The build environment of one matrix row, and writing it where a later step reads it.
+
+``cudaship env --train cu132`` computes the variables from the train (never from what the environment already
+holds) and writes them to ``$GITHUB_ENV`` and/or a file a later step sources, so the list a build consumes is
+the row's list even when a reusable workflow passes its own. ``check_env`` compares a live environment with
+the row's values: the guard against a list that was silently replaced.
+"""
+
+from __future__ import annotations
+
+import os
+import platform as _platform
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from cudaship.ci.archs import arch_table, lookup, normalize_machine, syntaxes, train_info
+from cudaship.config import ProjectConfig
+from cudaship.errors import KnowledgeError, UsageError
+from cudaship.knowledge.archs import ArchList, parse_arch_list
+
+#: The variables, in the order they are written.
+VARIABLES: tuple[str, ...] = (
+    "CUDASHIP_TRAIN",
+    "CUDASHIP_CUDA_VERSION",
+    "CUDASHIP_MACHINE",
+    "CUDASHIP_ARCH_LIST",
+    "TORCH_CUDA_ARCH_LIST",
+    "CMAKE_CUDA_ARCHITECTURES",
+)
+
+#: The variables a build consumes and a reusable workflow might replace: what ``check_env`` compares.
+GUARDED: tuple[str, ...] = ("TORCH_CUDA_ARCH_LIST", "CMAKE_CUDA_ARCHITECTURES")
+
+
+@dataclass(frozen=True)
+class BuildEnv:
+    train: str
+    cuda: str
+    machine: str
+    values: tuple[tuple[str, str], ...]  #: (name, value) in VARIABLES order
+    archs: ArchList  #: the row's arch list, for comparing lists written differently
+
+    def as_dict(self) -> dict[str, str]:
+        return dict(self.values)
+
+
+def host_machine() -> str:
+    """This machine, as the arch table names machines (x86_64 or aarch64)."""
+    return normalize_machine(_platform.machine() or "x86_64")
+
+
+def build_env(config: ProjectConfig, train: str, machine: str | None = None) -> BuildEnv:
+    """The row's variables; UnknownTrainError (exit 4) when the train or its arch list is unknown."""
+    info = train_info(train)
+    arch_machine = normalize_machine(machine) if machine else host_machine()
+    archlist = lookup(arch_table(config), info.tag, arch_machine)
+    lists = syntaxes(archlist)
+    values = (
+        ("CUDASHIP_TRAIN", info.tag),
+        ("CUDASHIP_CUDA_VERSION", info.version),
+        ("CUDASHIP_MACHINE", arch_machine),
+        ("CUDASHIP_ARCH_LIST", lists.list),
+        ("TORCH_CUDA_ARCH_LIST", lists.torch),
+        ("CMAKE_CUDA_ARCHITECTURES", lists.cmake),
+    )
+    return BuildEnv(info.tag, info.version, arch_machine, values, archlist)
+
+
+# ------------------------------------------------------------------------------------------------ renderers
+
+
+def _check_value(name: str, value: str) -> None:
+    if "\n" in value or "\r" in value or "\0" in value:
+        raise UsageError(f"{name}: a value with a line break or NUL cannot be written to an env file")
+
+
+def render_shell(env: BuildEnv) -> str:
+    """``export NAME='value'`` lines: POSIX sh, bash and zsh source it."""
+    lines = [f"# cudaship build environment for {env.train} on {env.machine}"]
+    for name, value in env.values:
+        _check_value(name, value)
+        lines.append(f"export {name}={shlex.quote(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def render_dotenv(env: BuildEnv) -> str:
+    """``NAME=value`` lines, the format of ``$GITHUB_ENV``, docker ``--env-file`` and python-dotenv."""
+    lines = []
+    for name, value in env.values:
+        _check_value(name, value)
+        lines.append(f"{name}={value}")
+    return "\n".join(lines) + "\n"
+
+
+def write_github_env(env: BuildEnv, environ: Mapping[str, str] | None = None) -> Path:
+    """Append the variables to ``$GITHUB_ENV`` (later steps of the job see them); returns the file."""
+    environ = os.environ if environ is None else environ
+    target = environ.get("GITHUB_ENV")
+    if not target:
+        raise UsageError("--write github: GITHUB_ENV is not set (not running in a GitHub Actions step?)")
+    path = Path(target)
+    try:
+        with path.open("a", encoding="utf-8", newline="\n") as f:
+            f.write(render_dotenv(env))
+    except OSError as e:
+        raise UsageError(f"cannot append to GITHUB_ENV: {e.strerror}", path=str(path)) from e
+    return path
+
+
+def write_file(env: BuildEnv, path: Path) -> None:
+    """Write a sourceable file: shell syntax, or ``NAME=value`` when it is named ``*.env``."""
+    text = render_dotenv(env) if path.suffix == ".env" or path.name == ".env" else render_shell(env)
+    from cudaship.formats.output import write_report
+
+    write_report(text, path)
+
+
+# ------------------------------------------------------------------------------------------------ the guard
+
+
+@dataclass(frozen=True)
+class EnvMismatch:
+    name: str
+    expected: str
+    found: str | None
+
+
+def check_env(env: BuildEnv, environ: Mapping[str, str] | None = None) -> list[EnvMismatch]:
+    """The guarded variables whose list in ``environ`` is not the row's list (missing counts as a mismatch).
+
+    Lists are compared parsed, so ``8.0 8.6`` and ``8.0;8.6`` are the same list; an unparsable value differs.
+    """
+    environ = os.environ if environ is None else environ
+    expected = env.as_dict()
+    mismatches = []
+    for name in GUARDED:
+        found = environ.get(name)
+        if found is None or not _same_list(found, env.archs, _SYNTAX[name]):
+            mismatches.append(EnvMismatch(name, expected[name], found))
+    return mismatches
+
+
+_SYNTAX = {"TORCH_CUDA_ARCH_LIST": "torch", "CMAKE_CUDA_ARCHITECTURES": "cmake"}
+
+
+def _same_list(text: str, expected: ArchList, syntax: str) -> bool:
+    try:
+        return parse_arch_list(text, syntax) == expected
+    except KnowledgeError:
+        return False

@@ -1,0 +1,128 @@
+"""``cudaship env``: the build environment of a matrix row, for ``$GITHUB_ENV`` or a sourced file."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import click
+
+from cudaship.ci.env import (
+    BuildEnv,
+    build_env,
+    check_env,
+    render_dotenv,
+    render_shell,
+    write_file,
+    write_github_env,
+)
+from cudaship.config import load_config
+from cudaship.errors import UsageError
+from cudaship.exitcodes import ExitCode
+from cudaship.formats.output import write_report
+
+SCHEMA_VERSION = 1
+
+
+class NoTrainError(UsageError):
+    """CUDA was asked for but no train given."""
+
+    exit_code = ExitCode.NO_TRAIN
+
+
+def _json(env: BuildEnv) -> str:
+    return json.dumps(
+        {
+            "schema": SCHEMA_VERSION,
+            "train": env.train,
+            "cuda": env.cuda,
+            "machine": env.machine,
+            "variables": env.as_dict(),
+        },
+        indent=2,
+    )
+
+
+@click.command("env")
+@click.option(
+    "--train", default=None, help="CUDA train of the row (cu132 or 13.2); default: $CUDASHIP_TRAIN."
+)
+@click.option("--machine", default=None, help="Machine of the row (x86_64, aarch64); default: this machine.")
+@click.option(
+    "--policy",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Configuration file holding the arch table; default: the nearest one, else the built-in table.",
+)
+@click.option(
+    "--write",
+    "targets",
+    multiple=True,
+    metavar="github|dotenv|shell|FILE",
+    help="Where to write (repeatable): github appends to $GITHUB_ENV; dotenv and shell print in that "
+    "format; FILE writes a file a later step sources (shell syntax; NAME=value for *.env). "
+    "Default: shell to standard output.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["shell", "dotenv", "json"]),
+    default=None,
+    help="Print in this format to standard output (besides any --write).",
+)
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Do not write: exit 1 if this environment's TORCH_CUDA_ARCH_LIST or CMAKE_CUDA_ARCHITECTURES "
+    "is not the row's list.",
+)
+def command(
+    train: str | None,
+    machine: str | None,
+    policy: str | None,
+    targets: tuple[str, ...],
+    fmt: str | None,
+    check: bool,
+) -> int:
+    """Write the build environment (arch lists, CUDA version) of a train, looked up from the arch table."""
+    train = train or os.environ.get("CUDASHIP_TRAIN")
+    if not train:
+        raise NoTrainError("no CUDA train given: pass --train cu132 (or set CUDASHIP_TRAIN)")
+    project = load_config(policy)
+    env = build_env(project, train, machine)
+
+    if check:
+        if targets or fmt:
+            raise UsageError("--check does not write: drop --write/--format")
+        mismatches = check_env(env)
+        for m in mismatches:
+            found = "unset" if m.found is None else repr(m.found)
+            click.echo(
+                f"cudaship: env: {m.name} is {found}, but train {env.train} on {env.machine} builds "
+                f"{m.expected!r}",
+                err=True,
+            )
+        if not mismatches:
+            click.echo(f"cudaship: env: the arch lists are {env.train}'s on {env.machine}", err=True)
+        return int(ExitCode.FINDINGS if mismatches else ExitCode.OK)
+
+    if not targets and fmt is None:
+        fmt = "shell"
+    if fmt == "shell":
+        write_report(render_shell(env), None)
+    elif fmt == "dotenv":
+        write_report(render_dotenv(env), None)
+    elif fmt == "json":
+        write_report(_json(env), None)
+    for target in targets:
+        if target == "github":
+            path = write_github_env(env)
+            click.echo(f"cudaship: env: wrote {len(env.values)} variables to {path}", err=True)
+        elif target == "shell":
+            write_report(render_shell(env), None)
+        elif target == "dotenv":
+            write_report(render_dotenv(env), None)
+        else:
+            write_file(env, Path(target))
+    return int(ExitCode.OK)

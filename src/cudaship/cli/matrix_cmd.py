@@ -1,0 +1,157 @@
+"""``cudaship matrix``: GitHub Actions matrix JSON from ``[tool.cudaship.matrix]``."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cudaship.ci import archs as ci_archs
+from cudaship.ci.matrix import build_matrix, derive_e2e, load_matrix_config, read_build_matrix
+from cudaship.ci.records import ArchSyntaxes, Event, MatrixResult
+from cudaship.cli.common import format_option, output_option
+from cudaship.config import load_config
+from cudaship.errors import UsageError
+from cudaship.exitcodes import ExitCode
+from cudaship.formats.output import write_report
+
+SCHEMA_VERSION = 1
+
+
+def _report(result: MatrixResult) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA_VERSION,
+        "event": result.event.value,
+        "kind": result.kind.value,
+        "ok": result.ok,
+        "include": [row.to_github() for row in result.rows],
+        "skipped": [
+            {
+                "kind": s.kind.value,
+                "train": s.train,
+                "python": s.python,
+                "platform": s.platform,
+                "reason": s.reason,
+            }
+            for s in result.skipped
+        ],
+        "notes": list(result.notes),
+        "problems": list(result.problems),
+    }
+
+
+def _text(result: MatrixResult) -> str:
+    lines = [f"{result.kind.value} matrix for {result.event.value}: {len(result.rows)} row(s)"]
+    for row in result.rows:
+        archs = row.archs.list if row.archs else "(no arch list)"
+        runner = f" on {row.runner}" if row.runner else ""
+        lines.append(f"  {row.name}{runner}: {archs}")
+    for note in result.notes:
+        lines.append(f"note: {note}")
+    for problem in result.problems:
+        lines.append(f"FAIL: {problem}")
+    return "\n".join(lines) + "\n"
+
+
+def _github_output(result: MatrixResult, compact: str) -> None:
+    target = os.environ.get("GITHUB_OUTPUT")
+    if not target:
+        raise UsageError("--github-output: GITHUB_OUTPUT is not set (not running in a GitHub Actions step?)")
+    try:
+        with open(target, "a", encoding="utf-8", newline="\n") as f:
+            f.write(f"matrix={compact}\n")
+            f.write(f"rows={len(result.rows)}\n")
+            f.write(f"has-rows={'true' if result.rows else 'false'}\n")
+    except OSError as e:
+        raise UsageError(f"cannot append to GITHUB_OUTPUT: {e.strerror}", path=target) from e
+
+
+@click.command("matrix")
+@click.option(
+    "--policy",
+    "policy",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Configuration file (pyproject.toml or cudaship.toml); default: the nearest one.",
+)
+@click.option(
+    "--event",
+    type=click.Choice([e.value for e in Event]),
+    default=Event.PUSH.value,
+    show_default=True,
+    help="The GitHub event the matrix is for.",
+)
+@click.option("--labels", default="", help="Comma-separated labels of the pull request.")
+@click.option("--fork", is_flag=True, help="The pull request comes from a fork (no secrets, no GPU runners).")
+@click.option(
+    "--derive",
+    type=click.Choice(["e2e"]),
+    default=None,
+    help="Derive end-to-end rows from a build matrix (with --from).",
+)
+@click.option(
+    "--from",
+    "from_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The build matrix JSON that --derive reads.",
+)
+@click.option(
+    "--github-output", is_flag=True, help="Also append matrix=, rows= and has-rows= to $GITHUB_OUTPUT."
+)
+@format_option(["github", "json", "text"], default="github")
+@output_option()
+def command(
+    policy: str | None,
+    event: str,
+    labels: str,
+    fork: bool,
+    derive: str | None,
+    from_path: Path | None,
+    github_output: bool,
+    fmt: str,
+    output: str | None,
+) -> int:
+    """Print the GitHub Actions build matrix ({"include": [...]}) for an event.
+
+    One row per (train, Python, platform) from [tool.cudaship.matrix], each with its arch list in the syntaxes
+    a build consumes. A pull request without the all-label builds one row; a release fails (exit 1) when a
+    supported train or (Python, train) pair has no row. Notes on rows left out go to standard error.
+    """
+    if derive is not None and from_path is None:
+        raise UsageError("--derive e2e needs --from BUILD_MATRIX.json")
+    if from_path is not None and derive is None:
+        raise UsageError("--from needs --derive e2e")
+    project = load_config(policy)
+    config = load_matrix_config(project)
+    table = ci_archs.arch_table(project)
+
+    def lookup(train: str, machine: str) -> ArchSyntaxes | None:
+        return ci_archs.try_syntaxes(table, train, machine)
+
+    chosen = Event(event)
+    if derive == "e2e":
+        assert from_path is not None
+        result = derive_e2e(config, lookup, read_build_matrix(from_path), chosen, fork=fork)
+    else:
+        result = build_matrix(config, lookup, chosen, labels.split(","), fork=fork)
+
+    compact = json.dumps(result.to_github(), separators=(",", ":"))
+    if fmt == "github":
+        text = compact
+    elif fmt == "json":
+        text = json.dumps(_report(result), indent=2)
+    else:
+        text = _text(result)
+    write_report(text, output)
+    if github_output:
+        _github_output(result, compact)
+    if fmt != "text":
+        for note in result.notes:
+            click.echo(f"cudaship: note: {note}", err=True)
+        for problem in result.problems:
+            click.echo(f"cudaship: release gate: {problem}", err=True)
+    return int(ExitCode.FINDINGS if result.problems else ExitCode.OK)
