@@ -1,0 +1,170 @@
+"""The toolkit tables: CUDA train -> release, and friendly component names -> each source's names.
+
+Data: ``data/toolkit_releases.toml`` and ``data/toolkit_components.toml``. Everything here is a pure lookup;
+an unknown train, release or component is a :class:`KnowledgeError` (``UnknownTrainError`` for trains) whose
+message lists what is known.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from cudaship.errors import KnowledgeError, UnknownTrainError
+from cudaship.knowledge import _data
+from cudaship.knowledge.trains import parse_train
+
+RELEASES_FILE = "toolkit_releases.toml"
+COMPONENTS_FILE = "toolkit_components.toml"
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+@dataclass(frozen=True)
+class SourceName:
+    """What one source calls a component in some release: a name (and PyPI extra), or 'inside another'."""
+
+    name: str | None  #: redist manifest key or PyPI project name; None when ``included_in`` is set
+    extra: str | None = None  #: the ``cuda-toolkit`` metapackage extra (PyPI only)
+    included_in: str | None = None  #: another component carries this one in that release
+
+
+def _split_train(text: str) -> tuple[int, int, int | None]:
+    """(major, minor, patch) of ``13.2``, ``cu132`` or ``13.2.2``."""
+    train = parse_train(text)
+    return train.major, train.minor, train.patch
+
+
+@cache
+def trains() -> dict[str, str]:
+    """Known trains (``"13.2"``) -> their default release (``"13.2.2"``), oldest first."""
+    raw = _data.table(RELEASES_FILE, "trains")
+    result: dict[str, str] = {}
+    for train, release in raw.items():
+        if not isinstance(release, str) or not release.startswith(f"{train}."):
+            raise KnowledgeError(f"{RELEASES_FILE}: train {train} maps to {release!r}, not a {train}.x one")
+        result[train] = release
+    return dict(sorted(result.items(), key=lambda item: _key(item[0])))
+
+
+@cache
+def releases() -> dict[str, dict[str, Any]]:
+    """Known exact releases -> their table (``notes``), oldest first."""
+    raw = _data.table(RELEASES_FILE, "releases")
+    for release, info in raw.items():
+        if not re.fullmatch(r"\d+\.\d+\.\d+", release) or not isinstance(info, dict):
+            raise KnowledgeError(f"{RELEASES_FILE}: bad release entry {release!r}")
+    return dict(sorted(raw.items(), key=lambda item: _key(item[0])))
+
+
+def resolve_release(text: str) -> str:
+    """The exact release a user's ``13.2`` / ``cu132`` / ``13.2.2`` means; unknown ones list the known."""
+    try:
+        major, minor, patch = _split_train(text)
+    except KnowledgeError as e:
+        raise UnknownTrainError(f"{e.message}; known trains: {', '.join(trains())}") from e
+    train = f"{major}.{minor}"
+    if patch is None:
+        if train not in trains():
+            raise UnknownTrainError(f"unknown CUDA train {text!r}; known trains: {', '.join(trains())}")
+        return trains()[train]
+    release = f"{train}.{patch}"
+    if release not in releases():
+        raise UnknownTrainError(f"unknown CUDA release {text!r}; known releases: {', '.join(releases())}")
+    return release
+
+
+def release_notes(release: str) -> str | None:
+    notes = releases().get(release, {}).get("notes")
+    return notes if isinstance(notes, str) else None
+
+
+@cache
+def _components() -> dict[str, dict[str, Any]]:
+    raw = _data.table(COMPONENTS_FILE, "components")
+    for name, info in raw.items():
+        if not isinstance(info, dict) or not isinstance(info.get("redist"), list):
+            raise KnowledgeError(f"{COMPONENTS_FILE}: component {name} needs a redist list")
+    return raw
+
+
+@cache
+def component_sets() -> dict[str, tuple[str, ...]]:
+    raw = _data.table(COMPONENTS_FILE, "sets")
+    known = _components()
+    result: dict[str, tuple[str, ...]] = {}
+    for name, members in raw.items():
+        if not isinstance(members, list) or any(m not in known for m in members):
+            raise KnowledgeError(f"{COMPONENTS_FILE}: set {name} names an unknown component")
+        result[name] = tuple(members)
+    return result
+
+
+def component_names() -> tuple[str, ...]:
+    return tuple(_components())
+
+
+def component_description(name: str) -> str:
+    return str(_components()[name].get("description", ""))
+
+
+def expand_components(requested: list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
+    """Friendly names and set names (comma- or list-separated) -> component names, in a stable order."""
+    if not requested:
+        requested = ["default"]
+    wanted: list[str] = []
+    for item in requested:
+        for word in (w.strip().lower() for w in item.split(",")):
+            if not word:
+                continue
+            if word in component_sets():
+                members: tuple[str, ...] = component_sets()[word]
+            elif word in _components():
+                members = (word,)
+            else:
+                raise KnowledgeError(
+                    f"unknown component {word!r}; components: {', '.join(component_names())}; "
+                    f"sets: {', '.join(component_sets())}"
+                )
+            wanted.extend(m for m in members if m not in wanted)
+    order = component_names()
+    return tuple(sorted(wanted, key=order.index))
+
+
+def _in_range(entry: dict[str, Any], release: str) -> bool:
+    since, until = entry.get("since"), entry.get("until")
+    key = _key(release)
+    if since is not None and key < _key(str(since)):
+        return False
+    return not (until is not None and key >= _key(str(until)))
+
+
+def source_name(component: str, source: str, release: str) -> SourceName | None:
+    """What ``source`` ("redist" or "pypi") calls ``component`` in ``release``; None if it has none."""
+    info = _components().get(component)
+    if info is None:
+        raise KnowledgeError(f"unknown component {component!r}; components: {', '.join(component_names())}")
+    entries = info.get(source, [])
+    if not isinstance(entries, list):
+        raise KnowledgeError(f"{COMPONENTS_FILE}: components.{component}.{source} must be a list")
+    for entry in entries:
+        if isinstance(entry, dict) and _in_range(entry, release):
+            included = entry.get("included_in")
+            if included is not None:
+                return SourceName(None, None, str(included))
+            return SourceName(str(entry["name"]), entry.get("extra"), None)
+    return None
+
+
+def component_for_pypi_project(project: str, release: str) -> str | None:
+    """The friendly component whose PyPI project is ``project`` in ``release`` (normalized names)."""
+    wanted = re.sub(r"[-_.]+", "-", project).lower()
+    for component in component_names():
+        found = source_name(component, "pypi", release)
+        if found is not None and found.name is not None and found.name.lower() == wanted:
+            return component
+    return None

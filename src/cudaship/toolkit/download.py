@@ -1,0 +1,248 @@
+"""Fetching files into a cache keyed by sha256: HTTP with Range resume and retries, file:// and local paths.
+
+A blob lands at ``<cache>/blobs/<sha[:2]>/<sha>`` only after its sha256 matched; until then it is
+``<sha>.part`` (kept between runs, so a later run resumes it). Manifests (which have no published checksum)
+are cached by URL so that ``--offline`` can reuse them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import os
+import re
+import shutil
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from cudaship import __version__
+from cudaship.errors import ToolkitError
+from cudaship.toolkit.records import Observer
+
+_CHUNK = 1 << 20
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_USER_AGENT = f"cudaship/{__version__} (+toolkit)"
+
+
+def default_cache_dir() -> Path:
+    """``$CUDASHIP_CACHE_DIR``, else the platform's user cache directory, + ``/toolkit``."""
+    explicit = os.environ.get("CUDASHIP_CACHE_DIR")
+    if explicit:
+        return Path(explicit) / "toolkit"
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local"))
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return base / "cudaship" / "toolkit"
+
+
+@dataclass(frozen=True)
+class FetchOptions:
+    retries: int = 4  #: extra attempts after the first, for network errors and cut connections
+    backoff: float = 1.0  #: seconds before the first retry, doubled each time
+    timeout: float = 60.0  #: socket timeout per request
+    offline: bool = False  #: only the cache; never the network
+
+
+def is_url(location: str) -> bool:
+    return urllib.parse.urlsplit(location).scheme in ("http", "https", "file")
+
+
+def join_location(base: str, relative: str) -> str:
+    """``relative`` (a manifest's relative_path) under ``base`` (a URL or a directory)."""
+    if is_url(base):
+        return base.rstrip("/") + "/" + urllib.parse.quote(relative)
+    return str(Path(base) / relative)
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+class Cache:
+    """The download cache directory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def blob(self, sha256: str) -> Path:
+        return self.root / "blobs" / sha256[:2] / sha256
+
+    def manifest(self, location: str) -> Path:
+        key = hashlib.sha256(location.encode("utf-8")).hexdigest()[:32]
+        name = re.sub(r"[^A-Za-z0-9._-]", "_", location.rstrip("/").rsplit("/", 1)[-1])[:80]
+        return self.root / "manifests" / f"{key}-{name}"
+
+    def pypi_dir(self) -> Path:
+        return self.root / "pypi"
+
+
+def _local_path(location: str) -> Path | None:
+    if is_url(location):
+        parts = urllib.parse.urlsplit(location)
+        if parts.scheme != "file":
+            return None
+        return Path(urllib.request.url2pathname(parts.path))
+    return Path(location)
+
+
+def _open(location: str, offset: int, options: FetchOptions) -> http.client.HTTPResponse:
+    headers = {"User-Agent": _USER_AGENT, "Accept-Encoding": "identity"}
+    if offset:
+        headers["Range"] = f"bytes={offset}-"
+    request = urllib.request.Request(location, headers=headers)
+    response = urllib.request.urlopen(request, timeout=options.timeout)  # noqa: S310 - http(s) checked by caller
+    assert isinstance(response, http.client.HTTPResponse)
+    return response
+
+
+def _content_range_start(value: str | None) -> int | None:
+    match = re.match(r"bytes\s+(\d+)-\d+/(?:\d+|\*)", value or "")
+    return int(match.group(1)) if match else None
+
+
+def _download(location: str, part: Path, filename: str, size: int | None, observer: Observer,
+              options: FetchOptions, limit: int | None = None) -> None:
+    """Fill ``part`` with the bytes at ``location`` (http/https), resuming and retrying."""
+    attempt = 0
+    started = False
+    while True:
+        have = part.stat().st_size if part.exists() else 0
+        if size is not None and have > size:
+            part.unlink()
+            have = 0
+        if size is not None and have == size:
+            return
+        try:
+            with _open(location, have, options) as response:
+                if have and response.status == 206:
+                    if _content_range_start(response.headers.get("Content-Range")) != have:
+                        raise ToolkitError(f"{location}: server answered a range request with the wrong range")
+                    mode = "ab"
+                else:
+                    have, mode = 0, "wb"
+                length = response.headers.get("Content-Length")
+                total = size if size is not None else (have + int(length) if length and length.isdigit() else None)
+                if not started:
+                    observer.download_started(filename, total, have)
+                    started = True
+                else:
+                    observer.stage(f"resuming {filename} at {have} bytes")
+                with part.open(mode) as out:
+                    while chunk := response.read(_CHUNK):
+                        out.write(chunk)
+                        have += len(chunk)
+                        if size is not None and have > size:
+                            raise ToolkitError(f"{location}: server sent more than the {size} bytes the manifest says")
+                        if limit is not None and have > limit:
+                            raise ToolkitError(f"{location}: larger than {limit} bytes")
+                        observer.download_progress(filename, len(chunk))
+            if total is not None and have < total:
+                raise ConnectionError(f"connection closed after {have} of {total} bytes")
+            return
+        except urllib.error.HTTPError as e:
+            if e.code == 416 and have:  # our partial file is already complete (or bogus): re-check it
+                if size is None or have >= size:
+                    return
+                part.unlink()
+            elif 400 <= e.code < 500 and e.code not in (408, 429):
+                raise ToolkitError(f"{location}: HTTP {e.code} {e.reason}") from e
+            error: Exception = e
+        except (urllib.error.URLError, http.client.HTTPException, ConnectionError, TimeoutError, OSError) as e:
+            if isinstance(e, OSError) and not isinstance(e, (ConnectionError, TimeoutError, urllib.error.URLError)):
+                if e.filename is not None:  # a local error writing the part file: not worth retrying
+                    raise ToolkitError(f"cannot write {e.filename}: {e.strerror}") from e
+            error = e
+        attempt += 1
+        if attempt > options.retries:
+            reason = getattr(error, "reason", None) or error
+            raise ToolkitError(f"{location}: download failed after {attempt} attempts: {reason}")
+        observer.warning(f"{filename}: {error}; retrying ({attempt}/{options.retries})")
+        time.sleep(options.backoff * (2 ** (attempt - 1)))
+
+
+def fetch(location: str, sha256: str, filename: str, cache: Cache, *, size: int | None = None,
+          observer: Observer | None = None, options: FetchOptions | None = None) -> Path:
+    """The cached, sha256-verified copy of the file at ``location`` (a URL or a local path)."""
+    observer = observer or Observer()
+    options = options or FetchOptions()
+    sha256 = sha256.lower()
+    if not _HEX64.match(sha256):
+        raise ToolkitError(f"{filename}: manifest gives no valid sha256 ({sha256!r})")
+    blob = cache.blob(sha256)
+    if blob.is_file():
+        if sha256_file(blob) == sha256:
+            observer.download_finished(filename)
+            return blob
+        blob.unlink()  # a corrupted cache entry: fetch again
+        observer.warning(f"{filename}: cached copy was corrupt; fetching again")
+    blob.parent.mkdir(parents=True, exist_ok=True)
+    part = blob.with_name(blob.name + ".part")
+    local = _local_path(location)
+    if local is not None:
+        if not local.is_file():
+            raise ToolkitError(f"{location}: no such file")
+        observer.download_started(filename, local.stat().st_size, 0)
+        shutil.copyfile(local, part)
+        observer.download_progress(filename, local.stat().st_size)
+    else:
+        if options.offline:
+            raise ToolkitError(f"{filename} is not in the download cache ({cache.root}) and --offline is set")
+        _download(location, part, filename, size, observer, options)
+    actual_size = part.stat().st_size
+    if size is not None and actual_size != size:
+        part.unlink()
+        raise ToolkitError(f"{filename}: size mismatch: expected {size} bytes, got {actual_size}")
+    actual = sha256_file(part)
+    if actual != sha256:
+        part.unlink()
+        raise ToolkitError(f"{filename}: checksum mismatch: expected sha256 {sha256}, got {actual}")
+    os.replace(part, blob)
+    observer.download_finished(filename)
+    return blob
+
+
+def fetch_manifest(location: str, cache: Cache, *, observer: Observer | None = None,
+                   options: FetchOptions | None = None, limit: int = 64 << 20) -> bytes:
+    """The bytes of a manifest (no checksum exists for it); cached by location for ``--offline``."""
+    observer = observer or Observer()
+    options = options or FetchOptions()
+    cached = cache.manifest(location)
+    local = _local_path(location)
+    if local is not None:
+        try:
+            if local.stat().st_size > limit:
+                raise ToolkitError(f"{location}: manifest larger than {limit} bytes")
+            return local.read_bytes()
+        except FileNotFoundError:
+            raise ToolkitError(f"{location}: no such manifest") from None
+        except OSError as e:
+            raise ToolkitError(f"{location}: cannot read manifest: {e.strerror}") from e
+    if options.offline:
+        if cached.is_file():
+            return cached.read_bytes()
+        raise ToolkitError(f"{location} is not in the download cache ({cache.root}) and --offline is set")
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    part = cached.with_name(cached.name + f".{os.getpid()}.part")
+    try:
+        part.unlink(missing_ok=True)
+        observer.stage(f"reading {location}")
+        _download(location, part, location.rsplit("/", 1)[-1], None, observer, options, limit)
+        if part.stat().st_size > limit:
+            raise ToolkitError(f"{location}: manifest larger than {limit} bytes")
+        data = part.read_bytes()
+        os.replace(part, cached)
+        return data
+    finally:
+        part.unlink(missing_ok=True)

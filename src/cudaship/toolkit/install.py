@@ -1,0 +1,286 @@
+"""Assembling a toolkit: plan, fetch and verify everything, extract into staging, then move into place.
+
+Order of an install: take the lock; resolve the artifacts (redist manifest or PyPI metapackage); fetch every
+one into the cache and check its sha256 (redist) or RECORD (wheels) before anything is extracted; extract all
+into a staging directory beside the destination; add the layout links and ``cudaship-toolkit.json``; then swap
+the staging directory into place. A failure or interrupt at any point leaves the destination as it was.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cudaship import __version__
+from cudaship.errors import ToolkitError
+from cudaship.knowledge import toolkit_data
+from cudaship.toolkit import download, layout, pypi
+from cudaship.toolkit.extract import ExtractLimits, check_member_name, extract_archive
+from cudaship.toolkit.lock import InstallLock
+from cudaship.toolkit.records import (
+    TOOLKIT_MANIFEST,
+    Artifact,
+    InstalledComponent,
+    Observer,
+    Platform,
+    Source,
+    ToolkitInfo,
+    VerifyProblem,
+)
+
+#: NVIDIA's redist base: ``<base>/redistrib_<release>.json`` and the archives below it.
+NVIDIA_REDIST = "https://developer.download.nvidia.com/compute/cuda/redist"
+
+
+@dataclass(frozen=True)
+class InstallRequest:
+    release: str  #: exact release, e.g. "13.2.2" (see toolkit_data.resolve_release)
+    platform: Platform
+    components: tuple[str, ...]  #: friendly names (see toolkit_data.expand_components)
+    dest: Path
+    source: Source = Source.REDIST
+    mirror: str | None = None  #: redist base URL or directory (default: NVIDIA's)
+    cache_dir: Path = field(default_factory=download.default_cache_dir)
+    fetch: download.FetchOptions = field(default_factory=download.FetchOptions)
+    limits: ExtractLimits = field(default_factory=ExtractLimits)
+    pip: pypi.PipOptions = field(default_factory=pypi.PipOptions)
+
+
+def _major(release: str) -> int:
+    return int(release.split(".", 1)[0])
+
+
+def _variant(entry: dict[str, Any], release: str) -> dict[str, Any] | None:
+    """A platform object, looking into ``{"cuda13": {...}}`` variants where a product nests them."""
+    if "relative_path" in entry:
+        return entry
+    nested = entry.get(f"cuda{_major(release)}")
+    return nested if isinstance(nested, dict) and "relative_path" in nested else None
+
+
+def parse_redist_manifest(data: bytes, release: str, platform: Platform, components: tuple[str, ...],
+                          base: str, label: str) -> tuple[list[Artifact], list[str]]:
+    """Artifacts for ``components`` from a ``redistrib_<release>.json``; (artifacts, notes)."""
+    try:
+        manifest = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ToolkitError(f"{label}: not valid JSON: {e}") from e
+    if not isinstance(manifest, dict):
+        raise ToolkitError(f"{label}: not a redist manifest (top level is not an object)")
+    artifacts: list[Artifact] = []
+    notes: list[str] = []
+    for component in components:
+        name = toolkit_data.source_name(component, "redist", release)
+        if name is None:
+            raise ToolkitError(f"component {component} has no redist archive in CUDA {release}")
+        if name.included_in is not None:
+            notes.append(f"{component} is part of {name.included_in} in CUDA {release}")
+            continue
+        assert name.name is not None
+        entry = manifest.get(name.name)
+        if not isinstance(entry, dict):
+            raise ToolkitError(f"{label}: no component {name.name} (for {component})")
+        raw_platform = entry.get(platform.value)
+        target = _variant(raw_platform, release) if isinstance(raw_platform, dict) else None
+        if target is None:
+            have = sorted(k for k, v in entry.items() if isinstance(v, dict))
+            raise ToolkitError(
+                f"{label}: {name.name} has no archive for {platform.value} "
+                f"(it has: {', '.join(have) or 'none'})"
+            )
+        try:
+            relative = check_member_name(str(target["relative_path"]))
+            sha256 = str(target["sha256"]).lower()
+            size = int(str(target["size"])) if "size" in target else None
+        except (KeyError, ValueError) as e:
+            raise ToolkitError(f"{label}: {name.name}/{platform.value}: bad or missing field {e}") from e
+        except ToolkitError as e:
+            raise ToolkitError(f"{label}: {name.name}: relative_path: {e.message}") from e
+        artifacts.append(Artifact(
+            component=component, name=name.name, version=str(entry.get("version", "")),
+            filename=relative.rsplit("/", 1)[-1], url=download.join_location(base, relative),
+            sha256=sha256, size=size,
+        ))
+    return artifacts, notes
+
+
+def _plan_redist(request: InstallRequest, cache: download.Cache,
+                 observer: Observer) -> tuple[list[Artifact], list[str]]:
+    base = request.mirror or NVIDIA_REDIST
+    if not download.is_url(base) and not Path(base).is_dir():
+        raise ToolkitError(f"mirror {base} is neither a URL nor a directory")
+    location = download.join_location(base, f"redistrib_{request.release}.json")
+    observer.stage(f"reading redistrib_{request.release}.json")
+    data = download.fetch_manifest(location, cache, observer=observer, options=request.fetch)
+    return parse_redist_manifest(data, request.release, request.platform, request.components, base,
+                                 f"redistrib_{request.release}.json")
+
+
+def _tree_hashes(root: Path) -> dict[str, str]:
+    files: dict[str, str] = {}
+    for directory, dirnames, filenames in os.walk(root):
+        here = Path(directory)
+        for name in sorted(dirnames):
+            path = here / name
+            if path.is_symlink():
+                files[path.relative_to(root).as_posix()] = "link:" + os.readlink(path)
+        for name in filenames:
+            path = here / name
+            rel = path.relative_to(root).as_posix()
+            if rel == TOOLKIT_MANIFEST:
+                continue
+            files[rel] = "link:" + os.readlink(path) if path.is_symlink() else download.sha256_file(path)
+    return files
+
+
+def _clean_leftovers(dest: Path) -> None:
+    """Staging/old directories that a killed run left beside ``dest`` (we hold the lock, so none is live)."""
+    for pattern in (f".{dest.name}.staging-*", f".{dest.name}.old-*"):
+        for stale in dest.parent.glob(pattern):
+            if stale.is_dir() and not stale.is_symlink():
+                shutil.rmtree(stale, ignore_errors=True)
+
+
+def _check_destination(dest: Path) -> None:
+    if dest.is_symlink() or (dest.exists() and not dest.is_dir()):
+        raise ToolkitError("exists and is not a directory", path=str(dest))
+    if dest.is_dir() and any(dest.iterdir()) and not (dest / TOOLKIT_MANIFEST).is_file():
+        raise ToolkitError(
+            f"exists, is not empty and has no {TOOLKIT_MANIFEST}: not replacing it", path=str(dest)
+        )
+
+
+def _swap_in(staging: Path, dest: Path) -> None:
+    if dest.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old-", dir=dest.parent))
+        old.rmdir()
+        os.replace(dest, old)
+        try:
+            os.replace(staging, dest)
+        except OSError:
+            os.replace(old, dest)
+            raise
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(staging, dest)
+
+
+def install(request: InstallRequest, observer: Observer | None = None) -> ToolkitInfo:
+    """Assemble the toolkit that ``request`` describes at ``request.dest``; returns what it recorded."""
+    observer = observer or Observer()
+    dest = request.dest.absolute()
+    cache = download.Cache(request.cache_dir)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with InstallLock(dest):
+        _check_destination(dest)
+        _clean_leftovers(dest)
+        if request.source is Source.REDIST:
+            artifacts, notes = _plan_redist(request, cache, observer)
+        else:
+            pip_options = request.pip
+            if request.fetch.offline and not pip_options.offline:
+                pip_options = pypi.PipOptions(pip_options.python, True, pip_options.extra_args, pip_options.timeout)
+            artifacts, notes = pypi.plan(request.release, request.platform, request.components,
+                                         cache.pypi_dir(), pip_options, observer)
+        for note in notes:
+            observer.stage(note)
+        local: list[tuple[Artifact, Path]] = []
+        for artifact in artifacts:  # everything fetched and verified before anything is extracted
+            if request.source is Source.REDIST:
+                path = download.fetch(artifact.url, artifact.sha256, artifact.filename, cache, size=artifact.size,
+                                      observer=observer, options=request.fetch)
+            else:
+                path = Path(artifact.url)
+                observer.stage(f"checking RECORD of {artifact.filename}")
+                pypi.verify_record(path)
+            local.append((artifact, path))
+        staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.staging-", dir=dest.parent))
+        try:
+            owners: dict[str, str] = {}
+            major = _major(request.release)
+            for artifact, path in local:
+                observer.stage(f"extracting {artifact.filename}")
+                if request.source is Source.REDIST:
+                    remap = layout.redist_remap(request.platform, major, artifact.component)
+                    result = extract_archive(path, staging, filename=artifact.filename, strip_top=True,
+                                             remap=remap, limits=request.limits)
+                else:
+                    remap = layout.pypi_remap(request.platform, major, artifact.component)
+                    result = extract_archive(path, staging, filename=artifact.filename, strip_top=False,
+                                             remap=remap, limits=request.limits)
+                clashes = [p for p in (*result.files, *result.links)
+                           if owners.get(p, artifact.component) != artifact.component]
+                if clashes:
+                    observer.warning(
+                        f"{artifact.filename} replaced {len(clashes)} file(s) of {owners[clashes[0]]}, "
+                        f"e.g. {clashes[0]}"
+                    )
+                for p in (*result.files, *result.links):
+                    owners[p] = artifact.component
+            layout.finish(staging, request.platform)
+            info = ToolkitInfo(
+                release=request.release, platform=request.platform, source=request.source,
+                components=tuple(
+                    InstalledComponent(a.component, a.name, a.version, request.source, a.filename, a.sha256,
+                                       a.url if request.source is Source.REDIST else a.filename)
+                    for a, _ in local
+                ),
+                files=_tree_hashes(staging),
+                created=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
+                cudaship_version=__version__,
+            )
+            (staging / TOOLKIT_MANIFEST).write_text(json.dumps(info.to_json(), indent=2) + "\n", encoding="utf-8")
+            staging.chmod(0o755)
+            observer.stage(f"moving the toolkit into {dest}")
+            _swap_in(staging, dest)
+        finally:
+            if staging.exists():
+                shutil.rmtree(staging, ignore_errors=True)
+    return info
+
+
+def read_toolkit(root: Path) -> ToolkitInfo:
+    """The ``cudaship-toolkit.json`` of the toolkit at ``root``."""
+    manifest = root / TOOLKIT_MANIFEST
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+        return ToolkitInfo.from_json(data)
+    except FileNotFoundError:
+        raise ToolkitError(f"not a cudaship toolkit (no {TOOLKIT_MANIFEST})", path=str(root)) from None
+    except OSError as e:
+        raise ToolkitError(f"cannot read {TOOLKIT_MANIFEST}: {e.strerror}", path=str(root)) from e
+    except (ValueError, KeyError, TypeError) as e:
+        raise ToolkitError(f"{TOOLKIT_MANIFEST} is invalid: {e}", path=str(root)) from e
+
+
+def verify(root: Path) -> tuple[ToolkitInfo, list[VerifyProblem]]:
+    """Compare the files at ``root`` with what ``cudaship-toolkit.json`` recorded."""
+    info = read_toolkit(root)
+    actual = _tree_hashes(root)
+    problems: list[VerifyProblem] = []
+    for path, recorded in sorted(info.files.items()):
+        now = actual.pop(path, None)
+        if now is None:
+            problems.append(VerifyProblem(path, "missing"))
+        elif now != recorded:
+            problems.append(VerifyProblem(path, "link changed" if recorded.startswith("link:") else "modified"))
+    problems.extend(VerifyProblem(path, "unexpected") for path in sorted(actual))
+    return info, problems
+
+
+def remove(root: Path) -> ToolkitInfo:
+    """Delete the toolkit at ``root`` (only a directory with a cudaship-toolkit.json), under the lock."""
+    root = root.absolute()
+    with InstallLock(root):
+        info = read_toolkit(root)
+        doomed = Path(tempfile.mkdtemp(prefix=f".{root.name}.old-", dir=root.parent))
+        doomed.rmdir()
+        os.replace(root, doomed)  # one rename: the toolkit is gone at once, even if the delete is slow
+        shutil.rmtree(doomed, ignore_errors=True)
+    return info

@@ -1,0 +1,98 @@
+"""Where each source's files go in a toolkit, the finishing links, and the environment a toolkit needs.
+
+Layout: ``bin/``, ``include/``, ``lib/`` (+ ``nvvm/``, ...). Linux: ``lib64`` is a link to ``lib`` (nvcc.profile
+searches ``lib64``), and each ``libX.so.N`` gets the ``libX.so`` development link a linker looks for. Windows,
+CUDA 13 and later: DLLs in ``bin/x64`` (where the CUDA 13 installer puts them), import libraries in
+``lib/x64``. Licenses of each component in ``licenses/<component>/``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path, PureWindowsPath
+
+from cudaship.toolkit.extract import Remap
+from cudaship.toolkit.records import Platform
+
+_SONAME = re.compile(r"^(lib[\w+.-]*?\.so)((?:\.\d+)+)$")
+_SKIP_TREE_FILES = {"__init__.py"}
+
+
+def _common(rel: str, platform: Platform, major: int, component: str) -> str | None:
+    if "/" not in rel:  # top-level files of an archive: LICENSE, README, version.json
+        return f"licenses/{component}/{rel}"
+    head, _, rest = rel.partition("/")
+    if head == "lib64" and not platform.is_windows:
+        return f"lib/{rest}"
+    if platform.is_windows and head == "bin":
+        if rest.startswith("x86_64/"):
+            rest = "x64/" + rest[len("x86_64/"):]
+        if major >= 13 and "/" not in rest and rest.lower().endswith(".dll"):
+            rest = f"x64/{rest}"
+        return f"bin/{rest}"
+    return rel
+
+
+def redist_remap(platform: Platform, major: int, component: str) -> Remap:
+    """Paths inside a redist archive (top directory already stripped) -> toolkit paths."""
+
+    def remap(rel: str) -> str | None:
+        return _common(rel, platform, major, component)
+
+    return remap
+
+
+def pypi_remap(platform: Platform, major: int, component: str) -> Remap:
+    """Paths inside a wheel -> toolkit paths (``nvidia/cu13/...`` for 13, ``nvidia/<pkg>/...`` for 12)."""
+
+    def remap(rel: str) -> str | None:
+        parts = rel.split("/")
+        if len(parts) >= 3 and parts[0].endswith(".dist-info") and parts[1] == "licenses":
+            return f"licenses/{component}/{'/'.join(parts[2:])}"
+        if parts[0] != "nvidia" or len(parts) < 3:
+            return None
+        tree = parts[2:]
+        if tree[0] in (".metadata", "__pycache__") or (len(tree) == 1 and tree[0] in _SKIP_TREE_FILES):
+            return None
+        return _common("/".join(tree), platform, major, component)
+
+    return remap
+
+
+def finish(root: Path, platform: Platform) -> dict[str, str]:
+    """Create the links build tools expect; returns them (toolkit path -> target)."""
+    links: dict[str, str] = {}
+    if platform.is_windows:
+        return links
+    lib = root / "lib"
+    if lib.is_dir() and not (root / "lib64").exists() and not (root / "lib64").is_symlink():
+        os.symlink("lib", root / "lib64")
+        links["lib64"] = "lib"
+    if lib.is_dir():
+        best: dict[str, str] = {}
+        for entry in sorted(lib.iterdir()):
+            match = _SONAME.match(entry.name)
+            if match and (entry.is_file() or entry.is_symlink()):
+                dev = match.group(1)
+                if dev not in best or len(entry.name) < len(best[dev]):
+                    best[dev] = entry.name
+        for dev, target in sorted(best.items()):
+            if not (lib / dev).exists() and not (lib / dev).is_symlink():
+                os.symlink(target, lib / dev)
+                links[f"lib/{dev}"] = target
+    return links
+
+
+def env_vars(root: Path, platform: Platform) -> tuple[dict[str, str], list[str]]:
+    """(variables, PATH entries to prepend) for a toolkit at ``root``."""
+    root_text = str(root)
+    if platform.is_windows and os.name == "nt":  # pragma: no cover - Windows host
+        root_text = str(PureWindowsPath(root))
+    bins = [str(root / "bin")]
+    if platform.is_windows and (root / "bin" / "x64").is_dir():
+        bins.append(str(root / "bin" / "x64"))
+    variables = {"CUDA_HOME": root_text, "CUDA_PATH": root_text}
+    if (root / "bin" / "nvcc").exists() or (root / "bin" / "nvcc.exe").exists():
+        variables["CUDACXX"] = str(root / "bin" / ("nvcc.exe" if platform.is_windows else "nvcc"))
+    return variables, bins

@@ -1,0 +1,72 @@
+"""An exclusive, non-blocking lock file that keeps two installs out of one destination.
+
+The lock is an OS lock (``flock`` / ``msvcrt.locking``) on ``.<name>.cudaship-lock`` beside the destination,
+so it is released by the OS when the holder dies; the file itself may stay behind and is harmless.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from types import TracebackType
+
+from cudaship.errors import ToolkitError
+
+
+def lock_path(dest: Path) -> Path:
+    return dest.parent / f".{dest.name}.cudaship-lock"
+
+
+class InstallLock:
+    def __init__(self, dest: Path) -> None:
+        self.dest = dest
+        self.path = lock_path(dest)
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if sys.platform == "win32":  # pragma: no cover - Windows only
+                import msvcrt
+
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            else:
+                import fcntl
+
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            try:
+                holder = os.read(fd, 64).decode("ascii", "replace").strip() or "unknown"
+            finally:
+                os.close(fd)
+            raise ToolkitError(
+                f"another cudaship toolkit operation (pid {holder}) holds the lock {self.path}; "
+                "wait for it to finish", path=str(self.dest),
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode("ascii"))
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        try:
+            os.ftruncate(fd, 0)
+            if sys.platform == "win32":  # pragma: no cover - Windows only
+                import msvcrt
+
+                os.lseek(fd, 0, os.SEEK_SET)
+                msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        finally:
+            os.close(fd)
+
+    def __enter__(self) -> InstallLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.release()
