@@ -270,8 +270,6 @@ def container_extent(buf: Buffer, offset: int, end: int | None = None) -> int:
         raise BinaryFormatError(f"{where} has version {version}, expected {CONTAINER_VERSION}")
     if header_size not in CONTAINER_HEADER_SIZES:
         raise BinaryFormatError(f"{where} has an unknown header size {header_size}")
-    if fat_size == 0:
-        raise BinaryFormatError(f"{where} is empty")
     if fat_size > limit - offset - header_size:
         raise BinaryFormatError(
             f"{where} claims {fat_size} bytes but only {max(limit - offset - header_size, 0)} remain"
@@ -280,7 +278,10 @@ def container_extent(buf: Buffer, offset: int, end: int | None = None) -> int:
 
 
 def read_entry_headers(buf: Buffer, offset: int, end: int | None = None) -> tuple[EntryHeader, ...]:
-    """Validate the container at ``offset`` and every entry header in it."""
+    """Validate the container at ``offset`` and every entry header in it.
+
+    A container with ``fat_size == 0`` is valid and empty: nvcc's device-link step writes one into a library
+    built with PTX only. One whose bytes are all padding is not."""
     size = container_extent(buf, offset, end)
     header_size = _CONTAINER.unpack_from(buf, offset)[2]
     stop = offset + size
@@ -295,7 +296,7 @@ def read_entry_headers(buf: Buffer, offset: int, end: int | None = None) -> tupl
         header = read_entry_header(buf, pos, stop)
         headers.append(header)
         pos = header.end
-    if not headers:
+    if not headers and size > header_size:
         raise BinaryFormatError(f"fatbin container at {offset:#x} holds no entries")
     return tuple(headers)
 
