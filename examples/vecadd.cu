@@ -10,3 +10,8 @@ extern "C" int vecadd_launch(const float* a, const float* b, float* c, int n) {
     vecadd<<<(n + 255) / 256, 256>>>(a, b, c, n);
     return static_cast<int>(cudaGetLastError());
 }
+
+// A C++ (mangled) export, so `cudaship inspect --demangle` has something to show.
+namespace vecadd_lib {
+int abi_version() { return 1; }
+}  // namespace vecadd_lib
