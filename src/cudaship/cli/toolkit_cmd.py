@@ -1,0 +1,297 @@
+"""``cudaship toolkit``: assemble, list, verify and remove CUDA toolkits, and print their environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform as _host
+import re
+import shlex
+import sys
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import click
+
+from cudaship.errors import ToolkitError, UsageError
+from cudaship.exitcodes import ExitCode
+from cudaship.formats.output import write_report
+from cudaship.knowledge import toolkit_data
+from cudaship.toolkit import download, install as installer, layout
+from cudaship.toolkit.extract import ExtractLimits
+from cudaship.toolkit.records import Observer, Platform, Source, ToolkitInfo, VerifyProblem
+
+from .common import format_option, output_option
+
+SCHEMA_VERSION = 1
+_SIZE = re.compile(r"^(\d+)([KMGT]?)i?B?$", re.IGNORECASE)
+
+
+def host_platform() -> Platform:
+    machine = _host.machine().lower()
+    if sys.platform == "win32":
+        return Platform.WINDOWS_X86_64
+    return Platform.LINUX_SBSA if machine in ("aarch64", "arm64") else Platform.LINUX_X86_64
+
+
+def _parse_size(text: str) -> int:
+    match = _SIZE.match(text.strip())
+    if not match:
+        raise UsageError(f"--max-size: not a size: {text!r} (write e.g. 40G or 512M)")
+    exponent = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4}[match.group(2).upper()]
+    return int(match.group(1)) * 1024**exponent
+
+
+class _Progress(Observer):
+    """Stage lines on standard error; a rich progress bar for downloads when standard error is a terminal."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.bar: Any = None
+        self.tasks: dict[str, Any] = {}
+        if not quiet and sys.stderr.isatty():
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                DownloadColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+                TransferSpeedColumn,
+            )
+
+            self.bar = Progress(
+                TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                TimeRemainingColumn(), console=Console(stderr=True), transient=True,
+            )
+
+    def __enter__(self) -> _Progress:
+        if self.bar is not None:
+            self.bar.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def _say(self, text: str) -> None:
+        if self.bar is not None:
+            self.bar.console.print(text, markup=False, highlight=False)
+        else:
+            click.echo(text, err=True)
+
+    def stage(self, message: str) -> None:
+        if not self.quiet:
+            self._say(f"cudaship: toolkit: {message}")
+
+    def warning(self, message: str) -> None:
+        self._say(f"cudaship: toolkit: warning: {message}")
+
+    def download_started(self, filename: str, total: int | None, already: int) -> None:
+        if self.bar is not None:
+            self.tasks[filename] = self.bar.add_task(filename, total=total, completed=already)
+        elif not self.quiet:
+            resumed = f" (resuming at {already} bytes)" if already else ""
+            self._say(f"cudaship: toolkit: downloading {filename}{resumed}")
+
+    def download_progress(self, filename: str, done: int) -> None:
+        if self.bar is not None and filename in self.tasks:
+            self.bar.advance(self.tasks[filename], done)
+
+    def download_finished(self, filename: str) -> None:
+        if self.bar is not None and filename in self.tasks:
+            self.bar.remove_task(self.tasks.pop(filename))
+
+
+def _info_json(info: ToolkitInfo, root: Path, **extra: Any) -> dict[str, Any]:
+    data = info.to_json()
+    data.pop("files")
+    return {"schema": SCHEMA_VERSION, "path": str(root), **data, **extra}
+
+
+def _info_text(info: ToolkitInfo, root: Path) -> str:
+    lines = [f"CUDA {info.release} for {info.platform.value} from {info.source.value} at {root}"]
+    width = max((len(c.component) for c in info.components), default=0)
+    lines += [f"  {c.component:<{width}}  {c.name} {c.version}" for c in info.components]
+    return "\n".join(lines)
+
+
+@click.group("toolkit")
+def command() -> None:
+    """Assemble CUDA toolkits from NVIDIA's redist archives or wheels, for any platform, verified and atomic."""
+
+
+@command.command("install")
+@click.argument("train")
+@click.option("--platform", "platform_name", default=None,
+              help=f"Target platform: {', '.join(p.value for p in Platform)}. Default: this machine's.")
+@click.option("--components", "-c", multiple=True,
+              help="Components or sets, comma-separated or repeated (default: the 'default' set, enough to "
+              "compile and link a CUDA program). See `cudaship toolkit list`.")
+@click.option("--dest", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Directory to assemble into; replaced atomically if it holds a cudaship toolkit.")
+@click.option("--source", type=click.Choice([s.value for s in Source]), default=Source.REDIST.value,
+              show_default=True, help="redist: NVIDIA's archives and manifest; pypi: NVIDIA's wheels via pip.")
+@click.option("--mirror", default=None, help="Redist base URL or a local directory laid out like it.")
+@click.option("--offline", is_flag=True, help="Use only the download cache.")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Download cache (default: $CUDASHIP_CACHE_DIR/toolkit or the user cache directory).")
+@click.option("--retries", type=click.IntRange(0, 50), default=4, show_default=True,
+              help="Extra attempts for a failed or cut download (resumed where it stopped).")
+@click.option("--max-size", default="64G", show_default=True,
+              help="Refuse archives that expand past this size in total.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress output.")
+@format_option(["text", "json"])
+@output_option()
+def install_command(train: str, platform_name: str | None, components: tuple[str, ...], dest: Path, source: str,
+                    mirror: str | None, offline: bool, cache_dir: Path | None, retries: int, max_size: str,
+                    quiet: bool, fmt: str, output: str | None) -> int:
+    """Assemble CUDA TRAIN (13.2, cu132 or an exact release 13.2.2) into --dest."""
+    release = toolkit_data.resolve_release(train)
+    target = Platform.parse(platform_name) if platform_name else host_platform()
+    wanted = toolkit_data.expand_components(list(components))
+    if mirror and source == Source.PYPI.value:
+        raise UsageError("--mirror applies to --source redist; for pypi configure pip's index instead")
+    limit = _parse_size(max_size)
+    request = installer.InstallRequest(
+        release=release, platform=target, components=wanted, dest=dest, source=Source(source),
+        mirror=mirror, cache_dir=(cache_dir / "toolkit") if cache_dir else download.default_cache_dir(),
+        fetch=download.FetchOptions(retries=retries, offline=offline),
+        limits=ExtractLimits(max_total_bytes=limit, max_member_bytes=limit),
+    )
+    with _Progress(quiet) as progress:
+        notes = toolkit_data.release_notes(release)
+        progress.stage(f"CUDA {release} ({train}) for {target.value}: {', '.join(wanted)}"
+                       + (f". {notes}" if notes else ""))
+        info = installer.install(request, progress)
+    root = dest.absolute()
+    if fmt == "json":
+        write_report(json.dumps(_info_json(info, root), indent=2), output)
+    else:
+        write_report("Installed " + _info_text(info, root), output)
+    return int(ExitCode.OK)
+
+
+@command.command("list")
+@click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
+@format_option(["text", "json"])
+@output_option()
+def list_command(directory: Path | None, fmt: str, output: str | None) -> int:
+    """Show the toolkit at DIRECTORY; without it, the trains and components cudaship can install."""
+    if directory is not None:
+        info = installer.read_toolkit(directory)
+        root = directory.absolute()
+        text = _info_text(info, root)
+        write_report(json.dumps(_info_json(info, root), indent=2) if fmt == "json" else text, output)
+        return int(ExitCode.OK)
+    trains = toolkit_data.trains()
+    sets = toolkit_data.component_sets()
+    if fmt == "json":
+        data = {
+            "schema": SCHEMA_VERSION,
+            "trains": trains,
+            "releases": list(toolkit_data.releases()),
+            "components": {n: toolkit_data.component_description(n) for n in toolkit_data.component_names()},
+            "sets": {k: list(v) for k, v in sets.items()},
+        }
+        write_report(json.dumps(data, indent=2), output)
+        return int(ExitCode.OK)
+    lines = ["Trains (train -> default release):"]
+    lines += [f"  {t:<5} -> {r}" for t, r in trains.items()]
+    lines.append("Components:")
+    width = max(len(n) for n in toolkit_data.component_names())
+    lines += [f"  {n:<{width}}  {toolkit_data.component_description(n)}" for n in toolkit_data.component_names()]
+    lines.append("Sets:")
+    lines += [f"  {k:<{width}}  {', '.join(v)}" for k, v in sets.items()]
+    write_report("\n".join(lines), output)
+    return int(ExitCode.OK)
+
+
+@command.command("verify")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@format_option(["text", "json"])
+@output_option()
+def verify_command(directory: Path, fmt: str, output: str | None) -> int:
+    """Check every file of the toolkit at DIRECTORY against its cudaship-toolkit.json (exit 1 on changes)."""
+    info, problems = installer.verify(directory)
+    root = directory.absolute()
+    if fmt == "json":
+        data = _info_json(info, root, ok=not problems, files=len(info.files),
+                          problems=[{"path": p.path, "problem": p.problem} for p in problems])
+        write_report(json.dumps(data, indent=2), output)
+    else:
+        write_report(_verify_text(info, root, problems), output)
+    return int(ExitCode.FINDINGS if problems else ExitCode.OK)
+
+
+def _verify_text(info: ToolkitInfo, root: Path, problems: list[VerifyProblem]) -> str:
+    if not problems:
+        return f"OK: {len(info.files)} files of CUDA {info.release} ({info.platform.value}) at {root} as recorded"
+    lines = [f"{len(problems)} problem(s) in CUDA {info.release} ({info.platform.value}) at {root}:"]
+    lines += [f"  {p.problem}: {p.path}" for p in problems]
+    return "\n".join(lines)
+
+
+@command.command("remove")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+def remove_command(directory: Path) -> int:
+    """Delete the toolkit at DIRECTORY (only a directory that cudaship assembled)."""
+    info = installer.remove(directory)
+    click.echo(f"cudaship: toolkit: removed CUDA {info.release} ({info.platform.value}) at {directory}", err=True)
+    return int(ExitCode.OK)
+
+
+def _shell(variables: dict[str, str], bins: list[str]) -> str:
+    lines = [f"export {k}={shlex.quote(v)}" for k, v in variables.items()]
+    lines.append(f"export PATH={shlex.quote(os.pathsep.join(bins))}{os.pathsep}\"$PATH\"")
+    return "\n".join(lines) + "\n"
+
+
+def _dotenv(variables: dict[str, str], bins: list[str]) -> str:
+    for key, value in variables.items():
+        if "\n" in value or "\r" in value:
+            raise ToolkitError(f"{key} holds a newline; cannot write it as NAME=value")
+    current = os.environ.get("PATH", "")
+    path = os.pathsep.join([*bins, current] if current else bins)
+    return "".join(f"{k}={v}\n" for k, v in {**variables, "PATH": path}.items())
+
+
+def _append(variable: str, text: str) -> Path:
+    target = os.environ.get(variable)
+    if not target:
+        raise UsageError(f"--write github: {variable} is not set (not running in a GitHub Actions step?)")
+    try:
+        with Path(target).open("a", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+    except OSError as e:
+        raise UsageError(f"cannot append to {variable}: {e.strerror}", path=target) from e
+    return Path(target)
+
+
+@command.command("env")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--write", "target", type=click.Choice(["github", "dotenv", "shell"]), default="shell",
+              show_default=True, help="github appends CUDA_HOME/CUDA_PATH/CUDACXX to $GITHUB_ENV and the bin "
+              "directories to $GITHUB_PATH; dotenv and shell print (or write with -o) in that syntax.")
+@output_option()
+def env_command(directory: Path, target: str, output: str | None) -> int:
+    """Print or write CUDA_HOME, CUDA_PATH and PATH for the toolkit at DIRECTORY."""
+    info = installer.read_toolkit(directory)
+    variables, bins = layout.env_vars(directory.absolute(), info.platform)
+    if target == "github":
+        if output:
+            raise UsageError("--write github appends to $GITHUB_ENV and $GITHUB_PATH; drop -o")
+        for key, value in variables.items():
+            if "\n" in value or "\r" in value:
+                raise ToolkitError(f"{key} holds a newline; cannot write it to GITHUB_ENV")
+        env_file = _append("GITHUB_ENV", "".join(f"{k}={v}\n" for k, v in variables.items()))
+        path_file = _append("GITHUB_PATH", "".join(f"{b}\n" for b in bins))
+        click.echo(f"cudaship: toolkit: wrote {len(variables)} variables to {env_file} and "
+                   f"{len(bins)} directories to {path_file}", err=True)
+    elif target == "dotenv":
+        write_report(_dotenv(variables, bins), output)
+    else:
+        write_report(_shell(variables, bins), output)
+    return int(ExitCode.OK)
