@@ -40,7 +40,7 @@ def _parse_size(text: str) -> int:
     if not match:
         raise UsageError(f"--max-size: not a size: {text!r} (write e.g. 40G or 512M)")
     exponent = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4}[match.group(2).upper()]
-    return int(match.group(1)) * 1024**exponent
+    return int(match.group(1)) << (10 * exponent)
 
 
 class _Progress(Observer):
