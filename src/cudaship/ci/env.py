@@ -18,6 +18,7 @@ from pathlib import Path
 from cudaship.ci.archs import arch_table, lookup, normalize_machine, syntaxes, train_info
 from cudaship.config import ProjectConfig
 from cudaship.errors import KnowledgeError, UsageError
+from cudaship.formats.output import write_report
 from cudaship.knowledge.archs import ArchList, parse_arch_list
 
 #: The variables, in the order they are written.
@@ -110,11 +111,12 @@ def write_github_env(env: BuildEnv, environ: Mapping[str, str] | None = None) ->
 
 
 def write_file(env: BuildEnv, path: Path) -> None:
-    """Write a sourceable file: shell syntax, or ``NAME=value`` when it is named ``*.env``."""
-    text = render_dotenv(env) if path.suffix == ".env" or path.name == ".env" else render_shell(env)
-    from cudaship.formats.output import write_report
+    """Write a file a later step sources: ``export NAME='value'`` lines.
 
-    write_report(text, path)
+    Always shell syntax, whatever the name: a value such as ``8.0;8.6`` is not safe unquoted in a sourced file
+    (``;`` ends a shell command), and python-dotenv and most dotenv readers accept ``export`` and quotes.
+    """
+    write_report(render_shell(env), path)
 
 
 # ------------------------------------------------------------------------------------------------ the guard

@@ -61,7 +61,7 @@ def _json(env: BuildEnv) -> str:
     multiple=True,
     metavar="github|dotenv|shell|FILE",
     help="Where to write (repeatable): github appends to $GITHUB_ENV; dotenv and shell print in that "
-    "format; FILE writes a file a later step sources (shell syntax; NAME=value for *.env). "
+    "format; FILE writes a file a later step sources (export NAME=value lines). "
     "Default: shell to standard output.",
 )
 @click.option(
