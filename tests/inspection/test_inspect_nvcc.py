@@ -1,0 +1,147 @@
+"""inspect on nvcc-built libraries and device files: arch sets from the recipe, cuobjdump as an oracle."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from cudaship.binary.records import Compression, DeviceCodeKind, FileFormat
+from cudaship.inspection.dispatch import detect_format
+from cudaship.inspection.records import FileReport, RuntimeLinkage
+from cudaship.inspection.walk import inspect_paths
+from tests.fixtures import cuobjdump_path
+from tests.fixtures.nvcc import BUILDS, NvccBuild
+from tests.inspection.oracle import as_cuobjdump_names, cuobjdump_listing
+
+FORMATS = {
+    "shared": FileFormat.ELF,
+    "cubin": FileFormat.CUBIN,
+    "fatbin": FileFormat.FATBIN,
+    "ptx": FileFormat.PTX,
+}
+NAMES = sorted(BUILDS)
+
+
+def inspect_one(path: Path, *, details: bool = False) -> FileReport:
+    report = inspect_paths([path], details=details)
+    (f,) = report.files
+    assert f.error is None, f.error
+    return f
+
+
+@pytest.mark.parametrize("name", NAMES, ids=NAMES)
+def test_arch_sets_match_the_build(name: str, nvcc_build: Callable[[str], Path]) -> None:
+    build: NvccBuild = BUILDS[name]
+    path = nvcc_build(name)
+    f = inspect_one(path)
+    assert f.format is FORMATS[build.kind]
+    assert set(f.sass) == set(build.sass)
+    assert set(f.ptx) == set(build.ptx)
+    if build.lto:
+        assert {d.arch for d in f.device_code if d.kind is DeviceCodeKind.LTOIR} == set(build.lto)
+
+
+@pytest.mark.parametrize("name", NAMES, ids=NAMES)
+def test_detect_format_by_content_not_name(
+    name: str, nvcc_build: Callable[[str], Path], tmp_path: Path
+) -> None:
+    build = BUILDS[name]
+    renamed = tmp_path / "no_extension"
+    renamed.write_bytes(nvcc_build(name).read_bytes())
+    assert detect_format(renamed.read_bytes()) is FORMATS[build.kind]
+    f = inspect_one(renamed)
+    assert set(f.sass) == set(build.sass) and set(f.ptx) == set(build.ptx)
+
+
+ORACLE = [n for n in NAMES if BUILDS[n].kind in ("shared", "cubin", "fatbin")]
+
+
+@pytest.mark.parametrize("name", ORACLE, ids=ORACLE)
+def test_entry_counts_equal_cuobjdump(name: str, nvcc_build: Callable[[str], Path]) -> None:
+    """Same SASS and PTX entries, counted, as ``cuobjdump -all``; cuobjdump drops the 'f' of SASS names."""
+    cuobjdump = cuobjdump_path()
+    if cuobjdump is None:
+        pytest.skip("cuobjdump not installed (pip install nvidia-cuda-cuobjdump)")
+    path = nvcc_build(name)
+    listing = cuobjdump_listing(cuobjdump, path)
+    assert listing.complete, listing.message
+    sass, ptx = as_cuobjdump_names(inspect_one(path).device_code)
+    assert sass == listing.sass
+    assert ptx == listing.ptx
+
+
+def test_family_variant_kept_where_cuobjdump_drops_it(nvcc_build: Callable[[str], Path]) -> None:
+    f = inspect_one(nvcc_build("family_specific"))
+    assert {"sm_100f", "sm_120f"} <= set(f.sass)
+    cuobjdump = cuobjdump_path()
+    if cuobjdump is not None:
+        listing = cuobjdump_listing(cuobjdump, nvcc_build("family_specific"))
+        assert not any(name.endswith("f") for name in listing.sass)
+
+
+def test_relocatable_code_listed_and_marked(nvcc_build: Callable[[str], Path]) -> None:
+    build = BUILDS["relocatable"]
+    f = inspect_one(nvcc_build("relocatable"))
+    relocatable = [d for d in f.device_code if d.relocatable]
+    assert relocatable
+    assert {d.section for d in relocatable} == {"__nv_relfatbin"}
+    assert {d.arch for d in relocatable if d.kind is DeviceCodeKind.SASS} == set(build.sass)
+    assert all(not d.relocatable for d in f.device_code if d.section == ".nv_fatbin")
+
+
+@pytest.mark.parametrize(
+    ("name", "ptx", "sass"),
+    [
+        ("compress_none", {Compression.NONE}, {Compression.NONE}),
+        ("compress_speed", {Compression.LZ4}, {Compression.NONE}),
+        ("compress_balance", {Compression.ZSTD}, {Compression.NONE}),
+        ("compress_size", {Compression.ZSTD}, {Compression.ZSTD}),
+    ],
+    ids=["none", "speed", "balance", "size"],
+)
+def test_compression_per_entry(
+    name: str, ptx: set[Compression], sass: set[Compression], nvcc_build: Callable[[str], Path]
+) -> None:
+    f = inspect_one(nvcc_build(name))
+    assert {d.compression for d in f.device_code if d.kind is DeviceCodeKind.PTX} == ptx
+    assert {d.compression for d in f.device_code if d.kind is DeviceCodeKind.SASS} == sass
+    for d in f.device_code:
+        if d.compression is not Compression.NONE:
+            assert d.uncompressed_size is not None and d.uncompressed_size > 0
+
+
+@pytest.mark.parametrize(
+    ("name", "runtime"),
+    [("cudart_shared", RuntimeLinkage.DYNAMIC), ("cudart_static", RuntimeLinkage.STATIC)],
+    ids=["shared", "static"],
+)
+def test_runtime_linkage(name: str, runtime: RuntimeLinkage, nvcc_build: Callable[[str], Path]) -> None:
+    f = inspect_one(nvcc_build(name))
+    assert f.linkage is not None and f.linkage.runtime is runtime
+    if runtime is RuntimeLinkage.DYNAMIC:
+        assert f.linkage.cudart_major == 13
+        assert any(i.library == "libcudart.so.13" for i in f.host.imports)  # type: ignore[union-attr]
+
+
+def test_details_toolkit_version_only_when_asked(
+    nvcc_build: Callable[[str], Path], nvcc_version: str
+) -> None:
+    path = nvcc_build("compress_size")
+    plain = inspect_one(path)
+    assert all(d.toolkit_version is None for d in plain.device_code)
+    detailed = inspect_one(path, details=True)
+    sass = [d for d in detailed.device_code if d.kind is DeviceCodeKind.SASS]
+    assert sass and all(d.toolkit_version and d.toolkit_version.startswith(nvcc_version) for d in sass)
+
+
+def test_ptx_isa_and_release(nvcc_build: Callable[[str], Path], nvcc_version: str) -> None:
+    from cudaship.inspection.report import cuda_release_for_ptx
+
+    f = inspect_one(nvcc_build("multi_arch"))
+    ptx = [d for d in f.device_code if d.kind is DeviceCodeKind.PTX]
+    assert ptx
+    for d in ptx:
+        assert d.version is not None
+        assert cuda_release_for_ptx(d.version) == nvcc_version
