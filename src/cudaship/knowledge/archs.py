@@ -356,7 +356,7 @@ _CODE_OPTIONS = ("-code", "--gpu-code")
 
 def _option_values(text: str) -> list[tuple[str, str]]:
     """Pair each recognized nvcc option with its value (``-opt=v``, ``-opt v``); anything else is an error."""
-    words = text.replace('"', " ").replace("'", " ").split()
+    words = text.replace('"', "").replace("'", "").split()
     pairs: list[tuple[str, str]] = []
     i = 0
     known = _GENCODE_OPTIONS + _ARCH_OPTIONS + _CODE_OPTIONS
