@@ -55,25 +55,24 @@ def inspect_paths(
 ) -> InspectReport:
     """Inspect every file, directory and wheel in ``paths``. Never raises for bad input."""
     hooks = observer or InspectObserver()
-    inputs: list[_Input] = []
-    problems: list[FileReport] = []
+    plan: list[_Input | FileReport] = []  # in the order the user named them
     for raw in paths:
         label = os.fspath(raw)
         path = Path(label)
         if path.is_dir():
-            inputs.extend(_walk(path, label))
+            plan.extend(_walk(path, label))
         elif path.exists():
-            inputs.append(_Input(path, label, explicit=True))
+            plan.append(_Input(path, label, explicit=True))
         else:
-            problems.append(FileReport(path=label, format=None, size=0, error="no such file or directory"))
-    hooks.planned(sum(_size(i.path) for i in inputs))
+            plan.append(FileReport(path=label, format=None, size=0, error="no such file or directory"))
+    hooks.planned(sum(_size(i.path) for i in plan if isinstance(i, _Input)))
     files: list[FileReport] = []
     wheels: list[WheelReport] = []
-    for report in problems:
-        hooks.done(report)
-        files.append(report)
-    for item in inputs:
-        if is_wheel(item.path):
+    for item in plan:
+        if isinstance(item, FileReport):
+            hooks.done(item)
+            files.append(item)
+        elif is_wheel(item.path):
             wheel = _inspect_wheel(item, details=details, hooks=hooks)
             wheels.append(wheel)
             files.extend(wheel.files)
@@ -116,9 +115,10 @@ def _inspect_wheel(item: _Input, *, details: bool, hooks: InspectObserver) -> Wh
                 try:
                     with archive.member_buffer(member) as buf:
                         report = inspect_buffer(buf, member.name, container=item.label, details=details)
-                except CudashipError as e:
+                except CudashipError as e:  # the member could not be unpacked (a bomb, a lie, a bad header)
+                    message = e.message.removeprefix(f"member {member.name}: ")
                     report = FileReport(
-                        path=member.name, format=None, size=member.size, container=item.label, error=e.message
+                        path=member.name, format=None, size=member.size, container=item.label, error=message
                     )
                 files.append(report)
                 hooks.done(report)
