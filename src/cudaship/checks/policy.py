@@ -19,6 +19,7 @@ from typing import Any
 
 from cudaship.config import ProjectConfig
 from cudaship.errors import PolicyError
+from cudaship.knowledge.arch_table import ArchTable, default_arch_table
 
 #: Check families, in report order.
 FAMILIES: tuple[str, ...] = (
@@ -133,7 +134,8 @@ class Policy:
     source: str | None
     families: tuple[str, ...]
     configured: frozenset[str] = frozenset()
-    archs_table: Mapping[str, Any] | None = None  #: the raw ``[archs]`` table (validated by ArchTable)
+    #: the ``[archs]`` table, validated; None: the built-in table applies
+    archs_table: ArchTable | None = None
     ships: ShipsPolicy = field(default_factory=ShipsPolicy)
     forbidden_imports: tuple[ImportRule, ...] = ()
     required_imports: tuple[ImportRule, ...] = ()
@@ -149,6 +151,10 @@ class Policy:
 
     def runs(self, family: str) -> bool:
         return family in self.families
+
+    def arch_table(self) -> ArchTable:
+        """The policy's arch table, else the built-in one."""
+        return self.archs_table if self.archs_table is not None else default_arch_table()
 
 
 def default_policy() -> Policy:
@@ -255,16 +261,17 @@ def load_policy(config: ProjectConfig) -> Policy:
     archs_table = data.get("archs")
     if archs_table is not None and not isinstance(archs_table, dict):
         raise PolicyError(f"archs: must be a table, not {_type(archs_table)}", path=source)
+    table = ArchTable.from_mapping(archs_table, source or "configuration") if archs_table else None
     if audit is None:
         base = default_policy()
-        return Policy(source=source, families=base.families, archs_table=archs_table)
+        return Policy(source=source, families=base.families, archs_table=table)
     if not isinstance(audit, dict):
         raise PolicyError(f"audit: must be a table, not {_type(audit)}", path=source)
-    return parse_audit_table(audit, source, archs_table)
+    return parse_audit_table(audit, source, table)
 
 
 def parse_audit_table(
-    audit: Mapping[str, Any], source: str | None, archs_table: Mapping[str, Any] | None = None
+    audit: Mapping[str, Any], source: str | None, archs_table: ArchTable | None = None
 ) -> Policy:
     root = _Reader(audit, "audit", source)
     configured: set[str] = set()
@@ -275,11 +282,15 @@ def parse_audit_table(
         configured.add("ships")
         pairs_raw = r.get("import_libraries") or {}
         if not isinstance(pairs_raw, dict):
-            raise r.fail(r.dotted("import_libraries"), f"must be a table of LIB = DLL paths, not {_type(pairs_raw)}")
+            raise r.fail(
+                r.dotted("import_libraries"), f"must be a table of LIB = DLL paths, not {_type(pairs_raw)}"
+            )
         pairs: list[tuple[str, str]] = []
         for lib, dll in pairs_raw.items():
             if not isinstance(dll, str) or not dll:
-                raise r.fail(f"{r.dotted('import_libraries')}.{lib}", "must be the path of the DLL it imports")
+                raise r.fail(
+                    f"{r.dotted('import_libraries')}.{lib}", "must be the path of the DLL it imports"
+                )
             if not lib.lower().endswith(".lib"):
                 raise r.fail(f"{r.dotted('import_libraries')}.{lib}", "the key must be a .lib path")
             pairs.append((lib, dll))
@@ -307,10 +318,6 @@ def parse_audit_table(
             relocatable_ptx=r.boolean("relocatable_ptx", True),
         )
         r.unknown({"libraries", "ptx", "relocatable_ptx"})
-        if archs_table is None:
-            raise PolicyError(
-                "archs: [audit.archs] needs the arch table [archs] (train -> machine -> arch list)", path=source
-            )
 
     requirements = RequirementsPolicy()
     r = root.sub("requirements")
@@ -376,11 +383,15 @@ def parse_audit_table(
     families = root.strings("checks")
     for i, fam in enumerate(families):
         if fam not in FAMILIES:
-            raise root.fail(f"audit.checks[{i}]", f"unknown check family {fam!r} (known: {', '.join(FAMILIES)})")
+            raise root.fail(
+                f"audit.checks[{i}]", f"unknown check family {fam!r} (known: {', '.join(FAMILIES)})"
+            )
     skip = root.strings("skip")
     for i, fam in enumerate(skip):
         if fam not in FAMILIES:
-            raise root.fail(f"audit.skip[{i}]", f"unknown check family {fam!r} (known: {', '.join(FAMILIES)})")
+            raise root.fail(
+                f"audit.skip[{i}]", f"unknown check family {fam!r} (known: {', '.join(FAMILIES)})"
+            )
     if not families:
         families = tuple(f for f in FAMILIES if f in DEFAULT_FAMILIES or f in configured)
     families = tuple(f for f in FAMILIES if f in families and f not in skip)

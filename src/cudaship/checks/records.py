@@ -120,6 +120,7 @@ class WheelAudit:
     path: str
     facts: WheelFacts
     checks: tuple[CheckResult, ...]
+    notes: tuple[str, ...] = ()
 
     @property
     def summary(self) -> Summary:

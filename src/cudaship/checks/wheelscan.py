@@ -47,7 +47,8 @@ _CHUNK = 1 << 20
 _META_LIMIT = 64 << 20
 
 _NATIVE_NAME = re.compile(
-    r"(?:\.so(?:\.[0-9][0-9A-Za-z.]*)?|\.dll|\.pyd|\.exe|\.dylib|\.cubin|\.fatbin|\.ptx|\.lib)$", re.IGNORECASE
+    r"(?:\.so(?:\.[0-9][0-9A-Za-z.]*)?|\.dll|\.pyd|\.exe|\.dylib|\.cubin|\.fatbin|\.ptx|\.lib)$",
+    re.IGNORECASE,
 )
 _NEVER_NATIVE = re.compile(
     r"(?:\.py|\.pyi|\.pyc|\.txt|\.md|\.rst|\.json|\.toml|\.cfg|\.ini|\.yaml|\.yml|\.h|\.hpp|\.hh|\.cuh|\.inl"
@@ -91,7 +92,9 @@ class ScannedWheel:
     members: tuple[MemberFacts, ...]
     reports: dict[str, FileReport]  #: native members by path inside the wheel
     record_problems: tuple[RecordProblem, ...]
-    unreadable: tuple[tuple[str, str], ...]  #: (member, one-line reason) for members that could not be streamed
+    unreadable: tuple[
+        tuple[str, str], ...
+    ]  #: (member, one-line reason) for members that could not be streamed
 
     @property
     def uncompressed_size(self) -> int:
@@ -131,7 +134,11 @@ def _spool(size: int) -> Iterator[tuple[Callable[[bytes], None], Callable[[], Bu
     """A sink for a member's bytes: memory when small, else a temp file mapped at the end."""
     if size <= IN_MEMORY_LIMIT:
         parts = bytearray()
-        yield parts.extend, lambda: parts
+
+        def append(chunk: bytes) -> None:
+            parts.extend(chunk)
+
+        yield append, lambda: parts
         return
     tmp: IO[bytes] = tempfile.TemporaryFile(prefix="cudaship-audit-")
     mapped: list[mmap.mmap] = []
@@ -260,7 +267,9 @@ def scan_wheel(
         verifier.observe(res.name, res.algorithm, res.digest, res.size)
         if res.report is not None:
             reports[res.name] = res.report
-    members = tuple(MemberFacts(i.filename, sizes.get(i.filename, i.file_size), i.compress_size) for i in infos)
+    members = tuple(
+        MemberFacts(i.filename, sizes.get(i.filename, i.file_size), i.compress_size) for i in infos
+    )
     return ScannedWheel(
         path=label,
         filename=Path(label).name,

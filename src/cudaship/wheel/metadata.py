@@ -338,7 +338,9 @@ class RecordVerifier:
         entry = self._by_path.get(path)
         if entry is None:
             if not _NO_HASH_OK.match(path):
-                self._problems.append(RecordProblem("unlisted", path, f"{path} is in the wheel but not in RECORD"))
+                self._problems.append(
+                    RecordProblem("unlisted", path, f"{path} is in the wheel but not in RECORD")
+                )
             return
         if entry.digest is None:
             if not _NO_HASH_OK.match(path):
@@ -346,7 +348,9 @@ class RecordVerifier:
             return
         if entry.algorithm != algorithm:
             self._problems.append(
-                RecordProblem("hash", path, f"{path}: RECORD uses {entry.algorithm}, verified with {algorithm}")
+                RecordProblem(
+                    "hash", path, f"{path}: RECORD uses {entry.algorithm}, verified with {algorithm}"
+                )
             )
         elif entry.digest != digest:
             self._problems.append(
@@ -371,7 +375,9 @@ class RecordVerifier:
 
 def find_dist_info(names: Iterable[str], wheel_filename: str | None = None) -> str:
     """The one ``*.dist-info`` directory at the wheel's root (matched to the file name when there are several)."""
-    dirs = sorted({n.split("/", 1)[0] for n in names if "/" in n and n.split("/", 1)[0].endswith(".dist-info")})
+    dirs = sorted(
+        {n.split("/", 1)[0] for n in names if "/" in n and n.split("/", 1)[0].endswith(".dist-info")}
+    )
     if not dirs:
         raise WheelError("no .dist-info directory in the wheel")
     if len(dirs) == 1:

@@ -1,0 +1,148 @@
+"""closure: every import of every shipped library resolves (see :mod:`cudaship.checks.resolve`), every symbol a
+library imports from a sibling library is exported by it (on Windows a missing export is "procedure entry point
+not found" at load time), and no needed library goes unused.
+
+Unused imports: a PE import that takes no symbol; an ELF DT_NEEDED library none of whose symbols the library
+uses. For a shipped ELF library that is decided from its exports; for an NVIDIA library that is not shipped, from
+symbol versions and NVIDIA's naming (every C symbol of libcurand starts with ``curand``, of libcudart with
+``cuda``, of the driver with ``cu``); other unshipped libraries (the C library, ...) are not judged.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+from cudaship.binary.records import FileFormat, Import, ImportKind
+from cudaship.checks.context import AuditContext
+from cudaship.checks.policy import DEFAULT_CUDA_PATTERNS, name_match
+from cudaship.checks.records import CheckResult, Finding, verdict
+from cudaship.checks.resolve import Resolution, Via, resolve
+from cudaship.inspection.records import FileReport
+
+FAMILY = "closure"
+
+_SONAME_STEM = re.compile(
+    r"^(?:lib)?([A-Za-z][A-Za-z_]*?)(?:64)?(?:_\d+)*(?:\.so.*|\.dll|\.dylib)?$", re.IGNORECASE
+)
+_SPECIAL_PREFIXES = {
+    "cudart": ("cuda", "__cuda"),
+    "cuda": ("cu",),
+    "nvcuda": ("cu",),
+    "nvtoolsext": ("nvtx",),
+}
+
+
+def _nvidia_prefixes(library: str) -> tuple[str, ...] | None:
+    if name_match(DEFAULT_CUDA_PATTERNS, library) is None:
+        return None
+    m = _SONAME_STEM.match(posixpath.basename(library))
+    if m is None:
+        return None
+    stem = m.group(1).lower()
+    special: tuple[str, ...] | None = _SPECIAL_PREFIXES.get(stem)
+    return special if special is not None else (stem,)
+
+
+def run(ctx: AuditContext) -> list[CheckResult]:
+    results: list[CheckResult] = []
+    exports = {p: frozenset(r.host.exports) for p, r in ctx.libraries.items() if r.host is not None}
+    for path, report in sorted(ctx.libraries.items()):
+        host = report.host
+        assert host is not None
+        findings: list[Finding] = []
+        resolved: list[tuple[Import, Resolution]] = []
+        for imp in host.imports:
+            res = resolve(ctx, path, report, imp)
+            resolved.append((imp, res))
+            if not res.ok:
+                findings.append(
+                    Finding(f"{imp.library} does not resolve: {res.detail}", file=path, symbol=imp.library)
+                )
+            elif res.via is Via.SHIPPED and res.target is not None and ctx.policy.closure.exports:
+                findings.extend(_missing_exports(path, imp, res.target, exports.get(res.target, frozenset())))
+        counts: dict[str, int] = {}
+        for _imp, res in resolved:
+            counts[res.via.value] = counts.get(res.via.value, 0) + 1
+        summary = ", ".join(f"{n} {via}" for via, n in counts.items()) or "no imports"
+        results.append(
+            verdict(FAMILY, f"closure: {path}", findings, f"{len(resolved)} imports resolve ({summary})")
+        )
+        if ctx.policy.closure.unused_imports:
+            unused = _unused(path, report, resolved, exports)
+            results.append(
+                verdict(
+                    FAMILY,
+                    f"closure: unused imports in {path}",
+                    unused,
+                    f"every needed library of {len(resolved)} is used",
+                )
+            )
+    return results
+
+
+def _missing_exports(path: str, imp: Import, target: str, exported: frozenset[str]) -> list[Finding]:
+    findings = []
+    for sym in imp.symbols:
+        if sym.name is None or sym.name in exported:
+            continue
+        findings.append(
+            Finding(
+                f"imports {sym.name} from {imp.library}, which {target} does not export"
+                + (" (procedure entry point not found)" if target.lower().endswith((".dll", ".pyd")) else ""),
+                file=path,
+                symbol=sym.name,
+            )
+        )
+    return findings
+
+
+def _unused(
+    path: str,
+    report: FileReport,
+    resolved: list[tuple[Import, Resolution]],
+    exports: dict[str, frozenset[str]],
+) -> list[Finding]:
+    host = report.host
+    assert host is not None
+    findings: list[Finding] = []
+    if report.format is FileFormat.PE:
+        for imp, _res in resolved:
+            if imp.kind in (ImportKind.IMPORT, ImportKind.DELAY) and not imp.symbols:
+                findings.append(
+                    Finding(
+                        f"imports {imp.library} but takes no symbol from it", file=path, symbol=imp.library
+                    )
+                )
+        return findings
+    if report.format is not FileFormat.ELF:
+        return findings
+    undefined = [s for s in host.undefined_symbols if s.name]
+    for imp, res in resolved:
+        if imp.kind is not ImportKind.NEEDED or imp.symbols:
+            continue
+        base = posixpath.basename(imp.library)
+        if any(s.version and s.version == base for s in host.undefined_symbols):
+            continue
+        if res.via is Via.SHIPPED and res.target is not None:
+            provided = exports.get(res.target, frozenset())
+            if not any(s.name in provided for s in undefined):
+                findings.append(
+                    Finding(
+                        f"DT_NEEDED {imp.library}: none of its exports is used", file=path, symbol=imp.library
+                    )
+                )
+            continue
+        prefixes = _nvidia_prefixes(imp.library)
+        if prefixes is None:
+            continue
+        lowered = tuple(p.lower() for p in prefixes)
+        if not any(s.name and s.name.lower().startswith(lowered) for s in undefined):
+            findings.append(
+                Finding(
+                    f"DT_NEEDED {imp.library}: no {'/'.join(prefixes)}* symbol is used from it",
+                    file=path,
+                    symbol=imp.library,
+                )
+            )
+    return findings

@@ -1,0 +1,83 @@
+"""collisions: no two shipped files whose paths differ only by case (one file on Windows and macOS); no two
+import libraries with one name (they overwrite each other in a build tree); SONAME equals the file name where
+the policy asks."""
+
+from __future__ import annotations
+
+import posixpath
+
+from cudaship.binary.records import FileFormat
+from cudaship.checks.context import AuditContext
+from cudaship.checks.policy import any_match
+from cudaship.checks.records import CheckResult, Finding, verdict
+
+FAMILY = "collisions"
+
+
+def run(ctx: AuditContext) -> list[CheckResult]:
+    results: list[CheckResult] = []
+    by_case: dict[str, list[str]] = {}
+    for path in ctx.files:
+        by_case.setdefault(path.lower(), []).append(path)
+    findings = [
+        Finding(f"paths differ only by case: {', '.join(paths)}", file=paths[0])
+        for paths in by_case.values()
+        if len(paths) > 1
+    ]
+    results.append(
+        verdict(
+            FAMILY,
+            "collisions: paths differing only by case",
+            findings,
+            f"{len(ctx.files)} paths, all distinct ignoring case",
+        )
+    )
+
+    libs: dict[str, list[str]] = {}
+    for path in ctx.files:
+        if path.lower().endswith(".lib"):
+            libs.setdefault(posixpath.basename(path).lower(), []).append(path)
+    findings = [
+        Finding(
+            f"import library name {posixpath.basename(paths[0])} is used {len(paths)} times: {', '.join(paths)}",
+            file=paths[1],
+        )
+        for paths in libs.values()
+        if len(paths) > 1
+    ]
+    results.append(
+        verdict(
+            FAMILY,
+            "collisions: import library names",
+            findings,
+            f"{sum(len(v) for v in libs.values())} import libraries, names distinct",
+        )
+    )
+
+    patterns = ctx.policy.collisions.soname_matches_filename
+    if patterns:
+        findings = []
+        checked = 0
+        for path, report in sorted(ctx.libraries.items()):
+            if report.format is not FileFormat.ELF or not any_match(patterns, path):
+                continue
+            checked += 1
+            assert report.host is not None
+            base = posixpath.basename(path)
+            if report.host.soname is None:
+                findings.append(Finding(f"{path} has no SONAME", file=path))
+            elif report.host.soname != base:
+                findings.append(
+                    Finding(
+                        f"SONAME {report.host.soname} differs from the file name {base}",
+                        file=path,
+                        symbol=report.host.soname,
+                    )
+                )
+        reason = (
+            f"{checked} libraries: SONAME equals the file name"
+            if checked
+            else f"no ELF library matches {', '.join(patterns)}"
+        )
+        results.append(verdict(FAMILY, "collisions: SONAME equals file name", findings, reason))
+    return results

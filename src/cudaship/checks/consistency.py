@@ -1,0 +1,145 @@
+"""consistency: the CUDA train named several ways agrees. Sources: the local version tag (``+cu132``), the cudart
+major each library imports dynamically, the CUDA release implied by each library's PTX ISA versions and by the
+toolkit each cubin records, and the CUDA major of the declared NVIDIA requirements. The report shows each source.
+
+With a tag, every source is compared with it: majors must be equal, and releases (PTX ISA, cubin toolkit) must
+equal the tag's ``major.minor`` (every 13.y train loads the same ``cudart64_13.dll``, so a wheel tagged cu132 but
+built with 13.0 would not fail any other way, and PTX newer than the tag needs a newer driver than it promises).
+Without a tag (a wheel carrying one library per CUDA version, say), each library must agree with itself and the
+declared requirements with each other and with the cudart majors imported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cudaship.binary.records import DeviceCodeKind
+from cudaship.checks.context import AuditContext
+from cudaship.checks.records import CheckResult, Finding, verdict
+from cudaship.checks.requirements import nvidia_requirements, requirement_major
+from cudaship.errors import CudashipError
+from cudaship.inspection.records import FileReport, RuntimeLinkage
+from cudaship.knowledge.releases import release_for, release_for_ptx_isa
+
+FAMILY = "consistency"
+
+
+@dataclass
+class _Sources:
+    """What one library says about its CUDA version."""
+
+    cudart: int | None = None
+    ptx: dict[str, str] = field(default_factory=dict)  #: PTX ISA -> CUDA release
+    toolkit: set[str] = field(default_factory=set)  #: cubin toolkit releases
+    unknown_isa: set[str] = field(default_factory=set)
+
+    def labelled(self) -> list[tuple[str, str]]:
+        """(label, major or major.minor) pairs."""
+        out: list[tuple[str, str]] = []
+        if self.cudart is not None:
+            out.append((f"cudart {self.cudart}", str(self.cudart)))
+        for isa, release in sorted(self.ptx.items()):
+            out.append((f"PTX ISA {isa} = CUDA {release}", release))
+        for release in sorted(self.toolkit):
+            out.append((f"cubin toolkit {release}", release))
+        return out
+
+
+def _sources(report: FileReport) -> _Sources:
+    s = _Sources()
+    link = report.linkage
+    if link is not None and link.runtime is RuntimeLinkage.DYNAMIC and link.cudart_major is not None:
+        s.cudart = link.cudart_major
+    for d in report.device_code:
+        if d.kind is DeviceCodeKind.PTX and d.version:
+            try:
+                rel = release_for_ptx_isa(d.version)
+            except CudashipError:
+                rel = None
+            if rel is None:
+                s.unknown_isa.add(d.version)
+            else:
+                s.ptx[d.version] = rel.train.version
+        elif d.kind is DeviceCodeKind.SASS and d.toolkit_version:
+            s.toolkit.add(d.toolkit_version)
+    return s
+
+
+def _major(value: str) -> int:
+    return int(value.split(".")[0])
+
+
+def run(ctx: AuditContext) -> list[CheckResult]:
+    train = ctx.train_or_error
+    findings: list[Finding] = []
+    shown: list[str] = []
+    libs = {p: _sources(r) for p, r in sorted(ctx.reports.items())}
+    libs = {p: s for p, s in libs.items() if s.labelled() or s.unknown_isa}
+    reqs = [(r, requirement_major(r)) for r in nvidia_requirements(ctx.declared, ("nvidia-",))]
+    reqs = [(r, m) for r, m in reqs if m is not None]
+
+    expected_isa: str | None = None
+    if not isinstance(train, str):
+        shown.append(f"tag +{ctx.local} = {train.version}")
+        try:
+            expected_isa = release_for(train).ptx_isa
+        except CudashipError as e:
+            findings.append(Finding(f"+{ctx.local}: {e.message}", requirement=ctx.local))
+    else:
+        shown.append("no train tag")
+    for path, s in libs.items():
+        for isa in sorted(s.unknown_isa):
+            findings.append(Finding(f"PTX ISA {isa} is newer than any CUDA release cudaship knows", file=path))
+        labelled = s.labelled()
+        if labelled:
+            shown.append(f"{path}: {', '.join(label for label, _ in labelled)}")
+        if not isinstance(train, str):
+            for label, value in labelled:
+                if _major(value) != train.major:
+                    findings.append(
+                        Finding(f"{label}: CUDA {_major(value)}, the wheel is tagged +{ctx.local}", file=path)
+                    )
+            for isa in sorted(s.ptx):
+                if expected_isa is not None and isa != expected_isa and _major(s.ptx[isa]) == train.major:
+                    findings.append(
+                        Finding(
+                            f"PTX ISA {isa} (CUDA {s.ptx[isa]}), the wheel is tagged +{ctx.local} "
+                            f"(CUDA {train.version} writes PTX ISA {expected_isa})",
+                            file=path,
+                        )
+                    )
+            for release in sorted(s.toolkit):
+                if _major(release) == train.major and release != train.version:
+                    findings.append(
+                        Finding(f"cubins built by CUDA {release}, the wheel is tagged +{ctx.local}", file=path)
+                    )
+        else:
+            majors = {_major(v) for _, v in labelled}
+            if len(majors) > 1:
+                findings.append(
+                    Finding(f"sources disagree: {', '.join(label for label, _ in labelled)}", file=path)
+                )
+    for req, major in reqs:
+        shown.append(f"requirement {req.text}")
+        if not isinstance(train, str) and major != train.major:
+            findings.append(
+                Finding(f"requires CUDA {major} ({req.text}), the wheel is tagged +{ctx.local}", requirement=req.text)
+            )
+    if isinstance(train, str) and reqs:
+        req_majors = {m for _, m in reqs}
+        if len(req_majors) > 1:
+            findings.append(Finding(f"declared requirements name CUDA {sorted(req_majors)}"))
+        for path, s in libs.items():
+            if s.cudart is not None and s.cudart not in req_majors:
+                findings.append(
+                    Finding(
+                        f"imports cudart {s.cudart}, the declared requirements are for CUDA "
+                        + "/".join(str(m) for m in sorted(req_majors)),
+                        file=path,
+                    )
+                )
+    if len(shown) == 1:
+        reason = f"{shown[0]}; nothing else names a CUDA version"
+    else:
+        reason = "agree: " + "; ".join(shown)
+    return [verdict(FAMILY, "consistency: CUDA train", findings, reason)]

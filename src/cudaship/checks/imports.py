@@ -1,0 +1,149 @@
+"""forbidden_imports and required_imports: import patterns per library glob.
+
+``no_cuda`` forbids any CUDA library, directly or through other shipped libraries (following the imports that
+resolve to shipped files), including names stored for dlopen/LoadLibrary. Required imports may be met by a
+name stored for dynamic loading (how a statically linked CUDA runtime reaches the driver) unless the rule says
+``dynamic_load = false``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from cudaship.checks.context import AuditContext
+from cudaship.checks.policy import ImportRule, any_match, name_match
+from cudaship.checks.records import CheckResult, Finding, skipped, verdict
+from cudaship.checks.resolve import shipped_dependencies
+
+FORBIDDEN = "forbidden_imports"
+REQUIRED = "required_imports"
+
+
+def _targets(ctx: AuditContext, rule: ImportRule) -> list[str]:
+    return [p for p in sorted(ctx.libraries) if any_match(rule.libraries, p)]
+
+
+def _label(rule: ImportRule) -> str:
+    if rule.description:
+        return rule.description
+    parts = list(rule.patterns)
+    if rule.no_cuda:
+        parts.append("no CUDA")
+    return ", ".join(parts)
+
+
+def run_forbidden(ctx: AuditContext) -> list[CheckResult]:
+    results: list[CheckResult] = []
+    for rule in ctx.policy.forbidden_imports:
+        targets = _targets(ctx, rule)
+        if not targets:
+            results.append(
+                skipped(
+                    FORBIDDEN,
+                    f"forbidden imports: {', '.join(rule.libraries)}",
+                    f"no shipped library matches ({rule.key})",
+                )
+            )
+            continue
+        for path in targets:
+            findings = _forbidden_findings(ctx, path, rule)
+            ok = f"imports none of {_label(rule)}" if rule.patterns else "depends on no CUDA library"
+            if rule.no_cuda and rule.patterns:
+                ok = f"imports none of {', '.join(rule.patterns)} and depends on no CUDA library"
+            results.append(verdict(FORBIDDEN, f"forbidden imports: {path} ({_label(rule)})", findings, ok))
+    return results
+
+
+def _forbidden_findings(ctx: AuditContext, path: str, rule: ImportRule) -> list[Finding]:
+    report = ctx.libraries[path]
+    assert report.host is not None
+    findings: list[Finding] = []
+    for imp in report.host.imports:
+        hit = name_match(rule.patterns, imp.library)
+        if hit is not None:
+            findings.append(
+                Finding(f"imports {imp.library} (forbidden: {hit})", file=path, symbol=imp.library)
+            )
+    if rule.no_cuda:
+        findings.extend(_cuda_dependencies(ctx, path, rule.cuda_patterns))
+    return findings
+
+
+def _cuda_dependencies(ctx: AuditContext, root: str, patterns: tuple[str, ...]) -> list[Finding]:
+    """CUDA libraries ``root`` depends on, directly, by stored name, or through shipped libraries."""
+    findings: list[Finding] = []
+    queue: deque[tuple[str, tuple[str, ...]]] = deque([(root, (root,))])
+    seen = {root}
+    while queue:
+        path, chain = queue.popleft()
+        report = ctx.libraries[path]
+        assert report.host is not None
+        via = "" if len(chain) == 1 else f" through {' -> '.join(chain)}"
+        for imp in report.host.imports:
+            hit = name_match(patterns, imp.library)
+            if hit is not None:
+                findings.append(
+                    Finding(f"depends on CUDA library {imp.library}{via}", file=root, symbol=imp.library)
+                )
+        for stored in report.host.embedded_library_names:
+            if name_match(patterns, stored) is not None:
+                findings.append(
+                    Finding(
+                        f"loads CUDA library {stored} by name (dlopen/LoadLibrary){via}",
+                        file=root,
+                        symbol=stored,
+                    )
+                )
+        for _imp, target in shipped_dependencies(ctx, path):
+            if target not in seen and target in ctx.libraries:
+                seen.add(target)
+                queue.append((target, (*chain, target)))
+    return findings
+
+
+def run_required(ctx: AuditContext) -> list[CheckResult]:
+    results: list[CheckResult] = []
+    for rule in ctx.policy.required_imports:
+        targets = _targets(ctx, rule)
+        if not targets:
+            results.append(
+                skipped(
+                    REQUIRED,
+                    f"required imports: {', '.join(rule.libraries)}",
+                    f"no shipped library matches ({rule.key})",
+                )
+            )
+            continue
+        for path in targets:
+            report = ctx.libraries[path]
+            assert report.host is not None
+            findings: list[Finding] = []
+            how: list[str] = []
+            for pattern in rule.patterns:
+                direct = [i.library for i in report.host.imports if name_match((pattern,), i.library)]
+                stored = (
+                    [n for n in report.host.embedded_library_names if name_match((pattern,), n)]
+                    if rule.dynamic_load
+                    else []
+                )
+                if direct:
+                    how.append(f"imports {direct[0]}")
+                elif stored:
+                    how.append(f"loads {stored[0]} by name")
+                else:
+                    where = "imports nor loads by name" if rule.dynamic_load else "imports"
+                    findings.append(
+                        Finding(
+                            f"neither {where} {pattern}"
+                            if rule.dynamic_load
+                            else f"does not import {pattern}",
+                            file=path,
+                            symbol=pattern,
+                        )
+                    )
+            results.append(
+                verdict(
+                    REQUIRED, f"required imports: {path} ({_label(rule)})", findings, "; ".join(how) or "ok"
+                )
+            )
+    return results

@@ -1,0 +1,137 @@
+"""requirements: the declared NVIDIA requirements per target platform equal what the policy says, and, with or
+without a policy, every CUDA library a shipped library imports dynamically is shipped or provided by a declared
+requirement for the wheel's platform, of the right CUDA major."""
+
+from __future__ import annotations
+
+import re
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+
+from cudaship.checks import nvidia
+from cudaship.checks.context import AuditContext
+from cudaship.checks.policy import expand_template
+from cudaship.checks.records import CheckResult, Finding, failed, verdict
+from cudaship.errors import CudashipError
+from cudaship.knowledge.system_libraries import Provider, provider_of
+from cudaship.wheel.metadata import DeclaredRequirement, normalize_specifier, parse_requirement
+
+FAMILY = "requirements"
+_CU_SUFFIX = re.compile(r"-cu(\d+)$")
+
+
+def requirement_major(req: DeclaredRequirement) -> int | None:
+    """The CUDA major a requirement pins: from a ``-cu12`` name suffix, else the specifier's lower bound."""
+    m = _CU_SUFFIX.search(req.name)
+    if m:
+        return int(m.group(1))
+    try:
+        spec = SpecifierSet(req.specifier)
+    except InvalidSpecifier:
+        return None
+    for s in spec:
+        if s.operator in (">=", "==", "~=", "===", ">"):
+            head = s.version.split(".")[0].rstrip("*")
+            if head.isdigit():
+                return int(head)
+    return None
+
+
+def nvidia_requirements(
+    reqs: tuple[DeclaredRequirement, ...], prefixes: tuple[str, ...]
+) -> tuple[DeclaredRequirement, ...]:
+    wanted = tuple(canonicalize_name(p.rstrip("-")) for p in prefixes)
+    return tuple(r for r in reqs if any(r.name == w or r.name.startswith(w + "-") for w in wanted))
+
+
+def run(ctx: AuditContext) -> list[CheckResult]:
+    results: list[CheckResult] = []
+    if "requirements" in ctx.policy.configured:
+        results.extend(_declared_per_platform(ctx))
+    results.append(_imports_provided(ctx))
+    return results
+
+
+def _declared_per_platform(ctx: AuditContext) -> list[CheckResult]:
+    policy = ctx.policy.requirements
+    results: list[CheckResult] = []
+    train = ctx.train_or_error
+    for os_name, templates in policy.platforms:
+        name = f"requirements: declared for {os_name}"
+        machine = ctx.machine if ctx.os == os_name else None
+        try:
+            declared = nvidia_requirements(ctx.declared_for(os_name, machine or "x86_64"), policy.prefixes)
+        except CudashipError as e:
+            results.append(failed(FAMILY, name, e.message, [Finding(e.message)]))
+            continue
+        needs_major = any("{" in t for t in templates)
+        if needs_major and isinstance(train, str):
+            results.append(
+                failed(FAMILY, name, f"cannot expand the expected requirements: {train}", [Finding(train)])
+            )
+            continue
+        expected: dict[str, str] = {}
+        for t in templates:
+            text = expand_template(t, train.major) if not isinstance(train, str) else t
+            try:
+                req = parse_requirement(text)
+            except CudashipError as e:
+                results.append(
+                    failed(FAMILY, name, f"policy requirement {t!r}: {e.message}", [Finding(e.message)])
+                )
+                break
+            expected[f"{canonicalize_name(req.name)}{normalize_specifier(req)}"] = text
+        else:
+            got = {r.key: r.text for r in declared}
+            findings = [
+                Finding(
+                    f"declares {text} for {os_name}, the policy expects {_list(expected.values())}",
+                    requirement=text,
+                )
+                for key, text in got.items()
+                if key not in expected
+            ]
+            findings += [
+                Finding(f"does not declare {text} for {os_name}", requirement=text)
+                for key, text in expected.items()
+                if key not in got
+            ]
+            ok = f"declares {_list(got.values())}" if got else "declares no NVIDIA requirement"
+            results.append(verdict(FAMILY, name, findings, f"{ok} for {os_name}, as the policy says"))
+    return results
+
+
+def _list(values: object) -> str:
+    items = list(values)  # type: ignore[call-overload]
+    return ", ".join(str(v) for v in items) if items else "none"
+
+
+def _imports_provided(ctx: AuditContext) -> CheckResult:
+    """Every CUDA library imported dynamically is shipped or comes from a declared requirement of its major."""
+    name = "requirements: CUDA imports provided"
+    findings: list[Finding] = []
+    seen = 0
+    declared = ctx.declared
+    for path, report in sorted(ctx.libraries.items()):
+        assert report.host is not None
+        for imp in report.host.imports:
+            if provider_of(imp.library, ctx.os) is Provider.DRIVER:
+                continue
+            lib = nvidia.library(imp.library)
+            if lib is None:
+                continue
+            seen += 1
+            if ctx.by_name.get(imp.library.lower()):
+                continue
+            problem = nvidia.provided_by(lib, declared, ctx.os)
+            if problem is not None:
+                findings.append(Finding(problem, file=path, symbol=imp.library))
+    return verdict(
+        FAMILY,
+        name,
+        findings,
+        f"{seen} CUDA library imports, each shipped or provided by a declared requirement"
+        if seen
+        else "no shipped library imports a CUDA library dynamically",
+    )

@@ -1,0 +1,127 @@
+"""``cudaship audit WHEEL... [--policy FILE]``: check wheels against their CUDA contract.
+
+Exit 0 when every check passed, 1 when any failed, 2 for bad input (an unreadable wheel, an invalid policy).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from types import TracebackType
+
+import click
+
+from cudaship.checks.engine import AuditObserver, audit_wheels
+from cudaship.checks.policy import load_policy
+from cudaship.cli.common import format_option, output_option
+from cudaship.config import load_config
+from cudaship.errors import UsageError
+from cudaship.exitcodes import ExitCode
+from cudaship.formats import audit_json, audit_junit, audit_markdown, audit_text
+from cudaship.formats.output import write_report
+
+
+class _ProgressBar(AuditObserver):
+    """A rich progress bar on stderr, attached only when stderr is a terminal."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self._progress = Progress(
+            TextColumn("[progress.description]{task.description}"),
+            BarColumn(),
+            DownloadColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        self._task = self._progress.add_task("auditing", total=None)
+
+    def __enter__(self) -> _ProgressBar:
+        self._progress.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._progress.stop()
+
+    def wheel_started(self, path: str) -> None:
+        name = Path(path).name
+        shown = name if len(name) <= 60 else "..." + name[-57:]
+        self._progress.reset(self._task, total=None, description=shown)
+
+    def planned(self, total_bytes: int) -> None:
+        self._progress.update(self._task, total=total_bytes or None)
+
+    def advanced(self, nbytes: int) -> None:
+        self._progress.advance(self._task, nbytes)
+
+
+@click.command("audit")
+@click.argument("wheels", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.option(
+    "--policy",
+    "policy_file",
+    type=click.Path(dir_okay=False, path_type=str),
+    default=None,
+    help="Policy file (a cudaship.toml, or a pyproject.toml with [tool.cudaship]). "
+    "Default: [tool.cudaship] of ./pyproject.toml, else ./cudaship.toml, else the built-in default checks.",
+)
+@format_option(["text", "json", "junit", "markdown"])
+@output_option()
+@click.option("--verbose", "-v", is_flag=True, help="Text: show the evidence of passing checks too.")
+@click.option(
+    "--progress/--no-progress", default=None, help="Progress bar on stderr (default: when a terminal)."
+)
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(1, 64),
+    default=None,
+    help="Members read in parallel (default: the number of CPUs, at most 4).",
+)
+def command(
+    wheels: tuple[str, ...],
+    policy_file: str | None,
+    fmt: str,
+    output: str | None,
+    verbose: bool,
+    progress: bool | None,
+    jobs: int | None,
+) -> int:
+    """Audit WHEEL(s) against their CUDA contract: files, imports, archs, requirements, ownership, closure."""
+    for w in wheels:
+        if not Path(w).is_file():
+            raise UsageError("no such file" if not Path(w).exists() else "not a file", path=w)
+    config = load_config(policy_file)
+    policy = load_policy(config)
+    show_progress = progress if progress is not None else sys.stderr.isatty()
+    if show_progress:
+        with _ProgressBar() as bar:
+            report = audit_wheels(wheels, policy, observer=bar, workers=jobs)
+    else:
+        report = audit_wheels(wheels, policy, workers=jobs)
+
+    fmt = fmt.lower()
+    to_stdout = output is None or output == "-"
+    if fmt == "json":
+        text = audit_json.render(report)
+    elif fmt == "junit":
+        text = audit_junit.render(report)
+    elif fmt == "markdown":
+        text = audit_markdown.render(report)
+    else:
+        color = to_stdout and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+        text = audit_text.render(report, color=color, verbose=verbose)
+    write_report(text, output)
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        annotations = audit_text.github_annotations(report)
+        if annotations:
+            # Workflow commands are read from the job's output; keep a JSON/XML report on stdout parseable.
+            stream = sys.stderr if to_stdout and fmt in ("json", "junit") else sys.stdout
+            stream.write(annotations)
+            stream.flush()
+    return ExitCode.OK if report.ok else ExitCode.FINDINGS

@@ -1,0 +1,63 @@
+"""``cudaship audit --format json``: the versioned report (schema in schemas/audit.schema.json, docs/audit.md).
+
+Top level: ``schema``, ``tool``, ``version``, ``policy``, ``wheels`` (facts and summary per wheel), ``checks``
+(every check of every wheel, each naming its wheel) and ``summary``. Bump :data:`SCHEMA_VERSION` when a field is
+removed, renamed or changes meaning; adding one is not a change of version.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from cudaship import __version__
+from cudaship.checks.records import AuditReport, CheckResult, WheelAudit
+
+SCHEMA_VERSION = 1
+
+
+def _check(check: CheckResult, wheel: WheelAudit) -> dict[str, Any]:
+    return {
+        "wheel": wheel.facts.filename,
+        "name": check.name,
+        "family": check.family,
+        "status": check.status.value,
+        "reason": check.reason,
+        "evidence": [f.as_dict() for f in check.evidence],
+    }
+
+
+def _wheel(wheel: WheelAudit) -> dict[str, Any]:
+    f = wheel.facts
+    return {
+        "path": wheel.path,
+        "filename": f.filename,
+        "name": f.name,
+        "version": f.version,
+        "local": f.local,
+        "train": f.train,
+        "platform": f.platform,
+        "machine": f.machine,
+        "tags": list(f.tags),
+        "files": f.files,
+        "native_files": f.native_files,
+        "uncompressed_size": f.uncompressed_size,
+        "notes": list(wheel.notes),
+        "summary": wheel.summary.as_dict(),
+    }
+
+
+def as_dict(report: AuditReport) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA_VERSION,
+        "tool": "cudaship",
+        "version": __version__,
+        "policy": {"source": report.policy_source, "default": report.policy_default},
+        "wheels": [_wheel(w) for w in report.wheels],
+        "checks": [_check(c, w) for w in report.wheels for c in w.checks],
+        "summary": report.summary.as_dict(),
+    }
+
+
+def render(report: AuditReport) -> str:
+    return json.dumps(as_dict(report), indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,48 @@
+"""``cudaship audit --format markdown``: a summary and one table per wheel, for a pull-request comment or
+``$GITHUB_STEP_SUMMARY``; failures' evidence follows each table in a collapsible block."""
+
+from __future__ import annotations
+
+from cudaship.checks.records import AuditReport, Status
+from cudaship.formats.audit_text import finding_text
+
+_ICON = {Status.PASS: "✅ pass", Status.FAIL: "❌ fail", Status.SKIP: "⏭️ skip"}
+
+
+def _cell(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("`", "'")
+
+
+def render(report: AuditReport) -> str:
+    out: list[str] = ["## cudaship audit", ""]
+    summary = report.summary
+    policy = f"`{_cell(report.policy_source)}`" if report.policy_source else "none"
+    if report.policy_default:
+        policy += " (built-in default checks)"
+    mark = "❌" if summary.failed else "✅"
+    out += [f"{mark} **{summary.line()}** · policy: {policy}", ""]
+    for wheel in report.wheels:
+        f = wheel.facts
+        out.append(f"### `{_cell(f.filename)}`")
+        out.append("")
+        facts = [x for x in (f"{f.name} {f.version}" if f.name else None, f.platform, f.machine) if x]
+        if f.train:
+            facts.append(f"train {f.train}")
+        facts.append(wheel.summary.line())
+        out += [" · ".join(_cell(x) for x in facts), ""]
+        out += ["| result | check | reason |", "|---|---|---|"]
+        for check in wheel.checks:
+            out.append(f"| {_ICON[check.status]} | {_cell(check.name)} | {_cell(check.reason)} |")
+        out.append("")
+        failures = [c for c in wheel.checks if c.status is Status.FAIL and c.evidence]
+        if failures:
+            out += [f"<details><summary>Evidence for {len(failures)} failed checks</summary>", ""]
+            for check in failures:
+                out.append(f"**{_cell(check.name)}**")
+                out.append("")
+                out += [f"- {_cell(finding_text(e))}" for e in check.evidence]
+                out.append("")
+            out += ["</details>", ""]
+    for note in report.notes:
+        out.append(f"> note: {_cell(note)}")
+    return "\n".join(out).rstrip("\n") + "\n"

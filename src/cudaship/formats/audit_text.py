@@ -1,0 +1,104 @@
+"""``cudaship audit --format text``: per wheel, one line per check (PASS/FAIL/SKIP, name, reason), the evidence
+under each failure, and as the very last line the count: ``55 checks: 54 passed, 1 failed, 0 skipped``."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+from rich.markup import escape
+
+from cudaship.checks.records import AuditReport, CheckResult, Finding, Status, WheelAudit
+
+_STYLE = {Status.PASS: "green", Status.FAIL: "bold red", Status.SKIP: "yellow"}
+_LABEL = {Status.PASS: "PASS", Status.FAIL: "FAIL", Status.SKIP: "SKIP"}
+#: Evidence lines shown per failed check before "... and N more".
+EVIDENCE_SHOWN = 20
+
+
+def render(report: AuditReport, *, color: bool = False, width: int = 120, verbose: bool = False) -> str:
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer,
+        width=width,
+        force_terminal=color,
+        color_system="standard" if color else None,
+        no_color=not color,
+        highlight=False,
+        emoji=False,
+        soft_wrap=True,
+    )
+    source = report.policy_source or "none found"
+    policy = f"policy: {source}" + (" (built-in default checks)" if report.policy_default else "")
+    console.print(f"[bold]cudaship audit[/] · {escape(policy)}")
+    for wheel in report.wheels:
+        console.print()
+        _wheel(console, wheel, verbose)
+        if len(report.wheels) > 1:
+            console.print(f"  {escape(wheel.summary.line())}")
+    for note in report.notes:
+        console.print(f"note: {escape(note)}")
+    console.print()
+    summary = report.summary
+    style = "bold red" if summary.failed else "bold green"
+    console.print(f"[{style}]{escape(summary.line())}[/]")
+    return buffer.getvalue()
+
+
+def _wheel(console: Console, wheel: WheelAudit, verbose: bool) -> None:
+    f = wheel.facts
+    where = " ".join(x for x in (f.platform, f.machine) if x)
+    bits = [
+        f"{f.name} {f.version}" if f.name else None,
+        where or None,
+        f"train {f.train}" if f.train else None,
+    ]
+    bits.append(f"{f.files} files, {f.native_files} native")
+    console.print(f"[bold]{escape(f.filename)}[/]  ({escape(' · '.join(b for b in bits if b))})")
+    for note in wheel.notes:
+        console.print(f"  note: {escape(note)}")
+    for check in wheel.checks:
+        _check(console, check, verbose)
+
+
+def _check(console: Console, check: CheckResult, verbose: bool) -> None:
+    label = _LABEL[check.status]
+    console.print(f"  [{_STYLE[check.status]}]{label}[/]  {escape(check.name)} — {escape(check.reason)}")
+    if check.status is Status.FAIL or verbose:
+        shown = check.evidence if verbose else check.evidence[:EVIDENCE_SHOWN]
+        for finding in shown:
+            console.print(f"        - {escape(finding_text(finding))}")
+        if len(check.evidence) > len(shown):
+            console.print(f"        ... and {len(check.evidence) - len(shown)} more")
+
+
+def finding_text(f: Finding) -> str:
+    where = [
+        f"{k} {v}"
+        for k, v in (("file", f.file), ("symbol", f.symbol), ("arch", f.arch), ("requirement", f.requirement))
+        if v and v not in f.message
+    ]
+    return f.message + (f"  [{', '.join(where)}]" if where else "")
+
+
+def github_annotations(report: AuditReport) -> str:
+    """``::error`` workflow commands, one per failed check (GitHub Actions shows them on the run)."""
+    lines = []
+    for wheel in report.wheels:
+        for check in wheel.checks:
+            if check.status is not Status.FAIL:
+                continue
+            title = _escape_property(f"cudaship audit: {check.name}")
+            detail = check.reason
+            if check.evidence:
+                detail += "\n" + "\n".join(finding_text(f) for f in check.evidence[:EVIDENCE_SHOWN])
+            lines.append(f"::error title={title}::{_escape_data(f'{wheel.facts.filename}: {detail}')}")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
