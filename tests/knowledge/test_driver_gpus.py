@@ -1,0 +1,104 @@
+"""Drivers (version ↔ CUDA) and GPU names ↔ compute capability."""
+
+from __future__ import annotations
+
+import pytest
+
+from cudaship.errors import KnowledgeError
+from cudaship.knowledge.archs import Arch
+from cudaship.knowledge.driver import Driver, cuda_for_driver, cuda_from_driver_api, parse_driver
+from cudaship.knowledge.gpus import capability_of, group_for, shown_capabilities
+from cudaship.knowledge.trains import Train
+
+
+@pytest.mark.parametrize(
+    ("version", "cuda"),
+    [
+        ("595.45.04", Train(13, 2)),
+        ("595.45.03", Train(13, 1)),
+        ("580.159.04", Train(13, 0)),  # the lent H200's driver
+        ("580.65.06", Train(13, 0)),
+        ("575.51.03", Train(12, 9)),
+        ("535.104.05", Train(12, 2)),
+        ("450.80.02", Train(11, 0)),
+        ("620.1", Train(13, 3)),  # newer than the data: the newest release with a known minimum
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_cuda_for_driver(version: str, cuda: Train) -> None:
+    assert cuda_for_driver(version) == cuda
+
+
+def test_driver_older_than_every_release() -> None:
+    assert cuda_for_driver("418.67") is None
+    assert "older than" in parse_driver("418.67").describe()
+
+
+@pytest.mark.parametrize(
+    ("text", "version", "cuda"),
+    [
+        ("595.45.04", "595.45.04", Train(13, 2)),
+        ("13.2", None, Train(13, 2)),
+        ("cuda13.4", None, Train(13, 4)),
+        ("cu130", None, Train(13, 0)),
+        ("13020", None, Train(13, 2)),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_parse_driver(text: str, version: str | None, cuda: Train) -> None:
+    driver = parse_driver(text)
+    assert (driver.version, driver.cuda) == (version, cuda)
+
+
+@pytest.mark.parametrize("text", ["latest", "595.x", "", "13"], ids=repr)
+def test_parse_driver_errors(text: str) -> None:
+    with pytest.raises(KnowledgeError):
+        parse_driver(text)
+
+
+def test_driver_meets() -> None:
+    assert Driver("560.28.03", Train(12, 6)).meets("550.54.14")
+    assert not Driver("535.104.05", Train(12, 2)).meets("550.54.14")
+    assert Driver(None, Train(13, 2)).meets("580.65.06")  # a driver for 13.2 is at least 595.45.04
+    assert not Driver(None, Train(12, 2)).meets("550.54.14")
+    assert Driver(None, Train(13, 9)).meets("610.43.02")  # newer than the data: bounded by the newest known
+    assert cuda_from_driver_api(12080) == Train(12, 8)
+
+
+@pytest.mark.parametrize(
+    ("name", "capability"),
+    [
+        ("T4", "7.5"),
+        ("A100", "8.0"),
+        ("A10G", "8.6"),
+        ("NVIDIA A10G", "8.6"),
+        ("L4", "8.9"),
+        ("NVIDIA GeForce RTX 4090", "8.9"),
+        ("Jetson AGX Orin", "8.7"),
+        ("NVIDIA H100 80GB HBM3", "9.0"),
+        ("NVIDIA H200", "9.0"),
+        ("B200", "10.0"),
+        ("Jetson Thor", "11.0"),
+        ("RTX 5090", "12.0"),
+        ("GB10", "12.1"),
+        ("V100", "7.0"),
+        ("8.6", "8.6"),
+    ],
+    ids=lambda v: v,
+)
+def test_gpu_names(name: str, capability: str) -> None:
+    assert capability_of(name).capability == capability
+
+
+def test_unknown_gpu() -> None:
+    with pytest.raises(KnowledgeError, match="'Voodoo 5'"):
+        capability_of("Voodoo 5")
+
+
+def test_shown_rows_span_7_5_to_12_1() -> None:
+    caps = [a.capability for a in shown_capabilities()]
+    assert caps[0] == "7.5" and caps[-1] == "12.1"
+    assert "7.0" not in caps
+    group = group_for(Arch(9, 0, "a"))
+    assert group is not None and group.generation == "Hopper" and "H200" in group.names
+    assert group.label.startswith("9.0 Hopper (H100")
