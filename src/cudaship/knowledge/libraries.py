@@ -1,0 +1,213 @@
+"""NVIDIA libraries by file name: what a ``DT_NEEDED`` / PE import / embedded name refers to.
+
+The facts live in ``data/nvidia_libraries.toml`` (one table per component, one row per CUDA major, each with
+its source). These pure functions answer the questions the checks ask:
+
+* :func:`identify` — ``"libcublasLt.so.13"`` → component ``cublasLt``, Linux, CUDA major 13;
+  ``"cudart64_110.dll"`` → ``cudart``, Windows, CUDA 11; ``"libcufft.so.12"`` → ``cufft``, CUDA 13 (cuFFT keeps
+  its own soname major). Directory parts are ignored; Windows names match case-insensitively.
+* :func:`is_cuda_library` / :func:`is_driver` — a toolkit library (shipped by a wheel or the toolkit) versus
+  a driver library (``libcuda.so.1``, ``nvcuda.dll``: installed with the driver, never shipped).
+* :func:`cudart_major` — the CUDA major of a CUDA runtime name, also for majors the data has no row for.
+* :func:`pypi_package` — which PyPI project installs a component for a CUDA major and OS, and where.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Literal
+
+from cudaship.errors import KnowledgeError
+from cudaship.knowledge import _data
+
+OS = Literal["linux", "windows"]
+_FILE = "nvidia_libraries.toml"
+
+
+@dataclass(frozen=True)
+class NvidiaLibrary:
+    """What a library file name says."""
+
+    name: str  #: the file name looked up (without directories)
+    component: str  #: key of the data table: "cudart", "cublasLt", "cufft", "cuda" (the driver) ...
+    os: OS
+    version: str | None  #: the version in the name: "13" (libcudart.so.13), "110" (cudart64_110.dll), None
+    cuda_majors: tuple[int, ...]  #: CUDA majors whose toolkit ships this exact name (empty when unknown)
+    driver: bool  #: installed by the NVIDIA driver (libcuda.so.1, nvcuda.dll)
+    description: str
+
+
+@dataclass(frozen=True)
+class PypiPackage:
+    """Where a PyPI project installs a component's libraries."""
+
+    project: str  #: "nvidia-cuda-runtime" (CUDA 13), "nvidia-cuda-runtime-cu12" ...
+    directory: str  #: inside site-packages, with "/": "nvidia/cu13/lib"
+
+
+@dataclass(frozen=True)
+class _Row:
+    major: int
+    linux: str | None
+    windows: str | None
+    pypi: str | None
+    linux_dir: str | None
+    windows_dir: str | None
+
+
+@dataclass(frozen=True)
+class _Component:
+    name: str
+    description: str
+    linux_stem: str | None
+    windows: re.Pattern[str] | None
+    driver: bool
+    rows: tuple[_Row, ...]
+
+
+def _text(value: Any, where: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise KnowledgeError(f"{_FILE}: {where} must be a string")
+    return value
+
+
+@cache
+def _components() -> tuple[_Component, ...]:
+    table = _data.table(_FILE, "components")
+    out = []
+    for name, spec in table.items():
+        if not isinstance(spec, dict):
+            raise KnowledgeError(f"{_FILE}: [components.{name}] must be a table")
+        windows = _text(spec.get("windows"), f"components.{name}.windows")
+        rows = []
+        for index, row in enumerate(spec.get("cuda", [])):
+            where = f"components.{name}.cuda[{index}]"
+            if not isinstance(row, dict) or not isinstance(row.get("major"), int):
+                raise KnowledgeError(f"{_FILE}: {where} needs an integer major")
+            rows.append(_Row(row["major"], _text(row.get("linux"), where), _text(row.get("windows"), where),
+                             _text(row.get("pypi"), where), _text(row.get("linux_dir"), where),
+                             _text(row.get("windows_dir"), where)))
+        try:
+            pattern = re.compile(windows, re.IGNORECASE) if windows else None
+        except re.error as e:
+            raise KnowledgeError(f"{_FILE}: components.{name}.windows is not a valid regex: {e}") from e
+        out.append(_Component(
+            name=name,
+            description=_text(spec.get("description"), f"components.{name}.description") or name,
+            linux_stem=_text(spec.get("linux"), f"components.{name}.linux"),
+            windows=pattern,
+            driver=bool(spec.get("driver", False)),
+            rows=tuple(rows),
+        ))
+    return tuple(out)
+
+
+def components() -> tuple[str, ...]:
+    """Every component the data knows, in data order."""
+    return tuple(c.name for c in _components())
+
+
+def _basename(libname: str) -> str:
+    return re.split(r"[/\\]", libname)[-1]
+
+
+def identify(libname: str) -> NvidiaLibrary | None:
+    """What an NVIDIA library file name is, or None for any other name (directories are ignored)."""
+    name = _basename(libname)
+    for comp in _components():
+        if comp.linux_stem and (name == comp.linux_stem or name.startswith(comp.linux_stem + ".")):
+            rest = name[len(comp.linux_stem) + 1 :]
+            if rest and not re.fullmatch(r"[0-9]+(?:\.[0-9]+)*", rest):
+                continue
+            version = rest or None
+            majors = tuple(r.major for r in comp.rows if version and r.linux and
+                           (version == r.linux or version.startswith(r.linux + ".")))
+            return NvidiaLibrary(name, comp.name, "linux", version, majors, comp.driver, comp.description)
+        if comp.windows is not None:
+            match = comp.windows.fullmatch(name)
+            if match:
+                version = match.groupdict().get("v")
+                majors = tuple(r.major for r in comp.rows if version and r.windows == version)
+                return NvidiaLibrary(name, comp.name, "windows", version, majors, comp.driver, comp.description)
+    return None
+
+
+def is_cuda_library(libname: str) -> bool:
+    """True for any NVIDIA CUDA library name (toolkit or driver)."""
+    return identify(libname) is not None
+
+
+def is_driver(libname: str) -> bool:
+    """True for the libraries the NVIDIA driver installs: ``libcuda.so[.1]``, ``nvcuda.dll``, NVML."""
+    found = identify(libname)
+    return found is not None and found.driver
+
+
+def cudart_major(libname: str) -> int | None:
+    """The CUDA major of a CUDA runtime library name; None when the name is not the CUDA runtime.
+
+    Known rows answer first. Otherwise: Linux ``libcudart.so.N`` → N; Windows ``cudart64_N.dll`` → N for the
+    two-digit majors used since CUDA 12 (``12``, ``13``), and the tens of a three-digit or old ``X.Y`` form
+    (``110`` → 11, ``102`` → 10, ``92`` → 9; the first two-digit form, ``cudart64_65``, was CUDA 6.5).
+    """
+    found = identify(libname)
+    if found is None or found.component != "cudart":
+        return None
+    if found.cuda_majors:
+        return found.cuda_majors[0]
+    if found.version is None:
+        return None
+    head = found.version.split(".", 1)[0]
+    if not head.isdigit():
+        return None
+    number = int(head)
+    if found.os == "linux":
+        return number
+    if len(head) >= 3 or number >= 65:
+        return number // 10
+    return number
+
+
+def pypi_package(component: str, cuda_major: int, os: OS) -> PypiPackage | None:
+    """The PyPI project that installs ``component`` for ``cuda_major`` on ``os``, and its directory; None when
+    the data has no such row (or the component has no wheel for that OS, such as NCCL on Windows).
+
+    Raises KnowledgeError for a component name the data does not know.
+    """
+    for comp in _components():
+        if comp.name != component:
+            continue
+        for row in comp.rows:
+            if row.major == cuda_major and row.pypi:
+                directory = row.linux_dir if os == "linux" else row.windows_dir
+                return PypiPackage(row.pypi, directory) if directory else None
+        return None
+    raise KnowledgeError(f"unknown NVIDIA library component {component!r} (known: {', '.join(components())})")
+
+
+def library_file(component: str, cuda_major: int, os: OS) -> str | None:
+    """The file name a component has for a CUDA major: ``("cufft", 13, "linux")`` → ``libcufft.so.12``."""
+    for comp in _components():
+        if comp.name != component:
+            continue
+        for row in comp.rows:
+            if row.major != cuda_major:
+                continue
+            if os == "linux" and comp.linux_stem and row.linux:
+                return f"{comp.linux_stem}.{row.linux}"
+            if os == "windows" and comp.windows is not None and row.windows:
+                return _windows_name(comp.windows.pattern, row.windows)
+        return None
+    raise KnowledgeError(f"unknown NVIDIA library component {component!r}")
+
+
+def _windows_name(pattern: str, version: str) -> str | None:
+    """Fill the ``v`` group of a simple Windows name pattern (``cudart(?:64|32)_(?P<v>\\d+)\\.dll``)."""
+    text = re.sub(r"\(\?P<v>[^)]*\)", version, pattern)
+    text = re.sub(r"\(\?:([^|)]*)\|[^)]*\)", r"\1", text)  # first alternative: 64-bit names
+    text = text.replace("\\.", ".")
+    return None if re.search(r"[\\()?*+\[\]]", text) else text
