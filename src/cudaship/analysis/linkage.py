@@ -10,7 +10,8 @@ Runtime:
   re-exports a static copy); the runtime's own strings in its read-only data (``HostBinary.cuda_markers``:
   static cudart on Linux resolves its entry points by these names); the name of the helper that CUDA 13's
   static runtime loads on Windows (``nvcudart_hybrid64.dll``) stored as a string; or the runtime's fatbin
-  registration section (``.nvFatBinSegment`` / PE ``.nvFatBi``, which nvcc emits for ``__cudaRegisterFatBinary``)
+  registration section (``.nvFatBinSegment`` / PE ``.nvFatBi``, emitted by nvcc for
+  ``__cudaRegisterFatBinary``)
   with no runtime import to register through.
   An undefined ``__cudaRegisterFatBinary`` with no runtime import is ``dynamic`` with an unknown major (it is
   resolved from a runtime some other library loads).
@@ -80,16 +81,26 @@ def cuda_linkage(host: HostBinary) -> CudaLinkage:
 
     if runtime is RuntimeLinkage.NONE:
         exports = {_strip_mangling(name) for name in host.exports}
-        static_evidence = [f"defines {name} (exported): carries the CUDA runtime"
-                           for name in RUNTIME_EXPORTS if name in exports]
-        static_evidence += [f"stores the CUDA runtime's string {marker!r} in read-only data"
-                            for marker in host.cuda_markers]
+        static_evidence = [
+            f"defines {name} (exported): carries the CUDA runtime"
+            for name in RUNTIME_EXPORTS
+            if name in exports
+        ]
+        static_evidence += [
+            f"stores the CUDA runtime's string {marker!r} in read-only data" for marker in host.cuda_markers
+        ]
         lowered = {name.lower() for name in host.embedded_library_names}
-        static_evidence += [f"stores {helper} as a string (loaded by the static CUDA runtime)"
-                            for helper in RUNTIME_HELPERS if helper in lowered]
+        static_evidence += [
+            f"stores {helper} as a string (loaded by the static CUDA runtime)"
+            for helper in RUNTIME_HELPERS
+            if helper in lowered
+        ]
         section_names = {section.name for section in host.sections}
-        static_evidence += [f"has section {name} (fatbin registration through the runtime) but imports no "
-                            "CUDA runtime" for name in REGISTRATION_SECTIONS if name in section_names]
+        static_evidence += [
+            f"has section {name} (fatbin registration through the runtime) but imports no CUDA runtime"
+            for name in REGISTRATION_SECTIONS
+            if name in section_names
+        ]
         if static_evidence:
             runtime = RuntimeLinkage.STATIC
             runtime_evidence = static_evidence

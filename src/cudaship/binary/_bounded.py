@@ -1,4 +1,5 @@
-"""Bounds-checked reads from a buffer, shared by the host-binary readers (ELF, PE, Mach-O, COFF import libraries).
+"""Bounds-checked reads from a buffer, shared by the host-binary readers (ELF, PE, Mach-O, COFF import
+libraries).
 
 Every offset and length a reader takes from a file goes through :class:`Bounded`, which raises a one-line
 :class:`~cudaship.errors.BinaryFormatError` naming the structure when it would run past the end of the file.
@@ -60,7 +61,7 @@ class Bounded:
         end = min(end, self.size, offset + MAX_NAME)
         if offset < 0 or offset >= end:
             raise self.fail(f"{field}: string offset {offset:#x} lies outside its table")
-        found = _NUL.search(self.buf, offset, end)  # type: ignore[call-overload]
+        found = _NUL.search(self.buf, offset, end)
         if found is None:
             raise self.fail(f"{field}: string at offset {offset:#x} is not NUL-terminated")
         return decode(bytes(self.buf[offset : found.start()]))

@@ -112,13 +112,17 @@ def _ar_members(b: Bounded) -> list[tuple[str, int, int]]:
             data, size = data + length, size - length
         elif raw_name.startswith("/") and raw_name[1:].isdigit():
             if long_names is None:
-                raise b.fail(f"member at offset {at:#x} refers to a long name but the archive has no name table")
+                raise b.fail(
+                    f"member at offset {at:#x} refers to a long name but the archive has no name table"
+                )
             offset = long_names[0] + int(raw_name[1:])
             if offset >= long_names[1]:
                 raise b.fail(f"member at offset {at:#x} has a long name outside the name table")
             table = b.read(offset, min(long_names[1] - offset, 4096), "long name table")
-            cut = min((i for i in (table.find(b"/\n"), table.find(b"\x00"), table.find(b"\n")) if i >= 0),
-                      default=len(table))
+            cut = min(
+                (i for i in (table.find(b"/\n"), table.find(b"\x00"), table.find(b"\n")) if i >= 0),
+                default=len(table),
+            )
             name = decode(table[:cut])
         elif raw_name.endswith("/") and raw_name not in ("/", "//"):
             name = raw_name[:-1]
@@ -129,9 +133,12 @@ def _ar_members(b: Bounded) -> list[tuple[str, int, int]]:
 
 def _short_import(b: Bounded, start: int, size: int) -> ImportLibraryMember:
     (_s1, _s2, _version, _machine, _stamp, data_size, ordinal_hint, type_info) = b.unpack(
-        _IMPORT_HEADER, start, "import object header")
+        _IMPORT_HEADER, start, "import object header"
+    )
     if data_size > size - _IMPORT_HEADER.size:
-        raise b.fail(f"import object at offset {start:#x} claims {data_size} bytes of names, more than it holds")
+        raise b.fail(
+            f"import object at offset {start:#x} claims {data_size} bytes of names, more than it holds"
+        )
     if data_size > 2 * 65536:
         raise b.fail(f"import object at offset {start:#x} claims {data_size} bytes of names")
     names = b.read(start + _IMPORT_HEADER.size, data_size, f"import object at offset {start:#x} names")
@@ -184,7 +191,9 @@ def _coff_object(b: Bounded, start: int, size: int, member: str) -> _CoffObject 
     symbols: list[tuple[str, int, int]] = []  # (name, section number, storage class) per symbol index
     index = 0
     while index < nsyms:
-        raw, _value, section, _type, storage, aux = _COFF_SYMBOL.unpack_from(b.buf, start + symtab + 18 * index)
+        raw, _value, section, _type, storage, aux = _COFF_SYMBOL.unpack_from(
+            b.buf, start + symtab + 18 * index
+        )
         entry = (symbol_name(raw), section, storage)
         symbols.append(entry)
         symbols.extend([("", 0, 0)] * min(aux, nsyms - index - 1))
@@ -193,8 +202,9 @@ def _coff_object(b: Bounded, start: int, size: int, member: str) -> _CoffObject 
     obj = _CoffObject(member, machine)
     section_names: list[str] = []
     for k in range(nsections):
-        raw_name, _vsize, _va, raw_size, raw_ptr, reloc_ptr, _lines, nrelocs, _nlines, _flags = \
+        raw_name, _vsize, _va, raw_size, raw_ptr, reloc_ptr, _lines, nrelocs, _nlines, _flags = (
             _COFF_SECTION.unpack_from(b.buf, table + k * _COFF_SECTION.size)
+        )
         name = decode(raw_name.split(b"\x00", 1)[0])
         if name.startswith("/") and name[1:].isdigit() and strsize:
             offset = int(name[1:])
@@ -218,7 +228,9 @@ def _coff_object(b: Bounded, start: int, size: int, member: str) -> _CoffObject 
                     targets.append(symbols[sym_index][0])
         obj.sections[name] = (data, targets)
     for name, section, storage in symbols:
-        if storage == 2 and section > 0 and name and section <= len(section_names):  # IMAGE_SYM_CLASS_EXTERNAL
+        if (
+            storage == 2 and section > 0 and name and section <= len(section_names)
+        ):  # IMAGE_SYM_CLASS_EXTERNAL
             obj.defined[name] = section_names[section - 1]
     return obj if obj.sections else None
 

@@ -29,7 +29,6 @@ from cudaship.binary.records import (
     Machine,
     Section,
 )
-from cudaship.errors import BinaryFormatError
 
 ELF_MAGIC = b"\x7fELF"
 
@@ -37,8 +36,13 @@ ELF_MAGIC = b"\x7fELF"
 ET_REL, ET_EXEC, ET_DYN = 1, 2, 3
 # e_machine
 EM_386, EM_PPC64, EM_ARM, EM_X86_64, EM_AARCH64, EM_CUDA = 3, 21, 40, 62, 183, 190
-_MACHINES = {EM_386: Machine.X86, EM_ARM: Machine.ARM, EM_X86_64: Machine.X86_64, EM_AARCH64: Machine.AARCH64,
-             EM_CUDA: Machine.CUDA}
+_MACHINES = {
+    EM_386: Machine.X86,
+    EM_ARM: Machine.ARM,
+    EM_X86_64: Machine.X86_64,
+    EM_AARCH64: Machine.AARCH64,
+    EM_CUDA: Machine.CUDA,
+}
 # sh_type
 SHT_NOBITS, SHT_DYNAMIC, SHT_DYNSYM = 8, 6, 11
 SHT_GNU_VERNEED, SHT_GNU_VERSYM = 0x6FFFFFFE, 0x6FFFFFFF
@@ -145,9 +149,21 @@ class _ElfReader:
         self.order = "<" if ident[5] == 1 else ">"
         self.L = _layout(64 if ident[4] == 2 else 32, self.order)
         self.shstrndx_resolved = 0
-        (self.e_type, self.e_machine, _version, _entry, self.phoff, self.shoff, self.e_flags, _ehsize,
-         self.phentsize, self.phnum, self.shentsize, self.shnum, self.shstrndx) = self.b.unpack(
-            self.L.ehdr, 16, "ELF header")
+        (
+            self.e_type,
+            self.e_machine,
+            _version,
+            _entry,
+            self.phoff,
+            self.shoff,
+            self.e_flags,
+            _ehsize,
+            self.phentsize,
+            self.phnum,
+            self.shentsize,
+            self.shnum,
+            self.shstrndx,
+        ) = self.b.unpack(self.L.ehdr, 16, "ELF header")
 
     # -- tables -------------------------------------------------------------------------------------------
 
@@ -155,7 +171,9 @@ class _ElfReader:
         if self.shoff == 0:
             return []
         if self.shentsize < self.L.shdr.size:
-            raise self.b.fail(f"section header entry size {self.shentsize} is smaller than {self.L.shdr.size}")
+            raise self.b.fail(
+                f"section header entry size {self.shentsize} is smaller than {self.L.shdr.size}"
+            )
         count = self.shnum
         first = self.b.unpack(self.L.shdr, self.shoff, "section header table")
         if count == 0:  # extended numbering: the real count is in section 0's sh_size
@@ -183,9 +201,12 @@ class _ElfReader:
         table = headers[index]
         self._check_section(table, "section name table")
         end = table.offset + table.size
-        return [self.b.cstring(table.offset + h.name_offset, end, f"name of section {h.index}")
-                if h.name_offset < table.size else self._bad(f"section {h.index} name offset out of range")
-                for h in headers]
+        return [
+            self.b.cstring(table.offset + h.name_offset, end, f"name of section {h.index}")
+            if h.name_offset < table.size
+            else self._bad(f"section {h.index} name offset out of range")
+            for h in headers
+        ]
 
     def _bad(self, message: str) -> str:
         raise self.b.fail(message)
@@ -198,9 +219,11 @@ class _ElfReader:
         if self.phoff == 0 or self.phnum == 0:
             return []
         if self.phentsize < self.L.phdr.size:
-            raise self.b.fail(f"program header entry size {self.phentsize} is smaller than {self.L.phdr.size}")
+            raise self.b.fail(
+                f"program header entry size {self.phentsize} is smaller than {self.L.phdr.size}"
+            )
         self.b.check(self.phoff, self.phnum * self.phentsize, "program header table")
-        out = []
+        out: list[tuple[int, ...]] = []
         for index in range(self.phnum):
             v = self.L.phdr.unpack_from(self.b.buf, self.phoff + index * self.phentsize)
             if self.L.bits == 64:  # p_type, p_flags, p_offset, p_vaddr, p_paddr, p_filesz, p_memsz, p_align
@@ -217,9 +240,10 @@ class _ElfReader:
         phdrs = self.program_headers()
         sections = tuple(
             Section(name, h.offset, 0 if h.type == SHT_NOBITS else h.size, h.addr)
-            for name, h in zip(names, headers) if h.index != 0
+            for name, h in zip(names, headers, strict=True)
+            if h.index != 0
         )
-        for h, name in zip(headers, names):
+        for h, name in zip(headers, names, strict=True):
             if h.index and h.type != SHT_NOBITS and h.size:
                 self._check_section(h, f"section {name or h.index}")
 
@@ -233,8 +257,11 @@ class _ElfReader:
             str_off, str_end = dynstr
             for tag, value in dynamic:
                 if tag in (DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH):
-                    text = self.b.cstring(str_off + value, str_end, f"dynamic entry {tag} string") \
-                        if value < str_end - str_off else self._bad(f"dynamic entry {tag} string out of range")
+                    text = (
+                        self.b.cstring(str_off + value, str_end, f"dynamic entry {tag} string")
+                        if value < str_end - str_off
+                        else self._bad(f"dynamic entry {tag} string out of range")
+                    )
                     if tag == DT_NEEDED:
                         needed.append(text)
                     elif tag == DT_SONAME:
@@ -248,8 +275,11 @@ class _ElfReader:
 
         imports, exports, undefined = self._symbols(headers, needed)
         has_interp = any(p[0] == PT_INTERP for p in phdrs)
-        ranges = [(h.offset, h.offset + h.size) for h, name in zip(headers, names)
-                  if name.startswith(_RODATA_PREFIXES) and h.type != SHT_NOBITS]
+        ranges = [
+            (h.offset, h.offset + h.size)
+            for h, name in zip(headers, names, strict=True)
+            if name.startswith(_RODATA_PREFIXES) and h.type != SHT_NOBITS
+        ]
         return HostBinary(
             format=FileFormat.ELF,
             machine=self._machine(),
@@ -290,8 +320,9 @@ class _ElfReader:
                 return int(offset + (vaddr - start))
         return None
 
-    def _dynamic(self, headers: list[_Shdr], phdrs: list[tuple[int, ...]]
-                 ) -> tuple[list[tuple[int, int]] | None, tuple[int, int] | None]:
+    def _dynamic(
+        self, headers: list[_Shdr], phdrs: list[tuple[int, ...]]
+    ) -> tuple[list[tuple[int, int]] | None, tuple[int, int] | None]:
         """The dynamic entries and the (offset, end) of their string table."""
         dyn_off = dyn_size = None
         strtab: tuple[int, int] | None = None
@@ -314,7 +345,8 @@ class _ElfReader:
             return None, None
         entries: list[tuple[int, int]] = []
         step = self.L.dyn.size
-        strtab_addr = strsz = None
+        strtab_addr: int | None = None
+        strsz: int | None = None
         for at in range(dyn_off, dyn_off + dyn_size - step + 1, step):
             tag, value = self.L.dyn.unpack_from(self.b.buf, at)
             if tag == DT_NULL:
@@ -325,17 +357,18 @@ class _ElfReader:
             elif tag == DT_STRSZ:
                 strsz = value
         if strtab is None and strtab_addr is not None and strsz is not None:
-            offset = self._vaddr_to_offset(phdrs, strtab_addr)
-            if offset is None:
+            str_offset = self._vaddr_to_offset(phdrs, strtab_addr)
+            if str_offset is None:
                 raise self.b.fail(f"DT_STRTAB address {strtab_addr:#x} lies in no loaded segment")
-            self.b.check(offset, strsz, "dynamic string table")
-            strtab = (offset, offset + strsz)
+            self.b.check(str_offset, strsz, "dynamic string table")
+            strtab = (str_offset, str_offset + strsz)
         if strtab is None and any(tag in (DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH) for tag, _ in entries):
             raise self.b.fail("dynamic section names strings but has no string table")
         return entries, strtab
 
-    def _symbols(self, headers: list[_Shdr], needed: list[str]
-                 ) -> tuple[tuple[Import, ...], tuple[str, ...], tuple[ImportedSymbol, ...]]:
+    def _symbols(
+        self, headers: list[_Shdr], needed: list[str]
+    ) -> tuple[tuple[Import, ...], tuple[str, ...], tuple[ImportedSymbol, ...]]:
         dynsym = next((h for h in headers if h.type == SHT_DYNSYM), None)
         symbols: list[_Symbol] = []
         if dynsym is not None:
@@ -357,8 +390,10 @@ class _ElfReader:
                     per_library[file].append(imported)
                 if sym.bind == STB_GLOBAL:
                     undefined.append(imported)
-            elif sym.bind in (STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE) and sym.visibility in (STV_DEFAULT,
-                                                                                             STV_PROTECTED):
+            elif sym.bind in (STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE) and sym.visibility in (
+                STV_DEFAULT,
+                STV_PROTECTED,
+            ):
                 exports.add(sym.name)
         imports = tuple(Import(name, ImportKind.NEEDED, tuple(per_library[name])) for name in needed)
         return imports, tuple(sorted(exports)), tuple(undefined)
@@ -389,9 +424,8 @@ class _ElfReader:
             out.append(_Symbol(name, info >> 4, info & 0xF, other & 3, shndx))
         return out
 
-    def _versions(self, headers: list[_Shdr], dynsym: _Shdr | None, count: int
-                  ) -> dict[int, tuple[str, str]]:
-        """Symbol index → (library file, version name) for symbols whose version comes from a verneed entry."""
+    def _versions(self, headers: list[_Shdr], dynsym: _Shdr | None, count: int) -> dict[int, tuple[str, str]]:
+        """Symbol index → (library file, version name) for symbols versioned by a verneed entry."""
         if dynsym is None or count == 0:
             return {}
         versym = next((h for h in headers if h.type == SHT_GNU_VERSYM), None)

@@ -37,9 +37,19 @@ MH_TWOLEVEL = 0x80
 
 LC_SEGMENT, LC_SYMTAB, LC_LOAD_DYLIB, LC_ID_DYLIB = 0x1, 0x2, 0xC, 0xD
 LC_SEGMENT_64, LC_LAZY_LOAD_DYLIB = 0x19, 0x20
-LC_LOAD_WEAK_DYLIB, LC_RPATH, LC_REEXPORT_DYLIB, LC_LOAD_UPWARD_DYLIB = 0x80000018, 0x8000001C, 0x8000001F, \
-    0x80000023
-_DYLIB_LOADS = (LC_LOAD_DYLIB, LC_LOAD_WEAK_DYLIB, LC_REEXPORT_DYLIB, LC_LAZY_LOAD_DYLIB, LC_LOAD_UPWARD_DYLIB)
+LC_LOAD_WEAK_DYLIB, LC_RPATH, LC_REEXPORT_DYLIB, LC_LOAD_UPWARD_DYLIB = (
+    0x80000018,
+    0x8000001C,
+    0x8000001F,
+    0x80000023,
+)
+_DYLIB_LOADS = (
+    LC_LOAD_DYLIB,
+    LC_LOAD_WEAK_DYLIB,
+    LC_REEXPORT_DYLIB,
+    LC_LAZY_LOAD_DYLIB,
+    LC_LOAD_UPWARD_DYLIB,
+)
 
 N_STAB, N_TYPE, N_EXT = 0xE0, 0x0E, 0x01
 N_UNDF, N_SECT = 0x0, 0xE
@@ -60,7 +70,7 @@ def is_macho(buf: Buffer) -> bool:
     if magic in (b"\xca\xfe\xba\xbe", b"\xca\xfe\xba\xbf"):
         # Java class files share 0xCAFEBABE; their next word is a version >= 45, a slice count is small.
         (count,) = struct.unpack_from(">I", buf, 4)
-        return 0 < count <= _MAX_SLICES
+        return bool(0 < count <= _MAX_SLICES)
     return False
 
 
@@ -112,7 +122,8 @@ def _read_thin(b: Bounded, base: int, end: int) -> HostBinary:
         raise b.fail(f"not a Mach-O file (magic {raw_magic:#010x} at offset {base:#x})")
     bits = 64 if raw_magic in (MH_MAGIC_64, 0xCFFAEDFE) else 32
     (_magic, cputype, _sub, filetype, ncmds, sizeofcmds, flags) = b.unpack(
-        struct.Struct(order + "IiiIIII"), base, "header")
+        struct.Struct(order + "IiiIIII"), base, "header"
+    )
     header_size = 32 if bits == 64 else 28
     cmd_at = base + header_size
     if sizeofcmds > end - cmd_at:
@@ -174,7 +185,9 @@ def _read_thin(b: Bounded, base: int, end: int) -> HostBinary:
         symoff, nsyms, stroff, strsize = symtab
         b.check(base + stroff, strsize, "string table")
         if nsyms * nlist.size > end - base - symoff or symoff > end - base:
-            raise b.fail(f"symbol table ({nsyms} entries at offset {symoff:#x}) runs past the end of the file")
+            raise b.fail(
+                f"symbol table ({nsyms} entries at offset {symoff:#x}) runs past the end of the file"
+            )
         str_at, str_end = base + stroff, base + stroff + strsize
         for k in range(nsyms):
             strx, ntype, _nsect, desc, _value = nlist.unpack_from(b.buf, base + symoff + k * nlist.size)
@@ -192,13 +205,25 @@ def _read_thin(b: Bounded, base: int, end: int) -> HostBinary:
                 if two_level and 1 <= ordinal <= len(imports):
                     imports[ordinal - 1][1].append(symbol)
 
-    ranges = [(s.offset, s.offset + s.size) for s in sections
-              if s.size and s.name.split(",", 1)[1] in _STRING_SECTIONS]
-    wide_ranges = [(s.offset, s.offset + s.size) for s in sections
-                   if s.size and s.name.split(",", 1)[1] in _WIDE_SECTIONS]
-    names = set(strings.library_names(b.buf, ranges)) | set(strings.library_names(b.buf, wide_ranges, wide=True))
-    kind = {MH_DYLIB: "shared-library", MH_BUNDLE: "shared-library", MH_EXECUTE: "executable",
-            MH_OBJECT: "object"}.get(filetype, "other")
+    ranges = [
+        (s.offset, s.offset + s.size)
+        for s in sections
+        if s.size and s.name.split(",", 1)[1] in _STRING_SECTIONS
+    ]
+    wide_ranges = [
+        (s.offset, s.offset + s.size)
+        for s in sections
+        if s.size and s.name.split(",", 1)[1] in _WIDE_SECTIONS
+    ]
+    names = set(strings.library_names(b.buf, ranges)) | set(
+        strings.library_names(b.buf, wide_ranges, wide=True)
+    )
+    kind = {
+        MH_DYLIB: "shared-library",
+        MH_BUNDLE: "shared-library",
+        MH_EXECUTE: "executable",
+        MH_OBJECT: "object",
+    }.get(filetype, "other")
     return HostBinary(
         format=FileFormat.MACHO,
         machine=_machine(cputype),

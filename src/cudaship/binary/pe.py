@@ -74,8 +74,15 @@ class _PeReader:
         (lfanew,) = self.b.unpack(_U32, 0x3C, "DOS header")
         if self.b.read(lfanew, 4, "PE signature") != b"PE\x00\x00":
             raise self.b.fail(f"no PE signature at offset {lfanew:#x} (an MS-DOS program or corrupt file)")
-        (self.machine_id, self.nsections, _stamp, self.symtab_off, self.nsymbols, self.opt_size,
-         self.characteristics) = self.b.unpack(_COFF, lfanew + 4, "COFF header")
+        (
+            self.machine_id,
+            self.nsections,
+            _stamp,
+            self.symtab_off,
+            self.nsymbols,
+            self.opt_size,
+            self.characteristics,
+        ) = self.b.unpack(_COFF, lfanew + 4, "COFF header")
         self.opt_off = lfanew + 24
         (magic,) = self.b.unpack(_U16, self.opt_off, "optional header")
         if magic == 0x20B:
@@ -175,7 +182,7 @@ class _PeReader:
         if rva == 0 or size == 0:
             return []
         at = self.offset(rva, "import directory")
-        out = []
+        out: list[Import] = []
         for _ in range(min((self.b.size - at) // _IMPORT_DESC.size, _MAX_ENTRIES) + 1):
             ilt, _stamp, _fwd, name_rva, iat = self.b.unpack(_IMPORT_DESC, at, "import directory")
             if name_rva == 0 and ilt == 0 and iat == 0:
@@ -191,10 +198,11 @@ class _PeReader:
         if rva == 0 or size == 0:
             return []
         at = self.offset(rva, "delay-load import directory")
-        out = []
+        out: list[Import] = []
         for _ in range(min((self.b.size - at) // _DELAY_DESC.size, _MAX_ENTRIES) + 1):
             attrs, name_rva, _module, iat, int_rva, _bound, _unload, _stamp = self.b.unpack(
-                _DELAY_DESC, at, "delay-load import directory")
+                _DELAY_DESC, at, "delay-load import directory"
+            )
             if name_rva == 0 and int_rva == 0 and iat == 0:
                 return out
             if not attrs & 1:  # Visual C++ 6 descriptors hold virtual addresses, not RVAs
@@ -211,8 +219,9 @@ class _PeReader:
         if rva == 0 or size == 0:
             return None, ()
         at = self.offset(rva, "export directory")
-        (_chars, _stamp, _major, _minor, name_rva, _base, nfuncs, nnames, _funcs, names_rva,
-         _ords) = self.b.unpack(_EXPORT_DIR, at, "export directory")
+        (_chars, _stamp, _major, _minor, name_rva, _base, _nfuncs, nnames, _funcs, names_rva, _ords) = (
+            self.b.unpack(_EXPORT_DIR, at, "export directory")
+        )
         dll = self.rva_string(name_rva, "export directory DLL name") if name_rva else None
         if nnames == 0:
             return dll, ()
@@ -237,8 +246,11 @@ class _PeReader:
             kind = "other"
         soname, exports = self.exports()
         imports = (*self.imports(), *self.delay_imports())
-        ranges = [(raw_off, raw_off + raw_size) for name, _va, _vs, raw_off, raw_size in self.sections
-                  if name in _RODATA]
+        ranges = [
+            (raw_off, raw_off + raw_size)
+            for name, _va, _vs, raw_off, raw_size in self.sections
+            if name in _RODATA
+        ]
         return HostBinary(
             format=FileFormat.PE,
             machine=_MACHINES.get(self.machine_id, Machine.OTHER),
@@ -247,9 +259,12 @@ class _PeReader:
             soname=soname,
             imports=imports,
             exports=exports,
-            sections=tuple(Section(name, raw_off, raw_size, vaddr)
-                           for name, vaddr, _vsize, raw_off, raw_size in self.sections),
-            embedded_library_names=strings.library_names(self.b.buf, ranges, wide=True,
-                                                         skip=self.table_strings),
+            sections=tuple(
+                Section(name, raw_off, raw_size, vaddr)
+                for name, vaddr, _vsize, raw_off, raw_size in self.sections
+            ),
+            embedded_library_names=strings.library_names(
+                self.b.buf, ranges, wide=True, skip=self.table_strings
+            ),
             cuda_markers=strings.runtime_markers(self.b.buf, ranges, skip=self.table_strings),
         )

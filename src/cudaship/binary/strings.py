@@ -56,12 +56,12 @@ def library_names(
         start, end = max(0, start), min(size, end)
         if start >= end:
             continue
-        for match in _ASCII_ANCHOR.finditer(buf, start, end):  # type: ignore[call-overload]
+        for match in _ASCII_ANCHOR.finditer(buf, start, end):
             name = _ascii_back(buf, start, match.end() - 1, skipped)
             if name is not None:
                 found.add(name)
         if wide:
-            for match in _WIDE_ANCHOR.finditer(buf, start, end):  # type: ignore[call-overload]
+            for match in _WIDE_ANCHOR.finditer(buf, start, end):
                 name = _wide_back(buf, start, match.end() - 2)
                 if name is not None:
                     found.add(name)
@@ -78,7 +78,7 @@ def runtime_markers(
     found: set[str] = set()
     for start, end in ranges:
         start, end = max(0, start), min(size, end)
-        for match in _MARKERS.finditer(buf, start, end):  # type: ignore[call-overload]
+        for match in _MARKERS.finditer(buf, start, end):
             at = match.start()
             if (at == start or buf[at - 1] == 0) and at not in skipped:
                 found.add(bytes(buf[at : match.end() - 1]).decode("ascii"))

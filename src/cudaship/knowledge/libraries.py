@@ -4,8 +4,8 @@ The facts live in ``data/nvidia_libraries.toml`` (one table per component, one r
 its source). These pure functions answer the questions the checks ask:
 
 * :func:`identify` — ``"libcublasLt.so.13"`` → component ``cublasLt``, Linux, CUDA major 13;
-  ``"cudart64_110.dll"`` → ``cudart``, Windows, CUDA 11; ``"libcufft.so.12"`` → ``cufft``, CUDA 13 (cuFFT keeps
-  its own soname major). Directory parts are ignored; Windows names match case-insensitively.
+  ``"cudart64_110.dll"`` → ``cudart``, Windows, CUDA 11; ``"libcufft.so.12"`` → ``cufft``, CUDA 13
+  (cuFFT keeps its own soname major). Directory parts are ignored; Windows names match case-insensitively.
 * :func:`is_cuda_library` / :func:`is_driver` — a toolkit library (shipped by a wheel or the toolkit) versus
   a driver library (``libcuda.so.1``, ``nvcuda.dll``: installed with the driver, never shipped).
 * :func:`cudart_major` — the CUDA major of a CUDA runtime name, also for majors the data has no row for.
@@ -88,21 +88,30 @@ def _components() -> tuple[_Component, ...]:
             where = f"components.{name}.cuda[{index}]"
             if not isinstance(row, dict) or not isinstance(row.get("major"), int):
                 raise KnowledgeError(f"{_FILE}: {where} needs an integer major")
-            rows.append(_Row(row["major"], _text(row.get("linux"), where), _text(row.get("windows"), where),
-                             _text(row.get("pypi"), where), _text(row.get("linux_dir"), where),
-                             _text(row.get("windows_dir"), where)))
+            rows.append(
+                _Row(
+                    row["major"],
+                    _text(row.get("linux"), where),
+                    _text(row.get("windows"), where),
+                    _text(row.get("pypi"), where),
+                    _text(row.get("linux_dir"), where),
+                    _text(row.get("windows_dir"), where),
+                )
+            )
         try:
             pattern = re.compile(windows, re.IGNORECASE) if windows else None
         except re.error as e:
             raise KnowledgeError(f"{_FILE}: components.{name}.windows is not a valid regex: {e}") from e
-        out.append(_Component(
-            name=name,
-            description=_text(spec.get("description"), f"components.{name}.description") or name,
-            linux_stem=_text(spec.get("linux"), f"components.{name}.linux"),
-            windows=pattern,
-            driver=bool(spec.get("driver", False)),
-            rows=tuple(rows),
-        ))
+        out.append(
+            _Component(
+                name=name,
+                description=_text(spec.get("description"), f"components.{name}.description") or name,
+                linux_stem=_text(spec.get("linux"), f"components.{name}.linux"),
+                windows=pattern,
+                driver=bool(spec.get("driver", False)),
+                rows=tuple(rows),
+            )
+        )
     return tuple(out)
 
 
@@ -124,15 +133,20 @@ def identify(libname: str) -> NvidiaLibrary | None:
             if rest and not re.fullmatch(r"[0-9]+(?:\.[0-9]+)*", rest):
                 continue
             version = rest or None
-            majors = tuple(r.major for r in comp.rows if version and r.linux and
-                           (version == r.linux or version.startswith(r.linux + ".")))
+            majors = tuple(
+                r.major
+                for r in comp.rows
+                if version and r.linux and (version == r.linux or version.startswith(r.linux + "."))
+            )
             return NvidiaLibrary(name, comp.name, "linux", version, majors, comp.driver, comp.description)
         if comp.windows is not None:
             match = comp.windows.fullmatch(name)
             if match:
                 version = match.groupdict().get("v")
                 majors = tuple(r.major for r in comp.rows if version and r.windows == version)
-                return NvidiaLibrary(name, comp.name, "windows", version, majors, comp.driver, comp.description)
+                return NvidiaLibrary(
+                    name, comp.name, "windows", version, majors, comp.driver, comp.description
+                )
     return None
 
 
