@@ -101,4 +101,4 @@ def test_shown_rows_span_7_5_to_12_1() -> None:
     assert "7.0" not in caps
     group = group_for(Arch(9, 0, "a"))
     assert group is not None and group.generation == "Hopper" and "H200" in group.names
-    assert group.label.startswith("9.0 Hopper (H100")
+    assert group.label == "9.0 Hopper (H100, H200)"

@@ -28,8 +28,8 @@ class GpuGroup:
 
     @property
     def label(self) -> str:
-        """``9.0 Hopper (H100, H200, GH200)``: at most three names."""
-        names = ", ".join(self.names[:3])
+        """``9.0 Hopper (H100, H200, GH200)``: at most two names."""
+        names = ", ".join(self.names[:2])
         head = f"{self.capability} {self.generation}" if self.generation else self.capability
         return f"{head} ({names})" if names else head
 

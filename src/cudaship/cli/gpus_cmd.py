@@ -1,0 +1,86 @@
+"""``cudaship gpus PATH...``: which GPU generations (and drivers) a library, wheel or program runs on."""
+
+from __future__ import annotations
+
+import click
+
+from cudaship.analysis.gpus import gpu_report
+from cudaship.cli.common import format_option, output_option
+from cudaship.errors import KnowledgeError, UsageError
+from cudaship.exitcodes import ExitCode
+from cudaship.formats import gpus_html, gpus_json, gpus_markdown, gpus_text
+from cudaship.formats.output import write_report
+from cudaship.inspection.walk import inspect_paths
+from cudaship.knowledge.archs import Arch
+from cudaship.knowledge.driver import Driver, parse_driver
+from cudaship.knowledge.gpus import capability_of
+
+RENDERERS = {
+    "text": gpus_text.render,
+    "json": gpus_json.render,
+    "markdown": gpus_markdown.render,
+    "html": gpus_html.render,
+}
+
+
+def _driver(text: str | None, platform: str) -> Driver | None:
+    if text is None:
+        return None
+    try:
+        return parse_driver(text, platform)
+    except KnowledgeError as e:
+        raise UsageError(f"--driver: {e.message}") from e
+
+
+def _capabilities(values: tuple[str, ...]) -> list[Arch] | None:
+    if not values:
+        return None
+    caps: list[Arch] = []
+    for value in values:
+        for item in value.replace(",", " ").split():
+            try:
+                arch = capability_of(item)
+            except KnowledgeError as e:
+                raise UsageError(f"--gpu: {e.message}") from e
+            if arch not in caps:
+                caps.append(arch)
+    return sorted(caps)
+
+
+@click.command("gpus")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.option(
+    "--driver",
+    default=None,
+    metavar="VERSION",
+    help="The driver to judge for: a driver version (595.45.04) or the CUDA version it reports (13.2).",
+)
+@click.option(
+    "--gpu",
+    "gpus",
+    multiple=True,
+    metavar="GPU",
+    help="Only these GPUs: a capability (8.6) or a name (A10G, H100); repeat or separate by commas.",
+)
+@format_option(["text", "json", "markdown", "html"])
+@output_option()
+def command(
+    paths: tuple[str, ...], driver: str | None, gpus: tuple[str, ...], fmt: str, output: str | None
+) -> int:
+    """Tell which GPUs (compute capabilities 7.5 to 12.1) each PATH runs on, and with which driver.
+
+    PATH is a library, program, device-code file, wheel or directory, as for ``cudaship inspect``. For each
+    library with device code and for each wheel as a whole (it runs on a GPU only where every such library
+    does), each capability gets a verdict: native (SASS for it), jit (PTX compiled by the driver at the first
+    launch) or no, with the reason, and the minimum driver needed and why.
+
+    Exit status: 0 when every input was read, 2 when any could not be (the others are still reported).
+    """
+    capabilities = _capabilities(gpus)
+    parsed_driver = _driver(driver, "linux")
+    inspected = inspect_paths(paths)
+    report = gpu_report(inspected, capabilities=capabilities, driver=parsed_driver)
+    write_report(RENDERERS[fmt.lower()](report), output)
+    for failed in report.failed:
+        click.echo(f"cudaship: error: {failed.label}: {failed.error}", err=True)
+    return int(ExitCode.BAD_INPUT if report.failed else ExitCode.OK)

@@ -1,0 +1,83 @@
+"""``cudaship gpus --format json`` (schema in schemas/gpus.schema.json; bump SCHEMA_VERSION on any change
+that removes or renames a field)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from cudaship.analysis.gpus import CapabilityVerdict, FileVerdicts, GpuReport, GroupVerdicts
+from cudaship.knowledge.gpus import group_for
+
+SCHEMA_VERSION = 1
+
+
+def _verdicts(verdicts: tuple[CapabilityVerdict, ...]) -> dict[str, Any]:
+    return {
+        cv.capability.capability: {
+            "verdict": cv.verdict.verdict.value,
+            "reason": cv.verdict.reason,
+            "min_driver": cv.verdict.min_driver,
+            "min_driver_reason": cv.verdict.min_driver_reason,
+            "entry": cv.verdict.entry.arch if cv.verdict.entry else None,
+            "file": cv.file,
+        }
+        for cv in verdicts
+    }
+
+
+def _file(f: FileVerdicts) -> dict[str, Any]:
+    return {
+        "path": f.path,
+        "container": f.container,
+        "platform": f.platform,
+        "build_cuda": f.build_cuda.version if f.build_cuda else None,
+        "device_code": f.has_device_code,
+        "error": f.error,
+        "verdicts": _verdicts(f.verdicts),
+    }
+
+
+def _group(g: GroupVerdicts) -> dict[str, Any]:
+    return {
+        "path": g.path,
+        "files": list(g.files),
+        "verdicts": _verdicts(g.verdicts),
+        "min_driver": g.min_driver,
+        "min_driver_reason": g.min_driver_reason,
+    }
+
+
+def to_json(report: GpuReport) -> dict[str, Any]:
+    from cudaship import __version__
+
+    capabilities = []
+    for cap in report.capabilities:
+        group = group_for(cap)
+        capabilities.append(
+            {
+                "capability": cap.capability,
+                "generation": group.generation if group else cap.generation,
+                "gpus": list(group.names) if group else [],
+            }
+        )
+    driver = report.driver
+    return {
+        "schema": SCHEMA_VERSION,
+        "tool": {"name": "cudaship", "version": __version__},
+        "inputs": list(report.inputs),
+        "driver": None
+        if driver is None
+        else {
+            "version": driver.version,
+            "cuda": driver.cuda.version if driver.cuda else None,
+        },
+        "capabilities": capabilities,
+        "files": [_file(f) for f in report.files],
+        "wheels": [_group(w) for w in report.wheels],
+        "overall": _group(report.overall),
+    }
+
+
+def render(report: GpuReport) -> str:
+    return json.dumps(to_json(report), indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,41 @@
+"""``cudaship gpus --format markdown``: for a pull-request comment or a job summary."""
+
+from __future__ import annotations
+
+from cudaship.analysis.gpus import GpuReport, GroupVerdicts
+from cudaship.formats.gpus_text import driver_line, gpu_label, groups_to_show, min_driver_line, short_label
+from cudaship.knowledge.runs_on import VerdictKind
+
+EMOJI = {VerdictKind.NATIVE: "🟢 native", VerdictKind.JIT: "🟡 jit", VerdictKind.NO: "🔴 no"}
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _group(title: str, group: GroupVerdicts) -> list[str]:
+    lines = [f"### {_cell(title)}", "", "| GPU | verdict | why |", "|---|---|---|"]
+    for cv in group.verdicts:
+        lines.append(f"| {_cell(gpu_label(cv))} | {EMOJI[cv.verdict.verdict]} | {_cell(cv.verdict.reason)} |")
+    lines += ["", f"**{_cell(min_driver_line(group))}**", ""]
+    return lines
+
+
+def render(report: GpuReport) -> str:
+    lines = ["## cudaship gpus", "", f"Inputs: `{'`, `'.join(report.inputs)}` · {driver_line(report)}", ""]
+    carrying = [f for f in report.files if f.has_device_code]
+    if not carrying:
+        lines.append("No library with device code: nothing runs on a GPU.")
+        return "\n".join(lines) + "\n"
+    for title, group in groups_to_show(report):
+        lines.extend(_group(title, group))
+    caps = [c.capability for c in report.capabilities]
+    lines += ["### Per library", "", "| library | " + " | ".join(caps) + " |", "|---|" + "---|" * len(caps)]
+    short = {VerdictKind.NATIVE: "🟢", VerdictKind.JIT: "🟡", VerdictKind.NO: "🔴"}
+    for f in carrying:
+        cells = " | ".join(short[cv.verdict.verdict] for cv in f.verdicts)
+        lines.append(f"| `{_cell(short_label(report, f))}` | {cells} |")
+    lines += ["", "🟢 native SASS · 🟡 JIT from PTX (first launch compiles) · 🔴 does not run"]
+    for failed in report.failed:
+        lines.append(f"\n**error:** `{_cell(failed.label)}`: {_cell(failed.error or '')}")
+    return "\n".join(lines) + "\n"

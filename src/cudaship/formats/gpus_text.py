@@ -1,0 +1,90 @@
+"""``cudaship gpus`` as text: per wheel (and for the whole input) a verdict per GPU generation, then a
+library-by-capability grid."""
+
+from __future__ import annotations
+
+from cudaship.analysis.gpus import CapabilityVerdict, FileVerdicts, GpuReport, GroupVerdicts
+from cudaship.knowledge.gpus import group_for
+from cudaship.knowledge.runs_on import VerdictKind
+
+SYMBOL = {VerdictKind.NATIVE: "N", VerdictKind.JIT: "J", VerdictKind.NO: "-"}
+LEGEND = "N native SASS · J JIT from PTX (first launch compiles) · - does not run"
+
+
+def gpu_label(cv: CapabilityVerdict) -> str:
+    group = group_for(cv.capability)
+    return group.label if group else cv.capability.capability
+
+
+def groups_to_show(report: GpuReport) -> list[tuple[str, GroupVerdicts]]:
+    """Each wheel, then the whole input when it is not just that one wheel."""
+    shown = [(f"wheel {w.path}", w) for w in report.wheels]
+    loose = [f for f in report.files if f.container is None and f.has_device_code]
+    if len(report.wheels) != 1 or loose:
+        shown.append(("all inputs", report.overall))
+    return shown
+
+
+def driver_line(report: GpuReport) -> str:
+    if report.driver is None:
+        return "driver: not given (verdicts hold for a new enough driver; see minimum driver)"
+    return f"driver: {report.driver.describe()}"
+
+
+def min_driver_line(group: GroupVerdicts) -> str:
+    if group.min_driver is None:
+        return "minimum driver: no requirement found"
+    return f"minimum driver: {group.min_driver} ({group.min_driver_reason})"
+
+
+def _group(title: str, group: GroupVerdicts) -> list[str]:
+    count = len(group.files)
+    lines = [f"{title}: {count} {'library' if count == 1 else 'libraries'} with device code"]
+    labels = [gpu_label(cv) for cv in group.verdicts]
+    width = max((len(label) for label in labels), default=10)
+    for label, cv in zip(labels, group.verdicts, strict=True):
+        lines.append(f"  {label:<{width}}  {cv.verdict.verdict.value:<6}  {cv.verdict.reason}")
+    lines.append(f"  {min_driver_line(group)}")
+    return lines
+
+
+def short_label(report: GpuReport, f: FileVerdicts) -> str:
+    """A wheel member by its path in the wheel (after the wheel file name when there are several)."""
+    if f.container is None:
+        return f.path
+    if len(report.wheels) > 1:
+        return f"{f.container.replace(chr(92), '/').rsplit('/', 1)[-1]}!{f.path}"
+    return f.path
+
+
+def _grid(report: GpuReport, files: list[FileVerdicts]) -> list[str]:
+    caps = [c.capability for c in report.capabilities]
+    names = [short_label(report, f) for f in files]
+    width = max(len(n) for n in names)
+    head = " ".join(f"{c:>4}" for c in caps)
+    lines = [f"  {'library':<{width}}  {head}"]
+    for name, f in zip(names, files, strict=True):
+        cells = " ".join(f"{SYMBOL[cv.verdict.verdict]:>4}" for cv in f.verdicts)
+        lines.append(f"  {name:<{width}}  {cells}")
+    lines.append(f"  {LEGEND}")
+    return lines
+
+
+def render(report: GpuReport) -> str:
+    lines = [f"cudaship gpus: {' '.join(report.inputs)}", driver_line(report), ""]
+    carrying = [f for f in report.files if f.has_device_code]
+    if not carrying:
+        lines.append("no library with device code: nothing runs on a GPU")
+    else:
+        for title, group in groups_to_show(report):
+            lines.extend(_group(title, group))
+            lines.append("")
+        lines.append("per library:")
+        lines.extend(_grid(report, carrying))
+    without = [f for f in report.files if not f.has_device_code and f.error is None]
+    if without:
+        lines.append("")
+        lines.append(f"{len(without)} file(s) without device code (they do not limit the GPUs)")
+    for failed in report.failed:
+        lines.append(f"error: {failed.label}: {failed.error}")
+    return "\n".join(lines).rstrip() + "\n"
