@@ -1,0 +1,95 @@
+"""``cudaship arch-list --train cu132``: a train's arch list, from the same arch table ``audit`` uses."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+
+import click
+
+from cudaship.config import load_config
+from cudaship.errors import KnowledgeError, UsageError
+from cudaship.exitcodes import ExitCode
+from cudaship.formats.output import write_report
+from cudaship.knowledge.arch_table import arch_table_for, normalize_machine
+from cudaship.knowledge.archs import ArchList, format_arch_list
+from cudaship.knowledge.trains import parse_train
+
+SCHEMA_VERSION = 1
+SYNTAXES = ("torch", "cmake", "gencode", "list", "plain")
+
+
+class NoTrainError(UsageError):
+    """CUDA was asked for but no train given (exit 5)."""
+
+    exit_code = ExitCode.NO_TRAIN
+
+
+def _machine(value: str | None) -> str:
+    raw = value or platform.machine()
+    try:
+        return normalize_machine(raw)
+    except KnowledgeError as e:
+        where = "--machine" if value else f"this machine ({raw}); pass --machine"
+        raise UsageError(f"{where}: {e.message}") from e
+
+
+@click.command("arch-list")
+@click.option("--train", default=None, help="CUDA train (cu132 or 13.2); default: $CUDASHIP_TRAIN.")
+@click.option(
+    "--machine", default=None, help="Host machine of the build (x86_64, aarch64); default: this machine."
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice([*SYNTAXES, "json"], case_sensitive=False),
+    default="torch",
+    show_default=True,
+    help="torch: TORCH_CUDA_ARCH_LIST; cmake: CMAKE_CUDA_ARCHITECTURES; gencode: nvcc flags; list: sm_XY / "
+    "compute_XY names; plain: X.Y (SASS only, no PTX); json: all of them.",
+)
+@click.option(
+    "--policy",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Configuration holding the arch table; default: the nearest pyproject.toml / cudaship.toml, "
+    "else the built-in table.",
+)
+def command(train: str | None, machine: str | None, fmt: str, policy: str | None) -> int:
+    """Print the arch list a build of TRAIN compiles for, in the syntax the build consumes.
+
+    The list comes from the project's arch table (the ``archs`` key of [tool.cudaship] or cudaship.toml;
+    the one ``audit`` checks wheels against), else from the built-in table. Every arch is real code (SASS)
+    and the newest is also PTX.
+
+    Exit status: 0 printed; 2 bad usage or table; 4 the table has no row for the train; 5 no train given.
+    """
+    text = train if train is not None else os.environ.get("CUDASHIP_TRAIN")
+    if text is None or not text.strip():
+        raise NoTrainError("no CUDA train given: pass --train cu132 (or set CUDASHIP_TRAIN)")
+    try:
+        parsed = parse_train(text)
+    except KnowledgeError as e:
+        raise UsageError(f"--train: {e.message}") from e
+    key = _machine(machine)
+    table = arch_table_for(load_config(policy))
+    archs = table.lookup(parsed, key)
+    fmt = fmt.lower()
+    if fmt == "json":
+        doc = {
+            "schema": SCHEMA_VERSION,
+            "train": parsed.tag,
+            "cuda": parsed.version,
+            "machine": key,
+            "source": table.source,
+            "sass": list(archs.sass_names()),
+            "ptx": list(archs.ptx_names()),
+            **{s: format_arch_list(archs, s) for s in ("torch", "cmake", "gencode", "list")},
+        }
+        write_report(json.dumps(doc, indent=2), None)
+    elif fmt == "plain":
+        write_report(format_arch_list(ArchList.of(archs.archs()), "plain"), None)
+    else:
+        write_report(format_arch_list(archs, fmt), None)
+    return int(ExitCode.OK)
