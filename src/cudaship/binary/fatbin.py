@@ -13,8 +13,8 @@ Layout details (verified on nvcc 13.0 output) are in docs/formats.md.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from enum import IntEnum, IntFlag
+from typing import NamedTuple
 
 from cudaship.binary.decompress import decompress
 from cudaship.binary.records import Buffer, Compression, DeviceCode, DeviceCodeKind, FatbinContainer
@@ -66,6 +66,10 @@ class EntryFlag(IntFlag):
     FAMILY_SPECIFIC = 0x200000  #: an 'f' target (sm_100f)
 
 
+# Plain ints for the hot path (IntFlag arithmetic costs microseconds per operation).
+_DEBUG, _LINUX, _MAC, _WINDOWS = 0x2, 0x10, 0x20, 0x40
+_LZ4, _ZSTD, _ARCH_SPECIFIC, _FAMILY_SPECIFIC = 0x2000, 0x8000, 0x100000, 0x200000
+
 _KINDS = {
     EntryKind.PTX: DeviceCodeKind.PTX,
     EntryKind.ELF: DeviceCodeKind.SASS,
@@ -74,9 +78,10 @@ _KINDS = {
 }
 
 
-@dataclass(frozen=True)
-class EntryHeader:
-    """The raw fields of one entry header, validated against the container that holds it."""
+class EntryHeader(NamedTuple):
+    """The raw fields of one entry header, validated against the container that holds it.
+
+    (A named tuple, not a dataclass: a big library has hundreds of thousands of entries.)"""
 
     offset: int
     kind: int
@@ -102,17 +107,17 @@ class EntryHeader:
 
     @property
     def compression(self) -> Compression:
-        if self.flags & EntryFlag.ZSTD:
+        if self.flags & _ZSTD:
             return Compression.ZSTD
-        if self.flags & EntryFlag.LZ4:
+        if self.flags & _LZ4:
             return Compression.LZ4
         return Compression.NONE
 
     @property
     def variant(self) -> str:
-        if self.flags & EntryFlag.ARCH_SPECIFIC:
+        if self.flags & _ARCH_SPECIFIC:
             return "a"
-        if self.flags & EntryFlag.FAMILY_SPECIFIC:
+        if self.flags & _FAMILY_SPECIFIC:
             return "f"
         return ""
 
@@ -124,11 +129,11 @@ def arch_name(kind: DeviceCodeKind, sm: int, variant: str) -> str:
 
 
 def _host(flags: int) -> str | None:
-    if flags & EntryFlag.HOST_LINUX:
+    if flags & _LINUX:
         return "linux"
-    if flags & EntryFlag.HOST_WINDOWS:
+    if flags & _WINDOWS:
         return "windows"
-    if flags & EntryFlag.HOST_MAC:
+    if flags & _MAC:
         return "mac"
     return None
 
@@ -181,11 +186,9 @@ def read_entry_header(buf: Buffer, offset: int, end: int) -> EntryHeader:
             f"{where} claims {header.compressed_size} compressed bytes "
             f"in a {header.payload_size}-byte payload"
         )
-    if (header.flags & EntryFlag.LZ4) and (header.flags & EntryFlag.ZSTD):
+    if (header.flags & _LZ4) and (header.flags & _ZSTD):
         raise BinaryFormatError(f"{where} is flagged both LZ4 and ZSTD")
-    if header.compression is not Compression.NONE and (
-        header.compressed_size == 0 or header.uncompressed_size == 0
-    ):
+    if header.flags & (_LZ4 | _ZSTD) and (header.compressed_size == 0 or header.uncompressed_size == 0):
         raise BinaryFormatError(f"{where} is flagged compressed but records no compressed/uncompressed size")
     if header.name_length and (
         header.name_offset < MIN_ENTRY_HEADER or header.name_offset + header.name_length > hs
@@ -208,6 +211,32 @@ def entry_options(buf: Buffer, header: EntryHeader) -> bytes:
     return bytes(buf[header.offset + opt_off : header.offset + opt_off + opt_len])
 
 
+_Traits = tuple[DeviceCodeKind, str, str, Compression, "str | None", bool, str]
+#: Per-(kind, sm, flags, version) facts, shared by the many entries of a library that agree on them.
+_TRAITS: dict[tuple[int, int, int, int, int], _Traits] = {}
+
+
+def _traits(header: EntryHeader) -> _Traits:
+    key = (header.kind, header.sm, header.flags, header.major, header.minor)
+    found = _TRAITS.get(key)
+    if found is None:
+        kind = _KINDS.get(header.kind, DeviceCodeKind.UNKNOWN)  # type: ignore[call-overload]
+        variant = header.variant
+        found = (
+            kind,
+            arch_name(kind, header.sm, variant),
+            variant,
+            header.compression,
+            _host(header.flags),
+            bool(header.flags & _DEBUG),
+            f"{header.major}.{header.minor}",
+        )
+        if len(_TRAITS) > 4096:
+            _TRAITS.clear()
+        _TRAITS[key] = found
+    return found
+
+
 def device_code(
     buf: Buffer,
     header: EntryHeader,
@@ -217,8 +246,7 @@ def device_code(
     relocatable: bool,
 ) -> DeviceCode:
     """Turn a validated entry header into a :class:`DeviceCode` record (reads only the header bytes)."""
-    kind = _KINDS.get(header.kind, DeviceCodeKind.UNKNOWN)  # type: ignore[call-overload]
-    variant = header.variant
+    kind, arch, variant, compression, host, debug, version = _traits(header)
     name = None
     if header.name_length:
         start = header.offset + header.name_offset
@@ -228,21 +256,21 @@ def device_code(
         options = _text(entry_options(buf, header))
     return DeviceCode(
         kind=kind,
-        arch=arch_name(kind, header.sm, variant),
+        arch=arch,
         sm=header.sm,
         variant=variant,
         section=section,
         relocatable=relocatable,
-        compression=header.compression,
+        compression=compression,
         stored_size=header.payload_size,
-        uncompressed_size=header.uncompressed_size if header.compression is not Compression.NONE else None,
+        uncompressed_size=header.uncompressed_size if compression is not Compression.NONE else None,
         offset=header.offset,
         container_offset=container_offset,
-        version=f"{header.major}.{header.minor}",
+        version=version,
         flags=header.flags,
         name=name,
-        host=_host(header.flags),
-        debug=bool(header.flags & EntryFlag.DEBUG),
+        host=host,
+        debug=debug,
         ptxas_options=options,
     )
 
@@ -288,7 +316,7 @@ def read_entry_headers(buf: Buffer, offset: int, end: int | None = None) -> tupl
     pos = offset + header_size
     headers: list[EntryHeader] = []
     while pos < stop:
-        if stop - pos < MIN_ENTRY_HEADER or _all_zero(buf, pos, pos + MIN_ENTRY_HEADER):
+        if stop - pos < MIN_ENTRY_HEADER or (buf[pos] == 0 and _all_zero(buf, pos, pos + MIN_ENTRY_HEADER)):
             # Tail padding inside the container is allowed, garbage is not.
             if not _all_zero(buf, pos, stop):
                 raise BinaryFormatError(f"fatbin container at {offset:#x} has stray bytes at {pos:#x}")
