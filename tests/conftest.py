@@ -6,4 +6,5 @@ pytest_plugins = [
     "tests.fixtures.nvcc",
     "tests.fixtures.mingw",
     "tests.fixtures.wheels",
+    "tests.fixtures.synthetic_wheels",
 ]

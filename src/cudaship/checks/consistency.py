@@ -16,10 +16,12 @@ from dataclasses import dataclass, field
 from cudaship.binary.records import DeviceCodeKind
 from cudaship.checks.context import AuditContext
 from cudaship.checks.records import CheckResult, Finding, verdict
-from cudaship.checks.requirements import nvidia_requirements, requirement_major
+from cudaship.checks.nvidia import requirement_major
+from cudaship.checks.requirements import nvidia_requirements
 from cudaship.errors import CudashipError
 from cudaship.inspection.records import FileReport, RuntimeLinkage
 from cudaship.knowledge.releases import release_for, release_for_ptx_isa
+from cudaship.wheel.metadata import DeclaredRequirement
 
 FAMILY = "consistency"
 
@@ -75,8 +77,11 @@ def run(ctx: AuditContext) -> list[CheckResult]:
     shown: list[str] = []
     libs = {p: _sources(r) for p, r in sorted(ctx.reports.items())}
     libs = {p: s for p, s in libs.items() if s.labelled() or s.unknown_isa}
-    reqs = [(r, requirement_major(r)) for r in nvidia_requirements(ctx.declared, ("nvidia-",))]
-    reqs = [(r, m) for r, m in reqs if m is not None]
+    reqs: list[tuple[DeclaredRequirement, int]] = []
+    for r in nvidia_requirements(ctx.declared, ("nvidia-",)):
+        m = requirement_major(r)
+        if m is not None:
+            reqs.append((r, m))
 
     expected_isa: str | None = None
     if not isinstance(train, str):

@@ -1,29 +1,122 @@
-"""NVIDIA library facts the checks need, over :mod:`cudaship.knowledge.libraries`."""
+"""NVIDIA library facts the checks need, over :mod:`cudaship.knowledge.libraries`: which declared requirement
+provides an imported CUDA library (of the right CUDA major), and where that requirement installs it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from typing import TYPE_CHECKING
 
-from cudaship.checks.context import AuditContext
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+
+from cudaship.errors import KnowledgeError
+from cudaship.knowledge.libraries import NvidiaLibrary, identify, pypi_package
 from cudaship.wheel.metadata import DeclaredRequirement
 
+if TYPE_CHECKING:
+    from cudaship.checks.context import AuditContext
 
-@dataclass(frozen=True)
-class NvidiaLibrary:
-    name: str
+_CU_SUFFIX = re.compile(r"-cu(\d+)$")
+
+
+def requirement_major(req: DeclaredRequirement) -> int | None:
+    """The CUDA major a requirement pins: from a ``-cu12`` name suffix, else the specifier's lower bound."""
+    m = _CU_SUFFIX.search(req.name)
+    if m:
+        return int(m.group(1))
+    try:
+        spec = SpecifierSet(req.specifier)
+    except InvalidSpecifier:
+        return None
+    for s in spec:
+        if s.operator in (">=", "==", "~=", "===", ">"):
+            head = s.version.split(".")[0].rstrip("*")
+            if head.isdigit():
+                return int(head)
+    return None
 
 
 def library(name: str) -> NvidiaLibrary | None:
+    """The NVIDIA toolkit library ``name`` is (None for other names and for the driver's libraries)."""
+    found = identify(name)
+    if found is None or found.driver:
+        return None
+    return found
+
+
+def _os(name: str) -> str:
+    return name if name in ("linux", "windows") else "linux"
+
+
+def _packages(lib: NvidiaLibrary, os_name: str) -> list[tuple[int, str, str]]:
+    """(CUDA major, PyPI project, directory) for each CUDA major whose toolkit ships ``lib``."""
+    out: list[tuple[int, str, str]] = []
+    for major in lib.cuda_majors:
+        try:
+            pkg = pypi_package(lib.component, major, _os(os_name))  # type: ignore[arg-type]
+        except KnowledgeError:
+            continue
+        if pkg is not None:
+            out.append((major, canonicalize_name(pkg.project), pkg.directory))
+    return out
+
+
+def _admits(req: DeclaredRequirement, major: int) -> bool:
+    pinned = requirement_major(req)
+    return pinned is None or pinned == major
+
+
+def providing(
+    lib: NvidiaLibrary, declared: tuple[DeclaredRequirement, ...], os_name: str
+) -> tuple[DeclaredRequirement, str] | None:
+    """The declared requirement that installs ``lib`` (of a CUDA major that ships it) and the directory."""
+    for major, project, directory in _packages(lib, os_name):
+        for req in declared:
+            if req.name == project and _admits(req, major):
+                return req, directory
     return None
 
 
 def provided_by(lib: NvidiaLibrary, declared: tuple[DeclaredRequirement, ...], os_name: str) -> str | None:
-    return None
+    """None when a declared requirement provides ``lib``; else a one-line account of what is missing."""
+    if providing(lib, declared, os_name) is not None:
+        return None
+    packages = _packages(lib, os_name)
+    what = f"{lib.name} ({lib.description}" + (
+        f", CUDA {'/'.join(str(m) for m in lib.cuda_majors)})" if lib.cuda_majors else ", CUDA major unknown)"
+    )
+    if not packages:
+        return f"imports {what}: not shipped, and no NVIDIA wheel for {os_name} is known to provide it"
+    names = {p for _, p, _ in packages}
+    wrong = [r for r in declared if r.name in names]
+    if wrong:
+        return f"imports {what}, but the declared {wrong[0].text} is for another CUDA major"
+    wanted = " or ".join(sorted({f"{p} (CUDA {m})" for m, p, _ in packages}))
+    return f"imports {what}: not shipped, and no declared requirement provides it (declare {wanted})"
 
 
 def installed_by(ctx: AuditContext, directory: str, name: str) -> str | None:
+    """The declared requirement that installs library ``name`` into ``directory`` (site-packages relative)."""
+    lib = library(name)
+    if lib is None:
+        return None
+    for major, project, pkg_dir in _packages(lib, ctx.os):
+        if pkg_dir.strip("/") != directory.strip("/"):
+            continue
+        for req in ctx.declared:
+            if req.name == project and _admits(req, major):
+                return req.text
     return None
 
 
 def requirement_hint(ctx: AuditContext, name: str) -> str | None:
-    return None
+    """Why an NVIDIA library did not resolve: undeclared, or declared but out of the search path."""
+    lib = library(name)
+    if lib is None:
+        return None
+    found = providing(lib, ctx.declared, ctx.os)
+    if found is not None:
+        req, directory = found
+        return f"{req.text} installs it in {directory}, which the search path does not reach"
+    problem = provided_by(lib, ctx.declared, ctx.os)
+    return problem.split(": ", 1)[1] if problem and ": " in problem else problem

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 
 from cudaship.checks import nvidia
@@ -19,23 +18,6 @@ from cudaship.wheel.metadata import DeclaredRequirement, normalize_specifier, pa
 
 FAMILY = "requirements"
 _CU_SUFFIX = re.compile(r"-cu(\d+)$")
-
-
-def requirement_major(req: DeclaredRequirement) -> int | None:
-    """The CUDA major a requirement pins: from a ``-cu12`` name suffix, else the specifier's lower bound."""
-    m = _CU_SUFFIX.search(req.name)
-    if m:
-        return int(m.group(1))
-    try:
-        spec = SpecifierSet(req.specifier)
-    except InvalidSpecifier:
-        return None
-    for s in spec:
-        if s.operator in (">=", "==", "~=", "===", ">"):
-            head = s.version.split(".")[0].rstrip("*")
-            if head.isdigit():
-                return int(head)
-    return None
 
 
 def nvidia_requirements(

@@ -152,7 +152,10 @@ def _spool(size: int) -> Iterator[tuple[Callable[[bytes], None], Callable[[], Bu
         return m
 
     try:
-        yield tmp.write, finish
+        def write(chunk: bytes) -> None:
+            tmp.write(chunk)
+
+        yield write, finish
     finally:
         for m in mapped:
             try:
