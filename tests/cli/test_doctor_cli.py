@@ -1,0 +1,131 @@
+"""``cudaship doctor``: the no-GPU path is clean everywhere; on a GPU machine the probe and verdicts agree."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from cudaship.cli.main import main
+from cudaship.exitcodes import ExitCode
+from cudaship.inspection.walk import inspect_file
+from cudaship.knowledge.runs_on import runs_on
+from cudaship.probe.environment import installed_native_files
+from cudaship.probe.gpus import DRIVER_LIBRARIES
+
+
+def _driver_loadable() -> bool:
+    for name in DRIVER_LIBRARIES:
+        try:
+            ctypes.CDLL(name)
+            return True
+        except OSError:
+            continue
+    return False
+
+
+HAS_DRIVER = _driver_loadable()
+needs_gpu = pytest.mark.skipif(not HAS_DRIVER, reason="no NVIDIA driver on this machine")
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(autouse=True)
+def _no_override(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CUDASHIP_LIBCUDA", raising=False)
+
+
+@pytest.mark.skipif(HAS_DRIVER, reason="this machine has an NVIDIA driver")
+@pytest.mark.parametrize("argv", [[], ["--format", "json"], ["some.so"]], ids=["plain", "json", "with-path"])
+def test_no_driver_is_one_line_and_exit_3(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    code, out, err = run(capsys, "doctor", *argv)
+    assert code == ExitCode.NO_GPU == 3
+    assert out == ""
+    assert err.count("\n") == 1
+    assert err.startswith("cudaship: error: no NVIDIA driver on this machine: cannot load libcuda.so.1")
+
+
+@pytest.mark.parametrize(
+    ("library", "message"),
+    [
+        ("/nonexistent/libcuda.so.1", "cannot load /nonexistent/libcuda.so.1"),
+        ("libm.so.6", "libm.so.6 is not a CUDA driver library (no cuInit)"),
+    ],
+    ids=["missing", "not-a-driver"],
+)
+def test_bad_driver_library(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, library: str, message: str
+) -> None:
+    """CUDASHIP_LIBCUDA points the probe at a library: a missing or wrong one is one line, exit 3."""
+    monkeypatch.setenv("CUDASHIP_LIBCUDA", library)
+    code, out, err = run(capsys, "doctor")
+    assert (code, out) == (3, "")
+    assert message in err and err.count("\n") == 1
+
+
+def test_environment_scan_finds_native_files_of_real_distributions() -> None:
+    files = list(installed_native_files())
+    names = {f.distribution.lower() for f in files}
+    assert "zstandard" in names  # a dependency with a compiled extension
+    assert all(f.path.is_absolute() and f.path.is_file() for f in files)
+    assert len({f.path for f in files}) == len(files)
+
+
+def test_environment_scan_of_a_site_dir(tmp_path: Path, nvcc_build: Callable[[str], Path]) -> None:
+    """A distribution whose RECORD lists a CUDA library is found, with its name and version."""
+    lib = nvcc_build("multi_arch")
+    package = tmp_path / "cudapkg"
+    package.mkdir()
+    (package / lib.name).write_bytes(lib.read_bytes())
+    (package / "__init__.py").write_text("")
+    info = tmp_path / "cudapkg-1.2.3.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: cudapkg\nVersion: 1.2.3\n")
+    (info / "RECORD").write_text(
+        f"cudapkg/__init__.py,,\ncudapkg/{lib.name},,\ncudapkg-1.2.3.dist-info/RECORD,,\n"
+    )
+    found = list(installed_native_files(path=[str(tmp_path)]))
+    assert [(f.distribution, f.version, f.path.name) for f in found] == [("cudapkg", "1.2.3", lib.name)]
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_doctor_on_this_gpu(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, err = run(capsys, "doctor", "--format", "json", "-o", str(tmp_path / "d.json"))
+    assert code in (0, 1), err
+    doc = json.loads((tmp_path / "d.json").read_text())
+    assert doc["schema"] == 1 and doc["gpus"]
+    for gpu in doc["gpus"]:
+        assert gpu["name"] and gpu["capability"].count(".") == 1
+        assert gpu["memory_pools"] in (True, False, None)
+    assert doc["driver"]["cuda"] is not None
+    code, out, _ = run(capsys, "doctor")
+    assert "GPU 0:" in out and "compute capability" in out and "memory pools:" in out
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_doctor_verdicts_follow_the_rule(
+    capsys: pytest.CaptureFixture[str], nvcc_build: Callable[[str], Path]
+) -> None:
+    """Each nvcc-built library's verdict on this GPU is what runs_on decides for its capability and driver."""
+    from cudaship.probe.gpus import probe
+
+    result = probe()
+    libs = [nvcc_build(name) for name in ("multi_arch", "arch_specific", "family_specific", "ptx_only")]
+    code, out, _ = run(capsys, "doctor", "--format", "json", *map(str, libs))
+    doc = json.loads(out)
+    assert code == (1 if any(g["verdict"] == "no" for f in doc["files"] for g in f["gpus"]) else 0)
+    for lib, item in zip(libs, doc["files"], strict=True):
+        entries = inspect_file(lib, str(lib)).device_code
+        for gpu, shown in zip(result.gpus, item["gpus"], strict=True):
+            expected = runs_on(entries, gpu.capability, result.driver)
+            assert shown["verdict"] == expected.verdict.value
+            assert shown["reason"] == expected.reason
