@@ -63,8 +63,13 @@ COMPONENT_FILES: dict[str, dict[str, dict[str, bytes]]] = {
         WINDOWS: {"include/cccl/cuda/std/version": b"// cccl\n", "LICENSE": b"cccl license\n"},
     },
 }
-VERSIONS = {"cuda_cudart": "13.0.96", "cuda_nvcc": "13.0.88", "cuda_crt": "13.0.88", "libnvvm": "13.0.88",
-            "cuda_cccl": "13.0.85"}
+VERSIONS = {
+    "cuda_cudart": "13.0.96",
+    "cuda_nvcc": "13.0.88",
+    "cuda_crt": "13.0.88",
+    "libnvvm": "13.0.88",
+    "cuda_cccl": "13.0.85",
+}
 EXECUTABLES = {"bin/nvcc", "nvvm/bin/cicc"}
 
 
@@ -117,10 +122,14 @@ class RedistTree:
         self.manifest_path.write_text(json.dumps(manifest, indent=2))
 
 
-def build_redist(root: Path, release: str = "13.0.2", *,
-                 platforms: tuple[str, ...] = (LINUX, WINDOWS),
-                 components: tuple[str, ...] = tuple(COMPONENT_FILES),
-                 overrides: dict[tuple[str, str], bytes] | None = None) -> RedistTree:
+def build_redist(
+    root: Path,
+    release: str = "13.0.2",
+    *,
+    platforms: tuple[str, ...] = (LINUX, WINDOWS),
+    components: tuple[str, ...] = tuple(COMPONENT_FILES),
+    overrides: dict[tuple[str, str], bytes] | None = None,
+) -> RedistTree:
     """A redist tree like NVIDIA's: redistrib_<release>.json + <name>/<platform>/<name>-...-archive.*.
 
     ``overrides`` replaces the bytes of one archive (component, platform) after its checksum was computed
@@ -128,12 +137,18 @@ def build_redist(root: Path, release: str = "13.0.2", *,
     """
     tree = RedistTree(root, release)
     manifest: dict[str, object] = {
-        "release_date": "2025-10-09", "release_label": release, "release_product": "cuda",
+        "release_date": "2025-10-09",
+        "release_label": release,
+        "release_product": "cuda",
     }
     for name in components:
         version = VERSIONS[name]
-        entry: dict[str, object] = {"name": name, "license": "CUDA Toolkit", "license_path": f"{name}/LICENSE.txt",
-                                    "version": version}
+        entry: dict[str, object] = {
+            "name": name,
+            "license": "CUDA Toolkit",
+            "license_path": f"{name}/LICENSE.txt",
+            "version": version,
+        }
         for platform in platforms:
             files = COMPONENT_FILES[name][platform]
             top = top_dir(name, platform, version)
@@ -148,8 +163,12 @@ def build_redist(root: Path, release: str = "13.0.2", *,
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
             tree.archives[(name, platform)] = path
-            entry[platform] = {"relative_path": relative, "sha256": hashlib.sha256(data).hexdigest(),
-                               "md5": hashlib.md5(data).hexdigest(), "size": str(len(data))}
+            entry[platform] = {
+                "relative_path": relative,
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "md5": hashlib.md5(data).hexdigest(),
+                "size": str(len(data)),
+            }
         manifest[name] = entry
     tree.write_manifest(manifest)
     return tree
@@ -169,10 +188,10 @@ def _handler(control: ServerControl) -> type[http.server.BaseHTTPRequestHandler]
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - signature of the base
+        def log_message(self, format: str, *args: object) -> None:
             pass
 
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        def do_GET(self) -> None:
             rel = self.path.lstrip("/").split("?", 1)[0]
             with control.lock:
                 control.requests.append((rel, self.headers.get("Range")))

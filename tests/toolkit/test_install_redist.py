@@ -26,8 +26,13 @@ DEFAULT = ("nvcc", "crt", "nvvm", "cudart", "cccl")
 
 def _request(dest: Path, base: str, cache_dir: Path, **changes: object) -> InstallRequest:
     fields: dict[str, object] = {
-        "release": "13.0.2", "platform": Platform.LINUX_X86_64, "components": DEFAULT, "dest": dest,
-        "source": Source.REDIST, "mirror": base, "cache_dir": cache_dir,
+        "release": "13.0.2",
+        "platform": Platform.LINUX_X86_64,
+        "components": DEFAULT,
+        "dest": dest,
+        "source": Source.REDIST,
+        "mirror": base,
+        "cache_dir": cache_dir,
         "fetch": download.FetchOptions(retries=2, backoff=0.01, timeout=10),
     }
     fields.update(changes)
@@ -64,9 +69,13 @@ def test_linux_toolkit_from_http(tmp_path: Path, server: tuple[str, ServerContro
     assert os.readlink(dest / "lib64") == "lib"
     assert os.readlink(dest / "lib" / "libcudart.so") == "libcudart.so.13.0.96"
     recorded = json.loads((dest / TOOLKIT_MANIFEST).read_text())
-    assert recorded["release"] == "13.0.2" and recorded["platform"] == LINUX and recorded["source"] == "redist"
+    assert (
+        recorded["release"] == "13.0.2" and recorded["platform"] == LINUX and recorded["source"] == "redist"
+    )
     nvcc = next(c for c in recorded["components"] if c["component"] == "nvcc")
-    archive = next(p for (n, plat), p in control_archives(control).items() if n == "cuda_nvcc" and plat == LINUX)
+    archive = next(
+        p for (n, plat), p in control_archives(control).items() if n == "cuda_nvcc" and plat == LINUX
+    )
     assert nvcc["sha256"] == hashlib.sha256(archive.read_bytes()).hexdigest()
     assert nvcc["version"] == "13.0.88"
     assert recorded["files"]["bin/nvcc"] == hashlib.sha256(b"#!/bin/sh\necho nvcc\n").hexdigest()
@@ -83,8 +92,9 @@ def control_archives(control: ServerControl) -> dict[tuple[str, str], Path]:
     return found
 
 
-def test_windows_toolkit_puts_cuda13_dlls_in_bin_x64(tmp_path: Path, server: tuple[str, ServerControl],
-                                                     cache_dir: Path) -> None:
+def test_windows_toolkit_puts_cuda13_dlls_in_bin_x64(
+    tmp_path: Path, server: tuple[str, ServerControl], cache_dir: Path
+) -> None:
     base, _ = server
     dest = tmp_path / "cuda-win"
     install(_request(dest, base, cache_dir, platform=Platform.WINDOWS_X86_64))
@@ -96,21 +106,31 @@ def test_windows_toolkit_puts_cuda13_dlls_in_bin_x64(tmp_path: Path, server: tup
     assert read_toolkit(dest).platform is Platform.WINDOWS_X86_64
 
 
-def test_local_directory_mirror_and_offline_cache(tmp_path: Path, redist: RedistTree, cache_dir: Path,
-                                                  server: tuple[str, ServerControl]) -> None:
+def test_local_directory_mirror_and_offline_cache(
+    tmp_path: Path, redist: RedistTree, cache_dir: Path, server: tuple[str, ServerControl]
+) -> None:
     install(_request(tmp_path / "from-dir", str(redist.root), cache_dir, components=("cudart",)))
     assert (tmp_path / "from-dir" / "include" / "cuda_runtime.h").is_file()
     base, control = server
     install(_request(tmp_path / "online", base, cache_dir, components=("cudart",)))
     served = len(control.requests)
     # --offline: the manifest and the archive come from the cache, the server is not asked
-    install(_request(tmp_path / "offline", base, cache_dir, components=("cudart",),
-                     fetch=download.FetchOptions(offline=True)))
+    install(
+        _request(
+            tmp_path / "offline",
+            base,
+            cache_dir,
+            components=("cudart",),
+            fetch=download.FetchOptions(offline=True),
+        )
+    )
     assert len(control.requests) == served
     assert _snapshot(tmp_path / "offline").keys() == _snapshot(tmp_path / "online").keys()
 
 
-def test_offline_without_cache_fails(tmp_path: Path, server: tuple[str, ServerControl], cache_dir: Path) -> None:
+def test_offline_without_cache_fails(
+    tmp_path: Path, server: tuple[str, ServerControl], cache_dir: Path
+) -> None:
     base, control = server
     with pytest.raises(ToolkitError, match="not in the download cache"):
         install(_request(tmp_path / "cuda", base, cache_dir, fetch=download.FetchOptions(offline=True)))
@@ -118,8 +138,9 @@ def test_offline_without_cache_fails(tmp_path: Path, server: tuple[str, ServerCo
     assert not (tmp_path / "cuda").exists()
 
 
-def test_checksum_mismatch_extracts_nothing(tmp_path: Path, redist: RedistTree,
-                                            server: tuple[str, ServerControl], cache_dir: Path) -> None:
+def test_checksum_mismatch_extracts_nothing(
+    tmp_path: Path, redist: RedistTree, server: tuple[str, ServerControl], cache_dir: Path
+) -> None:
     base, _ = server
     manifest = redist.manifest()
     entry = manifest["cuda_crt"]
@@ -127,15 +148,18 @@ def test_checksum_mismatch_extracts_nothing(tmp_path: Path, redist: RedistTree,
     entry[LINUX]["sha256"] = hashlib.sha256(b"something else").hexdigest()
     redist.write_manifest(manifest)
     dest = tmp_path / "cuda"
-    with pytest.raises(ToolkitError, match=r"cuda_crt-linux-x86_64-13\.0\.88-archive\.tar\.xz: checksum mismatch"):
+    with pytest.raises(
+        ToolkitError, match=r"cuda_crt-linux-x86_64-13\.0\.88-archive\.tar\.xz: checksum mismatch"
+    ):
         install(_request(dest, base, cache_dir))
     assert not dest.exists()
     assert _leftovers(tmp_path, "cuda") == []
     assert not list((cache_dir / "blobs").rglob("*.part"))
 
 
-def test_size_mismatch_is_refused(tmp_path: Path, redist: RedistTree, server: tuple[str, ServerControl],
-                                  cache_dir: Path) -> None:
+def test_size_mismatch_is_refused(
+    tmp_path: Path, redist: RedistTree, server: tuple[str, ServerControl], cache_dir: Path
+) -> None:
     base, _ = server
     manifest = redist.manifest()
     entry = manifest["cuda_cudart"]
@@ -149,13 +173,18 @@ def test_size_mismatch_is_refused(tmp_path: Path, redist: RedistTree, server: tu
 @pytest.mark.parametrize(
     ("components", "platforms", "message"),
     [
-        pytest.param(("cudart",), (WINDOWS,), r"cuda_cudart has no archive for linux-x86_64 \(it has: windows-x86_64\)",
-                     id="platform-missing"),
+        pytest.param(
+            ("cudart",),
+            (WINDOWS,),
+            r"cuda_cudart has no archive for linux-x86_64 \(it has: windows-x86_64\)",
+            id="platform-missing",
+        ),
         pytest.param(("nvcc",), (LINUX,), r"no component cuda_nvcc \(for nvcc\)", id="component-missing"),
     ],
 )
-def test_component_missing(tmp_path: Path, cache_dir: Path, components: tuple[str, ...],
-                           platforms: tuple[str, ...], message: str) -> None:
+def test_component_missing(
+    tmp_path: Path, cache_dir: Path, components: tuple[str, ...], platforms: tuple[str, ...], message: str
+) -> None:
     built = ("cuda_cudart",)
     tree = build_redist(tmp_path / "redist", platforms=platforms, components=built)
     with pytest.raises(ToolkitError, match=message):
@@ -163,15 +192,17 @@ def test_component_missing(tmp_path: Path, cache_dir: Path, components: tuple[st
     assert not (tmp_path / "cuda").exists()
 
 
-def test_unknown_release_manifest_is_a_clear_error(tmp_path: Path, server: tuple[str, ServerControl],
-                                                   cache_dir: Path) -> None:
+def test_unknown_release_manifest_is_a_clear_error(
+    tmp_path: Path, server: tuple[str, ServerControl], cache_dir: Path
+) -> None:
     base, _ = server
     with pytest.raises(ToolkitError, match=r"redistrib_13\.2\.2\.json: HTTP 404"):
         install(_request(tmp_path / "cuda", base, cache_dir, release="13.2.2"))
 
 
-def test_cut_connection_is_resumed(tmp_path: Path, redist: RedistTree, server: tuple[str, ServerControl],
-                                   cache_dir: Path) -> None:
+def test_cut_connection_is_resumed(
+    tmp_path: Path, redist: RedistTree, server: tuple[str, ServerControl], cache_dir: Path
+) -> None:
     base, control = server
     archive = redist.archives[("cuda_cudart", LINUX)]
     control.cut_after[archive.name] = 100
@@ -188,8 +219,15 @@ def test_cut_connection_without_retries_keeps_the_part_for_the_next_run(
     archive = redist.archives[("cuda_cudart", LINUX)]
     control.cut_after[archive.name] = 64
     with pytest.raises(ToolkitError, match="download failed after 1 attempts"):
-        install(_request(tmp_path / "cuda", base, cache_dir, components=("cudart",),
-                         fetch=download.FetchOptions(retries=0, backoff=0.01)))
+        install(
+            _request(
+                tmp_path / "cuda",
+                base,
+                cache_dir,
+                components=("cudart",),
+                fetch=download.FetchOptions(retries=0, backoff=0.01),
+            )
+        )
     parts = list((cache_dir / "blobs").rglob("*.part"))
     assert [p.stat().st_size for p in parts] == [64]
     assert not (tmp_path / "cuda").exists()
@@ -198,9 +236,9 @@ def test_cut_connection_without_retries_keeps_the_part_for_the_next_run(
     assert ranges == [None, "bytes=64-"]
 
 
-def test_second_concurrent_install_is_blocked_by_the_lock(tmp_path: Path, redist: RedistTree,
-                                                          server: tuple[str, ServerControl],
-                                                          cache_dir: Path) -> None:
+def test_second_concurrent_install_is_blocked_by_the_lock(
+    tmp_path: Path, redist: RedistTree, server: tuple[str, ServerControl], cache_dir: Path
+) -> None:
     base, control = server
     archive = redist.archives[("cuda_cudart", LINUX)]
     release = threading.Event()
@@ -237,8 +275,9 @@ class _InterruptAt(Observer):
 
 
 @pytest.mark.parametrize("stage", ["extracting", "moving"], ids=["during-extraction", "before-the-move"])
-def test_interrupted_install_leaves_the_previous_toolkit(tmp_path: Path, server: tuple[str, ServerControl],
-                                                         cache_dir: Path, stage: str) -> None:
+def test_interrupted_install_leaves_the_previous_toolkit(
+    tmp_path: Path, server: tuple[str, ServerControl], cache_dir: Path, stage: str
+) -> None:
     base, _ = server
     dest = tmp_path / "cuda"
     install(_request(dest, base, cache_dir, components=("cudart",)))
@@ -276,8 +315,9 @@ def test_killed_install_leaves_the_previous_toolkit_and_is_cleaned_up(
     install(_request(dest, str(redist.root), cache_dir, components=("cudart",)))
     before = _snapshot(dest)
     marker = tmp_path / "marker"
-    child = subprocess.Popen([sys.executable, "-c", _KILL_SCRIPT, str(dest), str(redist.root), str(marker),
-                              str(cache_dir)])
+    child = subprocess.Popen(
+        [sys.executable, "-c", _KILL_SCRIPT, str(dest), str(redist.root), str(marker), str(cache_dir)]
+    )
     try:
         deadline = time.monotonic() + 60
         while not marker.exists() and time.monotonic() < deadline and child.poll() is None:
@@ -293,8 +333,9 @@ def test_killed_install_leaves_the_previous_toolkit_and_is_cleaned_up(
     assert (dest / "bin" / "nvcc").is_file()
 
 
-def test_oversized_expansion_through_install(tmp_path: Path, server: tuple[str, ServerControl],
-                                             cache_dir: Path) -> None:
+def test_oversized_expansion_through_install(
+    tmp_path: Path, server: tuple[str, ServerControl], cache_dir: Path
+) -> None:
     base, _ = server
     with pytest.raises(ToolkitError, match="expands"):
         install(_request(tmp_path / "cuda", base, cache_dir, limits=ExtractLimits(max_total_bytes=20)))
@@ -302,8 +343,9 @@ def test_oversized_expansion_through_install(tmp_path: Path, server: tuple[str, 
     assert _leftovers(tmp_path, "cuda") == []
 
 
-def test_refuses_to_replace_a_foreign_directory(tmp_path: Path, server: tuple[str, ServerControl],
-                                               cache_dir: Path) -> None:
+def test_refuses_to_replace_a_foreign_directory(
+    tmp_path: Path, server: tuple[str, ServerControl], cache_dir: Path
+) -> None:
     base, _ = server
     dest = tmp_path / "mine"
     dest.mkdir()
@@ -313,8 +355,9 @@ def test_refuses_to_replace_a_foreign_directory(tmp_path: Path, server: tuple[st
     assert (dest / "notes.txt").read_text() == "keep me"
 
 
-def test_reinstall_replaces_and_verify_remove(tmp_path: Path, server: tuple[str, ServerControl],
-                                              cache_dir: Path) -> None:
+def test_reinstall_replaces_and_verify_remove(
+    tmp_path: Path, server: tuple[str, ServerControl], cache_dir: Path
+) -> None:
     base, _ = server
     dest = tmp_path / "cuda"
     install(_request(dest, base, cache_dir, components=("cudart",)))
@@ -325,7 +368,9 @@ def test_reinstall_replaces_and_verify_remove(tmp_path: Path, server: tuple[str,
     (dest / "stray.txt").write_text("x")
     _, problems = verify(dest)
     assert {(p.path, p.problem) for p in problems} == {
-        ("include/cuda_runtime.h", "modified"), ("bin/nvcc.profile", "missing"), ("stray.txt", "unexpected"),
+        ("include/cuda_runtime.h", "modified"),
+        ("bin/nvcc.profile", "missing"),
+        ("stray.txt", "unexpected"),
     }
     remove(dest)
     assert not dest.exists()
@@ -339,8 +384,9 @@ def test_remove_refuses_a_directory_that_is_not_a_toolkit(tmp_path: Path) -> Non
     assert (tmp_path / "data").is_dir()
 
 
-def test_manifest_traversal_in_relative_path_is_refused(tmp_path: Path, redist: RedistTree,
-                                                        cache_dir: Path) -> None:
+def test_manifest_traversal_in_relative_path_is_refused(
+    tmp_path: Path, redist: RedistTree, cache_dir: Path
+) -> None:
     manifest = redist.manifest()
     entry = manifest["cuda_cudart"]
     assert isinstance(entry, dict)

@@ -40,8 +40,16 @@ def _cache() -> Path:
 @pytest.mark.network
 def test_windows_cudart_from_pypi(tmp_path: Path) -> None:
     dest = tmp_path / "win"
-    info = install(InstallRequest(release="13.0.2", platform=Platform.WINDOWS_X86_64, components=("cudart",),
-                                  dest=dest, source=Source.PYPI, cache_dir=_cache()))
+    info = install(
+        InstallRequest(
+            release="13.0.2",
+            platform=Platform.WINDOWS_X86_64,
+            components=("cudart",),
+            dest=dest,
+            source=Source.PYPI,
+            cache_dir=_cache(),
+        )
+    )
     (component,) = info.components
     assert component.name == "nvidia-cuda-runtime" and component.version.startswith("13.0.")
     dll = dest / "bin" / "x64" / "cudart64_13.dll"
@@ -52,16 +60,32 @@ def test_windows_cudart_from_pypi(tmp_path: Path) -> None:
     assert not (dest / "nvidia").exists()
     assert verify(dest)[1] == []
     # the same again from the cache only (pip --no-index against the cached wheels)
-    again = install(InstallRequest(release="13.0.2", platform=Platform.WINDOWS_X86_64, components=("cudart",),
-                                   dest=tmp_path / "win2", source=Source.PYPI, cache_dir=_cache(),
-                                   fetch=download.FetchOptions(offline=True)))
+    again = install(
+        InstallRequest(
+            release="13.0.2",
+            platform=Platform.WINDOWS_X86_64,
+            components=("cudart",),
+            dest=tmp_path / "win2",
+            source=Source.PYPI,
+            cache_dir=_cache(),
+            fetch=download.FetchOptions(offline=True),
+        )
+    )
     assert again.components == info.components
 
 
 @pytest.mark.network
 def test_tampered_wheel_fails_its_record_check(tmp_path: Path) -> None:
-    install(InstallRequest(release="13.0.2", platform=Platform.WINDOWS_X86_64, components=("cudart",),
-                           dest=tmp_path / "win", source=Source.PYPI, cache_dir=_cache()))
+    install(
+        InstallRequest(
+            release="13.0.2",
+            platform=Platform.WINDOWS_X86_64,
+            components=("cudart",),
+            dest=tmp_path / "win",
+            source=Source.PYPI,
+            cache_dir=_cache(),
+        )
+    )
     wheel = next((_cache() / "pypi" / "wheels").glob("nvidia_cuda_runtime-13.0.*-win_amd64.whl"))
     import zipfile
 
@@ -78,18 +102,33 @@ def test_tampered_wheel_fails_its_record_check(tmp_path: Path) -> None:
 
 @pytest.mark.network
 def test_component_not_on_pypi_for_the_release(tmp_path: Path) -> None:
-    with pytest.raises(ToolkitError, match="cuobjdump is not published on PyPI for CUDA 13.0.2"):
-        install(InstallRequest(release="13.0.2", platform=Platform.LINUX_X86_64, components=("cuobjdump",),
-                               dest=tmp_path / "x", source=Source.PYPI, cache_dir=_cache()))
+    with pytest.raises(ToolkitError, match=r"cuobjdump is not published on PyPI for CUDA 13\.0\.2"):
+        install(
+            InstallRequest(
+                release="13.0.2",
+                platform=Platform.LINUX_X86_64,
+                components=("cuobjdump",),
+                dest=tmp_path / "x",
+                source=Source.PYPI,
+                cache_dir=_cache(),
+            )
+        )
 
 
 @pytest.mark.network
 @pytest.mark.slow
 def test_linux_toolkit_from_pypi_compiles_and_links(tmp_path: Path) -> None:
     dest = tmp_path / "cuda-13.0"
-    info = install(InstallRequest(release="13.0.2", platform=Platform.LINUX_X86_64,
-                                  components=expand_components(None), dest=dest, source=Source.PYPI,
-                                  cache_dir=_cache()))
+    info = install(
+        InstallRequest(
+            release="13.0.2",
+            platform=Platform.LINUX_X86_64,
+            components=expand_components(None),
+            dest=dest,
+            source=Source.PYPI,
+            cache_dir=_cache(),
+        )
+    )
     assert {c.component for c in info.components} == {"nvcc", "crt", "nvvm", "cudart", "cccl"}
     assert os.readlink(dest / "lib64") == "lib"
     source = tmp_path / "fill.cu"
@@ -99,14 +138,30 @@ def test_linux_toolkit_from_pypi_compiles_and_links(tmp_path: Path) -> None:
     host_compiler = shutil.which("g++") or shutil.which("c++")
     assert host_compiler is not None, "nvcc needs a host C++ compiler"
     done = subprocess.run(
-        [str(dest / "bin" / "nvcc"), "-ccbin", host_compiler,
-         "-gencode", "arch=compute_80,code=sm_80", "-gencode", "arch=compute_90,code=[sm_90,compute_90]",
-         "-cudart", "shared", "-o", str(binary), str(source)],
-        capture_output=True, text=True, env=env, timeout=600, check=False,
+        [
+            str(dest / "bin" / "nvcc"),
+            "-ccbin",
+            host_compiler,
+            "-gencode",
+            "arch=compute_80,code=sm_80",
+            "-gencode",
+            "arch=compute_90,code=[sm_90,compute_90]",
+            "-cudart",
+            "shared",
+            "-o",
+            str(binary),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
-    version = subprocess.run([str(dest / "bin" / "nvcc"), "--version"], capture_output=True, text=True,
-                             env=env, check=True).stdout
+    version = subprocess.run(
+        [str(dest / "bin" / "nvcc"), "--version"], capture_output=True, text=True, env=env, check=True
+    ).stdout
     assert "release 13.0" in version
 
     code = main(["inspect", "--format", "json", "-o", str(tmp_path / "inspect.json"), str(binary)])

@@ -18,7 +18,8 @@ from cudaship.errors import ToolkitError, UsageError
 from cudaship.exitcodes import ExitCode
 from cudaship.formats.output import write_report
 from cudaship.knowledge import toolkit_data
-from cudaship.toolkit import download, install as installer, layout
+from cudaship.toolkit import download, layout
+from cudaship.toolkit import install as installer
 from cudaship.toolkit.extract import ExtractLimits
 from cudaship.toolkit.records import Observer, Platform, Source, ToolkitInfo, VerifyProblem
 
@@ -62,8 +63,13 @@ class _Progress(Observer):
             )
 
             self.bar = Progress(
-                TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                TimeRemainingColumn(), console=Console(stderr=True), transient=True,
+                TextColumn("{task.description}"),
+                BarColumn(),
+                DownloadColumn(),
+                TransferSpeedColumn(),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+                transient=True,
             )
 
     def __enter__(self) -> _Progress:
@@ -71,8 +77,9 @@ class _Progress(Observer):
             self.bar.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self.bar is not None:
             self.bar.stop()
 
@@ -120,34 +127,76 @@ def _info_text(info: ToolkitInfo, root: Path) -> str:
 
 @click.group("toolkit")
 def command() -> None:
-    """Assemble CUDA toolkits from NVIDIA's redist archives or wheels, for any platform, verified and atomic."""
+    """Assemble CUDA toolkits from NVIDIA's redist archives or wheels: any platform, verified, atomic."""
 
 
 @command.command("install")
 @click.argument("train")
-@click.option("--platform", "platform_name", default=None,
-              help=f"Target platform: {', '.join(p.value for p in Platform)}. Default: this machine's.")
-@click.option("--components", "-c", multiple=True,
-              help="Components or sets, comma-separated or repeated (default: the 'default' set, enough to "
-              "compile and link a CUDA program). See `cudaship toolkit list`.")
-@click.option("--dest", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Directory to assemble into; replaced atomically if it holds a cudaship toolkit.")
-@click.option("--source", type=click.Choice([s.value for s in Source]), default=Source.REDIST.value,
-              show_default=True, help="redist: NVIDIA's archives and manifest; pypi: NVIDIA's wheels via pip.")
+@click.option(
+    "--platform",
+    "platform_name",
+    default=None,
+    help=f"Target platform: {', '.join(p.value for p in Platform)}. Default: this machine's.",
+)
+@click.option(
+    "--components",
+    "-c",
+    multiple=True,
+    help="Components or sets, comma-separated or repeated (default: the 'default' set, enough to "
+    "compile and link a CUDA program). See `cudaship toolkit list`.",
+)
+@click.option(
+    "--dest",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory to assemble into; replaced atomically if it holds a cudaship toolkit.",
+)
+@click.option(
+    "--source",
+    type=click.Choice([s.value for s in Source]),
+    default=Source.REDIST.value,
+    show_default=True,
+    help="redist: NVIDIA's archives and manifest; pypi: NVIDIA's wheels via pip.",
+)
 @click.option("--mirror", default=None, help="Redist base URL or a local directory laid out like it.")
 @click.option("--offline", is_flag=True, help="Use only the download cache.")
-@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Download cache (default: $CUDASHIP_CACHE_DIR/toolkit or the user cache directory).")
-@click.option("--retries", type=click.IntRange(0, 50), default=4, show_default=True,
-              help="Extra attempts for a failed or cut download (resumed where it stopped).")
-@click.option("--max-size", default="64G", show_default=True,
-              help="Refuse archives that expand past this size in total.")
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Download cache (default: $CUDASHIP_CACHE_DIR/toolkit or the user cache directory).",
+)
+@click.option(
+    "--retries",
+    type=click.IntRange(0, 50),
+    default=4,
+    show_default=True,
+    help="Extra attempts for a failed or cut download (resumed where it stopped).",
+)
+@click.option(
+    "--max-size",
+    default="64G",
+    show_default=True,
+    help="Refuse archives that expand past this size in total.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 @format_option(["text", "json"])
 @output_option()
-def install_command(train: str, platform_name: str | None, components: tuple[str, ...], dest: Path, source: str,
-                    mirror: str | None, offline: bool, cache_dir: Path | None, retries: int, max_size: str,
-                    quiet: bool, fmt: str, output: str | None) -> int:
+def install_command(
+    train: str,
+    platform_name: str | None,
+    components: tuple[str, ...],
+    dest: Path,
+    source: str,
+    mirror: str | None,
+    offline: bool,
+    cache_dir: Path | None,
+    retries: int,
+    max_size: str,
+    quiet: bool,
+    fmt: str,
+    output: str | None,
+) -> int:
     """Assemble CUDA TRAIN (13.2, cu132 or an exact release 13.2.2) into --dest."""
     release = toolkit_data.resolve_release(train)
     target = Platform.parse(platform_name) if platform_name else host_platform()
@@ -156,15 +205,22 @@ def install_command(train: str, platform_name: str | None, components: tuple[str
         raise UsageError("--mirror applies to --source redist; for pypi configure pip's index instead")
     limit = _parse_size(max_size)
     request = installer.InstallRequest(
-        release=release, platform=target, components=wanted, dest=dest, source=Source(source),
-        mirror=mirror, cache_dir=(cache_dir / "toolkit") if cache_dir else download.default_cache_dir(),
+        release=release,
+        platform=target,
+        components=wanted,
+        dest=dest,
+        source=Source(source),
+        mirror=mirror,
+        cache_dir=(cache_dir / "toolkit") if cache_dir else download.default_cache_dir(),
         fetch=download.FetchOptions(retries=retries, offline=offline),
         limits=ExtractLimits(max_total_bytes=limit, max_member_bytes=limit),
     )
     with _Progress(quiet) as progress:
         notes = toolkit_data.release_notes(release)
-        progress.stage(f"CUDA {release} ({train}) for {target.value}: {', '.join(wanted)}"
-                       + (f". {notes}" if notes else ""))
+        progress.stage(
+            f"CUDA {release} ({train}) for {target.value}: {', '.join(wanted)}"
+            + (f". {notes}" if notes else "")
+        )
         info = installer.install(request, progress)
     root = dest.absolute()
     if fmt == "json":
@@ -202,7 +258,9 @@ def list_command(directory: Path | None, fmt: str, output: str | None) -> int:
     lines += [f"  {t:<5} -> {r}" for t, r in trains.items()]
     lines.append("Components:")
     width = max(len(n) for n in toolkit_data.component_names())
-    lines += [f"  {n:<{width}}  {toolkit_data.component_description(n)}" for n in toolkit_data.component_names()]
+    lines += [
+        f"  {n:<{width}}  {toolkit_data.component_description(n)}" for n in toolkit_data.component_names()
+    ]
     lines.append("Sets:")
     lines += [f"  {k:<{width}}  {', '.join(v)}" for k, v in sets.items()]
     write_report("\n".join(lines), output)
@@ -218,8 +276,13 @@ def verify_command(directory: Path, fmt: str, output: str | None) -> int:
     info, problems = installer.verify(directory)
     root = directory.absolute()
     if fmt == "json":
-        data = _info_json(info, root, ok=not problems, files=len(info.files),
-                          problems=[{"path": p.path, "problem": p.problem} for p in problems])
+        data = _info_json(
+            info,
+            root,
+            ok=not problems,
+            files=len(info.files),
+            problems=[{"path": p.path, "problem": p.problem} for p in problems],
+        )
         write_report(json.dumps(data, indent=2), output)
     else:
         write_report(_verify_text(info, root, problems), output)
@@ -228,7 +291,8 @@ def verify_command(directory: Path, fmt: str, output: str | None) -> int:
 
 def _verify_text(info: ToolkitInfo, root: Path, problems: list[VerifyProblem]) -> str:
     if not problems:
-        return f"OK: {len(info.files)} files of CUDA {info.release} ({info.platform.value}) at {root} as recorded"
+        where = f"CUDA {info.release} ({info.platform.value}) at {root}"
+        return f"OK: {len(info.files)} files of {where} as recorded"
     lines = [f"{len(problems)} problem(s) in CUDA {info.release} ({info.platform.value}) at {root}:"]
     lines += [f"  {p.problem}: {p.path}" for p in problems]
     return "\n".join(lines)
@@ -239,13 +303,15 @@ def _verify_text(info: ToolkitInfo, root: Path, problems: list[VerifyProblem]) -
 def remove_command(directory: Path) -> int:
     """Delete the toolkit at DIRECTORY (only a directory that cudaship assembled)."""
     info = installer.remove(directory)
-    click.echo(f"cudaship: toolkit: removed CUDA {info.release} ({info.platform.value}) at {directory}", err=True)
+    click.echo(
+        f"cudaship: toolkit: removed CUDA {info.release} ({info.platform.value}) at {directory}", err=True
+    )
     return int(ExitCode.OK)
 
 
 def _shell(variables: dict[str, str], bins: list[str]) -> str:
     lines = [f"export {k}={shlex.quote(v)}" for k, v in variables.items()]
-    lines.append(f"export PATH={shlex.quote(os.pathsep.join(bins))}{os.pathsep}\"$PATH\"")
+    lines.append(f'export PATH={shlex.quote(os.pathsep.join(bins))}{os.pathsep}"$PATH"')
     return "\n".join(lines) + "\n"
 
 
@@ -272,9 +338,15 @@ def _append(variable: str, text: str) -> Path:
 
 @command.command("env")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--write", "target", type=click.Choice(["github", "dotenv", "shell"]), default="shell",
-              show_default=True, help="github appends CUDA_HOME/CUDA_PATH/CUDACXX to $GITHUB_ENV and the bin "
-              "directories to $GITHUB_PATH; dotenv and shell print (or write with -o) in that syntax.")
+@click.option(
+    "--write",
+    "target",
+    type=click.Choice(["github", "dotenv", "shell"]),
+    default="shell",
+    show_default=True,
+    help="github appends CUDA_HOME/CUDA_PATH/CUDACXX to $GITHUB_ENV and the bin "
+    "directories to $GITHUB_PATH; dotenv and shell print (or write with -o) in that syntax.",
+)
 @output_option()
 def env_command(directory: Path, target: str, output: str | None) -> int:
     """Print or write CUDA_HOME, CUDA_PATH and PATH for the toolkit at DIRECTORY."""
@@ -288,8 +360,11 @@ def env_command(directory: Path, target: str, output: str | None) -> int:
                 raise ToolkitError(f"{key} holds a newline; cannot write it to GITHUB_ENV")
         env_file = _append("GITHUB_ENV", "".join(f"{k}={v}\n" for k, v in variables.items()))
         path_file = _append("GITHUB_PATH", "".join(f"{b}\n" for b in bins))
-        click.echo(f"cudaship: toolkit: wrote {len(variables)} variables to {env_file} and "
-                   f"{len(bins)} directories to {path_file}", err=True)
+        click.echo(
+            f"cudaship: toolkit: wrote {len(variables)} variables to {env_file} and "
+            f"{len(bins)} directories to {path_file}",
+            err=True,
+        )
     elif target == "dotenv":
         write_report(_dotenv(variables, bins), output)
     else:

@@ -31,6 +31,7 @@ class SourceName:
     name: str | None  #: redist manifest key or PyPI project name; None when ``included_in`` is set
     extra: str | None = None  #: the ``cuda-toolkit`` metapackage extra (PyPI only)
     included_in: str | None = None  #: another component carries this one in that release
+    note: str | None = None  #: what a user should know about this source's package in that release
 
 
 def _split_train(text: str) -> tuple[int, int, int | None]:
@@ -66,7 +67,7 @@ def resolve_release(text: str) -> str:
     try:
         major, minor, patch = _split_train(text)
     except KnowledgeError as e:
-        raise UnknownTrainError(f"{e.message}; known trains: {', '.join(trains())}") from e
+        raise KnowledgeError(f"{e.message}; known trains: {', '.join(trains())}") from e
     train = f"{major}.{minor}"
     if patch is None:
         if train not in trains():
@@ -156,7 +157,10 @@ def source_name(component: str, source: str, release: str) -> SourceName | None:
             included = entry.get("included_in")
             if included is not None:
                 return SourceName(None, None, str(included))
-            return SourceName(str(entry["name"]), entry.get("extra"), None)
+            note = entry.get("note")
+            return SourceName(
+                str(entry["name"]), entry.get("extra"), None, None if note is None else str(note)
+            )
     return None
 
 

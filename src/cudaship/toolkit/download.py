@@ -102,7 +102,7 @@ def _open(location: str, offset: int, options: FetchOptions) -> http.client.HTTP
     if offset:
         headers["Range"] = f"bytes={offset}-"
     request = urllib.request.Request(location, headers=headers)
-    response = urllib.request.urlopen(request, timeout=options.timeout)  # noqa: S310 - http(s) checked by caller
+    response = urllib.request.urlopen(request, timeout=options.timeout)
     assert isinstance(response, http.client.HTTPResponse)
     return response
 
@@ -112,8 +112,15 @@ def _content_range_start(value: str | None) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _download(location: str, part: Path, filename: str, size: int | None, observer: Observer,
-              options: FetchOptions, limit: int | None = None) -> None:
+def _download(
+    location: str,
+    part: Path,
+    filename: str,
+    size: int | None,
+    observer: Observer,
+    options: FetchOptions,
+    limit: int | None = None,
+) -> None:
     """Fill ``part`` with the bytes at ``location`` (http/https), resuming and retrying."""
     attempt = 0
     started = False
@@ -128,12 +135,18 @@ def _download(location: str, part: Path, filename: str, size: int | None, observ
             with _open(location, have, options) as response:
                 if have and response.status == 206:
                     if _content_range_start(response.headers.get("Content-Range")) != have:
-                        raise ToolkitError(f"{location}: server answered a range request with the wrong range")
+                        raise ToolkitError(
+                            f"{location}: server answered a range request with the wrong range"
+                        )
                     mode = "ab"
                 else:
                     have, mode = 0, "wb"
                 length = response.headers.get("Content-Length")
-                total = size if size is not None else (have + int(length) if length and length.isdigit() else None)
+                total = (
+                    size
+                    if size is not None
+                    else (have + int(length) if length and length.isdigit() else None)
+                )
                 if not started:
                     observer.download_started(filename, total, have)
                     started = True
@@ -144,7 +157,9 @@ def _download(location: str, part: Path, filename: str, size: int | None, observ
                         out.write(chunk)
                         have += len(chunk)
                         if size is not None and have > size:
-                            raise ToolkitError(f"{location}: server sent more than the {size} bytes the manifest says")
+                            raise ToolkitError(
+                                f"{location}: server sent more than the {size} bytes the manifest says"
+                            )
                         if limit is not None and have > limit:
                             raise ToolkitError(f"{location}: larger than {limit} bytes")
                         observer.download_progress(filename, len(chunk))
@@ -159,10 +174,17 @@ def _download(location: str, part: Path, filename: str, size: int | None, observ
             elif 400 <= e.code < 500 and e.code not in (408, 429):
                 raise ToolkitError(f"{location}: HTTP {e.code} {e.reason}") from e
             error: Exception = e
-        except (urllib.error.URLError, http.client.HTTPException, ConnectionError, TimeoutError, OSError) as e:
-            if isinstance(e, OSError) and not isinstance(e, (ConnectionError, TimeoutError, urllib.error.URLError)):
-                if e.filename is not None:  # a local error writing the part file: not worth retrying
-                    raise ToolkitError(f"cannot write {e.filename}: {e.strerror}") from e
+        except (
+            urllib.error.URLError,
+            http.client.HTTPException,
+            ConnectionError,
+            TimeoutError,
+            OSError,
+        ) as e:
+            network = isinstance(e, (ConnectionError, TimeoutError, urllib.error.URLError))
+            if isinstance(e, OSError) and not network and e.filename is not None:
+                # a local error writing the part file: not worth retrying
+                raise ToolkitError(f"cannot write {e.filename}: {e.strerror}") from e
             error = e
         attempt += 1
         if attempt > options.retries:
@@ -172,8 +194,16 @@ def _download(location: str, part: Path, filename: str, size: int | None, observ
         time.sleep(options.backoff * (2 ** (attempt - 1)))
 
 
-def fetch(location: str, sha256: str, filename: str, cache: Cache, *, size: int | None = None,
-          observer: Observer | None = None, options: FetchOptions | None = None) -> Path:
+def fetch(
+    location: str,
+    sha256: str,
+    filename: str,
+    cache: Cache,
+    *,
+    size: int | None = None,
+    observer: Observer | None = None,
+    options: FetchOptions | None = None,
+) -> Path:
     """The cached, sha256-verified copy of the file at ``location`` (a URL or a local path)."""
     observer = observer or Observer()
     options = options or FetchOptions()
@@ -213,8 +243,14 @@ def fetch(location: str, sha256: str, filename: str, cache: Cache, *, size: int 
     return blob
 
 
-def fetch_manifest(location: str, cache: Cache, *, observer: Observer | None = None,
-                   options: FetchOptions | None = None, limit: int = 64 << 20) -> bytes:
+def fetch_manifest(
+    location: str,
+    cache: Cache,
+    *,
+    observer: Observer | None = None,
+    options: FetchOptions | None = None,
+    limit: int = 64 << 20,
+) -> bytes:
     """The bytes of a manifest (no checksum exists for it); cached by location for ``--offline``."""
     observer = observer or Observer()
     options = options or FetchOptions()

@@ -29,7 +29,7 @@ _CHUNK = 1 << 20
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _MAX_LINK_TARGET = 4096
 
-#: Maps an archive-relative path (after stripping the top directory) to a toolkit-relative one, or None to skip.
+#: Maps an archive path (top directory stripped) to a toolkit path, or None to skip the member.
 Remap = Callable[[str], "str | None"]
 
 
@@ -45,6 +45,11 @@ class ExtractResult:
     files: dict[str, int] = field(default_factory=dict)  #: toolkit-relative path -> bytes written
     links: dict[str, str] = field(default_factory=dict)  #: toolkit-relative path -> link target
     total_bytes: int = 0
+
+
+def _one_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
 
 
 def check_member_name(name: str) -> str:
@@ -129,8 +134,10 @@ class _Writer:
         with target.open("wb") as out:
             while chunk := source.read(_CHUNK):
                 written += len(chunk)
-                if (written > self.limits.max_member_bytes
-                        or self.result.total_bytes + written > self.limits.max_total_bytes):
+                if (
+                    written > self.limits.max_member_bytes
+                    or self.result.total_bytes + written > self.limits.max_total_bytes
+                ):
                     raise ToolkitError(f"archive expands past the size limit while writing {rel!r}")
                 out.write(chunk)
         target.chmod(0o755 if executable else 0o644)
@@ -193,10 +200,14 @@ def _second_line(member: tarfile.TarInfo, dest: Path) -> None:
         raise ToolkitError(f"unsafe member {member.name!r}: {e}") from e
 
 
-def _tar_member(tf: tarfile.TarFile, member: tarfile.TarInfo, writer: _Writer, strip: _Stripper,
-                remap: Remap | None) -> None:
-    if member.ischr() or member.isblk() or member.isfifo() or not (
-        member.isreg() or member.isdir() or member.issym() or member.islnk()
+def _tar_member(
+    tf: tarfile.TarFile, member: tarfile.TarInfo, writer: _Writer, strip: _Stripper, remap: Remap | None
+) -> None:
+    if (
+        member.ischr()
+        or member.isblk()
+        or member.isfifo()
+        or not (member.isreg() or member.isdir() or member.issym() or member.islnk())
     ):
         raise ToolkitError(f"unsafe member {member.name!r}: device file, FIFO or special file")
     rel = _map(member.name, strip, remap)
@@ -221,15 +232,33 @@ def _tar_member(tf: tarfile.TarFile, member: tarfile.TarInfo, writer: _Writer, s
     _second_line(member, writer.dest)
 
 
-def extract_tar(archive: Path, dest: Path, *, strip_top: bool = True, remap: Remap | None = None,
-                limits: ExtractLimits | None = None, label: str | None = None) -> ExtractResult:
+def _open_tar(archive: Path, lower: str) -> tarfile.TarFile:
+    """Open with the compression the name says (so a corrupt file gets one error, not four)."""
+    if lower.endswith((".xz", ".txz")):
+        return tarfile.open(archive, "r:xz")
+    if lower.endswith((".gz", ".tgz")):
+        return tarfile.open(archive, "r:gz")
+    if lower.endswith(".bz2"):
+        return tarfile.open(archive, "r:bz2")
+    return tarfile.open(archive, "r:")
+
+
+def extract_tar(
+    archive: Path,
+    dest: Path,
+    *,
+    strip_top: bool = True,
+    remap: Remap | None = None,
+    limits: ExtractLimits | None = None,
+    label: str | None = None,
+) -> ExtractResult:
     label = label or archive.name
     writer = _Writer(dest, limits or ExtractLimits())
     strip = _Stripper(strip_top)
     try:
-        tf = tarfile.open(archive, "r:*")
+        tf = _open_tar(archive, label.lower())
     except (tarfile.TarError, EOFError, OSError, lzma.LZMAError) as e:
-        raise ToolkitError(f"{label}: not a readable tar archive: {e}") from e
+        raise ToolkitError(f"{label}: not a readable tar archive: {_one_line(e)}") from e
     try:
         for member in tf:
             writer.count_member()
@@ -239,14 +268,15 @@ def extract_tar(archive: Path, dest: Path, *, strip_top: bool = True, remap: Rem
     except (tarfile.TarError, EOFError, lzma.LZMAError, zlib.error, OSError) as e:
         if isinstance(e, OSError) and e.filename is not None:
             raise ToolkitError(f"cannot write {e.filename}: {e.strerror}") from e
-        raise ToolkitError(f"{label}: corrupt archive: {e}") from e
+        raise ToolkitError(f"{label}: corrupt archive: {_one_line(e)}") from e
     finally:
         tf.close()
     return writer.result
 
 
-def _zip_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, writer: _Writer, strip: _Stripper,
-                remap: Remap | None) -> None:
+def _zip_member(
+    zf: zipfile.ZipFile, info: zipfile.ZipInfo, writer: _Writer, strip: _Stripper, remap: Remap | None
+) -> None:
     mode = info.external_attr >> 16
     kind = stat.S_IFMT(mode)
     if kind and kind not in (stat.S_IFREG, stat.S_IFDIR, stat.S_IFLNK):
@@ -267,9 +297,16 @@ def _zip_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, writer: _Writer, str
             writer.file(rel, source, bool(mode & 0o111))
 
 
-def extract_zip(archive: Path, dest: Path, *, strip_top: bool = True, remap: Remap | None = None,
-                limits: ExtractLimits | None = None, label: str | None = None,
-                only: Callable[[str], bool] | None = None) -> ExtractResult:
+def extract_zip(
+    archive: Path,
+    dest: Path,
+    *,
+    strip_top: bool = True,
+    remap: Remap | None = None,
+    limits: ExtractLimits | None = None,
+    label: str | None = None,
+    only: Callable[[str], bool] | None = None,
+) -> ExtractResult:
     """Extract a zip (or a wheel); ``only`` filters raw member names before any other step."""
     label = label or archive.name
     writer = _Writer(dest, limits or ExtractLimits())
@@ -277,7 +314,7 @@ def extract_zip(archive: Path, dest: Path, *, strip_top: bool = True, remap: Rem
     try:
         zf = zipfile.ZipFile(archive)
     except (zipfile.BadZipFile, OSError) as e:
-        raise ToolkitError(f"{label}: not a readable zip archive: {e}") from e
+        raise ToolkitError(f"{label}: not a readable zip archive: {_one_line(e)}") from e
     try:
         for info in zf.infolist():
             if only is not None and not only(info.filename):
@@ -289,14 +326,21 @@ def extract_zip(archive: Path, dest: Path, *, strip_top: bool = True, remap: Rem
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, zlib.error, lzma.LZMAError, OSError) as e:
         if isinstance(e, OSError) and e.filename is not None:
             raise ToolkitError(f"cannot write {e.filename}: {e.strerror}") from e
-        raise ToolkitError(f"{label}: corrupt archive: {e}") from e
+        raise ToolkitError(f"{label}: corrupt archive: {_one_line(e)}") from e
     finally:
         zf.close()
     return writer.result
 
 
-def extract_archive(archive: Path, dest: Path, *, filename: str, strip_top: bool = True,
-                    remap: Remap | None = None, limits: ExtractLimits | None = None) -> ExtractResult:
+def extract_archive(
+    archive: Path,
+    dest: Path,
+    *,
+    filename: str,
+    strip_top: bool = True,
+    remap: Remap | None = None,
+    limits: ExtractLimits | None = None,
+) -> ExtractResult:
     """Extract by the name's extension: ``.zip``/``.whl`` or a tar (``.tar.xz``, ``.tar.gz``, ``.tar``)."""
     lower = filename.lower()
     if lower.endswith((".zip", ".whl")):

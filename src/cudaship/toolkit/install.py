@@ -64,8 +64,9 @@ def _variant(entry: dict[str, Any], release: str) -> dict[str, Any] | None:
     return nested if isinstance(nested, dict) and "relative_path" in nested else None
 
 
-def parse_redist_manifest(data: bytes, release: str, platform: Platform, components: tuple[str, ...],
-                          base: str, label: str) -> tuple[list[Artifact], list[str]]:
+def parse_redist_manifest(
+    data: bytes, release: str, platform: Platform, components: tuple[str, ...], base: str, label: str
+) -> tuple[list[Artifact], list[str]]:
     """Artifacts for ``components`` from a ``redistrib_<release>.json``; (artifacts, notes)."""
     try:
         manifest = json.loads(data)
@@ -102,24 +103,32 @@ def parse_redist_manifest(data: bytes, release: str, platform: Platform, compone
             raise ToolkitError(f"{label}: {name.name}/{platform.value}: bad or missing field {e}") from e
         except ToolkitError as e:
             raise ToolkitError(f"{label}: {name.name}: relative_path: {e.message}") from e
-        artifacts.append(Artifact(
-            component=component, name=name.name, version=str(entry.get("version", "")),
-            filename=relative.rsplit("/", 1)[-1], url=download.join_location(base, relative),
-            sha256=sha256, size=size,
-        ))
+        artifacts.append(
+            Artifact(
+                component=component,
+                name=name.name,
+                version=str(entry.get("version", "")),
+                filename=relative.rsplit("/", 1)[-1],
+                url=download.join_location(base, relative),
+                sha256=sha256,
+                size=size,
+            )
+        )
     return artifacts, notes
 
 
-def _plan_redist(request: InstallRequest, cache: download.Cache,
-                 observer: Observer) -> tuple[list[Artifact], list[str]]:
+def _plan_redist(
+    request: InstallRequest, cache: download.Cache, observer: Observer
+) -> tuple[list[Artifact], list[str]]:
     base = request.mirror or NVIDIA_REDIST
     if not download.is_url(base) and not Path(base).is_dir():
         raise ToolkitError(f"mirror {base} is neither a URL nor a directory")
     location = download.join_location(base, f"redistrib_{request.release}.json")
     observer.stage(f"reading redistrib_{request.release}.json")
     data = download.fetch_manifest(location, cache, observer=observer, options=request.fetch)
-    return parse_redist_manifest(data, request.release, request.platform, request.components, base,
-                                 f"redistrib_{request.release}.json")
+    return parse_redist_manifest(
+        data, request.release, request.platform, request.components, base, f"redistrib_{request.release}.json"
+    )
 
 
 def _tree_hashes(root: Path) -> dict[str, str]:
@@ -185,16 +194,26 @@ def install(request: InstallRequest, observer: Observer | None = None) -> Toolki
         else:
             pip_options = request.pip
             if request.fetch.offline and not pip_options.offline:
-                pip_options = pypi.PipOptions(pip_options.python, True, pip_options.extra_args, pip_options.timeout)
-            artifacts, notes = pypi.plan(request.release, request.platform, request.components,
-                                         cache.pypi_dir(), pip_options, observer)
+                pip_options = pypi.PipOptions(
+                    pip_options.python, True, pip_options.extra_args, pip_options.timeout
+                )
+            artifacts, notes = pypi.plan(
+                request.release, request.platform, request.components, cache.pypi_dir(), pip_options, observer
+            )
         for note in notes:
             observer.stage(note)
         local: list[tuple[Artifact, Path]] = []
         for artifact in artifacts:  # everything fetched and verified before anything is extracted
             if request.source is Source.REDIST:
-                path = download.fetch(artifact.url, artifact.sha256, artifact.filename, cache, size=artifact.size,
-                                      observer=observer, options=request.fetch)
+                path = download.fetch(
+                    artifact.url,
+                    artifact.sha256,
+                    artifact.filename,
+                    cache,
+                    size=artifact.size,
+                    observer=observer,
+                    options=request.fetch,
+                )
             else:
                 path = Path(artifact.url)
                 observer.stage(f"checking RECORD of {artifact.filename}")
@@ -208,14 +227,29 @@ def install(request: InstallRequest, observer: Observer | None = None) -> Toolki
                 observer.stage(f"extracting {artifact.filename}")
                 if request.source is Source.REDIST:
                     remap = layout.redist_remap(request.platform, major, artifact.component)
-                    result = extract_archive(path, staging, filename=artifact.filename, strip_top=True,
-                                             remap=remap, limits=request.limits)
+                    result = extract_archive(
+                        path,
+                        staging,
+                        filename=artifact.filename,
+                        strip_top=True,
+                        remap=remap,
+                        limits=request.limits,
+                    )
                 else:
                     remap = layout.pypi_remap(request.platform, major, artifact.component)
-                    result = extract_archive(path, staging, filename=artifact.filename, strip_top=False,
-                                             remap=remap, limits=request.limits)
-                clashes = [p for p in (*result.files, *result.links)
-                           if owners.get(p, artifact.component) != artifact.component]
+                    result = extract_archive(
+                        path,
+                        staging,
+                        filename=artifact.filename,
+                        strip_top=False,
+                        remap=remap,
+                        limits=request.limits,
+                    )
+                clashes = [
+                    p
+                    for p in (*result.files, *result.links)
+                    if owners.get(p, artifact.component) != artifact.component
+                ]
                 if clashes:
                     observer.warning(
                         f"{artifact.filename} replaced {len(clashes)} file(s) of {owners[clashes[0]]}, "
@@ -225,17 +259,28 @@ def install(request: InstallRequest, observer: Observer | None = None) -> Toolki
                     owners[p] = artifact.component
             layout.finish(staging, request.platform)
             info = ToolkitInfo(
-                release=request.release, platform=request.platform, source=request.source,
+                release=request.release,
+                platform=request.platform,
+                source=request.source,
                 components=tuple(
-                    InstalledComponent(a.component, a.name, a.version, request.source, a.filename, a.sha256,
-                                       a.url if request.source is Source.REDIST else a.filename)
+                    InstalledComponent(
+                        a.component,
+                        a.name,
+                        a.version,
+                        request.source,
+                        a.filename,
+                        a.sha256,
+                        a.url if request.source is Source.REDIST else a.filename,
+                    )
                     for a, _ in local
                 ),
                 files=_tree_hashes(staging),
                 created=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
                 cudaship_version=__version__,
             )
-            (staging / TOOLKIT_MANIFEST).write_text(json.dumps(info.to_json(), indent=2) + "\n", encoding="utf-8")
+            (staging / TOOLKIT_MANIFEST).write_text(
+                json.dumps(info.to_json(), indent=2) + "\n", encoding="utf-8"
+            )
             staging.chmod(0o755)
             observer.stage(f"moving the toolkit into {dest}")
             _swap_in(staging, dest)
@@ -269,7 +314,9 @@ def verify(root: Path) -> tuple[ToolkitInfo, list[VerifyProblem]]:
         if now is None:
             problems.append(VerifyProblem(path, "missing"))
         elif now != recorded:
-            problems.append(VerifyProblem(path, "link changed" if recorded.startswith("link:") else "modified"))
+            problems.append(
+                VerifyProblem(path, "link changed" if recorded.startswith("link:") else "modified")
+            )
     problems.extend(VerifyProblem(path, "unexpected") for path in sorted(actual))
     return info, problems
 

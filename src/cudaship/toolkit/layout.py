@@ -1,6 +1,6 @@
-"""Where each source's files go in a toolkit, the finishing links, and the environment a toolkit needs.
+"""Where each source's files go in a toolkit, the links that finish it, and the environment it needs.
 
-Layout: ``bin/``, ``include/``, ``lib/`` (+ ``nvvm/``, ...). Linux: ``lib64`` is a link to ``lib`` (nvcc.profile
+Layout: ``bin/``, ``include/``, ``lib/`` (+ ``nvvm/``, ...). Linux: ``lib64`` links to ``lib`` (nvcc.profile
 searches ``lib64``), and each ``libX.so.N`` gets the ``libX.so`` development link a linker looks for. Windows,
 CUDA 13 and later: DLLs in ``bin/x64`` (where the CUDA 13 installer puts them), import libraries in
 ``lib/x64``. Licenses of each component in ``licenses/<component>/``.
@@ -27,7 +27,7 @@ def _common(rel: str, platform: Platform, major: int, component: str) -> str | N
         return f"lib/{rest}"
     if platform.is_windows and head == "bin":
         if rest.startswith("x86_64/"):
-            rest = "x64/" + rest[len("x86_64/"):]
+            rest = "x64/" + rest[len("x86_64/") :]
         if major >= 13 and "/" not in rest and rest.lower().endswith(".dll"):
             rest = f"x64/{rest}"
         return f"bin/{rest}"
@@ -48,12 +48,16 @@ def pypi_remap(platform: Platform, major: int, component: str) -> Remap:
 
     def remap(rel: str) -> str | None:
         parts = rel.split("/")
-        if len(parts) >= 3 and parts[0].endswith(".dist-info") and parts[1] == "licenses":
-            return f"licenses/{component}/{'/'.join(parts[2:])}"
+        if parts[0].endswith(".dist-info"):
+            if len(parts) >= 3 and parts[1] == "licenses":
+                return f"licenses/{component}/{'/'.join(parts[2:])}"
+            if len(parts) == 2 and parts[1].lower().startswith(("license", "copying", "notice")):
+                return f"licenses/{component}/{parts[1]}"
+            return None
         if parts[0] != "nvidia" or len(parts) < 3:
             return None
         tree = parts[2:]
-        if tree[0] in (".metadata", "__pycache__") or (len(tree) == 1 and tree[0] in _SKIP_TREE_FILES):
+        if tree[0] == ".metadata" or "__pycache__" in tree or tree[-1] in _SKIP_TREE_FILES:
             return None
         return _common("/".join(tree), platform, major, component)
 

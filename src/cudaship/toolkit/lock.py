@@ -43,7 +43,8 @@ class InstallLock:
                 os.close(fd)
             raise ToolkitError(
                 f"another cudaship toolkit operation (pid {holder}) holds the lock {self.path}; "
-                "wait for it to finish", path=str(self.dest),
+                "wait for it to finish",
+                path=str(self.dest),
             ) from None
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode("ascii"))
@@ -67,6 +68,7 @@ class InstallLock:
         self.acquire()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.release()

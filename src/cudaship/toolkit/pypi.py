@@ -40,11 +40,23 @@ class PipOptions:
     timeout: float = 1800.0
 
 
-def _pip_download(requirements: list[str], dest: Path, platform: Platform | None, options: PipOptions,
-                  observer: Observer) -> None:
+def _pip_download(
+    requirements: list[str], dest: Path, platform: Platform | None, options: PipOptions, observer: Observer
+) -> None:
     dest.mkdir(parents=True, exist_ok=True)
-    command = [options.python, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-               "--disable-pip-version-check", "--progress-bar", "off", "-d", str(dest)]
+    command = [
+        options.python,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--disable-pip-version-check",
+        "--progress-bar",
+        "off",
+        "-d",
+        str(dest),
+    ]
     if platform is not None:
         for tag in platform.pypi_platform_tags:
             command += ["--platform", tag]
@@ -103,8 +115,14 @@ def _metadata_requirements(wheel: Path) -> list[Requirement]:
     return requirements
 
 
-def plan(release: str, platform: Platform, components: tuple[str, ...], cache_dir: Path, options: PipOptions,
-         observer: Observer) -> tuple[list[Artifact], list[str]]:
+def plan(
+    release: str,
+    platform: Platform,
+    components: tuple[str, ...],
+    cache_dir: Path,
+    options: PipOptions,
+    observer: Observer,
+) -> tuple[list[Artifact], list[str]]:
     """Download the wheels for ``components`` of ``release``; (artifacts, notes about skipped components)."""
     meta_dir = cache_dir / "meta"
     meta_req = Requirement(f"{METAPACKAGE}=={release}")
@@ -128,9 +146,14 @@ def plan(release: str, platform: Platform, components: tuple[str, ...], cache_di
         if name.included_in is not None:
             notes.append(f"{component} is part of {name.included_in} in CUDA {release}")
             continue
+        if name.note:
+            observer.warning(f"{component}: {name.note}")
         extra = name.extra or component
-        chosen = [r for r in requirements
-                  if r.marker is not None and r.marker.evaluate({**environment, "extra": extra})]
+        chosen = [
+            r
+            for r in requirements
+            if r.marker is not None and r.marker.evaluate({**environment, "extra": extra})
+        ]
         if not chosen:
             raise ToolkitError(
                 f"{METAPACKAGE} {release} has no wheels for component {component} (extra [{extra}]) "
@@ -152,10 +175,17 @@ def plan(release: str, platform: Platform, components: tuple[str, ...], cache_di
             raise ToolkitError(f"pip did not leave a wheel for {spec} ({platform.value}) in {wheels_dir}")
         _name, version, _b, _t = parse_wheel_filename(wheel.name)
         project = canonicalize_name(requirement.name)
-        artifacts.append(Artifact(
-            component=owner[project], name=str(project), version=str(version), filename=wheel.name,
-            url=str(wheel), sha256=sha256_file(wheel), size=wheel.stat().st_size,
-        ))
+        artifacts.append(
+            Artifact(
+                component=owner[project],
+                name=str(project),
+                version=str(version),
+                filename=wheel.name,
+                url=str(wheel),
+                sha256=sha256_file(wheel),
+                size=wheel.stat().st_size,
+            )
+        )
     return artifacts, notes
 
 
@@ -177,13 +207,15 @@ def verify_record(wheel: Path) -> None:
             for line in zf.read(record_name).decode("utf-8").splitlines():
                 if not line.strip():
                     continue
-                path, digest_text, _size = (line.rsplit(",", 2) + ["", ""])[:3]
+                path, digest_text, _size = [*line.rsplit(",", 2), "", ""][:3]
                 if path.startswith('"') and path.endswith('"'):
                     path = path[1:-1].replace('""', '"')
                 listed[path] = _record_digest(digest_text)
             for info in zf.infolist():
-                if info.is_dir() or info.filename == record_name or info.filename.endswith(
-                    (".dist-info/RECORD.jws", ".dist-info/RECORD.p7s")
+                if (
+                    info.is_dir()
+                    or info.filename == record_name
+                    or info.filename.endswith((".dist-info/RECORD.jws", ".dist-info/RECORD.p7s"))
                 ):
                     continue
                 entry = listed.pop(info.filename, None)

@@ -1,4 +1,4 @@
-"""Records of the toolkit layer: platforms, sources, planned archives, the installed-toolkit manifest, progress.
+"""Records of the toolkit layer: platforms, sources, artifacts, the installed-toolkit manifest, progress.
 
 Library code reports progress through an :class:`Observer` (does nothing by default); the CLI attaches a rich
 progress bar. Nothing in :mod:`cudaship.toolkit` prints.
@@ -47,18 +47,31 @@ class Platform(str, Enum):
         tags = [f"manylinux_2_{minor}_{arch}" for minor in (28, 27, 26, 25, 24, 17)]
         tags.append(f"manylinux2014_{arch}")
         if arch == "x86_64":
-            tags += [f"manylinux_2_12_{arch}", f"manylinux2010_{arch}", f"manylinux_2_5_{arch}", f"manylinux1_{arch}"]
+            tags += [
+                f"manylinux_2_12_{arch}",
+                f"manylinux2010_{arch}",
+                f"manylinux_2_5_{arch}",
+                f"manylinux1_{arch}",
+            ]
         return tuple(tags)
 
     @property
     def marker_environment(self) -> dict[str, str]:
         """PEP 508 marker values of this platform (for the cuda-toolkit metapackage's requirements)."""
         if self is Platform.WINDOWS_X86_64:
-            return {"sys_platform": "win32", "platform_system": "Windows", "os_name": "nt",
-                    "platform_machine": "AMD64"}
+            return {
+                "sys_platform": "win32",
+                "platform_system": "Windows",
+                "os_name": "nt",
+                "platform_machine": "AMD64",
+            }
         machine = "x86_64" if self is Platform.LINUX_X86_64 else "aarch64"
-        return {"sys_platform": "linux", "platform_system": "Linux", "os_name": "posix",
-                "platform_machine": machine}
+        return {
+            "sys_platform": "linux",
+            "platform_system": "Linux",
+            "os_name": "posix",
+            "platform_machine": machine,
+        }
 
 
 class Source(str, Enum):
@@ -98,7 +111,9 @@ class ToolkitInfo:
     platform: Platform
     source: Source
     components: tuple[InstalledComponent, ...]
-    files: dict[str, str] = field(default_factory=dict)  #: relative path (/) -> sha256 ("link:" + target for links)
+    files: dict[str, str] = field(
+        default_factory=dict
+    )  #: relative path (/) -> sha256 ("link:" + target for links)
     created: str = ""
     cudaship_version: str = ""
 
@@ -111,8 +126,15 @@ class ToolkitInfo:
             "created": self.created,
             "cudaship_version": self.cudaship_version,
             "components": [
-                {"component": c.component, "name": c.name, "version": c.version, "source": c.source.value,
-                 "filename": c.filename, "sha256": c.sha256, "url": c.url}
+                {
+                    "component": c.component,
+                    "name": c.name,
+                    "version": c.version,
+                    "source": c.source.value,
+                    "filename": c.filename,
+                    "sha256": c.sha256,
+                    "url": c.url,
+                }
                 for c in self.components
             ],
             "files": dict(sorted(self.files.items())),
@@ -125,8 +147,12 @@ class ToolkitInfo:
             raise ValueError(f"not a schema {TOOLKIT_SCHEMA} toolkit manifest")
         components = tuple(
             InstalledComponent(
-                component=str(c["component"]), name=str(c["name"]), version=str(c["version"]),
-                source=Source(c["source"]), filename=str(c["filename"]), sha256=str(c["sha256"]),
+                component=str(c["component"]),
+                name=str(c["name"]),
+                version=str(c["version"]),
+                source=Source(c["source"]),
+                filename=str(c["filename"]),
+                sha256=str(c["sha256"]),
                 url=str(c["url"]),
             )
             for c in data["components"]
@@ -135,9 +161,13 @@ class ToolkitInfo:
         if not isinstance(files, dict):
             raise TypeError("files must be an object")
         return cls(
-            release=str(data["release"]), platform=Platform(data["platform"]), source=Source(data["source"]),
-            components=components, files={str(k): str(v) for k, v in files.items()},
-            created=str(data.get("created", "")), cudaship_version=str(data.get("cudaship_version", "")),
+            release=str(data["release"]),
+            platform=Platform(data["platform"]),
+            source=Source(data["source"]),
+            components=components,
+            files={str(k): str(v) for k, v in files.items()},
+            created=str(data.get("created", "")),
+            cudaship_version=str(data.get("cudaship_version", "")),
         )
 
 

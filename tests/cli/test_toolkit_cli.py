@@ -1,0 +1,213 @@
+"""``cudaship toolkit`` through cli.main: install from a served redist tree, list, verify, env, remove."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cudaship.cli.main import main
+from cudaship.exitcodes import ExitCode
+from tests.toolkit.builders import RedistTree, build_redist, serve
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> RedistTree:
+    return build_redist(tmp_path / "redist")
+
+
+@pytest.fixture
+def base(tree: RedistTree) -> Iterator[str]:
+    with serve(tree.root) as (url, _control):
+        yield url
+
+
+def _install(base: str, dest: Path, tmp_path: Path, *extra: str) -> int:
+    return main(
+        [
+            "toolkit",
+            "install",
+            "cu130",
+            "--platform",
+            "linux-x86_64",
+            "--dest",
+            str(dest),
+            "--mirror",
+            base,
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--retries",
+            "0",
+            *extra,
+        ]
+    )
+
+
+def test_install_json_then_list_verify_env_remove(
+    tmp_path: Path, base: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dest = tmp_path / "cuda"
+    assert _install(base, dest, tmp_path, "--format", "json", "-q") == ExitCode.OK
+    report = json.loads(capsys.readouterr().out)
+    assert report["schema"] == 1 and report["release"] == "13.0.2" and report["path"] == str(dest)
+    assert [c["component"] for c in report["components"]] == ["nvcc", "crt", "nvvm", "cudart", "cccl"]
+
+    assert main(["toolkit", "list", str(dest)]) == ExitCode.OK
+    out = capsys.readouterr().out
+    assert out.startswith(f"CUDA 13.0.2 for linux-x86_64 from redist at {dest}")
+    assert "cuda_nvcc 13.0.88" in out
+
+    assert main(["toolkit", "verify", str(dest)]) == ExitCode.OK
+    assert capsys.readouterr().out.startswith("OK: ")
+    (dest / "include" / "cuda_runtime.h").write_text("changed")
+    assert main(["toolkit", "verify", "--format", "json", str(dest)]) == ExitCode.FINDINGS
+    verdict = json.loads(capsys.readouterr().out)
+    assert verdict["ok"] is False
+    assert verdict["problems"] == [{"path": "include/cuda_runtime.h", "problem": "modified"}]
+
+    assert main(["toolkit", "env", str(dest)]) == ExitCode.OK
+    shell = capsys.readouterr().out
+    assert f"export CUDA_HOME={dest}\n" in shell
+    assert f"export CUDACXX={dest}/bin/nvcc\n" in shell
+    assert f'export PATH={dest}/bin:"$PATH"' in shell
+
+    assert main(["toolkit", "remove", str(dest)]) == ExitCode.OK
+    assert not dest.exists()
+
+
+def test_env_write_github(
+    tmp_path: Path, base: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dest = tmp_path / "cuda-win"
+    assert _install(base, dest, tmp_path, "--platform", "windows-x86_64", "-q") == ExitCode.OK
+    github_env, github_path = tmp_path / "github_env", tmp_path / "github_path"
+    github_env.write_text("EXISTING=1\n")
+    monkeypatch.setenv("GITHUB_ENV", str(github_env))
+    monkeypatch.setenv("GITHUB_PATH", str(github_path))
+    assert main(["toolkit", "env", str(dest), "--write", "github"]) == ExitCode.OK
+    assert github_env.read_text().splitlines() == [
+        "EXISTING=1",
+        f"CUDA_HOME={dest}",
+        f"CUDA_PATH={dest}",
+        f"CUDACXX={dest}/bin/nvcc.exe",
+    ]
+    assert github_path.read_text().splitlines() == [f"{dest}/bin", f"{dest}/bin/x64"]
+    assert "wrote 3 variables" in capsys.readouterr().err
+
+
+def test_env_write_dotenv_to_file(tmp_path: Path, base: str) -> None:
+    dest = tmp_path / "cuda"
+    assert _install(base, dest, tmp_path, "-q", "-c", "cudart") == ExitCode.OK
+    target = tmp_path / "cuda.env"
+    assert main(["toolkit", "env", str(dest), "--write", "dotenv", "-o", str(target)]) == ExitCode.OK
+    lines = target.read_text().splitlines()
+    assert lines[:2] == [f"CUDA_HOME={dest}", f"CUDA_PATH={dest}"]
+    assert lines[2].startswith(f"PATH={dest}/bin")
+
+
+def test_env_github_without_the_variables_is_a_usage_error(
+    tmp_path: Path, base: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dest = tmp_path / "cuda"
+    assert _install(base, dest, tmp_path, "-q", "-c", "cudart") == ExitCode.OK
+    monkeypatch.delenv("GITHUB_ENV", raising=False)
+    assert main(["toolkit", "env", str(dest), "--write", "github"]) == ExitCode.BAD_INPUT
+    assert "GITHUB_ENV is not set" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "message"),
+    [
+        pytest.param(
+            ["toolkit", "install", "14.9", "--dest", "X"],
+            ExitCode.UNKNOWN_TRAIN,
+            "unknown CUDA train '14.9'; known trains: 12.6, 12.8, 12.9, 13.0",
+            id="unknown-train",
+        ),
+        pytest.param(
+            ["toolkit", "install", "13.2.9", "--dest", "X"],
+            ExitCode.UNKNOWN_TRAIN,
+            "unknown CUDA release '13.2.9'; known releases:",
+            id="unknown-release",
+        ),
+        pytest.param(
+            ["toolkit", "install", "banana", "--dest", "X"],
+            ExitCode.BAD_INPUT,
+            "invalid CUDA train 'banana'",
+            id="not-a-train",
+        ),
+        pytest.param(
+            ["toolkit", "install", "13.0", "--dest", "X", "-c", "nvcc,warp-drive"],
+            ExitCode.BAD_INPUT,
+            "unknown component 'warp-drive'; components: nvcc, crt",
+            id="unknown-component",
+        ),
+        pytest.param(
+            ["toolkit", "install", "13.0", "--dest", "X", "--platform", "macos-arm64"],
+            ExitCode.BAD_INPUT,
+            "unknown platform 'macos-arm64'",
+            id="unknown-platform",
+        ),
+        pytest.param(
+            ["toolkit", "install", "13.0", "--dest", "X", "--max-size", "lots"],
+            ExitCode.BAD_INPUT,
+            "--max-size: not a size",
+            id="bad-size",
+        ),
+        pytest.param(
+            ["toolkit", "install", "13.0", "--dest", "X", "--source", "pypi", "--mirror", "http://x"],
+            ExitCode.BAD_INPUT,
+            "--mirror applies to --source redist",
+            id="mirror-with-pypi",
+        ),
+    ],
+)
+def test_bad_usage_is_one_line(
+    argv: list[str],
+    code: int,
+    message: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == code
+    err = capsys.readouterr().err
+    assert message in err
+    assert err.count("\n") == 1
+    assert not (tmp_path / "X").exists()
+
+
+def test_failed_install_is_one_line_and_names_the_archive(
+    tmp_path: Path, tree: RedistTree, base: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest = tree.manifest()
+    entry = manifest["cuda_nvcc"]
+    assert isinstance(entry, dict)
+    entry["linux-x86_64"]["sha256"] = "0" * 64
+    tree.write_manifest(manifest)
+    assert _install(base, tmp_path / "cuda", tmp_path, "-q") == ExitCode.BAD_INPUT
+    err = capsys.readouterr().err
+    assert err.startswith("cudaship: error: cuda_nvcc-linux-x86_64-13.0.88-archive.tar.xz: checksum mismatch")
+    assert err.count("\n") == 1
+
+
+def test_list_known_trains_and_components(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["toolkit", "list", "--format", "json"]) == ExitCode.OK
+    data = json.loads(capsys.readouterr().out)
+    assert data["trains"]["13.0"] == "13.0.2"
+    assert data["trains"]["13.2"] == "13.2.2"
+    assert data["trains"]["13.4"] == "13.4.1"
+    assert data["sets"]["default"] == ["nvcc", "crt", "nvvm", "cudart", "cccl"]
+    assert main(["toolkit", "list"]) == ExitCode.OK
+    assert "13.2  -> 13.2.2" in capsys.readouterr().out
+
+
+def test_verify_and_env_of_a_plain_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["toolkit", "verify", str(tmp_path)]) == ExitCode.BAD_INPUT
+    assert "not a cudaship toolkit (no cudaship-toolkit.json)" in capsys.readouterr().err
+    (tmp_path / "cudaship-toolkit.json").write_text("{not json")
+    assert main(["toolkit", "env", str(tmp_path)]) == ExitCode.BAD_INPUT
+    assert "cudaship-toolkit.json is invalid" in capsys.readouterr().err
