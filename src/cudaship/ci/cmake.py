@@ -1,0 +1,517 @@
+"""``cudaship cmake``: the CMake configuration a CUDA build needs for a train and platform.
+
+Three parts, so the rules are testable without a toolchain:
+
+- probes (:func:`probe_host`, :func:`locate_toolkit`) look at this machine: PATH, ``CUDACXX``, ``CUDAFLAGS``,
+  the toolkit and its nvcc release;
+- :func:`plan` is a pure function of (train, platform, arch list, C++ standard, host, toolkit) and the rules
+  in ``knowledge/data/cmake_rules.toml``, returning every decision with its reason;
+- renderers write CMake arguments, an initial cache (``cmake -C``) or JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from cudaship.ci.archs import TrainInfo, normalize_machine
+from cudaship.errors import KnowledgeError, ToolkitError, UsageError
+from cudaship.knowledge import _data
+from cudaship.knowledge.archs import ArchList
+
+SCHEMA_VERSION = 1
+PLATFORMS: dict[str, tuple[str, str]] = {
+    "linux-x86_64": ("linux", "x86_64"),
+    "linux-aarch64": ("linux", "aarch64"),
+    "linux-sbsa": ("linux", "aarch64"),
+    "windows-x86_64": ("windows", "x86_64"),
+}
+TOOLKIT_MANIFEST = "cudaship-toolkit.json"  # written at the root of every `cudaship toolkit` directory
+_RELEASE_RE = re.compile(r"release (\d+)\.(\d+)")
+_CUDA_H_RE = re.compile(r"#define\s+CUDA_VERSION\s+(\d+)")
+
+
+# ---------------------------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class BuildHost:
+    """What the build machine offers. ``os`` is the build host's (``linux`` or ``windows``)."""
+
+    os: str
+    ninja: str | None = None  #: ninja on PATH
+    clang_cl: str | None = None  #: clang-cl on PATH
+    cudacxx: str | None = None  #: $CUDACXX
+    cudaflags: str | None = None  #: $CUDAFLAGS
+
+
+@dataclass(frozen=True)
+class Toolkit:
+    """A located CUDA toolkit."""
+
+    root: Path
+    source: str  #: --toolkit, CUDASHIP_TOOLKIT, CUDA_HOME, CUDA_PATH, PATH
+    nvcc: Path | None  #: the nvcc that ran, when one did
+    release: str  #: ``13.0``
+    release_from: (
+        str  #: how the release was read: nvcc --version, cudaship-toolkit.json, version.json, cuda.h
+    )
+    cudaship_toolkit: bool = False  #: the root was assembled by ``cudaship toolkit``
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    name: str
+    value: str
+    type: str  #: STRING, FILEPATH, PATH, BOOL
+    reason: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    key: str
+    value: str | None  #: None: deliberately not set
+    reason: str
+
+
+@dataclass(frozen=True)
+class CMakePlan:
+    train: str
+    cuda: str
+    platform: str
+    os: str
+    machine: str
+    generator: str
+    toolset: str | None
+    multi_config: bool
+    entries: tuple[CacheEntry, ...]
+    decisions: tuple[Decision, ...]
+    toolkit: Toolkit | None
+    warnings: tuple[str, ...] = field(default=())
+
+    def entry(self, name: str) -> CacheEntry | None:
+        return next((e for e in self.entries if e.name == name), None)
+
+
+# ---------------------------------------------------------------------------------------------- rules
+
+
+@cache
+def rules() -> dict[str, Any]:
+    """``knowledge/data/cmake_rules.toml``."""
+    return _data.load("cmake_rules.toml")
+
+
+def _rule(*keys: str) -> Any:
+    value: Any = rules()
+    for key in keys:
+        if not isinstance(value, dict) or key not in value:
+            raise KnowledgeError(f"knowledge data file cmake_rules.toml has no {'.'.join(keys)}")
+        value = value[key]
+    return value
+
+
+def cuda_flags(os_name: str, train: TrainInfo) -> list[tuple[list[str], str]]:
+    """The extra CUDA flags of ``train`` on ``os_name``: (flags, reason) per matching rule."""
+    found = []
+    for rule in _rule("cuda_flags"):
+        low = tuple(int(p) for p in str(rule["min_train"]).split("."))
+        if rule["os"] == os_name and train.key >= low:
+            found.append(([str(f) for f in rule["flags"]], str(rule["reason"])))
+    return found
+
+
+def cuda_standards(train: TrainInfo) -> tuple[int, ...]:
+    table = _rule("cuda_standards")
+    return tuple(int(s) for s in table.get(str(train.key[0]), ()))
+
+
+def cmake_architectures(archs: ArchList) -> str:
+    """Every SASS arch ``-real``, every PTX arch ``-virtual``: ``80-real;...;120-real;120-virtual``."""
+    parts: list[str] = []
+    for target in archs:
+        number = f"{target.arch.sm}{target.arch.variant}"
+        if target.sass:
+            parts.append(f"{number}-real")
+        if target.ptx:
+            parts.append(f"{number}-virtual")
+    return ";".join(parts)
+
+
+def parse_platform(text: str) -> tuple[str, str, str]:
+    """``linux-x86_64`` -> (name, os, machine)."""
+    key = text.strip().lower()
+    if key not in PLATFORMS:
+        raise UsageError(f"unknown platform {text!r} (known: linux-x86_64, linux-aarch64, windows-x86_64)")
+    os_name, machine = PLATFORMS[key]
+    return key, os_name, machine
+
+
+# ---------------------------------------------------------------------------------------------- the plan
+
+
+def plan(
+    train: TrainInfo,
+    platform: str,
+    archs: ArchList,
+    host: BuildHost,
+    toolkit: Toolkit | None,
+    cxx_standard: int | None = None,
+    machine: str | None = None,
+) -> CMakePlan:
+    """Every decision for (train, platform, host, toolkit), each with its reason. Pure but for the rules."""
+    name, os_name, platform_machine = parse_platform(platform)
+    machine = normalize_machine(machine) if machine else platform_machine
+    windows = os_name == "windows"
+    entries: list[CacheEntry] = []
+    decisions: list[Decision] = []
+    warnings: list[str] = []
+
+    def set_(entry_name: str, value: str, type_: str, reason: str) -> None:
+        entries.append(CacheEntry(entry_name, value, type_, reason))
+        decisions.append(Decision(entry_name, value, reason))
+
+    if toolkit is not None:
+        via = f", nvcc {toolkit.nvcc.as_posix()}" if toolkit.nvcc else ""
+        decisions.append(
+            Decision(
+                "toolkit",
+                toolkit.root.as_posix(),
+                f"from {toolkit.source}{via}: CUDA {toolkit.release} by {toolkit.release_from}",
+            )
+        )
+    else:
+        decisions.append(Decision("toolkit", None, "no toolkit located"))
+
+    # generator (and toolset)
+    gen = _rule("generators", os_name)
+    if host.ninja:
+        generator, multi, toolset = str(gen["ninja"]), windows, None
+        decisions.append(Decision("generator", generator, str(gen["ninja_reason"])))
+    else:
+        generator = str(gen["fallback"])
+        multi = generator.startswith("Visual Studio")
+        decisions.append(Decision("generator", generator, str(gen["fallback_reason"])))
+        toolset = None
+        if multi:
+            if toolkit is not None:
+                toolset = f"cuda={toolkit.root.as_posix()}"
+                decisions.append(Decision("toolset", toolset, str(gen["toolset_reason"])))
+            else:
+                decisions.append(
+                    Decision("toolset", None, "no toolkit located: the default CUDA integration")
+                )
+    visual_studio = generator.startswith("Visual Studio")
+
+    # build type / configurations
+    if multi:
+        set_(
+            "CMAKE_CONFIGURATION_TYPES",
+            "Release;RelWithDebInfo;Debug",
+            "STRING",
+            "multi-config: outputs land in Release/ (the layout packaging expects)",
+        )
+        if not visual_studio:
+            set_(
+                "CMAKE_DEFAULT_BUILD_TYPE",
+                "Release",
+                "STRING",
+                "Ninja Multi-Config: `cmake --build` builds Release unless --config says otherwise",
+            )
+    else:
+        set_("CMAKE_BUILD_TYPE", "Release", "STRING", "single-config generator: a release build")
+
+    # compilers
+    if windows and not visual_studio:
+        comp = _rule("compilers", "windows")
+        set_("CMAKE_C_COMPILER", str(comp["c"]), "FILEPATH", str(comp["reason"]))
+        set_("CMAKE_CXX_COMPILER", str(comp["cxx"]), "FILEPATH", str(comp["reason"]))
+        set_("CMAKE_CUDA_HOST_COMPILER", str(comp["cuda_host"]), "FILEPATH", str(comp["reason"]))
+        if host.os == "windows" and not host.clang_cl:
+            warnings.append(
+                "clang-cl is not on PATH: install LLVM (or the VS 'C++ Clang tools') before configuring"
+            )
+    elif windows:
+        decisions.append(Decision("compilers", None, "the Visual Studio generator uses its MSVC toolset"))
+    else:
+        decisions.append(Decision("compilers", None, str(_rule("compilers", "linux", "reason"))))
+
+    # CUDA compiler and toolkit
+    cc = _rule("cuda_compiler")
+    if visual_studio:
+        decisions.append(Decision("CMAKE_CUDA_COMPILER", None, str(cc["vs_reason"])))
+    elif host.cudacxx:
+        decisions.append(
+            Decision("CMAKE_CUDA_COMPILER", None, f"{cc['cudacxx_reason']} (CUDACXX={host.cudacxx})")
+        )
+    elif toolkit is not None:
+        nvcc = toolkit.root / "bin" / ("nvcc.exe" if windows else "nvcc")
+        set_(
+            "CMAKE_CUDA_COMPILER",
+            nvcc.as_posix(),
+            "FILEPATH",
+            f"{cc['reason']} ({toolkit.source}, CUDA {toolkit.release})",
+        )
+    if toolkit is not None:
+        set_(
+            "CUDAToolkit_ROOT",
+            toolkit.root.as_posix(),
+            "PATH",
+            "find_package(CUDAToolkit) finds the same toolkit as the compiler",
+        )
+
+    # architectures
+    set_(
+        "CMAKE_CUDA_ARCHITECTURES",
+        cmake_architectures(archs),
+        "STRING",
+        f"the arch table's list for {train.tag} on {machine}: every arch as SASS (-real), the newest also as "
+        "PTX (-virtual)",
+    )
+
+    # standards
+    std_rules = _rule("standards")
+    if cxx_standard is None:
+        decisions.append(Decision("CMAKE_CUDA_STANDARD", None, str(std_rules["unset_reason"])))
+    else:
+        allowed = cuda_standards(train)
+        if cxx_standard not in allowed:
+            raise UsageError(
+                f"--cxx-standard {cxx_standard}: nvcc of CUDA {train.version} accepts "
+                f"{', '.join(map(str, allowed)) or 'no known standard'} as the CUDA standard"
+            )
+        set_("CMAKE_CXX_STANDARD", str(cxx_standard), "STRING", "--cxx-standard")
+        set_("CMAKE_CXX_STANDARD_REQUIRED", "ON", "BOOL", "fail rather than fall back to an older standard")
+        set_("CMAKE_CUDA_STANDARD", str(cxx_standard), "STRING", str(std_rules["reason"]))
+        set_("CMAKE_CUDA_STANDARD_REQUIRED", "ON", "BOOL", "fail rather than fall back to an older standard")
+
+    # extra CUDA flags
+    flags: list[str] = []
+    reasons: list[str] = []
+    for rule_flags, reason in cuda_flags(os_name, train):
+        flags.extend(rule_flags)
+        reasons.append(reason)
+    if flags:
+        value = " ".join(flags)
+        reason = "; ".join(reasons)
+        if host.cudaflags:
+            value = f"{host.cudaflags} {value}"
+            reason += "; CUDAFLAGS kept in front (a cached CMAKE_CUDA_FLAGS would otherwise replace it)"
+        set_("CMAKE_CUDA_FLAGS", value, "STRING", reason)
+    else:
+        decisions.append(
+            Decision("CMAKE_CUDA_FLAGS", None, f"no extra CUDA flags for CUDA {train.version} on {os_name}")
+        )
+
+    # host tools
+    suffix = ".exe" if host.os == "windows" else ""
+    set_("CUDASHIP_HOST_EXECUTABLE_SUFFIX", suffix, "STRING", str(_rule("host_tools", "reason")))
+
+    return CMakePlan(
+        train=train.tag,
+        cuda=train.version,
+        platform=name,
+        os=os_name,
+        machine=machine,
+        generator=generator,
+        toolset=toolset,
+        multi_config=multi,
+        entries=tuple(entries),
+        decisions=tuple(decisions),
+        toolkit=toolkit,
+        warnings=tuple(warnings),
+    )
+
+
+# ---------------------------------------------------------------------------------------------- probes
+
+Which = Callable[[str], "str | None"]
+Runner = Callable[[list[str]], "str | None"]
+
+
+def probe_host(environ: Mapping[str, str] | None = None, which: Which = shutil.which) -> BuildHost:
+    environ = os.environ if environ is None else environ
+    return BuildHost(
+        os="windows" if sys.platform == "win32" else "linux",
+        ninja=which("ninja"),
+        clang_cl=which("clang-cl"),
+        cudacxx=environ.get("CUDACXX") or None,
+        cudaflags=environ.get("CUDAFLAGS") or None,
+    )
+
+
+def _run_nvcc(argv: list[str]) -> str | None:
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout + proc.stderr if proc.returncode == 0 else None
+
+
+def _release_of(root: Path, nvcc: Path | None, run: Runner) -> tuple[str, str, Path | None, bool]:
+    """(release, how, nvcc that ran, is a cudaship toolkit) of the toolkit at ``root``."""
+    manifest = root / TOOLKIT_MANIFEST
+    is_cudaship = manifest.is_file()
+    candidates = [nvcc] if nvcc is not None else [root / "bin" / "nvcc", root / "bin" / "nvcc.exe"]
+    for candidate in candidates:
+        if candidate.is_file():
+            out = run([str(candidate), "--version"])
+            match = _RELEASE_RE.search(out or "")
+            if match:
+                return f"{match.group(1)}.{match.group(2)}", "nvcc --version", candidate, is_cudaship
+    if is_cudaship:
+        try:
+            release = str(json.loads(manifest.read_text(encoding="utf-8"))["release"])
+            return ".".join(release.split(".")[:2]), TOOLKIT_MANIFEST, None, True
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    version_json = root / "version.json"
+    if version_json.is_file():
+        try:
+            release = str(json.loads(version_json.read_text(encoding="utf-8"))["cuda"]["version"])
+            return ".".join(release.split(".")[:2]), "version.json", None, False
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    cuda_h = root / "include" / "cuda.h"
+    if cuda_h.is_file():
+        match = _CUDA_H_RE.search(cuda_h.read_text(encoding="utf-8", errors="replace"))
+        if match:
+            number = int(match.group(1))
+            return f"{number // 1000}.{number % 1000 // 10}", "cuda.h", None, False
+    raise ToolkitError(
+        "cannot tell the CUDA release: no runnable bin/nvcc, version.json or include/cuda.h", path=str(root)
+    )
+
+
+def _root_of_nvcc(nvcc: Path, run: Runner) -> Path:
+    """The toolkit root of an nvcc found on PATH (through wrappers: nvcc's own TOP, else ../)."""
+    out = run([str(nvcc), "--dryrun", "-c", "-x", "cu", os.devnull, "-o", os.devnull]) or ""
+    for line in out.splitlines():
+        match = re.match(r"#\$ TOP=(.+)$", line.strip())
+        if match:
+            return Path(os.path.normpath(match.group(1)))
+    return nvcc.resolve().parent.parent
+
+
+def locate_toolkit(
+    explicit: Path | None,
+    environ: Mapping[str, str] | None = None,
+    which: Which = shutil.which,
+    run: Runner = _run_nvcc,
+) -> Toolkit:
+    """The toolkit from ``--toolkit``, ``$CUDASHIP_TOOLKIT`` (a ``cudaship toolkit`` directory),
+    ``$CUDA_HOME`` / ``$CUDA_PATH``, or nvcc on PATH, in that order, with the release of its nvcc."""
+    environ = os.environ if environ is None else environ
+    choices: list[tuple[str, Path]] = []
+    if explicit is not None:
+        choices.append(("--toolkit", explicit))
+    for var in ("CUDASHIP_TOOLKIT", "CUDA_HOME", "CUDA_PATH"):
+        if environ.get(var):
+            choices.append((var, Path(environ[var])))
+    if choices:
+        source, root = choices[0]
+        if not root.is_dir():
+            raise ToolkitError(f"the CUDA toolkit from {source} is not a directory", path=str(root))
+        if source == "CUDASHIP_TOOLKIT" and not (root / TOOLKIT_MANIFEST).is_file():
+            raise ToolkitError(
+                f"CUDASHIP_TOOLKIT is not a cudaship toolkit (no {TOOLKIT_MANIFEST})", path=str(root)
+            )
+        release, how, nvcc, is_cudaship = _release_of(root, None, run)
+        return Toolkit(root, source, nvcc, release, how, is_cudaship)
+    found = which("nvcc")
+    if not found:
+        raise ToolkitError(
+            "no CUDA toolkit found: pass --toolkit DIR, set CUDA_HOME or CUDA_PATH, or put nvcc on PATH"
+        )
+    nvcc = Path(found)
+    root = _root_of_nvcc(nvcc, run)
+    release, how, ran, is_cudaship = _release_of(root, nvcc, run)
+    return Toolkit(root, "PATH", ran, release, how, is_cudaship)
+
+
+def check_toolkit(toolkit: Toolkit, train: TrainInfo) -> None:
+    """The toolkit's release must be the train's (13.0 for cu130)."""
+    if toolkit.release != train.version:
+        raise ToolkitError(
+            f"the CUDA toolkit from {toolkit.source} is CUDA {toolkit.release} ({toolkit.release_from}), "
+            f"but train {train.tag} needs CUDA {train.version}",
+            path=str(toolkit.root),
+        )
+
+
+# ---------------------------------------------------------------------------------------------- renderers
+
+
+def _cmake_quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$") + '"'
+
+
+def render_args(p: CMakePlan) -> str:
+    """CMake command-line arguments, POSIX-shell quoted, one line."""
+    args = ["-G", p.generator]
+    if p.toolset:
+        args += ["-T", p.toolset]
+    args += [f"-D{e.name}:{e.type}={e.value}" for e in p.entries]
+    return " ".join(shlex.quote(a) for a in args)
+
+
+def render_initial_cache(p: CMakePlan) -> str:
+    """A ``cmake -C FILE`` script. The generator cannot be chosen in it: the header says what to pass."""
+    lines = [
+        f"# cudaship cmake: CUDA train {p.train} (CUDA {p.cuda}) for {p.platform}, machine {p.machine}",
+        "# Use: cmake -C THIS_FILE "
+        + " ".join(shlex.quote(a) for a in (["-G", p.generator] + (["-T", p.toolset] if p.toolset else [])))
+        + " -S . -B build",
+    ]
+    if p.toolkit is not None:
+        lines.append(
+            f"# Toolkit: {p.toolkit.root.as_posix()} (from {p.toolkit.source}; CUDA {p.toolkit.release} "
+            f"by {p.toolkit.release_from})"
+        )
+    for d in p.decisions:
+        if d.value is None or d.key in ("generator", "toolset"):
+            lines.append(f"# {d.key}: {d.value if d.value is not None else 'not set'}: {d.reason}")
+    for e in p.entries:
+        doc = e.reason if len(e.reason) < 200 else e.reason[:197] + "..."
+        lines.append(
+            f"set({e.name} {_cmake_quote(e.value)} CACHE {e.type} {_cmake_quote('cudaship: ' + doc)})"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def to_json(p: CMakePlan) -> dict[str, Any]:
+    toolkit = None
+    if p.toolkit is not None:
+        toolkit = {
+            "root": p.toolkit.root.as_posix(),
+            "source": p.toolkit.source,
+            "nvcc": p.toolkit.nvcc.as_posix() if p.toolkit.nvcc else None,
+            "release": p.toolkit.release,
+            "release_from": p.toolkit.release_from,
+            "cudaship_toolkit": p.toolkit.cudaship_toolkit,
+        }
+    return {
+        "schema": SCHEMA_VERSION,
+        "train": p.train,
+        "cuda": p.cuda,
+        "platform": p.platform,
+        "os": p.os,
+        "machine": p.machine,
+        "generator": p.generator,
+        "toolset": p.toolset,
+        "multi_config": p.multi_config,
+        "toolkit": toolkit,
+        "cache": {e.name: {"value": e.value, "type": e.type} for e in p.entries},
+        "decisions": [{"key": d.key, "value": d.value, "reason": d.reason} for d in p.decisions],
+        "warnings": list(p.warnings),
+    }

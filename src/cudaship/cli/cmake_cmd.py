@@ -1,0 +1,101 @@
+"""``cudaship cmake``: what to hand to CMake for a CUDA train and platform."""
+
+from __future__ import annotations
+
+import json
+import platform as _platform
+import sys
+from pathlib import Path
+
+import click
+
+from cudaship.ci import archs as ci_archs
+from cudaship.ci import cmake
+from cudaship.config import load_config
+from cudaship.exitcodes import ExitCode
+from cudaship.formats.output import write_report
+
+
+def _host_platform() -> str:
+    machine = ci_archs.normalize_machine(_platform.machine() or "x86_64")
+    return f"{'windows' if sys.platform == 'win32' else 'linux'}-{machine}"
+
+
+@click.command("cmake")
+@click.option("--train", required=True, help="CUDA train (cu132 or 13.2).")
+@click.option(
+    "--platform",
+    "platform_name",
+    type=click.Choice(sorted(cmake.PLATFORMS)),
+    default=None,
+    help="Target platform; default: this machine's.",
+)
+@click.option("--machine", default=None, help="Machine for the arch table; default: the platform's.")
+@click.option(
+    "--cxx-standard", type=int, default=None, help="C++ standard of the build; the CUDA standard follows it."
+)
+@click.option(
+    "--toolkit",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="CUDA toolkit directory; default: $CUDASHIP_TOOLKIT, $CUDA_HOME, $CUDA_PATH, nvcc on PATH.",
+)
+@click.option(
+    "--policy",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Configuration holding the arch table; default: the nearest one, else the built-in table.",
+)
+@click.option(
+    "--write",
+    "write",
+    type=(click.Choice(["initial-cache"]), click.Path(dir_okay=False)),
+    default=None,
+    metavar="initial-cache FILE",
+    help="Write an initial cache for `cmake -C FILE`.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["args", "json"]),
+    default="args",
+    show_default=True,
+    help="args: CMake command-line arguments; json: every decision with its reason.",
+)
+def command(
+    train: str,
+    platform_name: str | None,
+    machine: str | None,
+    cxx_standard: int | None,
+    toolkit: Path | None,
+    policy: str | None,
+    write: tuple[str, str] | None,
+    fmt: str,
+) -> int:
+    """Print (or write) the CMake configuration of a CUDA build: generator, compilers, architectures,
+    standards, flags and the toolkit, each decision with its reason (--format json)."""
+    info = ci_archs.train_info(train)
+    project = load_config(policy)
+    platform_name = platform_name or _host_platform()
+    _, _, platform_machine = cmake.parse_platform(platform_name)
+    archs = ci_archs.lookup(ci_archs.arch_table(project), info.tag, machine or platform_machine)
+    located = cmake.locate_toolkit(toolkit)
+    cmake.check_toolkit(located, info)
+    result = cmake.plan(info, platform_name, archs, cmake.probe_host(), located, cxx_standard, machine)
+    for warning in result.warnings:
+        click.echo(f"cudaship: warning: {warning}", err=True)
+    click.echo(
+        f"cudaship: toolkit {located.root.as_posix()} from {located.source}: CUDA {located.release} "
+        f"({located.release_from})",
+        err=True,
+    )
+    if write is not None:
+        write_report(cmake.render_initial_cache(result), write[1])
+        gen = " ".join(
+            ["-G", repr(result.generator)] + (["-T", repr(result.toolset)] if result.toolset else [])
+        )
+        click.echo(f"cudaship: wrote {write[1]}: cmake -C {write[1]} {gen} ...", err=True)
+        return int(ExitCode.OK)
+    text = json.dumps(cmake.to_json(result), indent=2) if fmt == "json" else cmake.render_args(result)
+    write_report(text, None)
+    return int(ExitCode.OK)
