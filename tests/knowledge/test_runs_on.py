@@ -222,7 +222,9 @@ REAL = [
     ("blackwell", "11.0", NO, None),
     ("ptx_only", "8.6", JIT, "compute_80"),
     ("ptx_only", "12.1", JIT, "compute_120"),
-    ("relocatable", "8.0", NO, None),
+    # -rdc: the device-linked .nv_fatbin holds SASS only; compute_90 lives only in __nv_relfatbin
+    ("relocatable", "8.0", NATIVE, "sm_80"),
+    ("relocatable", "10.0", NO, None),
     ("cubin_sm86", "8.9", NATIVE, "sm_86"),
     ("cubin_sm86", "8.0", NO, None),
     ("cubin_sm90a", "9.0", NATIVE, "sm_90a"),
@@ -249,6 +251,13 @@ def test_real_builds(
     result = runs_on(report.device_code, capability)
     assert result.verdict is verdict, result.reason
     assert (result.entry.arch if result.entry else None) == chosen
+
+
+def test_relocatable_ptx_is_not_jitted(nvcc_build: Callable[[str], Path]) -> None:
+    path = nvcc_build("relocatable")
+    entries = inspect_file(path, path.name).device_code
+    assert any(e.relocatable and e.arch == "compute_90" for e in entries)
+    assert "no PTX to JIT" in runs_on(entries, "10.0").reason
 
 
 def test_real_build_on_old_driver(nvcc_build: Callable[[str], Path], nvcc_version: str) -> None:
