@@ -22,6 +22,7 @@ from pathlib import Path
 
 from cudaship import __version__
 from cudaship.errors import ToolkitError
+from cudaship.toolkit.lock import InstallLock
 from cudaship.toolkit.records import Observer
 
 _CHUNK = 1 << 20
@@ -218,6 +219,24 @@ def fetch(
         blob.unlink()  # a corrupted cache entry: fetch again
         observer.warning(f"{filename}: cached copy was corrupt; fetching again")
     blob.parent.mkdir(parents=True, exist_ok=True)
+    with InstallLock(blob, wait=True):  # two runs fetching one blob take turns on its .part file
+        if blob.is_file() and sha256_file(blob) == sha256:  # the other run finished it meanwhile
+            observer.download_finished(filename)
+            return blob
+        _fill(blob, location, sha256, filename, cache, size, observer, options)
+    return blob
+
+
+def _fill(
+    blob: Path,
+    location: str,
+    sha256: str,
+    filename: str,
+    cache: Cache,
+    size: int | None,
+    observer: Observer,
+    options: FetchOptions,
+) -> None:
     part = blob.with_name(blob.name + ".part")
     local = _local_path(location)
     if local is not None:
@@ -240,7 +259,6 @@ def fetch(
         raise ToolkitError(f"{filename}: checksum mismatch: expected sha256 {sha256}, got {actual}")
     os.replace(part, blob)
     observer.download_finished(filename)
-    return blob
 
 
 def fetch_manifest(

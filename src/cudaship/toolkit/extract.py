@@ -213,15 +213,17 @@ def _tar_member(
     rel = _map(member.name, strip, remap)
     if rel is None:
         return
+    link_target = _check_link_target(rel, member.linkname, member.name) if member.issym() else None
+    hard_target = _map(member.linkname, strip, remap) if member.islnk() else None
+    if member.islnk() and hard_target is None:
+        raise ToolkitError(f"hard link {member.name!r} points to a skipped member")
+    _second_line(member, writer.dest)  # our checks passed; the stdlib's must agree before anything is written
     if member.isdir():
         writer.directory(rel)
-    elif member.issym():
-        writer.symlink(rel, _check_link_target(rel, member.linkname, member.name))
-    elif member.islnk():
-        target = _map(member.linkname, strip, remap)
-        if target is None:
-            raise ToolkitError(f"hard link {member.name!r} points to a skipped member")
-        writer.hardlink(rel, target, member.name)
+    elif link_target is not None:
+        writer.symlink(rel, link_target)
+    elif hard_target is not None:
+        writer.hardlink(rel, hard_target, member.name)
     else:
         writer.check_size(member.size, member.name)
         source = tf.extractfile(member)
@@ -229,7 +231,6 @@ def _tar_member(
             raise ToolkitError(f"member {member.name!r} has no data")
         with source:
             writer.file(rel, source, bool(member.mode & 0o111))
-    _second_line(member, writer.dest)
 
 
 def _open_tar(archive: Path, lower: str) -> tarfile.TarFile:

@@ -19,9 +19,10 @@ def lock_path(dest: Path) -> Path:
 
 
 class InstallLock:
-    def __init__(self, dest: Path) -> None:
+    def __init__(self, dest: Path, *, wait: bool = False) -> None:
         self.dest = dest
         self.path = lock_path(dest)
+        self.wait = wait  #: block until the holder is done, instead of failing at once
         self._fd: int | None = None
 
     def acquire(self) -> None:
@@ -31,11 +32,11 @@ class InstallLock:
             if sys.platform == "win32":  # pragma: no cover - Windows only
                 import msvcrt
 
-                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+                msvcrt.locking(fd, msvcrt.LK_LOCK if self.wait else msvcrt.LK_NBLCK, 1)
             else:
                 import fcntl
 
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_EX if self.wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             try:
                 holder = os.read(fd, 64).decode("ascii", "replace").strip() or "unknown"
