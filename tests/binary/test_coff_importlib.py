@@ -96,8 +96,16 @@ def test_nvidia_libs_hold_no_import_members(nvidia_libs: dict[str, Path], name: 
 
 
 @pytest.mark.parametrize(
-    "case", ["not-ar", "thin", "bad-size", "size-past-end", "long-name-without-table", "short-names-past-member",
-             "empty"],
+    "case",
+    [
+        "not-ar",
+        "thin",
+        "bad-size",
+        "size-past-end",
+        "long-name-without-table",
+        "short-names-past-member",
+        "empty",
+    ],
     ids=str,
 )
 def test_hostile_archives_fail_cleanly(mingw_build: Callable[[str], Path], case: str) -> None:
@@ -112,13 +120,22 @@ def test_hostile_archives_fail_cleanly(mingw_build: Callable[[str], Path], case:
     elif case == "size-past-end":
         data[first + 48 : first + 58] = b"9999999999"
     elif case == "long-name-without-table":
-        data = bytearray(b"!<arch>\n" + b"/123            " + b"0           0     0     644     4         `\n"
-                         + b"abcd")
+        data = bytearray(
+            b"!<arch>\n" + b"/123            " + b"0           0     0     644     4         `\n" + b"abcd"
+        )
     elif case == "short-names-past-member":
-        header = bytes.fromhex("0000ffff00006486") + b"\x00" * 4 + (1 << 20).to_bytes(4, "little") + b"\x00" * 4
+        header = (
+            bytes.fromhex("0000ffff00006486") + b"\x00" * 4 + (1 << 20).to_bytes(4, "little") + b"\x00" * 4
+        )
         member = header + b"sym\x00dll.dll\x00"
-        data = bytearray(b"!<arch>\n" + b"x.dll/          " + b"0           0     0     644     "
-                         + str(len(member)).ljust(10).encode() + b"`\n" + member)
+        data = bytearray(
+            b"!<arch>\n"
+            + b"x.dll/          "
+            + b"0           0     0     644     "
+            + str(len(member)).ljust(10).encode()
+            + b"`\n"
+            + member
+        )
     else:
         data = bytearray()
     with pytest.raises(BinaryFormatError) as info:
@@ -148,7 +165,9 @@ def test_truncations_and_mutations_fail_cleanly(mingw_build: Callable[[str], Pat
     for round_ in range(300):
         mutated = bytearray(data)
         for _ in range(rng.randint(1, 4)):
-            mutated[rng.randrange(8, len(data))] = rng.choice([0x00, 0xFF, 0x20, 0x39, 0x80, rng.randrange(256)])
+            mutated[rng.randrange(8, len(data))] = rng.choice(
+                [0x00, 0xFF, 0x20, 0x39, 0x80, rng.randrange(256)]
+            )
         if (outcome := _outcome(bytes(mutated))) is not None:
             failures[f"mutation {round_}"] = outcome
     assert failures == {}

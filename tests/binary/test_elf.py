@@ -1,5 +1,5 @@
-"""ELF host reader: compared against binutils' readelf on nvcc-built libraries and real PyPI wheels' libraries,
-plus hostile and corrupt inputs."""
+"""ELF host reader: compared against binutils' readelf on nvcc-built libraries and real PyPI wheels'
+libraries, plus hostile and corrupt inputs."""
 
 from __future__ import annotations
 
@@ -120,7 +120,7 @@ def readelf(path: Path) -> ReadelfView:
         elf_class=header["Class"],
         type=header["Type"],
         needed=tagged("NEEDED"),
-        soname=(tagged("SONAME") or [None])[0],
+        soname=next(iter(tagged("SONAME")), None),
         runpath=[p for entry in tagged("RUNPATH") for p in entry.split(":") if p],
         rpath=[p for entry in tagged("RPATH") for p in entry.split(":") if p],
         sections=sections,
@@ -191,8 +191,9 @@ def test_nvcc_library_matches_readelf(nvcc_build: Callable[[str], Path], name: s
 @needs_readelf
 @pytest.mark.network
 @pytest.mark.parametrize(
-    "member", [*BITSANDBYTES_MEMBERS, CUDART_MEMBER], ids=[Path(m).name for m in [*BITSANDBYTES_MEMBERS,
-                                                                                   CUDART_MEMBER]]
+    "member",
+    [*BITSANDBYTES_MEMBERS, CUDART_MEMBER],
+    ids=[Path(m).name for m in [*BITSANDBYTES_MEMBERS, CUDART_MEMBER]],
 )
 def test_wheel_library_matches_readelf(wheel_libs: dict[str, Path], member: str) -> None:
     assert_matches_readelf(wheel_libs[member])
@@ -216,7 +217,10 @@ def test_cudart_static_stores_driver_name(nvcc_build: Callable[[str], Path]) -> 
     if READELF:  # every name found is a string readelf dumps from .rodata
         rodata = subprocess.run(
             [READELF, "-p", ".rodata", str(nvcc_build("cudart_static"))],
-            capture_output=True, text=True, encoding="latin-1", check=True,
+            capture_output=True,
+            text=True,
+            encoding="latin-1",
+            check=True,
         ).stdout
         dumped = {line.split("]", 1)[1].strip() for line in rodata.splitlines() if "]" in line}
         assert set(host.embedded_library_names) <= dumped
@@ -263,8 +267,15 @@ def _section_index(path: Path, name: str) -> int:
 
 @pytest.mark.parametrize(
     "case",
-    ["billion-symbols", "section-past-end", "huge-shnum", "strtab-offset-past-end", "bad-shentsize",
-     "not-elf", "empty"],
+    [
+        "billion-symbols",
+        "section-past-end",
+        "huge-shnum",
+        "strtab-offset-past-end",
+        "bad-shentsize",
+        "not-elf",
+        "empty",
+    ],
     ids=str,
 )
 def test_hostile_headers_fail_cleanly(nvcc_build: Callable[[str], Path], case: str) -> None:
@@ -318,8 +329,11 @@ def test_mutations_fail_cleanly(nvcc_build: Callable[[str], Path]) -> None:
     # Aim at the structures the reader walks: headers, the section table, .dynamic, .dynsym, versions.
     (shoff,) = struct.unpack_from("<Q", data, 0x28)
     targets = [(0, 64), (shoff, len(data) - shoff)]
-    targets += [(s.offset, s.size) for s in host.sections
-                if s.name in (".dynamic", ".dynsym", ".dynstr", ".gnu.version", ".gnu.version_r")]
+    targets += [
+        (s.offset, s.size)
+        for s in host.sections
+        if s.name in (".dynamic", ".dynsym", ".dynstr", ".gnu.version", ".gnu.version_r")
+    ]
     rng = random.Random(20261202)
     failures = {}
     for round_ in range(400):

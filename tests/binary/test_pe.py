@@ -51,7 +51,9 @@ def readobj(path: Path) -> ReadobjView:
     assert READOBJ
     out = subprocess.run(
         [READOBJ, "--coff-imports", "--coff-exports", "--sections", str(path)],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     view = ReadobjView()
     block: str | None = None
@@ -88,10 +90,16 @@ def readobj(path: Path) -> ReadobjView:
 def assert_matches_readobj(path: Path) -> HostBinary:
     host = read_pe(path.read_bytes())
     expected = readobj(path)
-    got_imports = [(i.library, [s.name or s.ordinal for s in i.symbols]) for i in host.imports
-                   if i.kind is ImportKind.IMPORT]
-    got_delay = [(i.library, [s.name or s.ordinal for s in i.symbols]) for i in host.imports
-                 if i.kind is ImportKind.DELAY]
+    got_imports = [
+        (i.library, [s.name or s.ordinal for s in i.symbols])
+        for i in host.imports
+        if i.kind is ImportKind.IMPORT
+    ]
+    got_delay = [
+        (i.library, [s.name or s.ordinal for s in i.symbols])
+        for i in host.imports
+        if i.kind is ImportKind.DELAY
+    ]
     assert got_imports == expected.imports
     assert got_delay == expected.delay_imports
     assert set(host.exports) == expected.exports
@@ -193,15 +201,23 @@ def test_static_runtime_dll_stores_driver_name(windows_dlls: dict[str, Path]) ->
 # -- hostile and corrupt input -----------------------------------------------------------------------------
 
 
-def _pe_offsets(data: bytes) -> tuple[int, int, int]:
+def _pe_offsets(data: bytes | bytearray) -> tuple[int, int, int]:
     (lfanew,) = struct.unpack_from("<I", data, 0x3C)
     (opt_size,) = struct.unpack_from("<H", data, lfanew + 20)
     return lfanew, lfanew + 24, lfanew + 24 + opt_size
 
 
 @pytest.mark.parametrize(
-    "case", ["huge-section-count", "section-past-end", "import-rva-nowhere", "export-billion-names",
-             "not-pe", "mz-only", "empty"],
+    "case",
+    [
+        "huge-section-count",
+        "section-past-end",
+        "import-rva-nowhere",
+        "export-billion-names",
+        "not-pe",
+        "mz-only",
+        "empty",
+    ],
     ids=str,
 )
 def test_hostile_headers_fail_cleanly(mingw_build: Callable[[str], Path], case: str) -> None:
@@ -256,7 +272,9 @@ def test_mutations_fail_cleanly(mingw_build: Callable[[str], Path], name: str) -
     host = read_pe(data)
     _lfanew, _opt, table = _pe_offsets(data)
     targets = [(0, table + 40 * len(host.sections))]
-    targets += [(s.offset, s.size) for s in host.sections if s.name in (".idata", ".edata", ".rdata") and s.size]
+    targets += [
+        (s.offset, s.size) for s in host.sections if s.name in (".idata", ".edata", ".rdata") and s.size
+    ]
     rng = random.Random(f"pe-{name}")
     failures = {}
     for round_ in range(300):
