@@ -92,3 +92,15 @@ def test_windows_dlls_read_on_linux_where_cuobjdump_cannot(
             target.write_bytes(z.read(name))
         listing = cuobjdump_listing(cuobjdump, target)
         assert not listing.sass, "cuobjdump on Linux was expected to be unable to read PE files"
+
+
+def test_macos_wheel_dylib_imports(bitsandbytes_macos_wheel: Path) -> None:
+    members = _members(bitsandbytes_macos_wheel)
+    with zipfile.ZipFile(bitsandbytes_macos_wheel) as z:
+        dylibs = {n for n in z.namelist() if n.endswith(".dylib")}
+    assert dylibs and set(members) == dylibs
+    for name, f in members.items():
+        assert f.format is FileFormat.MACHO, name
+        assert f.host is not None and f.host.imports, name
+        assert all(i.kind.value == "dylib" for i in f.host.imports), name
+        assert any(i.library.startswith("/usr/lib/") for i in f.host.imports), name
