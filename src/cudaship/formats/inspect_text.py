@@ -132,7 +132,8 @@ def _host(
     if host.imports:
         console.print("  imports:")
         for imp in host.imports:
-            count = f"  [{len(imp.symbols)} symbols]" if imp.symbols else ""
+            n = len(imp.symbols)
+            count = f"  [{n} symbol{'' if n == 1 else 's'}]" if n else ""
             console.print(f"    {imp.library}{_IMPORT_KIND[imp.kind]}{count}", markup=False)
     else:
         console.print("  imports: none")
