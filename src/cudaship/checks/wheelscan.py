@@ -265,6 +265,7 @@ def scan_wheel(
         sizes[res.name] = res.size
         if res.error is not None:
             unreadable.append((res.name, res.error))
+            verifier.unverified(res.name)
             continue
         assert res.digest is not None
         verifier.observe(res.name, res.algorithm, res.digest, res.size)

@@ -361,6 +361,10 @@ class RecordVerifier:
                 RecordProblem("size", path, f"{path}: size is {size} bytes, RECORD says {entry.size}")
             )
 
+    def unverified(self, path: str) -> None:
+        """``path`` is in the wheel but could not be read (reported elsewhere): not "missing"."""
+        self._seen.add(path)
+
     def problems(self) -> tuple[RecordProblem, ...]:
         missing = [
             RecordProblem("missing", path, f"{path} is listed in RECORD but not in the wheel")
