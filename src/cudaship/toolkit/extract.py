@@ -146,7 +146,10 @@ class _Writer:
 
     def symlink(self, rel: str, target: str) -> None:
         path = self._target(rel)
-        os.symlink(target, path)
+        try:
+            os.symlink(target, path)
+        except OSError as e:  # pragma: no cover - hosts without symlink support
+            raise ToolkitError(f"cannot create the link {rel!r} on this host: {e.strerror}") from e
         self.result.links[rel] = target
 
     def hardlink(self, rel: str, target_rel: str, archive_name: str) -> None:

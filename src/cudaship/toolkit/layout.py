@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from pathlib import Path, PureWindowsPath
 
 from cudaship.toolkit.extract import Remap
@@ -64,6 +65,18 @@ def pypi_remap(platform: Platform, major: int, component: str) -> Remap:
     return remap
 
 
+def _link_or_copy(target: str, path: Path) -> None:
+    """A relative symlink; a copy where the host cannot make one (Windows without Developer Mode)."""
+    try:
+        os.symlink(target, path, target_is_directory=(path.parent / target).is_dir())
+    except OSError:  # pragma: no cover - hosts without symlink support
+        source = path.parent / target
+        if source.is_dir():
+            shutil.copytree(source, path, symlinks=True)
+        else:
+            shutil.copy2(source, path)
+
+
 def finish(root: Path, platform: Platform) -> dict[str, str]:
     """Create the links build tools expect; returns them (toolkit path -> target)."""
     links: dict[str, str] = {}
@@ -71,7 +84,7 @@ def finish(root: Path, platform: Platform) -> dict[str, str]:
         return links
     lib = root / "lib"
     if lib.is_dir() and not (root / "lib64").exists() and not (root / "lib64").is_symlink():
-        os.symlink("lib", root / "lib64")
+        _link_or_copy("lib", root / "lib64")
         links["lib64"] = "lib"
     if lib.is_dir():
         best: dict[str, str] = {}
@@ -83,7 +96,7 @@ def finish(root: Path, platform: Platform) -> dict[str, str]:
                     best[dev] = entry.name
         for dev, target in sorted(best.items()):
             if not (lib / dev).exists() and not (lib / dev).is_symlink():
-                os.symlink(target, lib / dev)
+                _link_or_copy(target, lib / dev)
                 links[f"lib/{dev}"] = target
     return links
 
