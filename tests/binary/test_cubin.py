@@ -128,17 +128,35 @@ def test_no_kernels_build_has_device_code_without_kernels(nvcc_build: Build) -> 
 
 
 @pytest.mark.network
-def test_cuda12_cubins_use_abi_version_7(bitsandbytes_linux_wheel: Path, tmp_path: Path) -> None:
-    """CUDA 11/12 cubins (bitsandbytes' cuda118 ... cuda126 builds) keep the SM in the low byte of e_flags."""
-    libs = extract_members(bitsandbytes_linux_wheel, "_cuda124.so", tmp_path)
-    assert libs
-    data = libs[0].read_bytes()
+@pytest.mark.parametrize("cuda", ["cuda118", "cuda121", "cuda124", "cuda126"], ids=str)
+def test_cuda11_12_cubins_use_abi_version_7(
+    bitsandbytes_linux_wheel: Path, tmp_path: Path, cuda: str
+) -> None:
+    """CUDA 11/12 cubins: SM in the low byte of e_flags, toolkit in e_version, no tkinfo note."""
+    (lib,) = extract_members(bitsandbytes_linux_wheel, f"_{cuda}.so", tmp_path)
+    data = lib.read_bytes()
+    release = f"{cuda[4:-1]}.{cuda[-1]}"  # cuda124 → 12.4, the toolkit named in the file name
     entries = [e for c in find_containers(data) for e in c.entries if e.kind is DeviceCodeKind.SASS]
     assert len({e.sm for e in entries}) > 3
     for entry in entries:
         info = read_cubin(entry_payload(data, entry))
         assert info.abi_version == 7
         assert info.e_flags & 0xFF == entry.sm == info.sm
+        assert info.command_line is None
+        assert info.toolkit_version == release
+        assert entry_details(data, entry).toolkit_version == release
+
+
+@pytest.mark.network
+def test_cuda128_mixes_abi_versions(bitsandbytes_linux_wheel: Path, tmp_path: Path) -> None:
+    """CUDA 12.8 writes ABI version 8 (with tkinfo) for sm_100 and later, version 7 below."""
+    (lib,) = extract_members(bitsandbytes_linux_wheel, "_cuda128.so", tmp_path)
+    data = lib.read_bytes()
+    for entry in (e for c in find_containers(data) for e in c.entries if e.kind is DeviceCodeKind.SASS):
+        info = read_cubin(entry_payload(data, entry))
+        assert info.abi_version == (8 if entry.sm >= 100 else 7)
+        assert info.toolkit_version == "12.8"
+        assert (info.tool == "ptxas" or info.tool == "nvlink") if info.abi_version == 8 else info.tool is None
 
 
 # --- damage ---------------------------------------------------------------------------------

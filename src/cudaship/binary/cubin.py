@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 import struct
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from cudaship.binary.fatbin import entry_payload
 from cudaship.binary.ptx import read_ptx
@@ -27,7 +28,9 @@ from cudaship.binary.records import Buffer, CubinInfo, DeviceCode, DeviceCodeKin
 from cudaship.errors import BinaryFormatError
 
 EM_CUDA = 190
-ELFOSABI_CUDA = 0x29  #: EI_OSABI of cubins from CUDA 12+ (``0x33`` in older toolkits; not checked)
+#: EI_OSABI of cubins: 0x33 with ELF ABI version 7 (CUDA 11/12), 0x41 with version 8 (CUDA 12.8+ for sm_100+,
+#: CUDA 13 always). Not checked: it says nothing the rest of the header does not.
+ELFOSABI_CUDA_V7, ELFOSABI_CUDA_V8 = 0x33, 0x41
 ET_REL = 1
 SHT_NOBITS = 8
 SHT_NOTE = 7
@@ -69,8 +72,16 @@ def is_cubin(buf: Buffer) -> bool:
     return bool(struct.unpack_from("<H", buf, 18)[0] == EM_CUDA and buf[5] == 1)
 
 
-def _sections(buf: Buffer) -> tuple[int, int, int, int, list[_Section]]:
-    """Parse the ELF header and section table: (abi_version, e_type, e_flags, class, sections)."""
+class _Header(NamedTuple):
+    abi_version: int
+    e_type: int
+    e_version: int
+    e_flags: int
+    sections: list[_Section]
+
+
+def _sections(buf: Buffer) -> _Header:
+    """Parse the ELF header and the section table."""
     size = len(buf)
     if size < _IDENT.size:
         raise BinaryFormatError(f"file of {size} bytes is too short for an ELF header")
@@ -84,14 +95,26 @@ def _sections(buf: Buffer) -> tuple[int, int, int, int, list[_Section]]:
     ehdr, shdr = _HEADERS[ei_class]
     if size < _IDENT.size + ehdr.size:
         raise BinaryFormatError("ELF header is truncated")
-    (e_type, e_machine, _v, _entry, _phoff, shoff, e_flags, _eh, _phes, _phn, shentsize, shnum, shstrndx) = (
-        ehdr.unpack_from(buf, _IDENT.size)
-    )
+    (
+        e_type,
+        e_machine,
+        e_version,
+        _entry,
+        _phoff,
+        shoff,
+        e_flags,
+        _eh,
+        _phes,
+        _phn,
+        shentsize,
+        shnum,
+        shstrndx,
+    ) = ehdr.unpack_from(buf, _IDENT.size)
     if e_machine != EM_CUDA:
         raise BinaryFormatError(f"ELF machine {e_machine} is not EM_CUDA ({EM_CUDA}): not a cubin")
     sections: list[_Section] = []
     if shoff == 0:
-        return abi_version, e_type, e_flags, ei_class, sections
+        return _Header(abi_version, e_type, e_version, e_flags, sections)
     if shentsize < shdr.size:
         raise BinaryFormatError(f"ELF section header size {shentsize} is too small")
     if shoff > size or shoff + shdr.size > size:
@@ -121,7 +144,7 @@ def _sections(buf: Buffer) -> tuple[int, int, int, int, list[_Section]]:
             raise BinaryFormatError(f"ELF section name offset {sh_name} is outside the name table")
         name = names[sh_name:].split(b"\0", 1)[0].decode("utf-8", "replace")
         sections.append(_Section(name, sh_type, sh_flags, sh_offset, sh_size))
-    return abi_version, e_type, e_flags, ei_class, sections
+    return _Header(abi_version, e_type, e_version, e_flags, sections)
 
 
 def _section_bytes(buf: Buffer, section: _Section) -> bytes:
@@ -203,6 +226,13 @@ def parse_compat(data: bytes) -> dict[int, int | bytes]:
     return attrs
 
 
+def _version_from_e_version(e_version: int) -> str | None:
+    """ABI-version-7 cubins (CUDA 11/12) store the toolkit as ``e_version`` (121 → "12.1"); CUDA 13: 1."""
+    if 100 <= e_version < 1000:
+        return f"{e_version // 10}.{e_version % 10}"
+    return None
+
+
 def sm_from_flags(abi_version: int, e_flags: int) -> int:
     """The SM number stored in ``e_flags`` (its layout depends on EI_ABIVERSION)."""
     if abi_version >= 8:
@@ -212,7 +242,7 @@ def sm_from_flags(abi_version: int, e_flags: int) -> int:
 
 def read_cubin(buf: Buffer) -> CubinInfo:
     """Read the facts of a cubin. Raises :class:`BinaryFormatError` for anything that is not a sound cubin."""
-    abi_version, _e_type, e_flags, _cls, sections = _sections(buf)
+    abi_version, _e_type, e_version, e_flags, sections = _sections(buf)
     sm = sm_from_flags(abi_version, e_flags)
     if sm == 0:
         raise BinaryFormatError(f"cubin e_flags {e_flags:#x} (ABI version {abi_version}) name no SM")
@@ -251,7 +281,7 @@ def read_cubin(buf: Buffer) -> CubinInfo:
         variant=variant,
         abi_version=abi_version,
         e_flags=e_flags,
-        toolkit_version=(tk.release if tk else None) or cuinfo_toolkit,
+        toolkit_version=(tk.release if tk else None) or cuinfo_toolkit or _version_from_e_version(e_version),
         tool=tk.tool if tk else None,
         command_line=command_line,
         virtual_sm=virtual_sm,
@@ -261,8 +291,7 @@ def read_cubin(buf: Buffer) -> CubinInfo:
 
 def cubin_is_relocatable(buf: Buffer) -> bool:
     """True for an ET_REL cubin (``nvcc -cubin -rdc=true``): device-linked, not loaded as is."""
-    e_type = _sections(buf)[1]
-    return e_type == ET_REL
+    return _sections(buf).e_type == ET_REL
 
 
 def entry_details(buf: Buffer, entry: DeviceCode) -> DeviceCode:
