@@ -1,5 +1,5 @@
 """For real: `cudaship cmake` -> CMake + ninja (from PyPI) + the local nvcc -> a CUDA shared library whose
-device code is exactly the train's arch list with the newest also as PTX (read back with `cudaship inspect`)."""
+device code is exactly the train's arch list, the newest also as PTX (read back with `cudaship inspect`)."""
 
 from __future__ import annotations
 
