@@ -292,7 +292,9 @@ def fetch_manifest(
     try:
         part.unlink(missing_ok=True)
         observer.stage(f"reading {location}")
-        _download(location, part, location.rsplit("/", 1)[-1], None, observer, options, limit)
+        name = location.rsplit("/", 1)[-1]
+        _download(location, part, name, None, observer, options, limit)
+        observer.download_finished(name)
         if part.stat().st_size > limit:
             raise ToolkitError(f"{location}: manifest larger than {limit} bytes")
         data = part.read_bytes()
