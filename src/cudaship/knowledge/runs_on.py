@@ -178,7 +178,10 @@ def runs_on(
     if build is not None:
         floor = minor_compat_floor(build.major, platform)
         if floor is not None:
-            floor_driver = (floor, f"built with CUDA {build.major}.x (minor-version compatibility floor)")
+            floor_driver = (
+                floor,
+                f"CUDA {build.major}.x code (the {build.major}.x minor-version compatibility floor)",
+            )
         if drv is not None and drv.cuda is not None and drv.cuda.major < build.major:
             return Verdict(
                 VerdictKind.NO,
