@@ -34,7 +34,10 @@ _NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 #: read-only data of a library that links the runtime statically, absent from one importing libcudart.
 #: Verified on nvcc 13.0 ``-cudart static`` vs ``-cudart shared`` builds (docs/formats-host.md).
 CUDART_MARKERS: tuple[str, ...] = ("cudaGetExportTable", "__cudaRegisterFatBinary")
-_MARKERS = re.compile(b"(?:" + b"|".join(re.escape(m.encode()) for m in CUDART_MARKERS) + rb")\x00")
+# Every marker contains "cuda": anchoring the regex on that literal keeps the scan at memchr speed (an
+# alternation without a common literal prefix was 5x slower on libcublasLt's 67 MB of read-only data).
+_MARKER_PARTS = {m[m.index("cuda") + 4 :]: m for m in CUDART_MARKERS}
+_MARKERS = re.compile(b"cuda(" + b"|".join(re.escape(t.encode()) for t in _MARKER_PARTS) + rb")\x00")
 
 
 def library_names(
@@ -79,9 +82,12 @@ def runtime_markers(
     for start, end in ranges:
         start, end = max(0, start), min(size, end)
         for match in _MARKERS.finditer(buf, start, end):
-            at = match.start()
+            marker = _MARKER_PARTS[match.group(1).decode("ascii")]
+            at = match.start() - marker.index("cuda")  # where the whole marker would begin
+            if at < start or bytes(buf[at : match.start()]) != marker[: marker.index("cuda")].encode():
+                continue
             if (at == start or buf[at - 1] == 0) and at not in skipped:
-                found.add(bytes(buf[at : match.end() - 1]).decode("ascii"))
+                found.add(marker)
     return tuple(sorted(found))
 
 
