@@ -5,8 +5,9 @@ cudaship's own struct readers (binary/elf.py, binary/pe.py). Decided the readers
 
 Every approach extracts the same facts: machine, SONAME, RUNPATH, DT_NEEDED (PE: imports + delay imports with
 their symbols), dynamic symbols (defined → exports, undefined), symbol versions, sections, and the library
-names and CUDA runtime marker strings stored in read-only data. Each measurement runs in a fresh process: wall time (best of ``--repeat``) and the
-child's peak resident set size (``getrusage``), so C++ allocations (LIEF) count as well as Python ones.
+names and CUDA runtime marker strings stored in read-only data. Each measurement runs in a fresh process:
+wall time (best of ``--repeat``, imports excluded) and the child's peak resident set size (``getrusage``), so
+C++ allocations (LIEF) count as well as Python ones.
 
 Inputs (the first two downloaded once with ``--download`` into ``$CUDASHIP_TEST_CACHE/big`` or
 ``~/.cache/cudaship-tests/big``, a few hundred MB each):
