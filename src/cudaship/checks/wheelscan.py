@@ -10,21 +10,25 @@ first so the cores finish together.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import mmap
 import os
+import queue
 import re
+import struct
 import tempfile
 import threading
 import zipfile
-from collections.abc import Callable, Iterator
+import zlib
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import suppress
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO
 
-from cudaship.binary.records import Buffer
-from cudaship.errors import WheelError
+from cudaship.binary.records import Buffer, DeviceCode, DeviceCodeKind
+from cudaship.errors import CudashipError, WheelError
 from cudaship.inspection.records import FileReport
 from cudaship.wheel.metadata import (
     DistInfo,
@@ -40,8 +44,11 @@ MAX_MEMBER_SIZE = 8 << 30
 #: A member declaring more than this many times its compressed size (and over RATIO_FLOOR) is a zip bomb.
 MAX_RATIO = 200
 RATIO_FLOOR = 32 << 20
-#: Native members up to this size are held in memory; larger ones go to a temporary file.
-IN_MEMORY_LIMIT = 32 << 20
+#: Decompressed native members held in memory at once (all workers together); a member that does not fit
+#: waits for others to finish, and one larger than this goes to a temporary file, mapped.
+MEMORY_BUDGET = 640 << 20
+#: Members from this size on are hashed on a helper thread while the next chunks are inflated.
+_THREADED_HASH = 8 << 20
 _CHUNK = 1 << 20
 #: Largest dist-info file (METADATA, WHEEL, RECORD) read.
 _META_LIMIT = 64 << 20
@@ -129,44 +136,184 @@ def _check_bomb(info: zipfile.ZipInfo) -> str | None:
     return None
 
 
-@contextmanager
-def _spool(size: int) -> Iterator[tuple[Callable[[bytes], None], Callable[[], Buffer]]]:
-    """A sink for a member's bytes: memory when small, else a temp file mapped at the end."""
-    if size <= IN_MEMORY_LIMIT:
-        parts = bytearray()
+class _Budget:
+    """Bytes of decompressed members held in memory at once, across worker threads."""
 
-        def append(chunk: bytes) -> None:
-            parts.extend(chunk)
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+        self._cond = threading.Condition()
 
-        yield append, lambda: parts
-        return
-    tmp: IO[bytes] = tempfile.TemporaryFile(prefix="cudaship-audit-")
-    mapped: list[mmap.mmap] = []
+    def acquire(self, n: int) -> bool:
+        """Reserve ``n`` bytes, waiting for other members to finish; False when ``n`` can never fit."""
+        if n > self.limit:
+            return False
+        with self._cond:
+            while self.used + n > self.limit:
+                self._cond.wait()
+            self.used += n
+        return True
 
-    def finish() -> Buffer:
-        tmp.flush()
-        if tmp.tell() == 0:
+    def release(self, n: int) -> None:
+        with self._cond:
+            self.used -= n
+            self._cond.notify_all()
+
+
+class _Sink:
+    """Where a native member's bytes go: a preallocated buffer within the memory budget, else a temp file."""
+
+    def __init__(self, size: int, budget: _Budget) -> None:
+        self.size = size
+        self.budget = budget
+        self.reserved = size if size and budget.acquire(size) else 0
+        self.memory: bytearray | None = bytearray(size) if self.reserved else None
+        self.file: IO[bytes] | None = None if self.reserved else tempfile.TemporaryFile(prefix="cudaship-audit-")
+        self.pos = 0
+        self.map: mmap.mmap | None = None
+
+    def write(self, chunk: bytes) -> None:
+        end = self.pos + len(chunk)
+        if self.memory is not None:
+            self.memory[self.pos : end] = chunk
+        else:
+            assert self.file is not None
+            self.file.write(chunk)
+        self.pos = end
+
+    def buffer(self) -> Buffer:
+        if self.memory is not None:
+            return memoryview(self.memory)[: self.pos]
+        assert self.file is not None
+        self.file.flush()
+        if self.pos == 0:
             return b""
-        m = mmap.mmap(tmp.fileno(), 0, access=mmap.ACCESS_READ)
-        mapped.append(m)
-        return m
+        self.map = mmap.mmap(self.file.fileno(), 0, access=mmap.ACCESS_READ)
+        return self.map
 
-    try:
-        def write(chunk: bytes) -> None:
-            tmp.write(chunk)
+    def close(self) -> None:
+        if self.map is not None:
+            with suppress(BufferError):  # a view outlived the report; the map goes when it does
+                self.map.close()
+        if self.file is not None:
+            self.file.close()
+        self.memory = None
+        if self.reserved:
+            self.budget.release(self.reserved)
+            self.reserved = 0
 
-        yield write, finish
-    finally:
-        for m in mapped:
+
+class _Hasher:
+    """Hashes chunks on a helper thread while the caller decompresses the next ones (both release the GIL)."""
+
+    def __init__(self, algorithm: str, threaded: bool) -> None:
+        self.hash = hashlib.new(algorithm)
+        self._queue: queue.Queue[bytes | None] | None = None
+        self._thread: threading.Thread | None = None
+        if threaded:
+            self._queue = queue.Queue(maxsize=16)
+            self._thread = threading.Thread(target=self._loop, name="cudaship-hash", daemon=True)
+            self._thread.start()
+
+    def _loop(self) -> None:
+        assert self._queue is not None
+        while True:
+            chunk = self._queue.get()
+            if chunk is None:
+                return
+            self.hash.update(chunk)
+
+    def update(self, chunk: bytes) -> None:
+        if self._queue is not None:
+            self._queue.put(chunk)
+        else:
+            self.hash.update(chunk)
+
+    def digest(self) -> str:
+        self.finish()
+        return b64_digest(self.hash.digest())
+
+    def finish(self) -> None:
+        if self._queue is not None and self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._queue = None
+
+
+_LOCAL = struct.Struct("<4sHHHHHIIIHH")
+
+
+def _chunks(fp: IO[bytes], zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> Iterator[bytes]:
+    """The member's uncompressed bytes in chunks of at most 1 MiB, never more than it declares.
+
+    Stored and deflated members are read straight from the archive (raw zlib, no CRC: the RECORD hash is the
+    stronger check); other methods go through :mod:`zipfile`.
+    """
+    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED) or info.flag_bits & 0x1:
+        with zf.open(info) as src:
+            while chunk := src.read(_CHUNK):
+                yield chunk
+        return
+    fp.seek(info.header_offset)
+    header = fp.read(_LOCAL.size)
+    if len(header) != _LOCAL.size or header[:4] != b"PK\x03\x04":
+        raise WheelError("bad local file header")
+    fields = _LOCAL.unpack(header)
+    fp.seek(info.header_offset + _LOCAL.size + fields[9] + fields[10])
+    left = info.compress_size
+    if info.compress_type == zipfile.ZIP_STORED:
+        while left:
+            chunk = fp.read(min(left, _CHUNK))
+            if not chunk:
+                raise WheelError("data ends early (truncated wheel?)")
+            left -= len(chunk)
+            yield chunk
+        return
+    inflater = zlib.decompressobj(-15)
+    data = b""
+    while not inflater.eof:
+        if not data:
+            if not left:
+                raise WheelError("compressed data ends early (truncated wheel?)")
+            data = fp.read(min(left, _CHUNK))
+            if not data:
+                raise WheelError("data ends early (truncated wheel?)")
+            left -= len(data)
+        out = inflater.decompress(data, _CHUNK)
+        data = inflater.unconsumed_tail
+        if out:
+            yield out
+
+
+def _with_toolkit_versions(buf: Buffer, report: FileReport) -> FileReport:
+    """Fill in the toolkit version of one SASS entry per arch (decompressing a sample, not every cubin)."""
+    from cudaship.binary.cubin import entry_details
+
+    sampled: dict[str, DeviceCode] = {}
+    for entry in report.device_code:
+        if entry.kind is DeviceCodeKind.SASS and entry.toolkit_version is None and entry.arch not in sampled:
             try:
-                m.close()
-            except BufferError:  # a view outlived the report; the map goes when it does
-                pass
-        tmp.close()
+                sampled[entry.arch] = entry_details(buf, entry)
+            except CudashipError:
+                continue
+    if not sampled:
+        return report
+    by_offset = {e.offset: e for e in sampled.values()}
+    code = tuple(by_offset.get(e.offset, e) for e in report.device_code)
+    containers = tuple(
+        replace(c, entries=tuple(by_offset.get(e.offset, e) for e in c.entries)) for c in report.containers
+    )
+    return replace(report, device_code=code, containers=containers)
 
 
 def _scan_member(
-    zf: zipfile.ZipFile, info: zipfile.ZipInfo, algorithm: str, container: str, details: bool
+    path: str,
+    zf: zipfile.ZipFile,
+    fp: IO[bytes],
+    info: zipfile.ZipInfo,
+    algorithm: str,
+    budget: _Budget,
+    details: bool,
 ) -> _Result:
     from cudaship.inspection.dispatch import inspect_buffer
 
@@ -174,39 +321,42 @@ def _scan_member(
     bomb = _check_bomb(info)
     if bomb is not None:
         return _Result(name, info.file_size, None, algorithm, None, bomb)
-    hasher = hashlib.new(algorithm)
+    hasher = _Hasher(algorithm, threaded=info.file_size >= _THREADED_HASH)
     size = 0
     report: FileReport | None = None
+    sink: _Sink | None = None
     try:
-        with zf.open(info) as src:
-            first = src.read(_CHUNK)
-            native = is_native(name, first[:16])
-            if not native:
-                chunk = first
-                while chunk:
-                    hasher.update(chunk)
-                    size += len(chunk)
-                    chunk = src.read(_CHUNK)
-            else:
-                with _spool(info.file_size) as (write, finish):
-                    chunk = first
-                    while chunk:
-                        hasher.update(chunk)
-                        write(chunk)
-                        size += len(chunk)
-                        if size > info.file_size:
-                            raise WheelError(f"more data than the declared {info.file_size} bytes")
-                        chunk = src.read(_CHUNK)
-                    buf = finish()
-                    report = inspect_buffer(buf, name, container=container, details=details)
-                    if isinstance(buf, bytearray):
-                        buf.clear()
+        chunks = _chunks(fp, zf, info)
+        first = next(chunks, b"")
+        if is_native(name, first[:16]):
+            sink = _Sink(info.file_size, budget)
+        for chunk in itertools.chain((first,), chunks):
+            size += len(chunk)
+            if size > info.file_size:
+                raise WheelError(f"more data than the declared {info.file_size} bytes")
+            hasher.update(chunk)
+            if sink is not None:
+                sink.write(chunk)
+        if size != info.file_size:
+            raise WheelError(f"{size} bytes unpacked, the archive declares {info.file_size}")
+        digest = hasher.digest()
+        if sink is not None:
+            buf = sink.buffer()
+            report = inspect_buffer(buf, name, container=path)
+            if details and report.device_code and report.error is None:
+                report = _with_toolkit_versions(buf, report)
+            if isinstance(buf, memoryview):
+                buf.release()
     except WheelError as e:
         return _Result(name, size, None, algorithm, None, e.message)
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError, NotImplementedError, RuntimeError) as e:
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, NotImplementedError, RuntimeError) as e:
         first_line = (str(e).strip().splitlines() or [""])[0]
         return _Result(name, size, None, algorithm, None, f"{type(e).__name__}: {first_line}".rstrip(": "))
-    return _Result(name, size, b64_digest(hasher.digest()), algorithm, report, None)
+    finally:
+        hasher.finish()
+        if sink is not None:
+            sink.close()
+    return _Result(name, size, digest, algorithm, report, None)
 
 
 def scan_wheel(
@@ -293,32 +443,30 @@ def _run(
     details: bool,
     hooks: ScanObserver,
 ) -> list[_Result]:
-    if n_workers <= 1:
-        with zipfile.ZipFile(label) as zf:
-            out = []
-            for info in order:
-                out.append(_scan_member(zf, info, verifier.algorithm_for(info.filename), label, details))
-                hooks.advanced(info.compress_size)
-            return out
-
+    budget = _Budget(MEMORY_BUDGET)
     local = threading.local()
-    opened: list[zipfile.ZipFile] = []
+    opened: list[tuple[zipfile.ZipFile, IO[bytes]]] = []
     lock = threading.Lock()
 
     def work(info: zipfile.ZipInfo) -> _Result:
-        zf = getattr(local, "zf", None)
-        if zf is None:
-            zf = zipfile.ZipFile(label)
-            local.zf = zf
+        handles = getattr(local, "handles", None)
+        if handles is None:
+            fp = open(label, "rb")  # noqa: SIM115 - closed below, after the pool
+            handles = (zipfile.ZipFile(fp), fp)
+            local.handles = handles
             with lock:
-                opened.append(zf)
-        result = _scan_member(zf, info, verifier.algorithm_for(info.filename), label, details)
+                opened.append(handles)
+        zf, fp = handles
+        result = _scan_member(label, zf, fp, info, verifier.algorithm_for(info.filename), budget, details)
         hooks.advanced(info.compress_size)
         return result
 
     try:
+        if n_workers <= 1:
+            return [work(info) for info in order]
         with ThreadPoolExecutor(max_workers=n_workers, thread_name_prefix="cudaship-audit") as pool:
             return list(pool.map(work, order))
     finally:
-        for zf in opened:
+        for zf, fp in opened:
             zf.close()
+            fp.close()
