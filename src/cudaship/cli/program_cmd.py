@@ -1,0 +1,158 @@
+"""``cudaship program inspect|export|check|run``: AOTInductor packages and ExecuTorch programs, end to end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from cudaship.cli.common import format_option, output_option
+from cudaship.exitcodes import ExitCode
+from cudaship.formats.output import write_report
+
+
+@click.group("program")
+def command() -> None:
+    """Inspect, export, check and run ahead-of-time compiled programs (.pt2, .pte)."""
+
+
+@command.command("inspect")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@format_option(["text", "json"])
+@output_option()
+def inspect_command(paths: tuple[Path, ...], fmt: str, output: str | None) -> int:
+    """What a .pt2 / .pte (or an export directory) holds: platform, imports, device code, train."""
+    from cudaship.formats import program_json, program_text
+    from cudaship.program.reader import read_program
+
+    infos = [read_program(p) for p in paths]
+    if fmt == "json":
+        text = program_json.render_inspect(infos)
+    else:
+        text = "\n".join(program_text.render_inspect(i) for i in infos)
+    write_report(text, output)
+    return ExitCode.BAD_INPUT if any(i.errors for i in infos) else ExitCode.OK
+
+
+@command.command("export")
+@click.argument("model")
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory to write.",
+)
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True)
+@click.option("--cxx", default=None, help="C++ compiler AOTInductor uses (default: $CXX, else g++).")
+@click.option("--overwrite", is_flag=True, help="Replace an existing package in DIR.")
+def export_command(model: str, out_dir: Path, device: str, cxx: str | None, overwrite: bool) -> int:
+    """Export MODEL (module:function returning (module, inputs), or demo-mlp / demo-conv) with AOTInductor."""
+    from cudaship.program.export import export_program
+
+    result = export_program(model, out_dir, device=device, cxx=cxx, overwrite=overwrite)
+    prov = result.provenance
+    click.echo(
+        f"{out_dir}: exported {model} with torch {prov.torch_version} (CUDA {prov.cuda_train or '-'}) for "
+        f"{prov.device} {prov.target_platform} in {result.export_s:.1f} s; device code "
+        f"{' '.join(prov.device_code_archs) or '(none)'}"
+    )
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    return ExitCode.OK
+
+
+@command.command("check")
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.option(
+    "--wheel",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The runtime wheel (its +cuXYZ tag is the train).",
+)
+@click.option("--train", default=None, help="The runtime's CUDA train (cu132, 13.2).")
+@click.option("--gpu", default=None, help="Target GPU: a capability (8.6) or a name (A10G).")
+@click.option("--here", is_flag=True, help="Check against this machine's GPU and driver.")
+@click.option(
+    "--driver", default=None, help="Target driver version (595.45.04) or the CUDA it reports (13.2)."
+)
+@format_option(["text", "json", "markdown"])
+@output_option()
+def check_command(
+    directory: Path,
+    wheel: Path | None,
+    train: str | None,
+    gpu: str | None,
+    here: bool,
+    driver: str | None,
+    fmt: str,
+    output: str | None,
+) -> int:
+    """Check an export directory against a runtime: train, GPU arch, driver, package, reference."""
+    from cudaship.formats import program_json, program_markdown, program_text
+    from cudaship.program.check import check_program
+
+    report = check_program(directory, train=train, wheel=wheel, gpu=gpu, here=here, driver=driver)
+    if fmt == "json":
+        text = program_json.render_check(report)
+    elif fmt == "markdown":
+        text = program_markdown.render([report])
+    else:
+        text = program_text.render_check(report)
+    write_report(text, output)
+    return ExitCode.OK if report.passed else ExitCode.FINDINGS
+
+
+@command.command("run")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--runs", default=20, show_default=True, type=click.IntRange(min=1), help="Timed runs (median)."
+)
+@click.option(
+    "--tolerance",
+    default=1e-3,
+    show_default=True,
+    type=click.FloatRange(min=0.0),
+    help="Max abs diff allowed.",
+)
+@click.option("--non-ascii", is_flag=True, help="Run from a directory whose path has non-ASCII characters.")
+@click.option("--python", "python", default=None, help="Python to run the program with (default: this one).")
+@click.option(
+    "--timeout",
+    default=600,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Seconds before the run is stopped.",
+)
+@format_option(["text", "json", "markdown"])
+@output_option()
+def run_command(
+    directory: Path,
+    runs: int,
+    tolerance: float,
+    non_ascii: bool,
+    python: str | None,
+    timeout: int,
+    fmt: str,
+    output: str | None,
+) -> int:
+    """Run the program in a fresh process with no compiler on PATH; compare with the reference and eager."""
+    from cudaship.errors import NoGpuError
+    from cudaship.formats import program_json, program_markdown, program_text
+    from cudaship.program.run import run_program
+
+    report = run_program(
+        directory, runs=runs, tolerance=tolerance, non_ascii=non_ascii, python=python, timeout=timeout
+    )
+    if fmt == "json":
+        text = program_json.render_run(report)
+    elif fmt == "markdown":
+        text = program_markdown.render([report])
+    else:
+        text = program_text.render_run(report)
+    write_report(text, output)
+    if report.ok:
+        return ExitCode.OK
+    if report.failure and "sees no CUDA GPU" in report.failure:
+        click.echo(f"cudaship: error: {NoGpuError(report.failure)}", err=True)
+        return ExitCode.NO_GPU
+    return ExitCode.FINDINGS

@@ -1,0 +1,129 @@
+"""Text reports of ``cudaship program``: inspect, check, run, export."""
+
+from __future__ import annotations
+
+from cudaship.program.pt2 import libstdcxx_copy
+from cudaship.program.records import CheckReport, MemberRole, ProgramInfo, RunReport, Status
+
+_MARK = {Status.PASS: "PASS", Status.FAIL: "FAIL", Status.WARN: "WARN", Status.SKIP: "skip"}
+
+
+def render_inspect(info: ProgramInfo) -> str:
+    lines = [f"{info.path}: {'AOTInductor package' if info.kind.value == 'pt2' else 'ExecuTorch program'}"]
+    target = "-".join(x for x in (info.platform, info.machine) if x) or "unknown"
+    lines.append(f"  target        {target}, device {info.device or 'unknown'}")
+    if info.cpu_isa:
+        lines.append(f"  cpu isa       {info.cpu_isa}")
+    if info.compute_capability:
+        lines.append(f"  compiled for  capability {info.compute_capability} (AOTI_COMPUTE_CAPABILITY)")
+    if info.models:
+        label = "models" if info.kind.value == "pt2" else "methods"
+        lines.append(f"  {label:<13} {', '.join(info.models)}")
+    if info.backends:
+        lines.append(f"  backends      {', '.join(info.backends)}")
+    majors = info.cudart_majors
+    lines.append(
+        "  cudart        "
+        + (", ".join(f"cudart {m} (dynamic)" for m in majors) if majors else "none imported by the libraries")
+    )
+    toolkits = info.recorded_toolkits
+    lines.append(
+        "  CUDA train    "
+        + (
+            f"not recorded; cubins made by ptxas of CUDA {', '.join(toolkits)}"
+            if toolkits
+            else "not recorded in the package (provenance.json of program export records it)"
+        )
+    )
+    for m in info.libraries:
+        lines.append(f"  library       {m.name} ({m.size} bytes)")
+        if m.report is not None and m.report.host is not None:
+            imports = ", ".join(i.library for i in m.report.host.imports)
+            lines.append(f"    imports     {imports or '(none)'}")
+        count = libstdcxx_copy(m.report)
+        if count:
+            lines.append(
+                f"    WARNING     links libstdc++ statically ({count} std::locale symbols, no libstdc++.so.6 "
+                "needed): crashes when loaded next to another libstdc++ (see docs/program.md)"
+            )
+    code = info.device_code
+    cubins = [m for m in info.members if m.role is MemberRole.CUBIN]
+    lines.append(
+        f"  device code   {len(code)} entries in {len(cubins)} cubins: "
+        f"{' '.join((*info.sass, *info.ptx)) or '(none)'}"
+    )
+    for member, entry in code:
+        short = member.rsplit("/", 1)[-1]
+        tool = f", ptxas {entry.toolkit_version}" if entry.toolkit_version else ""
+        lines.append(f"    {entry.arch:<12} {entry.kind.value:<5} {short}{tool}")
+    specific = [a for a in info.sass if a.endswith("a")]
+    if specific:
+        lines.append(
+            f"  !! ARCH-SPECIFIC: {' '.join(specific)} runs on exactly one GPU generation "
+            f"(capability {', '.join(a[3:-2] + '.' + a[-2] for a in specific)}), nowhere else; "
+            "no PTX to fall back on"
+            if not info.ptx
+            else f"  !! ARCH-SPECIFIC: {' '.join(specific)} runs on exactly one GPU generation"
+        )
+    for note in info.notes:
+        lines.append(f"  note          {note}")
+    return "\n".join(lines) + "\n"
+
+
+def render_check(report: CheckReport) -> str:
+    t = report.target
+    head = f"{report.directory}: program check"
+    lines = [head]
+    prov = report.provenance
+    if prov is not None:
+        lines.append(
+            f"  exported      torch {prov.torch_version}, CUDA {prov.cuda_train or '-'}, {prov.device}, "
+            f"{prov.target_platform}"
+            + (f", on {prov.gpu_name} ({prov.gpu_capability})" if prov.gpu_name else "")
+        )
+    parts = [
+        f"train {t.train}" if t.train else None,
+        f"GPU {t.gpu or t.capability}" if t.capability else None,
+        f"driver {t.driver}" if t.driver else None,
+        t.platform,
+    ]
+    lines.append(f"  target        {', '.join(p for p in parts if p) or '(nothing given)'}")
+    for item in report.items:
+        lines.append(f"  {_MARK[item.status]:<5} {item.name:<10} {item.message}")
+    passed, decided = report.counts
+    lines.append(f"  {'passed' if report.passed else 'FAILED'}: {passed}/{decided} checks")
+    return "\n".join(lines) + "\n"
+
+
+def render_run(report: RunReport) -> str:
+    lines = [f"{report.directory}: program run ({report.runs} runs) in {report.run_directory}"]
+    if report.ok:
+        lines.append(f"  OK            max abs diff {report.max_abs_diff:.3g} <= {report.tolerance:g}")
+    else:
+        lines.append(f"  FAILED        {report.failure}")
+    if report.load_s is not None:
+        lines.append(f"  load          {report.load_s:.3f} s ({report.loader})")
+    if report.latency_ms is not None:
+        eager = f", eager {report.eager_latency_ms:.3f} ms" if report.eager_latency_ms is not None else ""
+        lines.append(f"  latency       {report.latency_ms:.3f} ms median{eager}")
+    for note in report.notes:
+        lines.append(f"  note          {note}")
+    env = report.environment
+    if env is not None and (env.driver or env.gpu or not report.ok):
+        lines.append(
+            f"  environment   driver {env.driver or '?'} (CUDA {env.driver_cuda or '?'}), "
+            f"GPU {env.gpu or '?'} (capability {env.capability or '?'}), "
+            f"memory pools {'yes' if env.memory_pools else 'no' if env.memory_pools is not None else '?'}"
+        )
+        lines.append(
+            f"  runtimes      python {env.python or '?'}, torch {env.torch or '?'} "
+            f"(CUDA {env.torch_cuda or '-'}), "
+            f"cudart {' '.join(env.cudart) or 'none found'}"
+        )
+        lines.append(f"  compiler      {env.compiler_on_path or 'none on PATH (as intended)'}")
+        if env.error:
+            lines.append(f"  probe         {env.error}")
+    if not report.ok and report.stderr_tail:
+        lines.append("  last output of the run process:")
+        lines.extend(f"    {line}" for line in report.stderr_tail.splitlines())
+    return "\n".join(lines) + "\n"

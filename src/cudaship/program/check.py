@@ -1,0 +1,362 @@
+"""``program check``: will this exported program load and run on that target?
+
+Checks, each one :class:`CheckItem` (every check runs; one failing never stops the others):
+
+- ``package``: the package reads, every member inside reads, and its sha256 is the one provenance recorded;
+- ``reference``: the reference inputs/outputs are there (``program run`` compares with them);
+- ``platform``: the package's target platform is the runtime's (a Linux ``.so`` never loads on Windows);
+- ``train``: the exact CUDA train the program was exported with is the runtime's. Every CUDA 13 train loads
+  the same ``cudart`` major, so a mismatch would not fail at load time by itself;
+- ``arch``: every kernel's device code runs on the GPU by the runs-on rules (``sm_90a`` runs on 9.0 only);
+- ``driver``: the driver runs the device code and the exported CUDA train;
+- ``libstdc++``: no library carries its own static copy of libstdc++ (the H200 loader crash, docs/program.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from cudaship.binary.records import DeviceCode, DeviceCodeKind
+from cudaship.errors import CudashipError, ProgramError, UsageError
+from cudaship.knowledge.archs import Arch, parse_arch
+from cudaship.knowledge.gpus import capability_of, group_for
+from cudaship.knowledge.runs_on import Verdict, runs_on
+from cudaship.knowledge.trains import Train, parse_train
+from cudaship.program.provenance import read_provenance, sha256_of
+from cudaship.program.pt2 import libstdcxx_copy
+from cudaship.program.reader import find_package, read_program
+from cudaship.program.records import (
+    CheckItem,
+    CheckReport,
+    ProgramInfo,
+    Provenance,
+    Status,
+    Target,
+)
+
+
+def target_from_wheel(path: Path) -> Target:
+    """The train (from the wheel's ``+cuXYZ`` local tag) and platform (from its tags) of a runtime wheel."""
+    from cudaship.wheel.archive import WheelArchive
+    from cudaship.wheel.metadata import platform_from_tag
+
+    with WheelArchive(path) as archive:
+        info = archive.info()
+    if not info.local or not info.local.lower().startswith("cu"):
+        raise UsageError(
+            f"{path.name}: its version {info.version!r} carries no CUDA train (+cuXYZ); use --train",
+            path=None,
+        )
+    train = parse_train(info.local.split(".")[0])
+    platforms = {platform_from_tag(t.split("-")[-1]).label for t in info.tags}
+    platform = sorted(platforms)[0] if len(platforms) == 1 else None
+    return Target(train=train.version, train_source=path.name, platform=platform, runtime=path.name)
+
+
+def gpu_capability(text: str) -> tuple[str, str | None]:
+    """``--gpu 8.6`` / ``--gpu A10G`` → (``8.6``, a GPU label or None)."""
+    arch = capability_of(text)
+    group = group_for(arch)
+    return arch.capability, (group.label if group else None)
+
+
+def _train_of(prov: Provenance | None) -> Train | None:
+    if prov is None or not prov.cuda_train:
+        return None
+    try:
+        return parse_train(prov.cuda_train)
+    except CudashipError:
+        return None
+
+
+def _exported_with(prov: Provenance | None) -> str:
+    if prov is None:
+        return "an unknown torch (no provenance.json)"
+    train = f"CUDA {prov.cuda_train}" if prov.cuda_train else "no CUDA"
+    return f"torch {prov.torch_version} ({train})"
+
+
+def _device_groups(info: ProgramInfo) -> list[tuple[str, tuple[DeviceCode, ...]]]:
+    """One group per member holding device code (each AOTInductor kernel is its own cubin)."""
+    groups = []
+    for m in info.members:
+        if m.report is not None and m.report.device_code:
+            groups.append((m.name.rsplit("/", 1)[-1], m.report.device_code))
+    return groups
+
+
+def _arch_note(info: ProgramInfo) -> str | None:
+    specific = [a for a in info.sass if a.endswith("a")]
+    if not specific:
+        return None
+    parts = []
+    for name in specific:
+        arch = parse_arch(name)
+        group = group_for(arch)
+        label = f" ({group.generation}: {', '.join(group.names[:3])})" if group and group.generation else ""
+        parts.append(f"{name} runs on exactly capability {arch.capability}{label}, no other GPU")
+    return "arch-specific device code: " + "; ".join(parts)
+
+
+def check_arch(info: ProgramInfo, capability: str, train: Train | None) -> CheckItem:
+    groups = _device_groups(info)
+    if info.device != "cuda" and not groups:
+        return CheckItem("arch", Status.SKIP, "a CPU program: no device code")
+    if not groups:
+        return CheckItem(
+            "arch", Status.FAIL, "a CUDA program with no device code found in its libraries or cubins"
+        )
+    failing: list[str] = []
+    jit = 0
+    for name, entries in groups:
+        verdict = runs_on(entries, capability, build_cuda=train)
+        if not verdict.runs:
+            failing.append(f"{name}: {verdict.reason}")
+        elif verdict.verdict.value == "jit":
+            jit += 1
+    archs = " ".join((*info.sass, *info.ptx))
+    gpu = _gpu_label(capability)
+    if failing:
+        more = f" (and {len(failing) - 1} more)" if len(failing) > 1 else ""
+        return CheckItem(
+            "arch",
+            Status.FAIL,
+            f"device code {archs} does not run on {gpu}: {failing[0]}{more}; "
+            f"re-export on a GPU of capability "
+            f"{capability} to run there",
+        )
+    how = f", {jit} through PTX JIT" if jit else ""
+    message = f"all {len(groups)} kernels run on {gpu} ({archs}{how})"
+    note = _arch_note(info)
+    if note:
+        return CheckItem("arch", Status.WARN, f"{message}; {note}")
+    return CheckItem("arch", Status.PASS, message)
+
+
+def _gpu_label(capability: str) -> str:
+    group = group_for(capability)
+    return group.label if group else f"capability {capability}"
+
+
+def check_driver(info: ProgramInfo, driver: str, train: Train | None, platform: str) -> CheckItem:
+    groups = _device_groups(info)
+    verdicts: list[tuple[str, Verdict]] = []
+    for name, entries in groups:
+        # Any capability the code runs on will do: the driver rules are what is asked here.
+        cap = _some_capability(entries)
+        if cap is not None:
+            verdicts.append((name, runs_on(entries, cap, driver, platform=platform, build_cuda=train)))
+    failing = [(n, v) for n, v in verdicts if not v.runs]
+    if failing:
+        name, verdict = failing[0]
+        return CheckItem("driver", Status.FAIL, f"driver {driver}: {name}: {verdict.reason}")
+    if train is not None:
+        problem = _train_driver(train, driver, platform)
+        if problem is not None:
+            return CheckItem("driver", Status.FAIL, problem)
+    need = {v.min_driver for _, v in verdicts if v.min_driver}
+    extra = f" (needs {', '.join(sorted(need))} or newer)" if need else ""
+    return CheckItem("driver", Status.PASS, f"driver {driver} runs the device code and CUDA train{extra}")
+
+
+def _train_driver(train: Train, driver: str, platform: str) -> str | None:
+    from cudaship.knowledge.driver import parse_driver
+    from cudaship.knowledge.releases import minor_compat_floor
+
+    drv = parse_driver(driver, platform)
+    if drv.cuda is not None and drv.cuda.major < train.major:
+        return (
+            f"driver {drv.describe()} is older than CUDA {train.major}, which the program was exported with"
+        )
+    floor = minor_compat_floor(train.major, platform)
+    if floor is not None and drv.version is not None and not drv.meets(floor):
+        return f"driver {drv.version} is below {floor}, the oldest that runs CUDA {train.major}.x"
+    return None
+
+
+def _some_capability(entries: Sequence[DeviceCode]) -> str | None:
+    for entry in entries:
+        if entry.kind in (DeviceCodeKind.SASS, DeviceCodeKind.PTX) and not entry.relocatable:
+            return Arch.from_sm(entry.sm).capability
+    return None
+
+
+def check_program(
+    directory: Path,
+    *,
+    train: str | None = None,
+    wheel: Path | None = None,
+    gpu: str | None = None,
+    here: bool = False,
+    driver: str | None = None,
+) -> CheckReport:
+    """Check the export directory against the target; every check runs, the report says which failed."""
+    if not directory.is_dir():
+        raise ProgramError(
+            "not a directory (program check takes the directory program export wrote)", path=str(directory)
+        )
+    if train is not None and wheel is not None:
+        raise UsageError("--train and --wheel both name the runtime's train: give one")
+    target = Target()
+    if wheel is not None:
+        target = target_from_wheel(wheel)
+    elif train is not None:
+        target = Target(
+            train=parse_train(train).version, train_source="--train", runtime=parse_train(train).tag
+        )
+    if gpu is not None:
+        capability, label = gpu_capability(gpu)
+        target = _with(target, capability=capability, gpu=label)
+    if here:
+        target = _here(target)
+    if driver is not None:
+        from cudaship.knowledge.driver import parse_driver
+
+        parse_driver(driver)  # bad input is a one-line error now, not a failed check
+        target = _with(target, driver=driver)
+
+    items: list[CheckItem] = []
+    prov: Provenance | None = None
+    try:
+        prov = read_provenance(directory)
+    except ProgramError as e:
+        items.append(CheckItem("provenance", Status.FAIL, e.message))
+    info: ProgramInfo | None = None
+    try:
+        package = directory / prov.package if prov else find_package(directory)
+        info = read_program(package)
+        problems = info.errors
+        if prov is not None and sha256_of(package) != prov.package_sha256:
+            problems = (*problems, f"{package.name} differs from the sha256 provenance.json recorded")
+        if problems:
+            items.append(CheckItem("package", Status.FAIL, "; ".join(problems)))
+        else:
+            items.append(
+                CheckItem("package", Status.PASS, f"{package.name}: {len(info.members)} members read")
+            )
+    except (ProgramError, OSError) as e:
+        items.append(CheckItem("package", Status.FAIL, str(e) if isinstance(e, ProgramError) else f"{e}"))
+    items.append(_check_reference(directory, prov))
+    exported_train = _train_of(prov)
+    program_platform = (
+        f"{info.platform}-{info.machine}" if info and info.platform and info.machine else None
+    ) or (prov.target_platform if prov else None)
+    if target.platform is None:
+        items.append(
+            CheckItem("platform", Status.SKIP, f"program for {program_platform}; no runtime platform given")
+        )
+    elif program_platform == target.platform:
+        items.append(CheckItem("platform", Status.PASS, f"program and runtime are {target.platform}"))
+    else:
+        items.append(
+            CheckItem(
+                "platform",
+                Status.FAIL,
+                f"the program was compiled for {program_platform}; the runtime ({target.runtime}) is "
+                f"{target.platform}: export on (or cross-compile for) {target.platform}",
+            )
+        )
+    items.append(_check_train(prov, info, exported_train, target))
+    if info is not None:
+        if target.capability is not None:
+            items.append(check_arch(info, target.capability, exported_train))
+        else:
+            note = _arch_note(info)
+            message = "no GPU given (--gpu or --here)"
+            items.append(CheckItem("arch", Status.SKIP, f"{message}; {note}" if note else message))
+        if target.driver is not None and info.device == "cuda":
+            plat = (target.platform or program_platform or "linux").split("-")[0]
+            plat = plat if plat in ("linux", "windows") else "linux"
+            items.append(check_driver(info, target.driver, exported_train, plat))
+        elif info.device == "cuda":
+            items.append(CheckItem("driver", Status.SKIP, "no driver given (--driver or --here)"))
+        items.append(_check_libstdcxx(info))
+    return CheckReport(str(directory), prov, info, target, tuple(items))
+
+
+def _with(target: Target, **changes: str | None) -> Target:
+    from dataclasses import replace
+
+    return replace(target, **changes)
+
+
+def _here(target: Target) -> Target:
+    """This machine's GPU and driver, through the driver API (no torch needed)."""
+    from cudaship.errors import NoGpuError
+    from cudaship.program.runner_child import device_facts, driver_version
+
+    facts = device_facts()
+    if "capability" not in facts:
+        raise NoGpuError(f"--here: {facts.get('error', 'no NVIDIA GPU found')}")
+    return _with(
+        target,
+        capability=target.capability or facts["capability"],
+        gpu=target.gpu or facts.get("gpu"),
+        driver=target.driver or driver_version() or facts.get("driver_cuda"),
+    )
+
+
+def _check_reference(directory: Path, prov: Provenance | None) -> CheckItem:
+    name = (prov.reference if prov else None) or "reference.pt"
+    if not (directory / name).is_file():
+        return CheckItem(
+            "reference", Status.FAIL, f"no reference data ({name}): program run has nothing to compare with"
+        )
+    eager = prov.exported_program if prov else None
+    if eager and not (directory / eager).is_file():
+        return CheckItem("reference", Status.WARN, f"{name} present; {eager} missing: run cannot time eager")
+    return CheckItem("reference", Status.PASS, f"{name} present")
+
+
+def _check_train(
+    prov: Provenance | None, info: ProgramInfo | None, exported: Train | None, target: Target
+) -> CheckItem:
+    if info is not None and info.device != "cuda" and (prov is None or prov.device != "cuda"):
+        return CheckItem("train", Status.SKIP, "a CPU program: no CUDA train")
+    if target.train is None:
+        return CheckItem(
+            "train",
+            Status.SKIP,
+            f"exported with {_exported_with(prov)}; no runtime train given (--train or --wheel)",
+        )
+    wanted = parse_train(target.train)
+    if exported is None:
+        return CheckItem(
+            "train",
+            Status.FAIL,
+            f"the train the program was exported with is not recorded "
+            f"(exported with {_exported_with(prov)}); "
+            f"cannot show it matches {wanted.tag}",
+        )
+    if exported.line == wanted.line:
+        return CheckItem(
+            "train", Status.PASS, f"exported with {_exported_with(prov)}; the runtime is {wanted.tag}"
+        )
+    same_major = (
+        f"every CUDA {wanted.major} train loads the same cudart major, "
+        "so this would not fail at load time by itself; "
+        if exported.major == wanted.major
+        else ""
+    )
+    return CheckItem(
+        "train",
+        Status.FAIL,
+        f"exported with {_exported_with(prov)}, but the runtime ({target.train_source}) is {wanted.tag}: "
+        f"{same_major}re-export with a {wanted.tag} torch, or run it with a {exported.tag} runtime",
+    )
+
+
+def _check_libstdcxx(info: ProgramInfo) -> CheckItem:
+    for m in info.libraries:
+        count = libstdcxx_copy(m.report)
+        if count:
+            return CheckItem(
+                "libstdc++",
+                Status.FAIL,
+                f"{m.name.rsplit('/', 1)[-1]} links libstdc++ statically "
+                f"({count} std::locale symbols exported, libstdc++.so.6 not needed): "
+                "loading it into a process that has libstdc++ crashes in std::regex "
+                "(SIGSEGV); re-export with a compiler that links libstdc++ dynamically (--cxx)",
+            )
+    return CheckItem("libstdc++", Status.PASS, "no library carries its own libstdc++")

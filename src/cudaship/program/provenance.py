@@ -1,0 +1,86 @@
+"""``provenance.json``: what a program was exported with. Not every train records itself in the artifact (a
+``.pt2`` records no CUDA version at all), so this file is what makes the train check possible.
+
+Versioned (``"schema": 1``); read strictly: a missing or mistyped key is a one-line error naming the key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import Any
+
+from cudaship.errors import ProgramError
+from cudaship.program.records import Provenance
+
+PROVENANCE_FILE = "provenance.json"
+SCHEMA = 1
+_REQUIRED = ("package", "package_sha256", "torch_version", "device", "target_platform")
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def provenance_to_json(prov: Provenance) -> str:
+    data: dict[str, Any] = {"schema": prov.schema}
+    data.update({k: v for k, v in asdict(prov).items() if k != "schema"})
+    data["device_code_archs"] = list(prov.device_code_archs)
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_provenance(directory: Path, prov: Provenance) -> Path:
+    target = directory / PROVENANCE_FILE
+    target.write_text(provenance_to_json(prov), encoding="utf-8")
+    return target
+
+
+def parse_provenance(text: str, label: str) -> Provenance:
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise ProgramError(f"invalid JSON: {e}", path=label) from None
+    if not isinstance(data, dict):
+        raise ProgramError("not a JSON object", path=label)
+    schema = data.get("schema")
+    if schema != SCHEMA:
+        raise ProgramError(f"unsupported schema {schema!r} (this cudaship reads schema {SCHEMA})", path=label)
+    for key in _REQUIRED:
+        if not isinstance(data.get(key), str) or not data[key]:
+            raise ProgramError(f"key {key!r} missing or not a non-empty string", path=label)
+    known = {f.name: f for f in fields(Provenance)}
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in known or key == "schema":
+            continue
+        if key == "device_code_archs":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ProgramError("key 'device_code_archs' must be a list of strings", path=label)
+            values[key] = tuple(value)
+        elif value is not None and not isinstance(value, str):
+            raise ProgramError(f"key {key!r} must be a string or null", path=label)
+        else:
+            values[key] = value
+    package = values["package"]
+    if "/" in package or "\\" in package or package.startswith("."):
+        raise ProgramError(f"key 'package' must name a file in the directory, not {package!r}", path=label)
+    return Provenance(**values)
+
+
+def read_provenance(directory: Path) -> Provenance:
+    target = directory / PROVENANCE_FILE
+    try:
+        text = target.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ProgramError(
+            "no provenance.json: not a directory written by 'cudaship program export'", path=str(directory)
+        ) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ProgramError(f"cannot read: {e}", path=str(target)) from None
+    return parse_provenance(text, str(target))

@@ -1,0 +1,273 @@
+"""Reading an AOTInductor package (``.pt2``): the wrapper library, the cubins and the metadata JSON.
+
+A ``.pt2`` is a zip. ``torch._inductor.aoti_compile_and_package`` (torch 2.6 to 2.13 seen) writes, under one
+archive root (``model/`` or the package's stem):
+
+- ``archive_format`` (``pt2``), ``archive_version``, ``byteorder``, ``.data/version``;
+- ``data/aotinductor/<model>/<hash>.wrapper.so`` (the compiled model: host code only, it loads the
+  kernels), and for CPU programs sometimes ``<hash>.kernel.so``; Windows cross-compiles give ``.dll``;
+- ``<hash>.cubin``, one per Triton kernel, arch-specific (``sm_90a`` on an H200), no PTX;
+- ``<hash>.wrapper_metadata.json`` / ``<hash>.kernel_metadata.json``: ``AOTI_DEVICE_KEY``, ``AOTI_PLATFORM``,
+  ``AOTI_MACHINE``, ``AOTI_CPU_ISA``, ``AOTI_COMPUTE_CAPABILITY`` (``"90"``);
+- the generated ``wrapper.cpp`` / ``kernel.cpp`` and, for large models, weights under ``data/weights``.
+
+No CUDA toolkit version is recorded in the package: the cubins record the ptxas that made them (Triton's), and
+``provenance.json`` (written by ``program export``) records the torch and CUDA train.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import mmap
+import re
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from cudaship.binary.records import Buffer, FileFormat
+from cudaship.errors import ProgramError
+from cudaship.inspection.dispatch import inspect_buffer
+from cudaship.inspection.records import FileReport
+from cudaship.program.records import MemberRole, ProgramInfo, ProgramKind, ProgramMember
+
+#: Largest member read (declared size); a package member beyond it is reported, not read.
+MAX_MEMBER_SIZE = 8 << 30
+#: Members up to this size are read into memory; larger ones go through a temporary file and mmap.
+IN_MEMORY_LIMIT = 256 << 20
+#: Metadata JSON beyond this size is not parsed.
+MAX_METADATA_SIZE = 1 << 20
+
+_NATIVE_EXT = re.compile(r"\.(?:so|dll|pyd|dylib)$", re.IGNORECASE)
+_DEVICE_EXT = re.compile(r"\.(?:cubin|fatbin|ptx)$", re.IGNORECASE)
+_SOURCE_EXT = re.compile(r"\.(?:cpp|cc|h|hpp|cu|py)$", re.IGNORECASE)
+_CUDART = re.compile(r"^(?:libcudart\.so\.(\d+)|cudart64_(\d+)\.dll)$", re.IGNORECASE)
+_LOCALE_SYMBOL = "_ZNSt6locale"
+
+
+class _BufferFile(io.RawIOBase):
+    """A read-only, seekable file over a buffer, so ``zipfile`` reads an mmap without copying it."""
+
+    def __init__(self, buf: Buffer) -> None:
+        super().__init__()
+        self._view = memoryview(buf).cast("B")
+        self._pos = 0
+
+    def close(self) -> None:
+        self._view.release()
+        super().close()
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: len(self._view)}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
+        end = min(len(self._view), self._pos + len(b))
+        n = max(0, end - self._pos)
+        memoryview(b)[:n] = self._view[self._pos : end]
+        self._pos += n
+        return n
+
+
+def role_of(name: str) -> MemberRole:
+    """Classify a package member by its name."""
+    base = name.rsplit("/", 1)[-1]
+    if _NATIVE_EXT.search(base):
+        return MemberRole.WRAPPER if ".wrapper." in base or base.startswith("wrapper") else MemberRole.LIBRARY
+    if _DEVICE_EXT.search(base):
+        return MemberRole.CUBIN
+    if base.endswith("_metadata.json"):
+        return MemberRole.METADATA
+    if _SOURCE_EXT.search(base):
+        return MemberRole.SOURCE
+    if "/data/weights/" in name or "/data/constants/" in name or base.endswith((".bin", ".safetensors")):
+        return MemberRole.WEIGHTS
+    return MemberRole.OTHER
+
+
+def cudart_major_of(report: FileReport | None) -> int | None:
+    """The ``cudart`` major a library imports or links (``libcudart.so.13`` → 13), None when it needs none."""
+    if report is None:
+        return None
+    if report.linkage is not None and report.linkage.cudart_major is not None:
+        return report.linkage.cudart_major
+    if report.host is not None:
+        for imp in report.host.imports:
+            match = _CUDART.match(imp.library)
+            if match:
+                return int(match.group(1) or match.group(2))
+    return None
+
+
+def libstdcxx_copy(report: FileReport | None) -> int:
+    """How many ``std::locale`` symbols a library defines while needing no ``libstdc++`` (0: not a copy).
+
+    A library linked with ``-static-libstdc++`` carries its own C++ runtime. Loaded into a process that has
+    ``libstdc++.so.6`` already (any Python with torch), its references to exported libstdc++ symbols bind to
+    the process's copy while its inlined code uses its own: the two halves disagree about the locale's
+    facets and the first ``std::regex`` crashes (seen on the H200: see docs/program.md).
+    """
+    if report is None or report.host is None or report.format is not FileFormat.ELF:
+        return 0
+    if any(imp.library.startswith("libstdc++") for imp in report.host.imports):
+        return 0
+    return sum(1 for name in report.host.exports if name.startswith(_LOCALE_SYMBOL))
+
+
+def read_pt2(buf: Buffer, path: str = "<buffer>") -> ProgramInfo:
+    """Read an AOTInductor package held in ``buf``; ``path`` names it in the report and in errors.
+
+    Raises :class:`ProgramError` (naming ``path``) when the buffer is not a zip or holds no AOTInductor model.
+    A member that cannot be read becomes a member with an error report and a note, not an exception.
+    """
+    source = _BufferFile(buf)
+    try:
+        return _read_pt2(source, path)
+    finally:
+        source.close()
+
+
+def _read_pt2(source: _BufferFile, path: str) -> ProgramInfo:
+    try:
+        archive = zipfile.ZipFile(source)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as e:
+        raise ProgramError(f"not an AOTInductor package: not a zip archive ({e})", path=path) from None
+    with archive:
+        infos = [i for i in archive.infolist() if not i.is_dir()]
+        names = [i.filename for i in infos]
+        model_dirs = sorted({m.group(1) for n in names if (m := re.search(r"data/aotinductor/([^/]+)/", n))})
+        if not model_dirs:
+            raise ProgramError(
+                "not an AOTInductor package: no data/aotinductor/<model>/ directory in the zip", path=path
+            )
+        members: list[ProgramMember] = []
+        metadata: dict[str, str] = {}
+        notes: list[str] = []
+        for info in infos:
+            role = role_of(info.filename)
+            report: FileReport | None = None
+            if role in (MemberRole.WRAPPER, MemberRole.LIBRARY, MemberRole.CUBIN):
+                report = _inspect_member(archive, info)
+            elif role is MemberRole.METADATA:
+                _read_metadata(archive, info, metadata, notes)
+            members.append(ProgramMember(info.filename, role, info.file_size, report))
+        for member in members:
+            if member.report is not None and member.report.error:
+                notes.append(f"{member.name}: {member.report.error}")
+        if not any(m.role is MemberRole.WRAPPER for m in members):
+            notes.append(
+                "no compiled wrapper library in the package (a C++-only package must be built first)"
+            )
+    capability = metadata.get("AOTI_COMPUTE_CAPABILITY")
+    if capability and capability.isdigit() and len(capability) >= 2:
+        capability = f"{capability[:-1]}.{capability[-1]}"
+    platform = metadata.get("AOTI_PLATFORM") or _platform_from_libraries(members)
+    machine = metadata.get("AOTI_MACHINE") or _machine_from_libraries(members)
+    return ProgramInfo(
+        path=path,
+        kind=ProgramKind.PT2,
+        members=tuple(members),
+        device=metadata.get("AOTI_DEVICE_KEY"),
+        platform=platform,
+        machine=machine,
+        cpu_isa=metadata.get("AOTI_CPU_ISA"),
+        compute_capability=capability or None,
+        models=tuple(model_dirs),
+        metadata=tuple(sorted(metadata.items())),
+        notes=tuple(notes),
+    )
+
+
+def _read_metadata(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, into: dict[str, str], notes: list[str]
+) -> None:
+    if info.file_size > MAX_METADATA_SIZE:
+        notes.append(f"{info.filename}: metadata of {info.file_size} bytes not read")
+        return
+    try:
+        with archive.open(info) as f:
+            data = json.loads(f.read(MAX_METADATA_SIZE + 1).decode("utf-8"))
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
+        notes.append(f"{info.filename}: unreadable metadata ({_one_line(e)})")
+        return
+    if not isinstance(data, dict):
+        notes.append(f"{info.filename}: metadata is not a JSON object")
+        return
+    for key, value in data.items():
+        if isinstance(value, (str, int, float)) and key not in into:
+            into[str(key)] = str(value)
+
+
+def _inspect_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> FileReport:
+    if info.file_size > MAX_MEMBER_SIZE:
+        return FileReport(
+            path=info.filename,
+            format=None,
+            size=info.file_size,
+            error=f"member larger than {MAX_MEMBER_SIZE}",
+        )
+    try:
+        with _member_buffer(archive, info) as buf:
+            return inspect_buffer(buf, info.filename)
+    except ProgramError as e:
+        return FileReport(path=info.filename, format=None, size=info.file_size, error=e.message)
+
+
+@contextmanager
+def _member_buffer(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Iterator[Buffer]:
+    """The member's bytes: in memory when small, else a temporary file mapped read-only. CRC is checked."""
+    try:
+        with archive.open(info) as f:
+            if info.file_size <= IN_MEMORY_LIMIT:
+                data = f.read(info.file_size + 1)
+                if len(data) != info.file_size:
+                    raise ProgramError(f"size {len(data)} differs from the declared {info.file_size}")
+                yield data
+                return
+            with tempfile.TemporaryFile() as tmp:
+                written = 0
+                while chunk := f.read(1 << 20):
+                    written += len(chunk)
+                    if written > info.file_size:
+                        raise ProgramError(f"member longer than its declared {info.file_size} bytes")
+                    tmp.write(chunk)
+                tmp.flush()
+                if written == 0:
+                    yield b""
+                    return
+                with mmap.mmap(tmp.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+                    yield mapped
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as e:
+        raise ProgramError(f"corrupt member ({_one_line(e)})") from None
+
+
+def _platform_from_libraries(members: list[ProgramMember]) -> str | None:
+    for m in members:
+        if m.report is not None and m.report.format is FileFormat.ELF:
+            return "linux"
+        if m.report is not None and m.report.format is FileFormat.PE:
+            return "windows"
+    return None
+
+
+def _machine_from_libraries(members: list[ProgramMember]) -> str | None:
+    for m in members:
+        if m.role in (MemberRole.WRAPPER, MemberRole.LIBRARY) and m.report is not None and m.report.host:
+            return m.report.host.machine.value
+    return None
+
+
+def _one_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__

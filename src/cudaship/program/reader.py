@@ -1,0 +1,64 @@
+"""Opening a program file (or an export directory) by content: ``.pt2`` zip or ExecuTorch ``.pte``."""
+
+from __future__ import annotations
+
+import mmap
+from contextlib import suppress
+from dataclasses import replace
+from pathlib import Path
+
+from cudaship.errors import ProgramError
+from cudaship.program.pt2 import read_pt2
+from cudaship.program.pte import is_pte, read_pte
+from cudaship.program.records import ProgramInfo
+
+PACKAGE_SUFFIXES = (".pt2", ".pte")
+
+
+def find_package(directory: Path) -> Path:
+    """The one program file in an export directory (``provenance.json`` names it when present)."""
+    from cudaship.program.provenance import PROVENANCE_FILE, read_provenance
+
+    if (directory / PROVENANCE_FILE).is_file():
+        return directory / read_provenance(directory).package
+    found = sorted(p for p in directory.iterdir() if p.suffix in PACKAGE_SUFFIXES and p.is_file())
+    if not found:
+        raise ProgramError("no .pt2 or .pte program in the directory", path=str(directory))
+    if len(found) > 1:
+        names = ", ".join(p.name for p in found)
+        raise ProgramError(f"several programs in the directory ({names}): name one", path=str(directory))
+    return found[0]
+
+
+def read_program(path: str | Path) -> ProgramInfo:
+    """Read a ``.pt2`` or ``.pte`` file (by content, not name), or the program of an export directory."""
+    target = Path(path)
+    if target.is_dir():
+        target = find_package(target)
+    label = str(target)
+    try:
+        with target.open("rb") as f:
+            head = f.read(16)
+            if not head:
+                raise ProgramError("empty file", path=label)
+            if not (head.startswith(b"PK") or is_pte(head)):
+                raise ProgramError(
+                    "not a program: neither an AOTInductor package (zip) nor an ExecuTorch .pte", path=label
+                )
+            buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            try:
+                info = read_pt2(buf, label) if head.startswith(b"PK") else read_pte(buf, label)
+            finally:
+                with suppress(BufferError):  # a view still alive in a traceback: the map goes with it
+                    buf.close()
+    except FileNotFoundError:
+        raise ProgramError("no such file", path=label) from None
+    except IsADirectoryError:
+        raise ProgramError("is a directory", path=label) from None
+    except OSError as e:
+        raise ProgramError(f"cannot read: {e.strerror or e}", path=label) from None
+    if info.kind.value == "pte":
+        sidecars = sorted(p.name for p in target.parent.glob(f"{target.stem}*.ptd"))
+        note = f"weights: {', '.join(sidecars)} beside it" if sidecars else "no .ptd weights file beside it"
+        info = replace(info, notes=(*info.notes, note))
+    return info

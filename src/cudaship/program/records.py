@@ -1,0 +1,208 @@
+"""Records of the program layer: what a program package holds, where it came from, how it checked and ran.
+
+A *program* is a model compiled ahead of time: an AOTInductor package (``.pt2``, a zip of the compiled
+wrapper library, per-kernel cubins and metadata JSON) or an ExecuTorch program (``.pte``, a flatbuffer whose
+named data holds the compiled library, with weights in a ``.ptd`` beside it). The readers
+(:mod:`cudaship.program.pt2`, :mod:`cudaship.program.pte`) return :class:`ProgramInfo`; checks return
+:class:`CheckReport`; runs return :class:`RunReport`. Renderers in ``cudaship.formats.program_*`` print them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from cudaship.binary.records import DeviceCode, DeviceCodeKind
+from cudaship.inspection.records import FileReport
+
+
+class ProgramKind(str, Enum):
+    PT2 = "pt2"  #: an AOTInductor package (zip)
+    PTE = "pte"  #: an ExecuTorch program (flatbuffer + segments)
+
+
+class MemberRole(str, Enum):
+    WRAPPER = (
+        "wrapper-library"  #: the compiled model (AOTInductor's ``*.wrapper.so``, the .pte's ``so_blob``)
+    )
+    LIBRARY = "library"  #: another native library in the package (``*.kernel.so``)
+    CUBIN = "cubin"  #: device code of one kernel
+    METADATA = "metadata"  #: ``*_metadata.json``
+    SOURCE = "source"  #: generated C++ kept for reproducibility
+    WEIGHTS = "weights"  #: constants stored beside the library
+    OTHER = "other"
+
+
+@dataclass(frozen=True)
+class ProgramMember:
+    """One file of a package (zip member) or one named data blob of a .pte."""
+
+    name: str
+    role: MemberRole
+    size: int
+    report: FileReport | None = None  #: for native libraries and cubins: what inspect reads from it
+
+
+@dataclass(frozen=True)
+class ProgramInfo:
+    """What ``program inspect`` knows about one package or program file."""
+
+    path: str
+    kind: ProgramKind
+    members: tuple[ProgramMember, ...]
+    device: str | None = None  #: ``cuda`` or ``cpu`` (AOTI_DEVICE_KEY; the backend for a .pte)
+    platform: str | None = None  #: ``linux`` / ``windows`` (AOTI_PLATFORM, else from the library's format)
+    machine: str | None = None  #: ``x86_64`` ...
+    cpu_isa: str | None = None  #: AOTI_CPU_ISA as recorded
+    compute_capability: str | None = None  #: AOTI_COMPUTE_CAPABILITY as ``9.0``
+    models: tuple[str, ...] = ()  #: model names in a .pt2; method names in a .pte
+    backends: tuple[str, ...] = ()  #: .pte delegate ids (``CudaBackend``)
+    metadata: tuple[tuple[str, str], ...] = ()  #: recorded key/value pairs, as written
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def libraries(self) -> tuple[ProgramMember, ...]:
+        return tuple(m for m in self.members if m.role in (MemberRole.WRAPPER, MemberRole.LIBRARY))
+
+    @property
+    def device_code(self) -> tuple[tuple[str, DeviceCode], ...]:
+        """Every piece of device code with the member that holds it."""
+        return tuple((m.name, d) for m in self.members if m.report is not None for d in m.report.device_code)
+
+    @property
+    def sass(self) -> tuple[str, ...]:
+        from cudaship.knowledge.archs import sort_arch_names
+
+        return sort_arch_names({d.arch for _, d in self.device_code if d.kind is DeviceCodeKind.SASS})
+
+    @property
+    def ptx(self) -> tuple[str, ...]:
+        from cudaship.knowledge.archs import sort_arch_names
+
+        return sort_arch_names({d.arch for _, d in self.device_code if d.kind is DeviceCodeKind.PTX})
+
+    @property
+    def cudart_majors(self) -> tuple[int, ...]:
+        """The ``cudart`` majors the libraries import (``libcudart.so.13``, ``cudart64_13.dll``)."""
+        from cudaship.program.pt2 import cudart_major_of
+
+        found = {cudart_major_of(m.report) for m in self.libraries if m.report is not None}
+        return tuple(sorted(x for x in found if x is not None))
+
+    @property
+    def recorded_toolkits(self) -> tuple[str, ...]:
+        """Toolkit versions the cubins record (``.note.nv.tkinfo``): of the ptxas that made them."""
+        return tuple(sorted({d.toolkit_version for _, d in self.device_code if d.toolkit_version}))
+
+    @property
+    def errors(self) -> tuple[str, ...]:
+        return tuple(
+            f"{m.name}: {m.report.error}" for m in self.members if m.report is not None and m.report.error
+        )
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """``provenance.json``: how a program was exported. Written by ``program export``; read by check, run."""
+
+    package: str  #: the package file, relative to the export directory
+    package_sha256: str
+    torch_version: str  #: ``2.11.0+cu130``
+    cuda_train: str | None  #: ``13.0`` (torch.version.cuda at export); None for a CPU-only torch
+    device: str  #: ``cuda`` or ``cpu``
+    target_platform: str  #: ``linux-x86_64``
+    device_code_archs: tuple[str, ...] = ()
+    gpu_name: str | None = None
+    gpu_capability: str | None = None  #: ``9.0``
+    driver: str | None = None
+    compiler: str | None = None  #: the C++ compiler AOTInductor used, with its version line
+    python: str | None = None
+    model: str | None = None  #: the MODEL argument
+    reference: str | None = None  #: reference inputs/outputs file, relative
+    exported_program: str | None = None  #: the torch.export program (eager at run time), relative
+    created: str | None = None  #: ISO 8601, UTC
+    schema: int = 1
+
+
+class Status(str, Enum):
+    PASS = "pass"
+    FAIL = "fail"
+    WARN = "warn"  #: passes, but a person should know (an 'a' cubin runs on one GPU generation only)
+    SKIP = "skip"  #: not decidable with what was given (no train, no GPU named)
+
+
+@dataclass(frozen=True)
+class CheckItem:
+    name: str  #: package, reference, platform, train, arch, driver, libstdc++
+    status: Status
+    message: str
+
+
+@dataclass(frozen=True)
+class Target:
+    """What the program is checked against (from the options, a wheel or this machine)."""
+
+    train: str | None = None  #: ``13.2``
+    train_source: str | None = None  #: ``--train``, the wheel's file name, ...
+    capability: str | None = None  #: ``8.6``
+    gpu: str | None = None  #: GPU name, when known
+    driver: str | None = None
+    platform: str | None = None  #: ``linux-x86_64``
+    runtime: str | None = None  #: a label for the table: the wheel's file name, ``torch 2.11.0+cu130``
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    directory: str
+    provenance: Provenance | None
+    program: ProgramInfo | None
+    target: Target
+    items: tuple[CheckItem, ...]
+
+    @property
+    def passed(self) -> bool:
+        return all(i.status is not Status.FAIL for i in self.items)
+
+    @property
+    def counts(self) -> tuple[int, int]:
+        """(checks passed, checks decided): warnings pass, skips are not counted."""
+        decided = [i for i in self.items if i.status is not Status.SKIP]
+        return sum(i.status is not Status.FAIL for i in decided), len(decided)
+
+
+@dataclass(frozen=True)
+class Environment:
+    """What a person needs when a run fails: the machine's GPU, driver and runtimes."""
+
+    python: str | None = None
+    torch: str | None = None
+    torch_cuda: str | None = None  #: torch.version.cuda
+    gpu: str | None = None
+    capability: str | None = None
+    driver: str | None = None
+    driver_cuda: str | None = None  #: the newest CUDA the driver supports (``13.0``)
+    memory_pools: bool | None = None  #: CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED
+    cudart: tuple[str, ...] = ()  #: libcudart files found beside torch / in the NVIDIA wheels
+    compiler_on_path: str | None = None  #: a C++ compiler the run could see (None: none, as intended)
+    error: str | None = None  #: why the probe could not say more
+
+
+@dataclass(frozen=True)
+class RunReport:
+    directory: str
+    provenance: Provenance | None
+    ok: bool
+    run_directory: str  #: where it ran (the non-ASCII copy when asked)
+    runs: int
+    tolerance: float
+    max_abs_diff: float | None = None
+    load_s: float | None = None
+    latency_ms: float | None = None  #: median of the program
+    eager_latency_ms: float | None = None  #: median of eager in the same process
+    failure: str | None = None  #: one line: what failed (the signal for a crash)
+    signal: str | None = None  #: ``SIGSEGV`` when the child died of a signal
+    exit_code: int | None = None
+    environment: Environment | None = None
+    stderr_tail: str | None = None  #: the child's last lines, for a crash
+    loader: str | None = None  #: the loader API used
+    notes: tuple[str, ...] = ()
