@@ -12,9 +12,12 @@ import pytest
 from cudaship.cli.main import main
 from cudaship.exitcodes import ExitCode
 from cudaship.inspection.walk import inspect_file
+from cudaship.knowledge.archs import parse_arch
+from cudaship.knowledge.driver import parse_driver
 from cudaship.knowledge.runs_on import runs_on
 from cudaship.probe.environment import installed_native_files
 from cudaship.probe.gpus import DRIVER_LIBRARIES
+from cudaship.probe.records import GpuInfo, ProbeResult
 
 
 def _driver_loadable() -> bool:
@@ -129,3 +132,66 @@ def test_doctor_verdicts_follow_the_rule(
             expected = runs_on(entries, gpu.capability, result.driver)
             assert shown["verdict"] == expected.verdict.value
             assert shown["reason"] == expected.reason
+
+
+def _machine(*gpus: tuple[str, str, bool | None]) -> ProbeResult:
+    """A machine as the probe describes it (the probe itself is tested on a GPU machine above)."""
+    return ProbeResult(
+        driver=parse_driver("595.45.04"),
+        gpus=tuple(
+            GpuInfo(i, name, parse_arch(cap), 24 * 2**30, pools) for i, (name, cap, pools) in enumerate(gpus)
+        ),
+        sources=("cuda-driver-api (libcuda.so.1)", "nvml (libnvidia-ml.so.1)"),
+    )
+
+
+def test_doctor_report_on_a_described_machine(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, nvcc_build: Callable[[str], Path]
+) -> None:
+    """What doctor prints and decides for a machine with an A10G (no memory pools) and an H100."""
+    machine = _machine(("NVIDIA A10G", "8.6", False), ("NVIDIA H100 80GB HBM3", "9.0", True))
+    monkeypatch.setattr("cudaship.cli.doctor_cmd.probe", lambda: machine)
+    lib = nvcc_build("arch_specific")  # sm_90a sm_100a sm_120a + compute_120a: nothing for 8.6
+    code, out, err = run(capsys, "doctor", str(lib))
+    assert (code, err) == (1, "")
+    assert "driver: 595.45.04, supports CUDA 13.2 and older" in out
+    assert (
+        "GPU 0: NVIDIA A10G, compute capability 8.6 (Ampere), 24 GiB, memory pools: no (cudaMallocAsync"
+        in out
+    )
+    assert "GPU 1: NVIDIA H100 80GB HBM3, compute capability 9.0 (Hopper), 24 GiB, memory pools: yes" in out
+    assert "GPU 0 (8.6): WILL NOT RUN: sm_90a runs only on 9.0" in out
+    assert "GPU 1 (9.0): runs natively: sm_90a (built for it)" in out
+    code, out, _ = run(capsys, "doctor", "--format", "json", str(lib), str(nvcc_build("multi_arch")))
+    doc = json.loads(out)
+    assert code == 1
+    assert [g["memory_pools"] for g in doc["gpus"]] == [False, True]
+    assert [[g["verdict"] for g in f["gpus"]] for f in doc["files"]] == [
+        ["no", "native"],
+        ["native", "native"],
+    ]
+
+
+def test_doctor_runs_everywhere_and_unreadable(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    nvcc_build: Callable[[str], Path],
+    tmp_path: Path,
+) -> None:
+    monkeypatch.setattr("cudaship.cli.doctor_cmd.probe", lambda: _machine(("NVIDIA L4", "8.9", True)))
+    code, out, _ = run(capsys, "doctor", str(nvcc_build("multi_arch")))
+    assert code == 0 and "runs natively: sm_89" in out
+    empty = tmp_path / "libempty.so"
+    empty.write_bytes(b"")
+    code, out, err = run(capsys, "doctor", str(empty))
+    assert code == 2 and "cannot read" in out and err.count("\n") == 1
+
+
+def test_doctor_environment_scan_on_a_described_machine(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without PATH: this Python's packages (none carries device code here, or each gets a verdict)."""
+    monkeypatch.setattr("cudaship.cli.doctor_cmd.probe", lambda: _machine(("NVIDIA L4", "8.9", True)))
+    code, out, _ = run(capsys, "doctor")
+    assert code in (0, 1)
+    assert "native files" in out
