@@ -20,18 +20,13 @@ import mmap
 import os
 import re
 import struct
-import tempfile
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from email.parser import HeaderParser
 from pathlib import Path
 from types import TracebackType
 from typing import IO
-
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-from packaging.version import InvalidVersion, Version
 
 from cudaship.binary.records import Buffer
 from cudaship.errors import WheelError
@@ -233,6 +228,8 @@ class WheelArchive:
         if member.size == 0:
             yield b""
             return
+        import tempfile
+
         with tempfile.TemporaryFile(prefix="cudaship-member-") as tmp:
             written = 0
             try:
@@ -314,6 +311,11 @@ class WheelArchive:
 
 def wheel_info(filename: str, archive: WheelArchive | None = None) -> WheelInfo:
     """A wheel's facts from its file name, completed by its METADATA and WHEEL when ``archive`` is given."""
+    from email.parser import HeaderParser  # imported here: only wheels need them, and they cost startup time
+
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+    from packaging.version import InvalidVersion, Version
+
     name = ""
     version = ""
     tags: list[str] = []
