@@ -73,6 +73,32 @@ print(json.dumps({"wall_s": wall, "peak_mib": peak_kib / 1024, "rc": child.retur
 """
 
 
+#: Where cudaship's time goes, phase by phase, in one fresh process (same library, same code path).
+_PHASES = r"""
+import json, mmap, sys, time
+t0 = time.perf_counter()
+from cudaship.analysis.linkage import cuda_linkage
+from cudaship.binary.devicescan import find_containers
+from cudaship.binary.elf import read_elf
+from cudaship.formats import inspect_json
+from cudaship.inspection.walk import inspect_paths
+t1 = time.perf_counter()
+with open(sys.argv[1], "rb") as f:
+    m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    t2 = time.perf_counter(); host = read_elf(m)
+    t3 = time.perf_counter(); containers = find_containers(m, host.sections)
+    t4 = time.perf_counter(); cuda_linkage(host)
+    t5 = time.perf_counter()
+    entries = sum(len(c.entries) for c in containers)
+    del containers, host
+    m.close()
+report = inspect_paths([sys.argv[1]])
+t6 = time.perf_counter(); inspect_json.render(report); t7 = time.perf_counter()
+print(json.dumps({"imports_s": t1 - t0, "host_reader_s": t3 - t2, "device_scan_s": t4 - t3,
+                  "linkage_s": t5 - t4, "json_render_s": t7 - t6, "entries": entries}))
+"""
+
+
 @dataclass
 class Result:
     name: str
@@ -192,6 +218,11 @@ def main() -> int:
         results.append(measure("cuobjdump --list-elf", [tool, "--list-elf", str(library)], args.repeat))
         results.append(measure("cuobjdump --list-ptx", [tool, "--list-ptx", str(library)], args.repeat))
 
+    phases = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", _PHASES, str(library)], capture_output=True, text=True, check=True
+        ).stdout
+    )
     size_mb = library.stat().st_size / 1e6
     print(f"library: {member} ({size_mb:,.0f} MB){f' from {wheel.name}' if wheel else ''}")
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
@@ -202,6 +233,11 @@ def main() -> int:
             + f"  {r.wall_all}"
             + (f"  rc={r.rc}" if r.rc else "")
         )
+    print(
+        "cudaship phases (one run): "
+        + ", ".join(f"{k[:-2].replace('_', ' ')} {v:.3f} s" for k, v in phases.items() if k.endswith("_s"))
+        + f"; {phases['entries']} device-code entries"
+    )
     summary: dict[str, float] = {}
     if not args.skip_cuobjdump:
         ours = results[0]
@@ -229,6 +265,7 @@ def main() -> int:
                     "library": member,
                     "size_bytes": library.stat().st_size,
                     "results": [asdict(r) for r in results],
+                    "phases": phases,
                     **summary,
                 },
                 indent=2,
