@@ -174,6 +174,37 @@ def test_audit_and_gate_steps(
         assert "::error title=cudaship::" in gate.stdout
 
 
+@pytest.mark.network
+def test_audit_step_with_real_cudaship(tmp_path: Path, bitsandbytes_linux_wheel: Path) -> None:
+    """The real `cudaship audit` and `cudaship gpus` on a real PyPI wheel, through the Action's steps."""
+    import shutil
+    import xml.etree.ElementTree as ET
+
+    gh = FakeGitHub(tmp_path)
+    (gh.workspace / "dist").mkdir()
+    shutil.copy(bitsandbytes_linux_wheel, gh.workspace / "dist")
+    environ = gh.env("audit", {"CUDASHIP": f"{sys.executable} -m cudaship", "INPUT_WHEELS": "dist/*.whl"})
+    proc = subprocess.run(
+        [sys.executable, str(STEPS_SCRIPT), "audit"],
+        env=environ,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = gh.output("audit")
+    reports = Path(out["report-dir"])
+    failed = json.loads((reports / "audit.json").read_text())["summary"]["failed"]
+    assert out["exit-code"] == ("1" if failed else "0")
+    assert out["result"] == ("failed" if failed else "passed")
+    assert gh.summary.read_text().startswith("## cudaship audit")
+    assert ET.parse(reports / "audit.junit.xml").getroot().tag in ("testsuites", "testsuite")
+    assert (reports / "gpus.html").read_text().lstrip().lower().startswith("<!doctype html")
+    gate_env = gh.env("gate", {"AUDIT_EXIT_CODE": out["exit-code"]})
+    assert action_steps.main(["gate"], gate_env) == int(out["exit-code"])
+
+
 def test_audit_step_without_wheels(tmp_path: Path) -> None:
     gh = FakeGitHub(tmp_path)
     environ = gh.env("audit", {"CUDASHIP": stand_in_cudaship(tmp_path, 0), "INPUT_WHEELS": "dist/*.whl"})
