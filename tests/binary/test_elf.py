@@ -58,7 +58,8 @@ _SECTION = re.compile(
     r"^\s*\[\s*(\d+)\]\s+(\S*)\s+(\S+)\s+([0-9a-f]+)\s+([0-9a-f]+)\s+([0-9a-f]+)\s+[0-9a-f]+\s"
 )
 _SYMBOL = re.compile(
-    r"^\s*\d+:\s+[0-9a-f]+\s+(?:\d+|0x[0-9a-f]+)\s+(\w+)\s+(\w+)\s+(\w+)\s+(\w+)\s+(\S.*?)\s*$"
+    # ppc64le adds "[<localentry>: 8]" after the visibility
+    r"^\s*\d+:\s+[0-9a-f]+\s+(?:\d+|0x[0-9a-f]+)\s+(\w+)\s+(\w+)\s+(\w+)(?:\s+\[[^\]]*\])?\s+(\w+)\s+(\S.*?)\s*$"
 )
 
 
@@ -249,6 +250,84 @@ def test_mmap_can_be_closed_after_a_failure(nvcc_build: Callable[[str], Path], t
         with pytest.raises(BinaryFormatError):
             read_elf(view)
         view.close()  # no exported buffer left behind
+
+
+# -- other classes, byte orders and machines (clang + ld.lld) ------------------------------------------------
+
+CROSS_TARGETS = {
+    "i686-linux-gnu": (Machine.X86, 32),
+    "armv7a-linux-gnueabihf": (Machine.ARM, 32),
+    "aarch64-linux-gnu": (Machine.AARCH64, 64),
+    "powerpc64le-linux-gnu": (Machine.PPC64LE, 64),
+    "powerpc64-linux-gnu": (Machine.OTHER, 64),  # big-endian ppc64: not a CUDA host
+}
+DEP_SRC = "int dep(int x) { return x + 1; }\n"
+DEP_MAP = "DEP_2 { global: dep; local: *; };\n"
+PROBE_SRC = """int dep(int);
+const char *probe_name(void) { return "libcuda.so.1"; }
+int probe(int x) { return dep(x); }
+"""
+CLANG = shutil.which("clang") or shutil.which("clang-14")
+LLD = shutil.which("ld.lld") or shutil.which("ld.lld-14")
+
+
+@pytest.fixture(scope="module")
+def cross_libraries(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    if not (CLANG and LLD):
+        pytest.skip("needs clang and ld.lld (Debian: clang lld)")
+    root = tmp_path_factory.mktemp("elf-cross")
+    (root / "dep.c").write_text(DEP_SRC)
+    (root / "dep.map").write_text(DEP_MAP)
+    (root / "probe.c").write_text(PROBE_SRC)
+    out = {}
+    for target in CROSS_TARGETS:
+
+        def run(*args: str) -> None:
+            subprocess.run(args, cwd=root, check=True, capture_output=True)
+
+        run(CLANG, f"--target={target}", "-fPIC", "-O1", "-c", "dep.c", "-o", f"dep-{target}.o")
+        run(
+            LLD,
+            "-shared",
+            "-soname",
+            "libdep.so.2",
+            "--version-script",
+            "dep.map",
+            f"dep-{target}.o",
+            "-o",
+            f"libdep-{target}.so",
+        )
+        run(CLANG, f"--target={target}", "-fPIC", "-O1", "-c", "probe.c", "-o", f"probe-{target}.o")
+        run(
+            LLD,
+            "-shared",
+            "-soname",
+            "libprobe.so.1",
+            "--enable-new-dtags",
+            "-rpath",
+            "$ORIGIN/../lib:/opt/x",
+            f"probe-{target}.o",
+            f"libdep-{target}.so",
+            "-o",
+            f"libprobe-{target}.so",
+        )
+        out[target] = root / f"libprobe-{target}.so"
+    return out
+
+
+@needs_readelf
+@pytest.mark.parametrize("target", list(CROSS_TARGETS), ids=list(CROSS_TARGETS))
+def test_cross_built_library(cross_libraries: dict[str, Path], target: str) -> None:
+    host = assert_matches_readelf(cross_libraries[target])
+    machine, bits = CROSS_TARGETS[target]
+    assert (host.machine, host.bits, host.kind) == (machine, bits, "shared-library")
+    assert host.soname == "libprobe.so.1"
+    assert host.runpath == ("$ORIGIN/../lib", "/opt/x") and host.rpath == ()
+    assert [(i.library, [(s.name, s.version) for s in i.symbols]) for i in host.imports] == [
+        ("libdep.so.2", [("dep", "DEP_2")])
+    ]
+    assert {"probe", "probe_name"} <= set(host.exports)
+    assert host.embedded_library_names == ("libcuda.so.1",)
 
 
 # -- hostile and corrupt input -----------------------------------------------------------------------------
