@@ -7,9 +7,18 @@ import shlex
 import shutil
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from cudaship.cli.main import main
+
+SCHEMAS = Path(__file__).resolve().parents[2] / "src" / "cudaship" / "formats" / "schemas"
+
+
+def validate(data: object, name: str) -> None:
+    schema = json.loads((SCHEMAS / f"{name}.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.Draft202012Validator(schema).validate(data)
 
 
 @pytest.fixture(autouse=True)
@@ -51,6 +60,7 @@ def test_windows_json_from_toolkit_dir(tmp_path: Path, capsys: pytest.CaptureFix
     )
     assert code == 0, err
     data = json.loads(out)
+    validate(data, "cmake")
     assert data["toolkit"] == {
         "root": tk.as_posix(),
         "source": "--toolkit",
@@ -184,4 +194,5 @@ def test_local_nvcc(capsys: pytest.CaptureFixture[str]) -> None:
         pytest.skip("the local nvcc is not CUDA 13.0")
     assert code == 0, err
     data = json.loads(out)
+    validate(data, "cmake")
     assert data["toolkit"]["source"] == "PATH" and data["toolkit"]["release_from"] == "nvcc --version"

@@ -6,11 +6,20 @@ import json
 import subprocess
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from cudaship.ci import archs as ci_archs
 from cudaship.cli.main import main
 from cudaship.config import ProjectConfig
+
+SCHEMAS = Path(__file__).resolve().parents[2] / "src" / "cudaship" / "formats" / "schemas"
+
+
+def validate(data: object, name: str) -> None:
+    schema = json.loads((SCHEMAS / f"{name}.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.Draft202012Validator(schema).validate(data)
 
 
 @pytest.fixture(autouse=True)
@@ -103,6 +112,7 @@ def test_formats_and_train_from_environment(
     code, out, _ = run(capsys, "env", "--machine", "x86_64", "--format", "json")
     assert code == 0
     data = json.loads(out)
+    validate(data, "env")
     assert data["schema"] == 1 and data["train"] == "cu132" and data["cuda"] == "13.2"
     assert data["variables"]["CUDASHIP_ARCH_LIST"] == expected("cu132", "x86_64").list
     code, out, _ = run(capsys, "env", "--machine", "x86_64", "--write", "dotenv")

@@ -5,9 +5,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from cudaship.cli.main import main
+
+SCHEMAS = Path(__file__).resolve().parents[2] / "src" / "cudaship" / "formats" / "schemas"
+
+
+def validate(data: object, name: str) -> None:
+    schema = json.loads((SCHEMAS / f"{name}.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.Draft202012Validator(schema).validate(data)
+
 
 PYPROJECT = """\
 [project]
@@ -98,6 +108,7 @@ def test_release_gate_fails_naming_what_is_missing(project: Path, capsys: pytest
     code, out, err = run(capsys, "matrix", "--event", "release", "--format", "json")
     assert code == 1
     report = json.loads(out)
+    validate(report, "matrix")
     assert report["schema"] == 1
     assert report["ok"] is False
     assert report["problems"] == ["supported train cu126 has no row", "(Python 3.10, train cu132) has no row"]
@@ -139,6 +150,11 @@ def test_github_output_and_derive_e2e(
     assert lines[0].startswith("matrix={") and lines[1] == "rows=8" and lines[2] == "has-rows=true"
     assert json.loads(lines[0].removeprefix("matrix=")) == json.loads((project / "build.json").read_text())
 
+    code, out, _ = run(
+        capsys, "matrix", "--derive", "e2e", "--from", "build.json", "--event", "push", "--format", "json"
+    )
+    assert code == 0
+    validate(json.loads(out), "matrix")
     code, out, err = run(capsys, "matrix", "--derive", "e2e", "--from", "build.json", "--event", "push")
     assert code == 0
     rows = json.loads(out)["include"]
