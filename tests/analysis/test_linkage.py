@@ -56,6 +56,7 @@ def test_cudart_static_is_static_and_dlopens_the_driver(nvcc_build: Callable[[st
 MINGW_CASES = {
     "cuda_consumer.dll": (RuntimeLinkage.DYNAMIC, 13, DriverAccess.IMPORT),
     "cuda_consumer_arm64.dll": (RuntimeLinkage.DYNAMIC, 13, DriverAccess.IMPORT),
+    "cuda_consumer_x86.dll": (RuntimeLinkage.DYNAMIC, 13, DriverAccess.IMPORT),
     "delay_consumer.dll": (RuntimeLinkage.NONE, None, DriverAccess.IMPORT),
     "fatbin_carrier.dll": (RuntimeLinkage.DYNAMIC, 13, DriverAccess.NONE),
     "driver_loader.dll": (RuntimeLinkage.NONE, None, DriverAccess.DLOPEN),

@@ -134,7 +134,7 @@ def test_build_matches_recipe(mingw_build: Callable[[str], Path], name: str) -> 
     host = read_pe(mingw_build(name).read_bytes())
     assert host.format is FileFormat.PE
     assert host.machine is Machine(expect.machine)
-    assert host.bits == 64
+    assert host.bits == expect.bits
     assert host.kind == "shared-library"
     assert host.soname == name
     by_kind = {
