@@ -21,6 +21,9 @@ from cudaship.inspection.records import FileReport
 from cudaship.knowledge.system_libraries import Provider, provider_of
 
 
+_BINARY_OS = {FileFormat.PE: "windows", FileFormat.ELF: "linux", FileFormat.MACHO: "macos"}
+
+
 class Via(str, Enum):
     SHIPPED = "shipped"
     REQUIREMENT = "requirement"
@@ -85,7 +88,8 @@ def resolve(ctx: AuditContext, path: str, report: FileReport, imp: Import) -> Re
     """Resolve one import of the shipped library at ``path``."""
     name = imp.library
     pe = report.format is FileFormat.PE
-    platform = ctx.os
+    # system libraries are those of the binary's own OS (a Windows DLL inside a Linux wheel is still a DLL)
+    platform = _BINARY_OS.get(report.format, ctx.os) if report.format is not None else ctx.os
     if report.format is FileFormat.MACHO:
         name = _macho_name(name)
     # 1. a path written into the import
