@@ -56,18 +56,16 @@ def render(
         emoji=False,
         soft_wrap=True,
     )
-    wheels = {w.path: w for w in report.wheels}
-    shown_wheels: set[str] = set()
-    for f in report.files:
-        if f.container is not None and f.container not in shown_wheels and f.container in wheels:
-            shown_wheels.add(f.container)
-            _wheel_header(console, wheels[f.container])
-        _file(console, f, exports=exports, demangle=demangle, details=details)
-    for wheel in report.wheels:
-        if wheel.path not in shown_wheels:
-            _wheel_header(console, wheel)
-            console.print("  (no native or device-code files)")
-            console.print()
+    for item in report.items:
+        if isinstance(item, WheelReport):
+            _wheel_header(console, item)
+            if not item.files:
+                console.print("  (no native or device-code files)")
+                console.print()
+            for member in item.files:
+                _file(console, member, exports=exports, demangle=demangle, details=details)
+        else:
+            _file(console, item, exports=exports, demangle=demangle, details=details)
     read = len(report.files) - len(report.failed)
     tail = f"{len(report.files)} file(s), {read} read"
     if report.failed:

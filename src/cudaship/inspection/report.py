@@ -32,6 +32,8 @@ class InspectReport:
     inputs: tuple[str, ...]
     files: tuple[FileReport, ...]
     wheels: tuple[WheelReport, ...] = ()
+    #: Top-level items in input order: plain files and wheels (whose members are in their ``files``).
+    items: tuple[FileReport | WheelReport, ...] = ()
 
     @property
     def failed(self) -> tuple[FileReport, ...]:

@@ -68,21 +68,30 @@ def inspect_paths(
     hooks.planned(sum(_size(i.path) for i in plan if isinstance(i, _Input)))
     files: list[FileReport] = []
     wheels: list[WheelReport] = []
+    items: list[FileReport | WheelReport] = []
     for item in plan:
         if isinstance(item, FileReport):
             hooks.done(item)
             files.append(item)
+            items.append(item)
         elif is_wheel(item.path):
             wheel = _inspect_wheel(item, details=details, hooks=hooks)
             wheels.append(wheel)
             files.extend(wheel.files)
+            items.append(wheel)
         else:
             hooks.reading(item.label)
             report = inspect_file(item.path, item.label, details=details)
             hooks.done(report)
             hooks.advanced(report.size)
             files.append(report)
-    return InspectReport(inputs=tuple(os.fspath(p) for p in paths), files=tuple(files), wheels=tuple(wheels))
+            items.append(report)
+    return InspectReport(
+        inputs=tuple(os.fspath(p) for p in paths),
+        files=tuple(files),
+        wheels=tuple(wheels),
+        items=tuple(items),
+    )
 
 
 def inspect_file(path: Path, label: str, *, details: bool = False) -> FileReport:
