@@ -285,3 +285,18 @@ def test_truncated_example_never_a_traceback(
 
 def test_no_paths_is_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["inspect"]) == ExitCode.BAD_INPUT
+
+
+def test_text_report_in_input_order_with_empty_wheel(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pure = tmp_path / "purepy-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(pure, "w") as z:
+        z.writestr("purepy/__init__.py", "x = 1\n")
+        z.writestr("purepy-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: purepy\nVersion: 1.0\n")
+    code, out, err = run([str(pure), str(EXAMPLE)], capsys)
+    assert code == ExitCode.OK, err
+    assert (
+        out.index(f"wheel {pure}") < out.index("(no native or device-code files)") < out.index(str(EXAMPLE))
+    )
+    assert "purepy 1.0" in out
