@@ -136,3 +136,30 @@ def test_initial_cache_builds_exactly_the_train_arch_list(
     # the CUDA standard came from the cache: C++20 for the .cu files
     commands = (project / "build" / "build.ninja").read_text()
     assert commands.count("-std=c++20") >= 2
+
+
+def test_cudacxx_options_still_apply(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With CUDACXX set, the cache names no CUDA compiler, so CMake takes CUDACXX with its options."""
+    nvcc = shutil.which("nvcc")
+    assert nvcc is not None
+    monkeypatch.setenv("CUDACXX", f"{nvcc} -allow-unsupported-compiler")
+    train = _nvcc_train()
+    assert (
+        main(["cmake", "--train", train, "--platform", "linux-x86_64", "--write", "initial-cache", "c.cmake"])
+        == 0
+    )
+    capsys.readouterr()
+    assert "set(CMAKE_CUDA_COMPILER " not in (project / "c.cmake").read_text()
+    configure = subprocess.run(
+        [_tool("cmake"), "-C", "c.cmake", "-G", "Ninja", "-S", "src", "-B", "build"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert configure.returncode == 0, configure.stdout + configure.stderr
+    cache = (project / "build" / "CMakeCache.txt").read_text()
+    assert "CMAKE_CUDA_COMPILER_ARG1:STRING= -allow-unsupported-compiler" in cache.splitlines()
