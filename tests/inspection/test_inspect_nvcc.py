@@ -145,3 +145,26 @@ def test_ptx_isa_and_release(nvcc_build: Callable[[str], Path], nvcc_version: st
     for d in ptx:
         assert d.version is not None
         assert cuda_release_for_ptx(d.version) == nvcc_version
+
+
+def test_details_on_a_corrupt_payload_notes_it_and_reads_the_rest(
+    nvcc_build: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """A ZSTD cubin whose frame header is damaged: without --details nothing is decompressed and all is
+    well; with it, that entry gets a note and keeps its header facts, every other entry is still detailed."""
+    path = nvcc_build("compress_size")
+    clean = inspect_one(path)
+    victim = next(d for d in clean.device_code if d.kind is DeviceCodeKind.SASS)
+    data = bytearray(path.read_bytes())
+    header_size = int.from_bytes(data[victim.offset + 4 : victim.offset + 8], "little")
+    payload = victim.offset + header_size
+    assert data[payload : payload + 4] == b"\x28\xb5\x2f\xfd", "a ZSTD frame"
+    data[payload : payload + 16] = bytes(16)
+    broken = tmp_path / "libbroken.so"
+    broken.write_bytes(bytes(data))
+    assert inspect_one(broken).device_code == clean.device_code
+    detailed = inspect_one(broken, details=True)
+    assert any(n.startswith("--details:") for n in detailed.notes)
+    assert len(detailed.device_code) == len(clean.device_code)
+    others = [d for d in detailed.device_code if d.kind is DeviceCodeKind.SASS and d.offset != victim.offset]
+    assert others and all(d.toolkit_version for d in others)

@@ -155,7 +155,7 @@ def _read_device_file(state: _Partial, buf: Buffer, *, details: bool) -> None:
     found = read_device_file(buf)
     containers = found.containers
     if details:
-        containers = tuple(_with_details(buf, c) for c in containers)
+        containers = tuple(_with_details(buf, c, state.notes) for c in containers)
         state.device_code = tuple(e for c in containers for e in c.entries) or found.entries
     else:
         state.device_code = found.entries
@@ -200,16 +200,34 @@ def _scan_device_code(state: _Partial, buf: Buffer, host: HostBinary | None, *, 
     sections = host.sections if host is not None else ()
     containers = tuple(find_containers(buf, sections))
     if details:
-        containers = tuple(_with_details(buf, c) for c in containers)
+        containers = tuple(_with_details(buf, c, state.notes) for c in containers)
     state.containers = containers
     state.device_code = tuple(entry for c in containers for entry in c.entries)
 
 
-def _with_details(buf: Buffer, container: FatbinContainer) -> FatbinContainer:
-    """Decompress each SASS and PTX entry of ``container`` for what only its payload knows."""
+#: Problems with single entries under ``--details`` noted per file before the rest are only counted.
+_MAX_DETAIL_NOTES = 5
+
+
+def _with_details(buf: Buffer, container: FatbinContainer, notes: list[str]) -> FatbinContainer:
+    """Decompress each SASS and PTX entry of ``container`` for what only its payload knows.
+
+    An entry whose payload is corrupt keeps what its header said and gets a note; the rest are still read.
+    """
     from cudaship.binary.cubin import entry_details
 
-    return replace(container, entries=tuple(entry_details(buf, entry) for entry in container.entries))
+    entries = []
+    for entry in container.entries:
+        try:
+            entries.append(entry_details(buf, entry))
+        except CudashipError as e:
+            entries.append(entry)
+            failed = sum(1 for n in notes if n.startswith("--details:"))
+            if failed < _MAX_DETAIL_NOTES:
+                notes.append(f"--details: {_one_line(e.message)}")
+            elif failed == _MAX_DETAIL_NOTES:
+                notes.append("--details: more entries could not be decompressed (not listed)")
+    return replace(container, entries=tuple(entries))
 
 
 def _one_line(text: str) -> str:

@@ -120,14 +120,15 @@ def _inspect_wheel(item: _Input, *, details: bool, hooks: InspectObserver) -> Wh
         try:
             info = archive.info()
             for member in archive.native_members():
-                hooks.reading(f"{item.label}!{member.name}")
+                shown = member.name.replace("\\", "/")  # wheels made on Windows may use backslashes
+                hooks.reading(f"{item.label}!{shown}")
                 try:
                     with archive.member_buffer(member) as buf:
-                        report = inspect_buffer(buf, member.name, container=item.label, details=details)
+                        report = inspect_buffer(buf, shown, container=item.label, details=details)
                 except CudashipError as e:  # the member could not be unpacked (a bomb, a lie, a bad header)
                     message = e.message.removeprefix(f"member {member.name}: ")
                     report = FileReport(
-                        path=member.name, format=None, size=member.size, container=item.label, error=message
+                        path=shown, format=None, size=member.size, container=item.label, error=message
                     )
                 files.append(report)
                 hooks.done(report)

@@ -228,8 +228,16 @@ class WheelArchive:
         if member.size == 0:
             yield b""
             return
+        import shutil
         import tempfile
 
+        free = shutil.disk_usage(tempfile.gettempdir()).free
+        if member.size > free:
+            raise WheelError(
+                f"member {member.name}: {member.size} bytes to unpack but only {free} free in "
+                f"{tempfile.gettempdir()} (set TMPDIR)",
+                path=self._label,
+            )
         with tempfile.TemporaryFile(prefix="cudaship-member-") as tmp:
             written = 0
             try:
