@@ -6,10 +6,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cudaship.binary.records import Compression, DeviceCode, DeviceCodeKind
 from cudaship.inspection.walk import inspect_file
 from cudaship.knowledge.archs import Arch, split_arch_name
+from cudaship.knowledge.gpus import shown_capabilities
 from cudaship.knowledge.runs_on import VerdictKind, build_cuda_of, runs_on
 from cudaship.knowledge.trains import Train
 
@@ -267,3 +270,38 @@ def test_real_build_on_old_driver(nvcc_build: Callable[[str], Path], nvcc_versio
     result = runs_on(report.device_code, "9.0", "575.51.03")
     assert result.verdict is NO
     assert f"CUDA {nvcc_version}" in result.reason
+
+
+# ------------------------------------------------------------------------------------------ properties
+
+_RANK = {NATIVE: 0, JIT: 1, NO: 2}
+_CAPS = list(shown_capabilities())
+_NAMES = [
+    *(f"sm_{a.sm}" for a in _CAPS),
+    *(f"sm_{a.sm}a" for a in _CAPS if a.sm >= 90),
+    *(f"sm_{a.sm}f" for a in _CAPS if a.sm >= 100),
+    *(f"compute_{a.sm}" for a in _CAPS),
+    *(f"compute_{a.sm}a" for a in _CAPS if a.sm >= 90),
+]
+
+
+@given(
+    st.lists(st.sampled_from(_NAMES), min_size=1, max_size=6), st.sampled_from(_NAMES), st.sampled_from(_CAPS)
+)
+def test_more_code_never_runs_worse(names: list[str], extra: str, cap: Arch) -> None:
+    """Adding an entry to a library never turns native into jit or no, nor jit into no."""
+    before = runs_on(e(*names, isa="9.0"), cap)
+    after = runs_on(e(*names, extra, isa="9.0"), cap)
+    assert _RANK[after.verdict] <= _RANK[before.verdict]
+
+
+@given(st.sampled_from(_CAPS), st.sampled_from(_CAPS))
+def test_plain_sass_rule(built: Arch, device: Arch) -> None:
+    verdict = runs_on(e(built.sass_name), device).verdict
+    assert (verdict is NATIVE) == (built.major == device.major and device.minor >= built.minor)
+
+
+@given(st.sampled_from(_CAPS), st.sampled_from(_CAPS))
+def test_plain_ptx_rule(built: Arch, device: Arch) -> None:
+    verdict = runs_on(e(built.ptx_name, isa="9.0"), device).verdict
+    assert (verdict is JIT) == (device >= built)
