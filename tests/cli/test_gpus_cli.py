@@ -197,3 +197,18 @@ def test_unreadable_input_is_reported_and_exit_2(
     errors = [f for f in doc["files"] if f["error"]]
     assert len(errors) == 2
     assert doc["files"][0]["device_code"] is True
+
+
+@pytest.mark.network
+def test_details_read_the_toolkit_of_each_cubin(
+    capsys: pytest.CaptureFixture[str], bitsandbytes_linux_wheel: Path
+) -> None:
+    """Without --details the CUDA release comes from PTX ISA (8.5 is 12.5 or 12.6); cubin notes say which."""
+    _, plain = gpus_json(capsys, str(bitsandbytes_linux_wheel))
+    _, detailed = gpus_json(capsys, "--details", str(bitsandbytes_linux_wheel))
+    for before, after in zip(plain["files"], detailed["files"], strict=True):
+        if not after["device_code"]:
+            continue
+        tag = before["path"].rsplit("cuda", 1)[-1].split(".")[0]  # libbitsandbytes_cuda126.so -> "126"
+        assert after["build_cuda"] == f"{tag[:-1]}.{tag[-1]}"
+        assert before["build_cuda"] <= after["build_cuda"]

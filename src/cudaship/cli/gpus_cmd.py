@@ -62,10 +62,21 @@ def _capabilities(values: tuple[str, ...]) -> list[Arch] | None:
     metavar="GPU",
     help="Only these GPUs: a capability (8.6) or a name (A10G, H100); repeat or separate by commas.",
 )
+@click.option(
+    "--details",
+    is_flag=True,
+    help="Also decompress SASS entries to read the toolkit each cubin records: better evidence of the CUDA "
+    "release a library was built with (and so of its minimum driver), slower.",
+)
 @format_option(["text", "json", "markdown", "html"])
 @output_option()
 def command(
-    paths: tuple[str, ...], driver: str | None, gpus: tuple[str, ...], fmt: str, output: str | None
+    paths: tuple[str, ...],
+    driver: str | None,
+    gpus: tuple[str, ...],
+    details: bool,
+    fmt: str,
+    output: str | None,
 ) -> int:
     """Tell which GPUs (compute capabilities 7.5 to 12.1) each PATH runs on, and with which driver.
 
@@ -78,7 +89,7 @@ def command(
     """
     capabilities = _capabilities(gpus)
     parsed_driver = _driver(driver, "linux")
-    inspected = inspect_paths(paths)
+    inspected = inspect_paths(paths, details=details)
     report = gpu_report(inspected, capabilities=capabilities, driver=parsed_driver)
     write_report(RENDERERS[fmt.lower()](report), output)
     for failed in report.failed:
