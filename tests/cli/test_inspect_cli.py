@@ -300,3 +300,20 @@ def test_text_report_in_input_order_with_empty_wheel(
         out.index(f"wheel {pure}") < out.index("(no native or device-code files)") < out.index(str(EXAMPLE))
     )
     assert "purepy 1.0" in out
+
+
+def test_corrupt_container_inside_a_library(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An entry claiming 2**63 bytes inside .nv_fatbin: one line naming the file, the other container kept."""
+    data = bytearray(EXAMPLE.read_bytes())
+    first = data.find(struct.pack("<I", 0xBA55ED50))
+    struct.pack_into("<Q", data, first + 16 + 8, 1 << 63)
+    broken = tmp_path / "libbroken.so"
+    broken.write_bytes(bytes(data))
+    _, clean, _ = run_json([str(EXAMPLE)], capsys)
+    code, report, err = run_json([str(broken)], capsys)
+    assert code == ExitCode.BAD_INPUT
+    (line,) = err.strip().splitlines()
+    assert str(broken) in line and "corrupt fatbin container in .nv_fatbin" in line and "Traceback" not in err
+    (f,) = report["files"]
+    assert 0 < f["counts"]["entries"] < clean["files"][0]["counts"]["entries"]
+    assert f["imports"] == clean["files"][0]["imports"]

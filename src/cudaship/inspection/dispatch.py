@@ -195,14 +195,23 @@ def _read_import_library(buf: Buffer) -> HostBinary:
 
 
 def _scan_device_code(state: _Partial, buf: Buffer, host: HostBinary | None, *, details: bool) -> None:
-    from cudaship.binary.devicescan import find_containers
+    """Find every container; one that fails validation inside a fatbin section is corruption, not noise."""
+    from cudaship.binary.devicescan import FATBIN_SECTIONS, RELOCATABLE_SECTIONS, scan_containers
 
     sections = host.sections if host is not None else ()
-    containers = tuple(find_containers(buf, sections))
+    scan = scan_containers(buf, sections)
+    containers = scan.containers
     if details:
         containers = tuple(_with_details(buf, c, state.notes) for c in containers)
     state.containers = containers
     state.device_code = tuple(entry for c in containers for entry in c.entries)
+    corrupt = [r for r in scan.rejected if r.section in FATBIN_SECTIONS | RELOCATABLE_SECTIONS]
+    if corrupt:
+        first = corrupt[0]
+        more = f" (and {len(corrupt) - 1} more)" if len(corrupt) > 1 else ""
+        state.error = _one_line(
+            f"corrupt fatbin container in {first.section} at {first.offset:#x}: {first.reason}{more}"
+        )
 
 
 #: Problems with single entries under ``--details`` noted per file before the rest are only counted.
