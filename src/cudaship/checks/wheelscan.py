@@ -28,6 +28,28 @@ from pathlib import Path
 from typing import IO
 
 from cudaship.binary.records import Buffer, DeviceCode, DeviceCodeKind
+
+#: errors raised by a corrupt deflate stream
+_INFLATE_ERRORS: tuple[type[BaseException], ...] = (zlib.error,)
+try:  # ISA-L inflates about twice as fast as zlib; same API and results
+    from isal import isal_zlib
+    from isal.isal_zlib import decompressobj as _decompressobj
+
+    _isal_error: object = getattr(isal_zlib, "error", None)
+    if isinstance(_isal_error, type) and issubclass(_isal_error, BaseException):
+        _INFLATE_ERRORS = (zlib.error, _isal_error)
+except ImportError:  # pragma: no cover - platforms without an isal wheel
+    from zlib import decompressobj as _decompressobj  # type: ignore[assignment]
+#: what reading one member may raise besides WheelError; each becomes that member's one-line problem
+_MEMBER_ERRORS: tuple[type[BaseException], ...] = (
+    zipfile.BadZipFile,
+    *_INFLATE_ERRORS,
+    EOFError,
+    OSError,
+    ValueError,
+    NotImplementedError,
+    RuntimeError,
+)
 from cudaship.errors import CudashipError, WheelError
 from cudaship.inspection.records import FileReport
 from cudaship.wheel.metadata import (
@@ -269,7 +291,7 @@ def _chunks(fp: IO[bytes], zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> Iterat
             left -= len(chunk)
             yield chunk
         return
-    inflater = zlib.decompressobj(-15)
+    inflater = _decompressobj(-15)
     data = b""
     while not inflater.eof:
         if not data:
@@ -349,7 +371,7 @@ def _scan_member(
                 buf.release()
     except WheelError as e:
         return _Result(name, size, None, algorithm, None, e.message)
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, NotImplementedError, RuntimeError) as e:
+    except _MEMBER_ERRORS as e:
         first_line = (str(e).strip().splitlines() or [""])[0]
         return _Result(name, size, None, algorithm, None, f"{type(e).__name__}: {first_line}".rstrip(": "))
     finally:
