@@ -21,6 +21,7 @@ from cudaship.binary.devicescan import (
     RELOCATABLE_SECTIONS,
     detect_device_format,
     find_containers,
+    is_relocatable_section,
     read_device_file,
     scan_containers,
 )
@@ -202,6 +203,23 @@ def test_mingw_dll_keeps_long_section_names(nvcc_build: Build, tmp_path: Path) -
     ]
     assert {len(c.entries) for c in containers} == {len(read_device_file(blob).entries)}
     assert set(RELOCATABLE_SECTIONS) == {"__nv_relfatbin", "__nv_rel"}
+
+
+@pytest.mark.parametrize(
+    ("name", "relocatable"),
+    [
+        pytest.param("__nv_relfatbin", True, id="elf"),
+        pytest.param("__nv_rel", True, id="pe-msvc"),
+        pytest.param("__NV_CUDA,__nv_relfatbin", True, id="macho"),
+        pytest.param(".nv_fatbin", False, id="elf-whole"),
+        pytest.param(".nv_fatb", False, id="pe-whole"),
+        pytest.param("__NV_CUDA,__nv_fatbin", False, id="macho-whole"),
+        pytest.param("/4", False, id="pe-unresolved-long-name"),
+        pytest.param(None, False, id="no-section"),
+    ],
+)
+def test_relocatable_section_names(name: str | None, relocatable: bool) -> None:
+    assert is_relocatable_section(name) is relocatable
 
 
 # --- layouts that must not fool the scanner -------------------------------------------------------

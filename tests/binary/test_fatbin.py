@@ -193,6 +193,7 @@ def test_truncation_anywhere_is_a_clean_error(mixed: bytes) -> None:
         pytest.param(16 + E_HEADER_SIZE, "<I", 1 << 31, "header size", id="entry-header-huge"),
         pytest.param(16 + E_HEADER_SIZE, "<I", 68, "header size 68", id="entry-header-unaligned"),
         pytest.param(16 + E_PAYLOAD, "<Q", 1 << 63, "payload bytes", id="payload-2^63"),
+        pytest.param(16 + E_PAYLOAD, "<Q", 12, "not a multiple of 8", id="payload-unaligned"),
         pytest.param(16 + E_SM, "<I", 0, "SM 0", id="sm-0"),
         pytest.param(16 + E_SM, "<I", 100000, "SM 100000", id="sm-huge"),
         pytest.param(16 + E_COMPRESSED, "<I", 1 << 31, "compressed bytes", id="compressed-gt-payload"),

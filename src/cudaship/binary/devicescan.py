@@ -35,7 +35,7 @@ from cudaship.errors import BinaryFormatError
 #: Sections that hold relocatable (``-rdc``) fatbins: the ELF / Mach-O name, and the PE name cut to 8
 #: characters by MSVC's linker. (mingw-w64's ld keeps the long name through the COFF string table.)
 RELOCATABLE_SECTIONS = frozenset({"__nv_relfatbin", "__nv_rel"})
-#: Sections that hold whole-program fatbins, for reference: ELF, PE (cut), Mach-O.
+#: Sections that hold whole-program fatbins, for reference: ELF, PE (cut), Mach-O (``__NV_CUDA,__nv_fatbin``).
 FATBIN_SECTIONS = frozenset({".nv_fatbin", ".nv_fatb", "__nv_fatbin"})
 ALIGNMENT = 8
 
@@ -69,7 +69,10 @@ class DeviceFile:
 
 
 def is_relocatable_section(name: str | None) -> bool:
-    return name in RELOCATABLE_SECTIONS
+    """``__nv_relfatbin`` (ELF), ``__nv_rel`` (PE, cut by MSVC), ``__NV_CUDA,__nv_relfatbin`` (Mach-O)."""
+    if name is None:
+        return False
+    return name.rsplit(",", 1)[-1] in RELOCATABLE_SECTIONS
 
 
 def _finder(buf: Buffer) -> Callable[[int], int]:

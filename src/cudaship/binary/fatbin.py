@@ -179,6 +179,10 @@ def read_entry_header(buf: Buffer, offset: int, end: int) -> EntryHeader:
         raise BinaryFormatError(
             f"{where} claims {header.payload_size} payload bytes but only {max(end - offset - hs, 0)} remain"
         )
+    if header.payload_size % 8:
+        raise BinaryFormatError(
+            f"{where} has a payload size {header.payload_size} that is not a multiple of 8"
+        )
     if not 0 < header.sm <= MAX_SM:
         raise BinaryFormatError(f"{where} names an implausible SM {header.sm}")
     if header.compressed_size > header.payload_size:
