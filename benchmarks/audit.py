@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Benchmark: ``cudaship audit`` of a 500 MB+ CUDA wheel vs ``unzip -p`` and vs the script approach it replaces.
+"""Benchmark: ``cudaship audit`` of a 500 MB+ CUDA wheel vs ``unzip -p`` and vs the script approach it
+replaces.
 
-The wheel: NVIDIA's ``nvidia-cublas`` wheels for Linux x86_64 and Windows x86_64 (downloaded once with pip into
+The wheel: NVIDIA's ``nvidia-cublas`` wheels for Linux x86_64 and Windows x86_64 (downloaded once with pip
+into
 ``$CUDASHIP_TEST_CACHE/bench``, or ``~/.cache/cudaship-tests/bench``), their members copied as they are
 (compressed bytes copied, not recompressed) into one wheel of about 870 MB with a fresh dist-info whose RECORD
-carries the source wheels' hashes. It holds ``libcublasLt.so.13`` (545 MB), ``cublasLt64_13.dll`` and the rest.
+carries the source wheels' hashes. It holds ``libcublasLt.so.13`` (545 MB), ``cublasLt64_13.dll`` and the
+rest.
 
 Measured in the same run, each in a fresh process, interleaved, ``--repeat`` times (median reported):
 
@@ -12,11 +15,13 @@ Measured in the same run, each in a fresh process, interleaved, ``--repeat`` tim
 - ``cudaship audit --format json WHEEL`` (built-in default policy): every member decompressed once and hashed
   against RECORD, every native file read (imports, exports, RUNPATH, every fatbin container and entry), every
   default check run;
-- the script approach (once): ``unzip`` to a directory, then ``cuobjdump --list-elf``, ``cuobjdump --list-ptx``
+- the script approach (once): ``unzip`` to a directory, then ``cuobjdump --list-elf``, ``cuobjdump
+--list-ptx``
   and ``readelf -d`` on every library, one after the other, as a release script does.
 
 Peak memory is the child's maximum resident set size (``getrusage``), and the peak of its anonymous (private)
-and file-backed resident memory sampled from /proc. Prints a table and the ratios; ``--json FILE`` writes them.
+and file-backed resident memory sampled from /proc. Prints a table and the ratios; ``--json FILE`` writes
+them.
 
 Usage: python benchmarks/audit.py [--wheel PATH] [--repeat N] [--jobs N] [--json FILE]
 """
@@ -27,7 +32,8 @@ from __future__ import annotations
 import os
 import sys
 
-# Run as a script, this directory is sys.path[0], and benchmarks/inspect.py would shadow the standard ``inspect``.
+# Run as a script, this directory is sys.path[0], and benchmarks/inspect.py would shadow the standard
+# ``inspect``.
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 
@@ -110,8 +116,21 @@ def download(spec: str, plat: str) -> Path:
     ):
         return found
     subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--platform", plat,
-         "--python-version", "3.12", "-d", str(cache()), spec],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--platform",
+            plat,
+            "--python-version",
+            "3.12",
+            "-d",
+            str(cache()),
+            spec,
+        ],
         check=True,
     )
     return next(cache().glob(f"{stem}-{version}-*{plat}*.whl"))
@@ -127,7 +146,8 @@ def _b64(raw: bytes) -> str:
 
 
 def compose(sources: list[Path], out: Path) -> Path:
-    """Copy every non-dist-info member of ``sources`` into ``out`` as stored compressed bytes (no recompression),
+    """Copy every non-dist-info member of ``sources`` into ``out`` as stored compressed bytes (no
+    recompression),
     with a fresh dist-info; RECORD rows come from the sources' RECORDs."""
     dist = "cudaship_bench-1.0.dist-info"
     central: list[bytes] = []
@@ -139,13 +159,45 @@ def compose(sources: list[Path], out: Path) -> Path:
         def add(name: str, info: zipfile.ZipInfo, data: bytes) -> None:
             offset = dst.tell()
             encoded = name.encode()
-            dst.write(_LOCAL.pack(b"PK\x03\x04", 20, 0, info.compress_type, 0, 0x21, info.CRC,
-                                  len(data), info.file_size, len(encoded), 0))
+            dst.write(
+                _LOCAL.pack(
+                    b"PK\x03\x04",
+                    20,
+                    0,
+                    info.compress_type,
+                    0,
+                    0x21,
+                    info.CRC,
+                    len(data),
+                    info.file_size,
+                    len(encoded),
+                    0,
+                )
+            )
             dst.write(encoded)
             dst.write(data)
-            central.append(_CENTRAL.pack(b"PK\x01\x02", 20, 20, 0, info.compress_type, 0, 0x21, info.CRC,
-                                         len(data), info.file_size, len(encoded), 0, 0, 0, 0, 0o100644 << 16,
-                                         offset) + encoded)
+            central.append(
+                _CENTRAL.pack(
+                    b"PK\x01\x02",
+                    20,
+                    20,
+                    0,
+                    info.compress_type,
+                    0,
+                    0x21,
+                    info.CRC,
+                    len(data),
+                    info.file_size,
+                    len(encoded),
+                    0,
+                    0,
+                    0,
+                    0,
+                    0o100644 << 16,
+                    offset,
+                )
+                + encoded
+            )
 
         for source in sources:
             with zipfile.ZipFile(source) as zf, source.open("rb") as raw:
@@ -162,7 +214,8 @@ def compose(sources: list[Path], out: Path) -> Path:
                     rows.append(hashes[info.filename])
         meta = {
             f"{dist}/METADATA": b"Metadata-Version: 2.1\nName: cudaship-bench\nVersion: 1.0\n",
-            f"{dist}/WHEEL": b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: py3-none-manylinux_2_27_x86_64\n",
+            f"{dist}/WHEEL": b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\n"
+            b"Tag: py3-none-manylinux_2_27_x86_64\n",
         }
         for name, data in meta.items():
             rows.append([name, f"sha256={_b64(hashlib.sha256(data).digest())}", str(len(data))])
@@ -208,8 +261,8 @@ def script_approach(wheel: Path, cuobjdump: str) -> str:
     return (
         f"set -u; d=$(mktemp -d); unzip -q -o '{wheel}' -d \"$d\"; "
         f"find \"$d\" -type f \\( -name '*.so*' -o -name '*.dll' -o -name '*.pyd' \\) | while read -r f; do "
-        f"'{cuobjdump}' --list-elf \"$f\"; '{cuobjdump}' --list-ptx \"$f\"; readelf -d \"$f\"; done; "
-        f"rm -rf \"$d\"; true"
+        f'\'{cuobjdump}\' --list-elf "$f"; \'{cuobjdump}\' --list-ptx "$f"; readelf -d "$f"; done; '
+        f'rm -rf "$d"; true'
     )
 
 
@@ -227,8 +280,11 @@ def main() -> int:
         compose([download(spec, plat) for spec, plat in SOURCES], wheel)
     cudaship = shutil.which("cudaship") or str(Path(sys.executable).with_name("cudaship"))
     cuobjdump = shutil.which("cuobjdump") or next(
-        (str(p / "nvidia" / "cu13" / "bin" / "cuobjdump") for p in map(Path, sys.path)
-         if (p / "nvidia" / "cu13" / "bin" / "cuobjdump").is_file()),
+        (
+            str(p / "nvidia" / "cu13" / "bin" / "cuobjdump")
+            for p in map(Path, sys.path)
+            if (p / "nvidia" / "cu13" / "bin" / "cuobjdump").is_file()
+        ),
         "cuobjdump",
     )
     with tempfile.TemporaryDirectory() as empty:  # no policy file found from here: the built-in default
@@ -239,37 +295,64 @@ def main() -> int:
         unzip: list[Result] = []
         audit: list[Result] = []
         for _ in range(args.repeat):  # interleaved, so machine load hits both alike
-            unzip.append(measure("unzip -p WHEEL > /dev/null", ["unzip", "-p", str(wheel), ">", "/dev/null"], 1, True))
+            unzip.append(
+                measure("unzip -p WHEEL > /dev/null", ["unzip", "-p", str(wheel), ">", "/dev/null"], 1, True)
+            )
             audit.append(measure("cudaship audit", audit_cmd, 1))
         results = [_merge(unzip), _merge(audit)]
         if not args.no_script:
-            results.append(measure("script: unzip + cuobjdump x2 + readelf", [script_approach(wheel, cuobjdump)], 1, True))
+            results.append(
+                measure(
+                    "script: unzip + cuobjdump x2 + readelf", [script_approach(wheel, cuobjdump)], 1, True
+                )
+            )
 
     size = wheel.stat().st_size
     with zipfile.ZipFile(wheel) as zf:
         unpacked = sum(i.file_size for i in zf.infolist())
         members = len(zf.infolist())
-    print(f"wheel: {wheel.name}: {size / 2**20:.0f} MiB, {members} members, {unpacked / 2**20:.0f} MiB unpacked")
+    print(
+        f"wheel: {wheel.name}: {size / 2**20:.0f} MiB, {members} members, {unpacked / 2**20:.0f} MiB unpacked"
+    )
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
     print(f"{'command':42} {'wall s':>8} {'runs':>22} {'peak RSS MiB':>13} {'anon MiB':>9} {'file MiB':>9}")
     for r in results:
         runs = " ".join(f"{w:.2f}" for w in r.runs)
-        print(f"{r.name:42} {r.wall_s:8.2f} {runs:>22} {r.peak_mib:13.0f} {r.anon_mib:9.0f} {r.file_mib:9.0f}")
+        print(
+            f"{r.name:42} {r.wall_s:8.2f} {runs:>22} {r.peak_mib:13.0f} {r.anon_mib:9.0f} {r.file_mib:9.0f}"
+        )
     ratios = {"audit / unzip": results[1].wall_s / results[0].wall_s}
     if len(results) > 2:
         ratios["script / audit"] = results[2].wall_s / results[1].wall_s
     for key, value in ratios.items():
         print(f"{key}: {value:.2f}")
     if args.json:
-        args.json.write_text(json.dumps({"wheel": wheel.name, "size": size, "unpacked": unpacked,
-                                         "results": [asdict(r) for r in results], "ratios": ratios}, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "wheel": wheel.name,
+                    "size": size,
+                    "unpacked": unpacked,
+                    "results": [asdict(r) for r in results],
+                    "ratios": ratios,
+                },
+                indent=2,
+            )
+        )
     return 0
 
 
 def _merge(results: list[Result]) -> Result:
     walls = [w for r in results for w in r.runs]
-    return Result(results[0].name, statistics.median(walls), walls, max(r.peak_mib for r in results),
-                  max(r.anon_mib for r in results), max(r.file_mib for r in results), results[-1].rc)
+    return Result(
+        results[0].name,
+        statistics.median(walls),
+        walls,
+        max(r.peak_mib for r in results),
+        max(r.anon_mib for r in results),
+        max(r.file_mib for r in results),
+        results[-1].rc,
+    )
 
 
 if __name__ == "__main__":

@@ -62,7 +62,10 @@ BAD = [
     ("[[audit.forbidden_imports]]\npatterns = ['x']", "audit.forbidden_imports[0].libraries: is required"),
     ("[[audit.forbidden_imports]]\nlibraries = ['*']", "audit.forbidden_imports[0].patterns: is required"),
     ("[[audit.forbidden_imports]]\nlibraries = ['*']\nno_cuda = 'yes'", "no_cuda: must be true or false"),
-    ("[[audit.required_imports]]\nlibraries = ['*']\npatterns=['a']\nno_cuda = true", "required_imports[0].no_cuda"),
+    (
+        "[[audit.required_imports]]\nlibraries = ['*']\npatterns=['a']\nno_cuda = true",
+        "required_imports[0].no_cuda",
+    ),
     ("[audit.archs]\nptx = 'all'", "audit.archs.ptx: must be one of newest, none"),
     ("[audit.requirements]\nlinux = ['nvidia-x>={minor}']", "unknown placeholder {minor}"),
     ("[audit.requirements]\nsolaris = []", "audit.requirements.solaris: unknown key"),
@@ -76,7 +79,11 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize(("text", "message"), BAD, ids=[m.split(":")[0].replace(" ", "_") + f"-{i}" for i, (_, m) in enumerate(BAD)])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    BAD,
+    ids=[m.split(":")[0].replace(" ", "_") + f"-{i}" for i, (_, m) in enumerate(BAD)],
+)
 def test_invalid_policy_names_the_key(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "cudaship.toml"
     path.write_text(text + "\n")
@@ -102,7 +109,11 @@ def test_invalid_toml_is_one_line(tmp_path: Path) -> None:
         ("*.dll", "a/c.dll", False),
         ("lib/*.so", "lib/libx.so", True),
         ("lib/*.so", "lib/sub/libx.so", False),
-        ("executorch/extension/pybindings/_C.*.so", "executorch/extension/pybindings/_C.cpython-312-x86_64-linux-gnu.so", True),
+        (
+            "executorch/extension/pybindings/_C.*.so",
+            "executorch/extension/pybindings/_C.cpython-312-x86_64-linux-gnu.so",
+            True,
+        ),
         ("a/**", "a/b/c", True),
         ("a/?.txt", "a/bb.txt", False),
         ("[ab].so", "a.so", True),

@@ -1,4 +1,5 @@
-"""The example policies against synthetic ExecuTorch-like wheels built from real nvcc and mingw-w64 output: the
+"""The example policies against synthetic ExecuTorch-like wheels built from real nvcc and mingw-w64 output:
+the
 base wheels pass every check, and each variant fails exactly the checks its change breaks (and no other)."""
 
 from __future__ import annotations
@@ -40,15 +41,25 @@ def test_base_wheel_runs_every_family(
     report = audit_wheels([synthetic_wheel(platform)], load_policy(load_config(example_policy(platform))))
     families = {c.family for c in report.checks}
     assert families == {
-        "record", "ships", "forbidden_imports", "required_imports", "archs", "requirements", "ownership",
-        "closure", "collisions", "consistency",
+        "record",
+        "ships",
+        "forbidden_imports",
+        "required_imports",
+        "archs",
+        "requirements",
+        "ownership",
+        "closure",
+        "collisions",
+        "consistency",
     }
     assert report.ok
     assert all(c.status is Status.PASS for c in report.checks)
 
 
 def test_expected_archs_come_from_the_wheels_own_tag(
-    synthetic_wheel: Callable[[str], Path], example_policy: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch
+    synthetic_wheel: Callable[[str], Path],
+    example_policy: Callable[[str], Path],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The variable a CI build consumes must not matter: the list comes from +cu130 in the wheel's version.
     monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "7.5;8.0")
@@ -76,19 +87,27 @@ def test_default_policy_flags_unused_needed(synthetic_wheel: Callable[[str], Pat
 
     report = audit_wheels([synthetic_wheel("linux_unused_needed")], default_policy())
     failed = [c for c in report.checks if c.status is Status.FAIL]
-    assert [c.name for c in failed] == ["closure: unused imports in executorch/lib/libexecutorch_backend_cuda.so"]
+    assert [c.name for c in failed] == [
+        "closure: unused imports in executorch/lib/libexecutorch_backend_cuda.so"
+    ]
     assert failed[0].evidence[0].symbol == "libexecutorch_extension_cuda.so"
 
 
-def test_failures_carry_evidence(synthetic_wheel: Callable[[str], Path], example_policy: Callable[[str], Path]) -> None:
-    report = audit_wheels([synthetic_wheel("win_arch_missing")], load_policy(load_config(example_policy("windows"))))
+def test_failures_carry_evidence(
+    synthetic_wheel: Callable[[str], Path], example_policy: Callable[[str], Path]
+) -> None:
+    report = audit_wheels(
+        [synthetic_wheel("win_arch_missing")], load_policy(load_config(example_policy("windows")))
+    )
     (failure,) = [c for c in report.checks if c.status is Status.FAIL]
     (finding,) = failure.evidence
     assert finding.arch == "sm_120"
     assert finding.file == "executorch/backends/cuda/aoti_cuda_shims.dll"
 
 
-def test_no_cuda_names_the_chain(synthetic_wheel: Callable[[str], Path], example_policy: Callable[[str], Path]) -> None:
+def test_no_cuda_names_the_chain(
+    synthetic_wheel: Callable[[str], Path], example_policy: Callable[[str], Path]
+) -> None:
     report = audit_wheels(
         [synthetic_wheel("win_pymodule_reaches_cuda")], load_policy(load_config(example_policy("windows")))
     )
@@ -99,7 +118,9 @@ def test_no_cuda_names_the_chain(synthetic_wheel: Callable[[str], Path], example
     assert any("nvcuda.dll" in m and "through" in m and "aoti_cuda_shims.dll" in m for m in messages)
 
 
-def test_several_wheels_grouped(synthetic_wheel: Callable[[str], Path], example_policy: Callable[[str], Path]) -> None:
+def test_several_wheels_grouped(
+    synthetic_wheel: Callable[[str], Path], example_policy: Callable[[str], Path]
+) -> None:
     wheels = [synthetic_wheel("windows"), synthetic_wheel("win_arch_missing")]
     report = audit_wheels(wheels, load_policy(load_config(example_policy("windows"))))
     assert [w.path for w in report.wheels] == [str(w) for w in wheels]

@@ -1,5 +1,6 @@
 """``cudaship audit`` end to end on synthetic wheels built from nvcc/mingw-w64 output and on real PyPI wheels:
-exit codes, every format (JSON against its schema, JUnit parsed, markdown), GitHub annotations, policy discovery,
+exit codes, every format (JSON against its schema, JUnit parsed, markdown), GitHub annotations, policy
+discovery,
 bad input."""
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
 
 def run_json(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
     code, out, err = run(["--format", "json", *args], capsys)
+    assert code in (ExitCode.OK, ExitCode.FINDINGS), err
     data = json.loads(out)
     jsonschema.validate(data, SCHEMA)
     return code, data
@@ -45,7 +47,9 @@ def _no_github(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.slow
-def test_passing_wheel_exits_0_and_counts_last(synthetic_wheel: Wheel, capsys: pytest.CaptureFixture[str]) -> None:
+def test_passing_wheel_exits_0_and_counts_last(
+    synthetic_wheel: Wheel, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, err = run(["--policy", str(WIN), str(synthetic_wheel("windows"))], capsys)
     assert code == ExitCode.OK, err
     lines = out.rstrip("\n").splitlines()
@@ -54,7 +58,9 @@ def test_passing_wheel_exits_0_and_counts_last(synthetic_wheel: Wheel, capsys: p
 
 
 @pytest.mark.slow
-def test_failing_wheel_exits_1_with_evidence(synthetic_wheel: Wheel, capsys: pytest.CaptureFixture[str]) -> None:
+def test_failing_wheel_exits_1_with_evidence(
+    synthetic_wheel: Wheel, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, _ = run(["--policy", str(WIN), str(synthetic_wheel("win_arch_missing"))], capsys)
     assert code == ExitCode.FINDINGS
     assert "FAIL  archs: executorch/backends/cuda/aoti_cuda_shims.dll — missing SASS sm_120" in out
@@ -76,7 +82,12 @@ def test_json_report(variant: str, synthetic_wheel: Wheel, capsys: pytest.Captur
     assert summary["failed"] == len(failed)
     assert data["policy"] == {"source": str(WIN), "default": False}
     (wheel,) = data["wheels"]
-    assert (wheel["local"], wheel["train"], wheel["platform"], wheel["machine"]) == ("cu130", "13.0", "windows", "x86_64")
+    assert (wheel["local"], wheel["train"], wheel["platform"], wheel["machine"]) == (
+        "cu130",
+        "13.0",
+        "windows",
+        "x86_64",
+    )
     for check in data["checks"]:
         if check["status"] == "fail":
             assert check["evidence"], check["name"]
@@ -100,7 +111,9 @@ def test_junit_one_testcase_per_check(synthetic_wheel: Wheel, capsys: pytest.Cap
 
 @pytest.mark.slow
 def test_markdown_table(synthetic_wheel: Wheel, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["--policy", str(LINUX), "--format", "markdown", str(synthetic_wheel("linux_unused_needed"))], capsys)
+    code, out, _ = run(
+        ["--policy", str(LINUX), "--format", "markdown", str(synthetic_wheel("linux_unused_needed"))], capsys
+    )
     assert code == ExitCode.FINDINGS
     assert out.startswith("## cudaship audit\n")
     rows = [line for line in out.splitlines() if line.startswith("| ") and not line.startswith("| result")]
@@ -112,12 +125,24 @@ def test_markdown_table(synthetic_wheel: Wheel, capsys: pytest.CaptureFixture[st
 
 @pytest.mark.slow
 def test_output_file_and_github_annotations(
-    synthetic_wheel: Wheel, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    synthetic_wheel: Wheel,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     report = tmp_path / "audit.json"
-    code, out, err = run(
-        ["--policy", str(WIN), "--format", "json", "-o", str(report), str(synthetic_wheel("win_cudart_import"))], capsys
+    code, out, _ = run(
+        [
+            "--policy",
+            str(WIN),
+            "--format",
+            "json",
+            "-o",
+            str(report),
+            str(synthetic_wheel("win_cudart_import")),
+        ],
+        capsys,
     )
     assert code == ExitCode.FINDINGS
     data = json.loads(report.read_text())
@@ -132,15 +157,22 @@ def test_annotations_keep_json_stdout_parseable(
     synthetic_wheel: Wheel, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
-    code, out, err = run(["--policy", str(WIN), "--format", "json", str(synthetic_wheel("win_arch_missing"))], capsys)
+    code, out, err = run(
+        ["--policy", str(WIN), "--format", "json", str(synthetic_wheel("win_arch_missing"))], capsys
+    )
     assert code == ExitCode.FINDINGS
     jsonschema.validate(json.loads(out), SCHEMA)
-    assert err.startswith("::error title=cudaship audit%3A archs%3A executorch/backends/cuda/aoti_cuda_shims.dll::")
+    assert err.startswith(
+        "::error title=cudaship audit%3A archs%3A executorch/backends/cuda/aoti_cuda_shims.dll::"
+    )
 
 
 @pytest.mark.slow
 def test_policy_from_pyproject_in_cwd(
-    synthetic_wheel: Wheel, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    synthetic_wheel: Wheel,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     body = LINUX.read_text()
     # the example's tables, moved under [tool.cudaship]
@@ -156,7 +188,10 @@ def test_policy_from_pyproject_in_cwd(
 
 @pytest.mark.slow
 def test_cudaship_toml_in_cwd(
-    synthetic_wheel: Wheel, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    synthetic_wheel: Wheel,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     (tmp_path / "cudaship.toml").write_text(WIN.read_text())
     monkeypatch.chdir(tmp_path)
@@ -167,7 +202,10 @@ def test_cudaship_toml_in_cwd(
 
 @pytest.mark.slow
 def test_no_policy_runs_the_default(
-    synthetic_wheel: Wheel, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    synthetic_wheel: Wheel,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.chdir(tmp_path)
     code, data = run_json([str(synthetic_wheel("windows"))], capsys)
@@ -176,7 +214,10 @@ def test_no_policy_runs_the_default(
     # does not resolve: the default says so, and nothing else fails.
     (failed,) = [c for c in data["checks"] if c["status"] == "fail"]
     assert failed["name"] == "closure: executorch/lib/executorch_backend_cuda.dll"
-    assert "shipped at executorch/backends/cuda/aoti_cuda_shims.dll but not on the search path" in failed["reason"]
+    assert (
+        "shipped at executorch/backends/cuda/aoti_cuda_shims.dll but not on the search path"
+        in failed["reason"]
+    )
     assert code == ExitCode.FINDINGS
     families = {c["family"] for c in data["checks"]}
     assert families == {"record", "archs", "requirements", "closure", "collisions", "consistency"}
@@ -184,24 +225,39 @@ def test_no_policy_runs_the_default(
 
 @pytest.mark.network
 def test_real_wheels_default_policy(
-    cudart_windows_wheel: Path, cudart_linux_wheel: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    cudart_windows_wheel: Path,
+    cudart_linux_wheel: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.chdir(tmp_path)
     code, data = run_json([str(cudart_windows_wheel), str(cudart_linux_wheel)], capsys)
     assert [w["filename"] for w in data["wheels"]] == [cudart_windows_wheel.name, cudart_linux_wheel.name]
-    assert [(w["platform"], w["machine"]) for w in data["wheels"]] == [("windows", "x86_64"), ("linux", "x86_64")]
+    assert [(w["platform"], w["machine"]) for w in data["wheels"]] == [
+        ("windows", "x86_64"),
+        ("linux", "x86_64"),
+    ]
     by_name = {(c["wheel"], c["name"]): c for c in data["checks"]}
     # NVIDIA's own runtime wheel: RECORD verified, the runtime resolves only to the OS
     for wheel in (cudart_windows_wheel, cudart_linux_wheel):
         assert by_name[(wheel.name, "record: hashes and sizes")]["status"] == "pass"
-    win_closure = [c for c in data["checks"] if c["wheel"] == cudart_windows_wheel.name and c["name"].startswith("closure: nvidia/")]
+    win_closure = [
+        c
+        for c in data["checks"]
+        if c["wheel"] == cudart_windows_wheel.name and c["name"].startswith("closure: nvidia/")
+    ]
     assert win_closure and all(c["status"] == "pass" for c in win_closure)
     assert code in (ExitCode.OK, ExitCode.FINDINGS)
 
 
 @pytest.mark.network
-def test_real_multi_cuda_wheel(bitsandbytes_linux_wheel: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_real_multi_cuda_wheel(
+    bitsandbytes_linux_wheel: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.chdir(tmp_path)
     code, data = run_json([str(bitsandbytes_linux_wheel)], capsys)
     by_name = {c["name"]: c for c in data["checks"]}
@@ -209,7 +265,11 @@ def test_real_multi_cuda_wheel(bitsandbytes_linux_wheel: Path, tmp_path: Path, c
     consistency = by_name["consistency: CUDA train"]
     assert consistency["status"] == "pass", consistency
     # each libbitsandbytes_cudaXY[Z].so is shown with the cudart major its name promises
-    libs = [c["name"].split("closure: ", 1)[1] for c in data["checks"] if c["name"].startswith("closure: bitsandbytes/libbitsandbytes_cuda")]
+    libs = [
+        c["name"].split("closure: ", 1)[1]
+        for c in data["checks"]
+        if c["name"].startswith("closure: bitsandbytes/libbitsandbytes_cuda")
+    ]
     assert libs
     for lib in libs:
         digits = lib.rsplit("_cuda", 1)[1].split(".")[0]
@@ -226,15 +286,19 @@ def test_real_multi_cuda_wheel(bitsandbytes_linux_wheel: Path, tmp_path: Path, c
 def test_missing_wheel(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run([str(tmp_path / "nope.whl")], capsys)
     assert code == ExitCode.BAD_INPUT
+    assert out == ""
     assert err == f"cudaship: error: {tmp_path / 'nope.whl'}: no such file\n"
 
 
-def test_not_a_zip(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_not_a_zip(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     bad = tmp_path / "bad-1.0-py3-none-any.whl"
     bad.write_bytes(b"PK\x03\x04 not really")
     code, out, err = run([str(bad)], capsys)
     assert code == ExitCode.BAD_INPUT
+    assert out == ""
     assert err.count("\n") == 1 and "not a readable zip archive" in err and str(bad) in err
 
 
@@ -245,7 +309,9 @@ def test_invalid_policy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     wheel.write_bytes(b"")
     code, out, err = run(["--policy", str(policy), str(wheel)], capsys)
     assert code == ExitCode.BAD_INPUT
-    assert err == f"cudaship: error: {policy}: audit.archs.ptx: must be one of newest, none, not 'sometimes'\n"
+    assert (
+        err == f"cudaship: error: {policy}: audit.archs.ptx: must be one of newest, none, not 'sometimes'\n"
+    )
     assert out == ""
 
 

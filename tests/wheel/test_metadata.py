@@ -1,4 +1,5 @@
-"""METADATA, WHEEL and RECORD: parsed from real PyPI wheels and synthetic ones; markers evaluated for the wheel's
+"""METADATA, WHEEL and RECORD: parsed from real PyPI wheels and synthetic ones; markers evaluated for the
+wheel's
 own platform; every member's hash and size verified while it streams."""
 
 from __future__ import annotations
@@ -77,8 +78,15 @@ def test_invalid_requirement_is_one_line() -> None:
 
 
 def test_metadata_local_tag() -> None:
-    meta = parse_metadata(b"Metadata-Version: 2.1\nName: executorch\nVersion: 1.6.0+cu132\nRequires-Dist: a>=1\n")
-    assert (meta.name, meta.version, meta.local, meta.requires_dist) == ("executorch", "1.6.0+cu132", "cu132", ("a>=1",))
+    meta = parse_metadata(
+        b"Metadata-Version: 2.1\nName: executorch\nVersion: 1.6.0+cu132\nRequires-Dist: a>=1\n"
+    )
+    assert (meta.name, meta.version, meta.local, meta.requires_dist) == (
+        "executorch",
+        "1.6.0+cu132",
+        "cu132",
+        ("a>=1",),
+    )
 
 
 @pytest.mark.parametrize(
@@ -96,7 +104,10 @@ def test_bad_metadata(text: bytes, message: str) -> None:
 
 
 def test_wheel_file_tags_expand() -> None:
-    wheel = parse_wheel_file(b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64\n")
+    wheel = parse_wheel_file(
+        b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\n"
+        b"Tag: py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64\n"
+    )
     assert wheel.tags == ("py3-none-manylinux_2_17_x86_64", "py3-none-manylinux2014_x86_64")
     assert [p.label for p in wheel.platforms] == ["linux-x86_64"]
 
@@ -118,7 +129,8 @@ def test_bad_record(text: bytes, message: str) -> None:
 
 @pytest.mark.network
 @pytest.mark.parametrize(
-    "fixture", ["cudart_linux_wheel", "cudart_windows_wheel", "bitsandbytes_windows_wheel"],
+    "fixture",
+    ["cudart_linux_wheel", "cudart_windows_wheel", "bitsandbytes_windows_wheel"],
     ids=["cudart-linux", "cudart-windows", "bitsandbytes-windows"],
 )
 def test_real_wheels_match_their_record(fixture: str, request: pytest.FixtureRequest) -> None:
@@ -156,7 +168,10 @@ def test_record_hash_mismatch(tmp_path: Path) -> None:
 
 def test_record_size_mismatch(tmp_path: Path) -> None:
     scan = scan_wheel(_wheel(tmp_path, after_record={"pkg/data.bin": b"\x00" * 999}))
-    assert {(p.kind, p.path) for p in scan.record_problems} == {("hash", "pkg/data.bin"), ("size", "pkg/data.bin")}
+    assert {(p.kind, p.path) for p in scan.record_problems} == {
+        ("hash", "pkg/data.bin"),
+        ("size", "pkg/data.bin"),
+    }
 
 
 def test_record_unlisted_and_missing(tmp_path: Path) -> None:
@@ -206,7 +221,9 @@ def test_zip_bomb_is_refused_without_inflating(tmp_path: Path) -> None:
     files = {"pkg/zeros.bin": b"\x00" * (wheelscan.RATIO_FLOOR + (1 << 20))}
     path = write_wheel(tmp_path, name="pkg", version="1.0", tag="py3-none-any", files=files)
     scan = scan_wheel(path)
-    assert scan.unreadable == (("pkg/zeros.bin", f"compression ratio over {wheelscan.MAX_RATIO}:1 (zip bomb?)"),)
+    assert scan.unreadable == (
+        ("pkg/zeros.bin", f"compression ratio over {wheelscan.MAX_RATIO}:1 (zip bomb?)"),
+    )
 
 
 def test_unreadable_member_is_not_also_missing(tmp_path: Path) -> None:

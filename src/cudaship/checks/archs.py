@@ -1,8 +1,11 @@
-"""archs: every library with device code carries exactly the expected SASS set, both directions, and the newest
+"""archs: every library with device code carries exactly the expected SASS set, both directions, and the
+newest
 expected arch also as PTX that is loaded at run time.
 
-The expected list comes from the arch table (the policy's ``[archs]``, else the built-in one), looked up with the
-train of the wheel's OWN local version tag (``+cu132``) and the machine of its platform tag. Nothing is read from
+The expected list comes from the arch table (the policy's ``[archs]``, else the built-in one), looked up with
+the
+train of the wheel's OWN local version tag (``+cu132``) and the machine of its platform tag. Nothing is read
+from
 the environment. An unknown train is a failure naming the trains the table knows.
 
 PTX in a relocatable fatbin (``__nv_relfatbin``, from ``-rdc``) is linked, never loaded, so it does not count;
@@ -59,7 +62,8 @@ def _relocatable_ptx(libraries: dict[str, FileReport]) -> list[CheckResult]:
         if rptx:
             findings = [
                 Finding(
-                    f"{arch} is only in a relocatable fatbin (__nv_relfatbin): linked, never loaded at run time",
+                    f"{arch} is only in a relocatable fatbin (__nv_relfatbin): linked, "
+                    "never loaded at run time",
                     file=path,
                     arch=arch,
                 )
@@ -72,7 +76,8 @@ def _relocatable_ptx(libraries: dict[str, FileReport]) -> list[CheckResult]:
 
 
 def expected_arch_list(ctx: AuditContext) -> tuple[ArchList | None, str]:
-    """The expected list for this wheel and a one-line account of where it came from (or why there is none)."""
+    """The expected list for this wheel and a one-line account of where it came from (or why there is
+    none)."""
     train = ctx.train_or_error
     if isinstance(train, str):
         return None, train
@@ -129,7 +134,8 @@ def _expected(ctx: AuditContext, libraries: dict[str, FileReport]) -> list[Check
             if arch in rptx:
                 findings.append(
                     Finding(
-                        f"PTX {arch} is only relocatable (__nv_relfatbin): not loaded at run time, does not count",
+                        f"PTX {arch} is only relocatable (__nv_relfatbin): not loaded at run time, "
+                        "does not count",
                         file=path,
                         arch=arch,
                     )

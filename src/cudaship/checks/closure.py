@@ -1,9 +1,12 @@
-"""closure: every import of every shipped library resolves (see :mod:`cudaship.checks.resolve`), every symbol a
-library imports from a sibling library is exported by it (on Windows a missing export is "procedure entry point
+"""closure: every import of every shipped library resolves (see :mod:`cudaship.checks.resolve`), every symbol
+a
+library imports from a sibling library is exported by it (on Windows a missing export is "procedure entry
+point
 not found" at load time), and no needed library goes unused.
 
 Unused imports: a PE import that takes no symbol; an ELF DT_NEEDED library none of whose symbols the library
-uses. For a shipped ELF library that is decided from its exports; for an NVIDIA library that is not shipped, from
+uses. For a shipped ELF library that is decided from its exports; for an NVIDIA library that is not shipped,
+from
 symbol versions and NVIDIA's naming (every C symbol of libcurand starts with ``curand``, of libcudart with
 ``cuda``, of the driver with ``cu``); other unshipped libraries (the C library, ...) are not judged.
 """

@@ -39,7 +39,8 @@ def run(ctx: AuditContext) -> list[CheckResult]:
             libs.setdefault(posixpath.basename(path).lower(), []).append(path)
     findings = [
         Finding(
-            f"import library name {posixpath.basename(paths[0])} is used {len(paths)} times: {', '.join(paths)}",
+            f"import library name {posixpath.basename(paths[0])} is used {len(paths)} times: "
+            + ", ".join(paths),
             file=paths[1],
         )
         for paths in libs.values()

@@ -1,11 +1,16 @@
-"""consistency: the CUDA train named several ways agrees. Sources: the local version tag (``+cu132``), the cudart
+"""consistency: the CUDA train named several ways agrees. Sources: the local version tag (``+cu132``), the
+cudart
 major each library imports dynamically, the CUDA release implied by each library's PTX ISA versions and by the
-toolkit each cubin records, and the CUDA major of the declared NVIDIA requirements. The report shows each source.
+toolkit each cubin records, and the CUDA major of the declared NVIDIA requirements. The report shows each
+source.
 
 With a tag, every source is compared with it: majors must be equal, and releases (PTX ISA, cubin toolkit) must
-equal the tag's ``major.minor`` (every 13.y train loads the same ``cudart64_13.dll``, so a wheel tagged cu132 but
-built with 13.0 would not fail any other way, and PTX newer than the tag needs a newer driver than it promises).
-Without a tag (a wheel carrying one library per CUDA version, say), each library must agree with itself and the
+equal the tag's ``major.minor`` (every 13.y train loads the same ``cudart64_13.dll``, so a wheel tagged cu132
+but
+built with 13.0 would not fail any other way, and PTX newer than the tag needs a newer driver than it
+promises).
+Without a tag (a wheel carrying one library per CUDA version, say), each library must agree with itself and
+the
 declared requirements with each other and with the cudart majors imported.
 """
 
@@ -15,8 +20,8 @@ from dataclasses import dataclass, field
 
 from cudaship.binary.records import DeviceCodeKind
 from cudaship.checks.context import AuditContext
-from cudaship.checks.records import CheckResult, Finding, verdict
 from cudaship.checks.nvidia import requirement_major
+from cudaship.checks.records import CheckResult, Finding, verdict
 from cudaship.checks.requirements import nvidia_requirements
 from cudaship.errors import CudashipError
 from cudaship.inspection.records import FileReport, RuntimeLinkage
@@ -94,7 +99,9 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         shown.append("no train tag")
     for path, s in libs.items():
         for isa in sorted(s.unknown_isa):
-            findings.append(Finding(f"PTX ISA {isa} is newer than any CUDA release cudaship knows", file=path))
+            findings.append(
+                Finding(f"PTX ISA {isa} is newer than any CUDA release cudaship knows", file=path)
+            )
         labelled = s.labelled()
         if labelled:
             shown.append(f"{path}: {', '.join(label for label, _ in labelled)}")
@@ -116,7 +123,9 @@ def run(ctx: AuditContext) -> list[CheckResult]:
             for release in sorted(s.toolkit):
                 if _major(release) == train.major and release != train.version:
                     findings.append(
-                        Finding(f"cubins built by CUDA {release}, the wheel is tagged +{ctx.local}", file=path)
+                        Finding(
+                            f"cubins built by CUDA {release}, the wheel is tagged +{ctx.local}", file=path
+                        )
                     )
         else:
             majors = {_major(v) for _, v in labelled}
@@ -128,7 +137,10 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         shown.append(f"requirement {req.text}")
         if not isinstance(train, str) and major != train.major:
             findings.append(
-                Finding(f"requires CUDA {major} ({req.text}), the wheel is tagged +{ctx.local}", requirement=req.text)
+                Finding(
+                    f"requires CUDA {major} ({req.text}), the wheel is tagged +{ctx.local}",
+                    requirement=req.text,
+                )
             )
     if isinstance(train, str) and reqs:
         req_majors = {m for _, m in reqs}

@@ -1,4 +1,5 @@
-"""What every check reads: the scanned wheel seen as installed, its target platform, train and requirements."""
+"""What every check reads: the scanned wheel seen as installed, its target platform, train and
+requirements."""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
 """The audit policy: a documented TOML schema (docs/policy.md), validated with errors that name the key.
 
-The policy is the ``[audit]`` table of the project's configuration (``--policy FILE``, else ``[tool.cudaship]``
-of pyproject.toml, else cudaship.toml), beside the shared arch table ``[archs]``. Every check family has its own
+The policy is the ``[audit]`` table of the project's configuration (``--policy FILE``, else
+``[tool.cudaship]``
+of pyproject.toml, else cudaship.toml), beside the shared arch table ``[archs]``. Every check family has its
+own
 sub-table; a family without one runs only the parts that need no project knowledge. With no configuration at
 all, :func:`default_policy` gives the built-in default.
 
@@ -162,7 +164,8 @@ def default_policy() -> Policy:
     return Policy(source=None, families=DEFAULT_FAMILIES)
 
 
-# --- validation -----------------------------------------------------------------------------------------------
+# --- validation
+# -----------------------------------------------------------------------------------------------
 
 
 class _Reader:
@@ -479,12 +482,14 @@ def _check_template(template: str, key: str, reader: _Reader) -> None:
 
 
 def expand_template(template: str, major: int) -> str:
-    """``nvidia-cuda-runtime{cu}>={major},<{next_major}`` for major 12 → ``nvidia-cuda-runtime-cu12>=12,<13``."""
+    """``nvidia-cuda-runtime{cu}>={major},<{next_major}`` for major 12 →
+    ``nvidia-cuda-runtime-cu12>=12,<13``."""
     values = {"major": str(major), "next_major": str(major + 1), "cu": f"-cu{major}" if major <= 12 else ""}
     return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
 
 
-# --- globs ----------------------------------------------------------------------------------------------------
+# --- globs
+# ----------------------------------------------------------------------------------------------------
 
 
 @lru_cache(maxsize=1024)
@@ -534,7 +539,8 @@ def any_match(patterns: Iterable[str], path: str, *, ignore_case: bool = False) 
 
 
 def name_match(patterns: Iterable[str], name: str) -> str | None:
-    """Match a library name (no directories) case-insensitively; a pattern with ``/`` matches the base name."""
+    """Match a library name (no directories) case-insensitively; a pattern with ``/`` matches the base
+    name."""
     base = name.replace("\\", "/").rsplit("/", 1)[-1]
     for pattern in patterns:
         if glob_match(pattern.rsplit("/", 1)[-1], base, ignore_case=True):

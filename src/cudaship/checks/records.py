@@ -1,4 +1,5 @@
-"""Records of an audit: one :class:`CheckResult` per named check, grouped per wheel in an :class:`AuditReport`.
+"""Records of an audit: one :class:`CheckResult` per named check, grouped per wheel in an
+:class:`AuditReport`.
 
 Checks return these frozen dataclasses and never print; renderers in :mod:`cudaship.formats` turn them into
 text, JSON, JUnit XML or markdown.
@@ -37,7 +38,8 @@ class Finding:
 
 @dataclass(frozen=True)
 class CheckResult:
-    """A named check: ``family`` is the check family (``ships``, ``archs``, ...), ``name`` is unique per wheel."""
+    """A named check: ``family`` is the check family (``ships``, ``archs``, ...), ``name`` is unique per
+    wheel."""
 
     name: str
     family: str
@@ -65,7 +67,8 @@ def skipped(family: str, name: str, reason: str) -> CheckResult:
 def verdict(
     family: str, name: str, findings: list[Finding], ok_reason: str, fail_reason: str | None = None
 ) -> CheckResult:
-    """PASS with ``ok_reason`` when ``findings`` is empty, else FAIL with ``fail_reason`` (default: the first)."""
+    """PASS with ``ok_reason`` when ``findings`` is empty, else FAIL with ``fail_reason`` (default: the
+    first)."""
     if not findings:
         return passed(family, name, ok_reason)
     reason = fail_reason or findings[0].message

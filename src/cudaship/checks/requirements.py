@@ -1,5 +1,6 @@
 """requirements: the declared NVIDIA requirements per target platform equal what the policy says, and, with or
-without a policy, every CUDA library a shipped library imports dynamically is shipped or provided by a declared
+without a policy, every CUDA library a shipped library imports dynamically is shipped or provided by a
+declared
 requirement for the wheel's platform, of the right CUDA major."""
 
 from __future__ import annotations
@@ -90,7 +91,8 @@ def _list(values: object) -> str:
 
 
 def _imports_provided(ctx: AuditContext) -> CheckResult:
-    """Every CUDA library imported dynamically is shipped or comes from a declared requirement of its major."""
+    """Every CUDA library imported dynamically is shipped or comes from a declared requirement of its
+    major."""
     name = "requirements: CUDA imports provided"
     findings: list[Finding] = []
     seen = 0

@@ -1,7 +1,8 @@
 """Where each import of a shipped library is found once the wheel is installed.
 
 ELF: through the library's RUNPATH (or RPATH when it has no RUNPATH), ``$ORIGIN`` being its installed
-directory; a name with a ``/`` is a path. PE: the DLL's own directory, then the directories the policy says are
+directory; a name with a ``/`` is a path. PE: the DLL's own directory, then the directories the policy says
+are
 added at run time (``os.add_dll_directory``). Mach-O: ``@loader_path`` / ``@rpath``. A directory can hold a
 shipped file, or a file a declared requirement installs (NVIDIA's wheels install into known directories).
 Names no search finds may still be the NVIDIA driver, the interpreter or an operating-system library.
@@ -19,7 +20,6 @@ from cudaship.checks.context import AuditContext
 from cudaship.checks.policy import name_match
 from cudaship.inspection.records import FileReport
 from cudaship.knowledge.system_libraries import Provider, provider_of
-
 
 _BINARY_OS = {FileFormat.PE: "windows", FileFormat.ELF: "linux", FileFormat.MACHO: "macos"}
 

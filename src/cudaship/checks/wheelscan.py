@@ -3,7 +3,8 @@ ones read into :class:`FileReport` records while their bytes are at hand.
 
 Members are spread over worker threads (zlib inflation and hashing release the GIL, so two cores overlap the
 decompression of two members). A native member's bytes go to memory when small and to an anonymous temporary
-file, mapped, when large, so peak memory stays bounded whatever the wheel's size. Members are handed out largest
+file, mapped, when large, so peak memory stays bounded whatever the wheel's size. Members are handed out
+largest
 first so the cores finish together.
 """
 
@@ -28,6 +29,16 @@ from pathlib import Path
 from typing import IO
 
 from cudaship.binary.records import Buffer, DeviceCode, DeviceCodeKind
+from cudaship.errors import CudashipError, WheelError
+from cudaship.inspection.records import FileReport
+from cudaship.wheel.metadata import (
+    DistInfo,
+    RecordProblem,
+    RecordVerifier,
+    b64_digest,
+    find_dist_info,
+    read_dist_info,
+)
 
 #: errors raised by a corrupt deflate stream
 _INFLATE_ERRORS: tuple[type[BaseException], ...] = (zlib.error,)
@@ -40,6 +51,7 @@ try:  # ISA-L inflates about twice as fast as zlib; same API and results
         _INFLATE_ERRORS = (zlib.error, _isal_error)
 except ImportError:  # pragma: no cover - platforms without an isal wheel
     from zlib import decompressobj as _decompressobj  # type: ignore[assignment]
+
 #: what reading one member may raise besides WheelError; each becomes that member's one-line problem
 _MEMBER_ERRORS: tuple[type[BaseException], ...] = (
     zipfile.BadZipFile,
@@ -49,16 +61,6 @@ _MEMBER_ERRORS: tuple[type[BaseException], ...] = (
     ValueError,
     NotImplementedError,
     RuntimeError,
-)
-from cudaship.errors import CudashipError, WheelError
-from cudaship.inspection.records import FileReport
-from cudaship.wheel.metadata import (
-    DistInfo,
-    RecordProblem,
-    RecordVerifier,
-    b64_digest,
-    find_dist_info,
-    read_dist_info,
 )
 
 #: Largest member the audit unpacks (as declared by the archive).
@@ -190,7 +192,9 @@ class _Sink:
         self.budget = budget
         self.reserved = size if size and budget.acquire(size) else 0
         self.memory: bytearray | None = bytearray(size) if self.reserved else None
-        self.file: IO[bytes] | None = None if self.reserved else tempfile.TemporaryFile(prefix="cudaship-audit-")
+        self.file: IO[bytes] | None = None
+        if not self.reserved:
+            self.file = tempfile.TemporaryFile(prefix="cudaship-audit-")  # noqa: SIM115 - closed in close()
         self.pos = 0
         self.map: mmap.mmap | None = None
 

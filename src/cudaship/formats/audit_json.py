@@ -1,7 +1,9 @@
-"""``cudaship audit --format json``: the versioned report (schema in schemas/audit.schema.json, docs/audit.md).
+"""``cudaship audit --format json``: the versioned report (schema in schemas/audit.schema.json,
+docs/audit.md).
 
 Top level: ``schema``, ``tool``, ``version``, ``policy``, ``wheels`` (facts and summary per wheel), ``checks``
-(every check of every wheel, each naming its wheel) and ``summary``. Bump :data:`SCHEMA_VERSION` when a field is
+(every check of every wheel, each naming its wheel) and ``summary``. Bump :data:`SCHEMA_VERSION` when a field
+is
 removed, renamed or changes meaning; adding one is not a change of version.
 """
 

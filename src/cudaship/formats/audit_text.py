@@ -1,4 +1,5 @@
-"""``cudaship audit --format text``: per wheel, one line per check (PASS/FAIL/SKIP, name, reason), the evidence
+"""``cudaship audit --format text``: per wheel, one line per check (PASS/FAIL/SKIP, name, reason), the
+evidence
 under each failure, and as the very last line the count: ``55 checks: 54 passed, 1 failed, 0 skipped``."""
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Which imports the operating system, the Python interpreter or the NVIDIA driver provide.
 
-Data: ``data/system_libraries.toml`` (its sources are in the file). Names are matched case-insensitively as
-globs; Mach-O install names match on the full path, others on the base name.
+Data: ``data/system_libraries.toml`` (its sources are in the file); the driver's libraries come from
+:mod:`cudaship.knowledge.libraries`. Names are matched case-insensitively as globs; Mach-O install names match
+on the full path, others on the base name.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from enum import Enum
 from functools import cache
 
 from cudaship.errors import KnowledgeError
-from cudaship.knowledge import _data
+from cudaship.knowledge import _data, libraries
 
 _FILE = "system_libraries.toml"
 PLATFORMS = ("linux", "windows", "macos")
@@ -36,10 +37,8 @@ def _tables() -> dict[tuple[str, str], tuple[str, ...]]:
         table = _data.table(_FILE, platform)
         out[(Provider.SYSTEM.value, platform)] = _strings(table.get("libraries"), f"[{platform}].libraries")
     python = _strings(_data.table(_FILE, "python").get("libraries"), "[python].libraries")
-    driver = _data.table(_FILE, "driver")
     for platform in PLATFORMS:
         out[(Provider.PYTHON.value, platform)] = python
-        out[(Provider.DRIVER.value, platform)] = _strings(driver.get(platform), f"[driver].{platform}")
     return out
 
 
@@ -65,7 +64,7 @@ def provider_of(name: str, platform: str, extra_system: tuple[str, ...] = ()) ->
     if platform not in PLATFORMS:
         return None
     tables = _tables()
-    if _matches(tables[(Provider.DRIVER.value, platform)], name):
+    if libraries.is_driver(name):
         return Provider.DRIVER
     if _matches(tables[(Provider.PYTHON.value, platform)], name):
         return Provider.PYTHON
@@ -74,5 +73,3 @@ def provider_of(name: str, platform: str, extra_system: tuple[str, ...] = ()) ->
     return None
 
 
-def is_driver(name: str, platform: str) -> bool:
-    return provider_of(name, platform) is Provider.DRIVER

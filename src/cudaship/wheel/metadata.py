@@ -3,8 +3,10 @@
 * METADATA: name, version (with its local tag, ``+cu132``) and Requires-Dist, whose environment markers are
   evaluated for the wheel's OWN target platform (from its WHEEL tags), never for the machine running cudaship.
 * WHEEL: the compatibility tags, turned into the operating system and machine the wheel targets.
-* RECORD: every file's hash and size; :class:`RecordVerifier` checks each member as it is streamed (the member is
-  read once, by the caller) and reports mismatches, files RECORD lists that are missing and files it does not list.
+* RECORD: every file's hash and size; :class:`RecordVerifier` checks each member as it is streamed (the member
+is
+  read once, by the caller) and reports mismatches, files RECORD lists that are missing and files it does not
+  list.
 
 Everything here takes bytes or chunks; nothing reads a path. Problems raise :class:`WheelError` with one line.
 """
@@ -41,7 +43,8 @@ class Metadata:
 
 @dataclass(frozen=True)
 class TargetPlatform:
-    """Where a wheel runs, from one platform tag: ``os`` is linux/windows/macos/any, ``machine`` may be None."""
+    """Where a wheel runs, from one platform tag: ``os`` is linux/windows/macos/any, ``machine`` may be
+    None."""
 
     os: str
     machine: str | None
@@ -97,7 +100,8 @@ class DistInfo:
     record_path: str
 
 
-# --- METADATA -------------------------------------------------------------------------------------------------
+# --- METADATA
+# -------------------------------------------------------------------------------------------------
 
 
 def parse_metadata(data: bytes) -> Metadata:
@@ -121,7 +125,8 @@ def parse_metadata(data: bytes) -> Metadata:
     return Metadata(name, version, parsed.local, requires, rp.strip() if rp else None)
 
 
-# --- WHEEL and platform tags ----------------------------------------------------------------------------------
+# --- WHEEL and platform tags
+# ----------------------------------------------------------------------------------
 
 _MACHINES = {
     "x86_64": "x86_64",
@@ -138,7 +143,8 @@ _MACHINES = {
 
 
 def platform_from_tag(platform_tag: str) -> TargetPlatform:
-    """Map a platform tag (``win_amd64``, ``manylinux_2_28_x86_64``, ``macosx_14_0_arm64``) to OS and machine."""
+    """Map a platform tag (``win_amd64``, ``manylinux_2_28_x86_64``, ``macosx_14_0_arm64``) to OS and
+    machine."""
     tag = platform_tag.lower()
     if tag == "any":
         return TargetPlatform("any", None, platform_tag)
@@ -190,7 +196,8 @@ def tags_from_filename(filename: str) -> tuple[str, ...]:
     return tuple(f"{p}-{a}-{q}" for p in py.split(".") for a in abi.split(".") for q in plat.split("."))
 
 
-# --- Requires-Dist with markers for a target platform ---------------------------------------------------------
+# --- Requires-Dist with markers for a target platform
+# ---------------------------------------------------------
 
 _OS_ENV: dict[str, dict[str, str]] = {
     "linux": {"os_name": "posix", "sys_platform": "linux", "platform_system": "Linux"},
@@ -227,7 +234,8 @@ def marker_environment(os_name: str, machine: str | None, python_version: str = 
 
 @dataclass(frozen=True)
 class DeclaredRequirement:
-    """A Requires-Dist entry that applies to a target platform: ``text`` as written, ``requirement`` parsed."""
+    """A Requires-Dist entry that applies to a target platform: ``text`` as written, ``requirement``
+    parsed."""
 
     text: str
     name: str  #: canonical name
@@ -270,7 +278,8 @@ def _marker_holds(marker: Marker, env: Mapping[str, str], text: str) -> bool:
         raise WheelError(f"Requires-Dist {text!r}: cannot evaluate marker: {e}") from None
 
 
-# --- RECORD ---------------------------------------------------------------------------------------------------
+# --- RECORD
+# ---------------------------------------------------------------------------------------------------
 
 
 def parse_record(data: bytes) -> tuple[RecordEntry, ...]:
@@ -374,11 +383,13 @@ class RecordVerifier:
         return (*self._problems, *missing)
 
 
-# --- locating .dist-info in a member list ----------------------------------------------------------------------
+# --- locating .dist-info in a member list
+# ----------------------------------------------------------------------
 
 
 def find_dist_info(names: Iterable[str], wheel_filename: str | None = None) -> str:
-    """The one ``*.dist-info`` directory at the wheel's root (matched to the file name when there are several)."""
+    """The one ``*.dist-info`` directory at the wheel's root (matched to the file name when there are
+    several)."""
     dirs = sorted(
         {n.split("/", 1)[0] for n in names if "/" in n and n.split("/", 1)[0].endswith(".dist-info")}
     )
@@ -397,7 +408,8 @@ def find_dist_info(names: Iterable[str], wheel_filename: str | None = None) -> s
 
 
 def read_dist_info(directory: str, read: Mapping[str, bytes]) -> DistInfo:
-    """Parse the dist-info files given as ``{member path: bytes}`` (METADATA, WHEEL, RECORD must be present)."""
+    """Parse the dist-info files given as ``{member path: bytes}`` (METADATA, WHEEL, RECORD must be
+    present)."""
 
     def get(name: str) -> bytes:
         path = f"{directory}/{name}"

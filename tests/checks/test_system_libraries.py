@@ -1,0 +1,43 @@
+"""The documented system library lists the closure check uses, per platform."""
+
+from __future__ import annotations
+
+import pytest
+
+from cudaship.knowledge.system_libraries import Provider, provider_of, system_library_patterns
+
+
+@pytest.mark.parametrize(
+    ("name", "platform", "provider"),
+    [
+        ("libc.so.6", "linux", Provider.SYSTEM),
+        ("libstdc++.so.6", "linux", Provider.SYSTEM),
+        ("ld-linux-aarch64.so.1", "linux", Provider.SYSTEM),
+        ("libcuda.so.1", "linux", Provider.DRIVER),
+        ("libpython3.12.so.1.0", "linux", Provider.PYTHON),
+        ("KERNEL32.dll", "windows", Provider.SYSTEM),
+        ("api-ms-win-crt-runtime-l1-1-0.dll", "windows", Provider.SYSTEM),
+        ("VCRUNTIME140_1.dll", "windows", Provider.SYSTEM),
+        ("nvcuda.dll", "windows", Provider.DRIVER),
+        ("python3.dll", "windows", Provider.PYTHON),
+        ("/usr/lib/libSystem.B.dylib", "macos", Provider.SYSTEM),
+        ("libcudart.so.13", "linux", None),
+        ("cudart64_13.dll", "windows", None),
+        ("libgcc_s_seh-1.dll", "windows", None),
+        ("KERNEL32.dll", "linux", None),
+    ],
+    ids=lambda v: str(v),
+)
+def test_provider(name: str, platform: str, provider: Provider | None) -> None:
+    assert provider_of(name, platform) is provider
+
+
+def test_extra_system_libraries() -> None:
+    assert provider_of("libnuma.so.1", "linux") is None
+    assert provider_of("libnuma.so.1", "linux", ("libnuma.so.*",)) is Provider.SYSTEM
+
+
+def test_every_platform_has_a_list() -> None:
+    for platform in ("linux", "windows", "macos"):
+        assert system_library_patterns(platform)
+    assert system_library_patterns("plan9") == ()
