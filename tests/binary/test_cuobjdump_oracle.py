@@ -12,7 +12,9 @@ Known differences, asserted below (docs/formats.md explains them):
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import subprocess
 from collections import Counter
 from collections.abc import Callable
@@ -111,13 +113,14 @@ def entries_of(path: Path) -> tuple[bytes, list[DeviceCode]]:
     data = path.read_bytes()
     if path.suffix == ".fatbin":
         return data, list(read_device_file(data).entries)
-    return data, [e for c in find_containers(data, elf_sections(path)) for e in c.entries]
+    sections = elf_sections(path) if data.startswith(b"\x7fELF") else []
+    return data, [e for c in find_containers(data, sections) for e in c.entries]
 
 
 # --- nvcc builds ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("build", builds_of_kind("shared", "fatbin"), ids=lambda b: b.name)
+@pytest.mark.parametrize("build", builds_of_kind("shared", "static", "fatbin"), ids=lambda b: b.name)
 def test_listing_matches(cuobjdump: Path, nvcc_build: Build, build: NvccBuild) -> None:
     path = nvcc_build(build.name)
     _, entries = entries_of(path)
@@ -130,7 +133,7 @@ def test_listing_matches(cuobjdump: Path, nvcc_build: Build, build: NvccBuild) -
     assert code == 0 or not theirs
 
 
-@pytest.mark.parametrize("build", builds_of_kind("shared", "fatbin"), ids=lambda b: b.name)
+@pytest.mark.parametrize("build", builds_of_kind("shared", "static", "fatbin"), ids=lambda b: b.name)
 def test_entry_headers_match_cuobjdump_elf_dump(cuobjdump: Path, nvcc_build: Build, build: NvccBuild) -> None:
     """Every field cuobjdump prints per entry, in file order, including the cubin's own ELF header line."""
     path = nvcc_build(build.name)
@@ -190,6 +193,30 @@ def test_standalone_cubin_header_line(cuobjdump: Path, nvcc_build: Build, build:
     )
     assert variant in ("", info.variant)
     assert cubin_is_relocatable(path.read_bytes()) == (elf_type == "ET_REL") == build.relocatable
+
+
+def toolkit_library(name: str) -> Path:
+    """A library of the installed CUDA toolkit ($CUDA_HOME, $CUDA_PATH, /usr/local/cuda, or beside nvcc)."""
+    roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    nvcc = shutil.which("nvcc")
+    if nvcc is not None:
+        roots.append(str(Path(nvcc).resolve().parent.parent))
+    for root in filter(None, roots):
+        for sub in ("lib64", "targets/x86_64-linux/lib"):
+            candidate = Path(root) / sub / name
+            if candidate.is_file():
+                return candidate
+    pytest.skip(f"{name} is not in any CUDA toolkit found")
+
+
+def test_toolkit_static_archive(cuobjdump: Path) -> None:
+    """libcudadevrt.a of the installed toolkit: a real archive (its container is not 8-aligned)."""
+    path = toolkit_library("libcudadevrt.a")
+    _, entries = entries_of(path)
+    theirs, code, errors = listed(cuobjdump, path)
+    assert code == 0, errors
+    assert entries
+    assert ours(entries, drop_f_on_sass=True) == theirs
 
 
 # --- real libraries -------------------------------------------------------------------------------
