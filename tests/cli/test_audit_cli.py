@@ -332,3 +332,18 @@ def test_help_lists_formats(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_env_is_clean() -> None:
     assert os.environ.get("GITHUB_ACTIONS") is None
+
+
+@pytest.mark.slow
+def test_unreadable_wheel_among_others(
+    synthetic_wheel: Wheel, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad-1.0-py3-none-any.whl"
+    bad.write_bytes(b"not a zip")
+    good = synthetic_wheel("windows")
+    code, out, err = run(["--policy", str(WIN), "--format", "json", str(bad), str(good)], capsys)
+    assert code == ExitCode.BAD_INPUT
+    data = json.loads(out)
+    jsonschema.validate(data, SCHEMA)
+    assert [w["filename"] for w in data["wheels"]] == [good.name]
+    assert err.count("\n") == 1 and err.startswith(f"cudaship: error: {bad}: not a readable zip archive")

@@ -106,5 +106,16 @@ def audit_wheels(
     workers: int | None = None,
 ) -> AuditReport:
     """Audit each wheel in turn; the report groups the checks per wheel."""
-    audits = [audit_wheel(path, policy, observer=observer, workers=workers) for path in paths]
-    return AuditReport(wheels=tuple(audits), policy_source=policy.source, policy_default=policy.is_default)
+    audits: list[WheelAudit] = []
+    errors: list[str] = []
+    for path in paths:
+        try:
+            audits.append(audit_wheel(path, policy, observer=observer, workers=workers))
+        except CudashipError as e:  # an unreadable wheel: report it, audit the others
+            errors.append(str(e.with_path(str(path))))
+    return AuditReport(
+        wheels=tuple(audits),
+        policy_source=policy.source,
+        policy_default=policy.is_default,
+        errors=tuple(errors),
+    )

@@ -138,6 +138,8 @@ class AuditReport:
     policy_source: str | None  #: file the policy came from; None for the built-in default
     policy_default: bool = False
     notes: tuple[str, ...] = field(default=())
+    #: one line per wheel that could not be read at all (not a zip, no dist-info): not in ``wheels``
+    errors: tuple[str, ...] = field(default=())
 
     @property
     def checks(self) -> tuple[CheckResult, ...]:

@@ -191,9 +191,9 @@ class _Sink:
         self.size = size
         self.budget = budget
         self.reserved = size if size and budget.acquire(size) else 0
-        self.memory: bytearray | None = bytearray(size) if self.reserved else None
+        self.memory: bytearray | None = bytearray(size) if self.reserved or not size else None
         self.file: IO[bytes] | None = None
-        if not self.reserved:
+        if self.memory is None:
             self.file = tempfile.TemporaryFile(prefix="cudaship-audit-")  # noqa: SIM115 - closed in close()
         self.pos = 0
         self.map: mmap.mmap | None = None

@@ -105,6 +105,10 @@ def command(
     else:
         report = audit_wheels(wheels, policy, workers=jobs)
 
+    for error in report.errors:
+        click.echo(f"cudaship: error: {error}", err=True)
+    if not report.wheels:
+        return ExitCode.BAD_INPUT
     fmt = fmt.lower()
     to_stdout = output is None or output == "-"
     if fmt == "json":
@@ -124,4 +128,6 @@ def command(
             stream = sys.stderr if to_stdout and fmt in ("json", "junit") else sys.stdout
             stream.write(annotations)
             stream.flush()
+    if report.errors:
+        return ExitCode.BAD_INPUT
     return ExitCode.OK if report.ok else ExitCode.FINDINGS
