@@ -178,36 +178,71 @@ def summary_line(report: FileReport) -> str:
     return " | ".join(parts)
 
 
-#: Demanglers tried in order: LLVM's also reads MSVC (``?name@@...``) and Rust names; binutils' Itanium only.
+#: Itanium (GCC, Clang) demanglers tried in order: LLVM's also reads Rust names; binutils' the classic one.
 DEMANGLERS = ("llvm-cxxfilt", "c++filt")
+#: MSVC (``?name@@...``) demanglers tried in order.
+MSVC_DEMANGLERS = ("llvm-undname", "undname")
 
 
-def demangle(names: list[str]) -> list[str]:
-    """Demangle C++ names with the first demangler found on PATH (one subprocess for all names).
-
-    Names that no demangler understands, or all names when none is installed, come back unchanged.
-    """
+def _run_filter(tools: tuple[str, ...], text: str) -> str | None:
+    """stdout of the first of ``tools`` found on PATH given ``text`` on stdin (None when none ran)."""
     import shutil
     import subprocess
 
-    if not names:
-        return []
-    for tool in DEMANGLERS:
+    for tool in tools:
         exe = shutil.which(tool)
         if exe is None:
             continue
         try:
-            done = subprocess.run(
-                [exe],
-                input="\n".join(names) + "\n",
-                capture_output=True,
-                text=True,
-                timeout=60,
-                check=False,
-            )
+            done = subprocess.run([exe], input=text, capture_output=True, text=True, timeout=60, check=False)
         except (OSError, subprocess.SubprocessError):
             continue
-        lines = done.stdout.splitlines()
-        if done.returncode == 0 and len(lines) == len(names):
-            return lines
-    return list(names)
+        return done.stdout
+    return None
+
+
+def _demangle_itanium(names: list[str]) -> list[str]:
+    out = _run_filter(DEMANGLERS, "\n".join(names) + "\n")
+    lines = out.splitlines() if out is not None else []
+    return lines if len(lines) == len(names) else list(names)
+
+
+def _demangle_msvc(names: list[str]) -> list[str]:
+    """llvm-undname echoes each input line, then the demangled name and a blank line (or only a blank line
+    when it cannot demangle it)."""
+    out = _run_filter(MSVC_DEMANGLERS, "\n".join(names) + "\n")
+    if out is None:
+        return list(names)
+    lines = out.splitlines()
+    result: list[str] = []
+    i = 0
+    for name in names:
+        if i >= len(lines) or lines[i] != name:
+            return list(names)  # not the output we know how to read
+        i += 1
+        if i < len(lines) and lines[i]:
+            result.append(lines[i])
+            i += 1
+        else:
+            result.append(name)
+        if i < len(lines) and not lines[i]:
+            i += 1
+    return result
+
+
+def demangle(names: list[str]) -> list[str]:
+    """Demangle C++ names with the demanglers found on PATH (one subprocess per name style).
+
+    Itanium names (``_Z...``) go to llvm-cxxfilt or c++filt, MSVC names (``?...``) to llvm-undname or
+    undname. Names no demangler understands, or all names when none is installed, come back unchanged.
+    """
+    if not names:
+        return []
+    result = list(names)
+    msvc = [i for i, n in enumerate(names) if n.startswith("?")]
+    other = [i for i, n in enumerate(names) if not n.startswith("?")]
+    for indices, how in ((other, _demangle_itanium), (msvc, _demangle_msvc)):
+        if indices:
+            for i, text in zip(indices, how([names[i] for i in indices]), strict=True):
+                result[i] = text
+    return result
