@@ -30,9 +30,7 @@ RENDERERS = {
 
 
 @pytest.mark.parametrize("suffix", list(RENDERERS), ids=list(RENDERERS))
-def test_golden(
-    suffix: str, synthetic_wheel: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_golden(suffix: str, synthetic_wheel: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(REPO)
     policy = load_policy(load_config(Path("examples/policies/windows.toml")))
     report = audit_wheels([synthetic_wheel("win_arch_missing")], policy)
