@@ -27,7 +27,7 @@ from cudaship.binary.devicescan import (
 )
 from cudaship.binary.fatbin import CONTAINER_MAGIC_BYTES
 from cudaship.binary.pe import read_pe
-from cudaship.binary.records import DeviceCodeKind, FatbinContainer, FileFormat, Section
+from cudaship.binary.records import Buffer, DeviceCodeKind, FatbinContainer, FileFormat, Section
 from cudaship.errors import BinaryFormatError
 from tests.fixtures.nvcc import NvccBuild, builds_of_kind, elf_sections, extract_members, pe_sections
 
@@ -97,7 +97,7 @@ def test_every_buffer_type_gives_the_same_answer(nvcc_build: Build, kind: str) -
     with path.open("rb") as fh:
         mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         try:
-            buf = {
+            buf: Buffer = {  # type: ignore[assignment]
                 "bytes": data,
                 "bytearray": bytearray(data),
                 "memoryview": memoryview(data),
@@ -315,6 +315,28 @@ def test_random_damage_to_a_real_library_never_escapes(nvcc_build: Build, data: 
     result = scan_containers(bytes(damaged))
     for container in result.containers:
         assert container.offset + container.size <= len(damaged)
+
+
+_PREFIXES = [
+    b"",
+    CONTAINER_MAGIC_BYTES + b"\x01\x00\x10\x00",
+    b"\x7fELF\x02\x01\x01\x41\x08" + b"\0" * 7 + b"\x02\x00\xbe\x00",
+    b".version 9.0\n.target ",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(_PREFIXES), st.binary(max_size=2048))
+def test_arbitrary_bytes_are_read_or_refused_cleanly(prefix: bytes, tail: bytes) -> None:
+    data = prefix + tail
+    try:
+        device = read_device_file(data)
+    except BinaryFormatError as e:
+        assert "\n" not in str(e)
+    else:
+        assert device.entries or device.containers
+    for container in scan_containers(data).containers:
+        assert container.offset + container.size <= len(data)
 
 
 @pytest.mark.slow
