@@ -212,3 +212,51 @@ def make_pte(
             out += data + b"\0" * ((len(data) + 15) // 16 * 16 - len(data))
     path.write_bytes(bytes(out))
     return path
+
+
+def make_export_dir(
+    directory: Path,
+    package: Path,
+    *,
+    cuda_train: str | None = "13.0",
+    device: str = "cuda",
+    platform: str = "linux-x86_64",
+    reference: bool = True,
+) -> Path:
+    """An export directory as ``program export`` writes it, around ``package`` (for checks without torch).
+
+    The reference file is opaque bytes here: check only asks whether it is there.
+    """
+    from cudaship.program.provenance import sha256_of, write_provenance
+    from cudaship.program.records import Provenance
+
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / "model.pt2"
+    shutil.copyfile(package, target)
+    if reference:
+        (directory / "reference.pt").write_bytes(b"reference placeholder")
+    prov = Provenance(
+        package="model.pt2",
+        package_sha256=sha256_of(target),
+        torch_version=f"2.11.0+cu{cuda_train.replace('.', '')}" if cuda_train else "2.11.0+cpu",
+        cuda_train=cuda_train,
+        device=device,
+        target_platform=platform,
+        reference="reference.pt",
+    )
+    write_provenance(directory, prov)
+    return directory
+
+
+def make_wheel(directory: Path, version: str, platform_tag: str, name: str = "runtime") -> Path:
+    """A minimal wheel (dist-info only) whose version and tag say the train and platform of a runtime."""
+    path = directory / f"{name}-{version}-py3-none-{platform_tag}.whl"
+    dist = f"{name}-{version.split('+')[0]}.dist-info"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr(f"{dist}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        z.writestr(
+            f"{dist}/WHEEL",
+            f"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\nTag: py3-none-{platform_tag}\n",
+        )
+        z.writestr(f"{dist}/RECORD", "")
+    return path

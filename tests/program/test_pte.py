@@ -77,3 +77,30 @@ def test_not_a_program(tmp_path: Path) -> None:
     other.write_bytes(b"hello world, not a program")
     with pytest.raises(ProgramError, match="not a program"):
         read_program(other)
+
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_real_executorch_cuda_program() -> None:
+    """The demo MLP lowered by executorch 1.5.1's CudaBackend on an H200 (see scripts/)."""
+    path = DATA / "demo_mlp_cuda.pte"
+    info = read_program(path)
+    assert info.models == ("forward",) and info.backends == ("CudaBackend",)
+    (wrapper,) = [m for m in info.members if m.role is MemberRole.WRAPPER]
+    assert wrapper.name.startswith("named:") and wrapper.name.endswith("_so_blob")
+    assert wrapper.report is not None and wrapper.report.host is not None
+    assert "libcuda.so.1" in [i.library for i in wrapper.report.host.imports]
+    # Independent count: each embedded kernel is a whole EM_CUDA ELF inside the library's bytes.
+    data = path.read_bytes()
+    blob_start = data.index(b"\x7fELF")
+    blob = data[blob_start : blob_start + wrapper.size]
+    embedded = [
+        i
+        for i in range(1, len(blob))
+        if blob.startswith(b"\x7fELF", i) and blob[i + 18 : i + 20] == b"\xbe\x00"
+    ]
+    sass = [d for _, d in info.device_code if d.kind.value == "sass"]
+    assert len(sass) == len(embedded) > 0
+    assert info.sass == ("sm_90a",)
+    assert any("aoti_cuda_blob.ptd" in n for n in info.notes)

@@ -48,8 +48,9 @@ def render_inspect(info: ProgramInfo) -> str:
             )
     code = info.device_code
     cubins = [m for m in info.members if m.role is MemberRole.CUBIN]
+    holders = len({name for name, _ in code})
     lines.append(
-        f"  device code   {len(code)} entries in {len(cubins)} cubins: "
+        f"  device code   {len(code)} entries in {holders} files ({len(cubins)} cubins): "
         f"{' '.join((*info.sass, *info.ptx)) or '(none)'}"
     )
     for member, entry in code:

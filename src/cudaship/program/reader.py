@@ -58,7 +58,7 @@ def read_program(path: str | Path) -> ProgramInfo:
     except OSError as e:
         raise ProgramError(f"cannot read: {e.strerror or e}", path=label) from None
     if info.kind.value == "pte":
-        sidecars = sorted(p.name for p in target.parent.glob(f"{target.stem}*.ptd"))
+        sidecars = sorted(p.name for p in target.parent.glob("*.ptd"))
         note = f"weights: {', '.join(sidecars)} beside it" if sidecars else "no .ptd weights file beside it"
         info = replace(info, notes=(*info.notes, note))
     return info
