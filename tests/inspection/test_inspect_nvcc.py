@@ -17,6 +17,7 @@ from tests.inspection.oracle import as_cuobjdump_names, cuobjdump_listing
 
 FORMATS = {
     "shared": FileFormat.ELF,
+    "static": FileFormat.COFF_IMPORT_LIBRARY,  # any `!<arch>` archive: read as a library of objects
     "cubin": FileFormat.CUBIN,
     "fatbin": FileFormat.FATBIN,
     "ptx": FileFormat.PTX,
@@ -55,7 +56,7 @@ def test_detect_format_by_content_not_name(
     assert set(f.sass) == set(build.sass) and set(f.ptx) == set(build.ptx)
 
 
-ORACLE = [n for n in NAMES if BUILDS[n].kind in ("shared", "cubin", "fatbin")]
+ORACLE = [n for n in NAMES if BUILDS[n].kind in ("shared", "static", "cubin", "fatbin")]
 
 
 @pytest.mark.parametrize("name", ORACLE, ids=ORACLE)
