@@ -119,6 +119,14 @@ def test_entry_details_reads_every_sass_entry(nvcc_build: Build, nvcc_version: s
     assert kernels_seen == (set(build.kernels) if build.sass else set())
 
 
+def test_device_functions_are_not_kernels(nvcc_build: Build) -> None:
+    """With -rdc=true a __noinline__ device function gets its own .text section; only entries are kernels."""
+    spec = BUILDS["cubin_device_function"]
+    data = nvcc_build(spec.name).read_bytes()
+    assert read_cubin(data).kernels == spec.kernels
+    assert b".text._Z14cudaship_twicef" in data
+
+
 def test_no_kernels_build_has_device_code_without_kernels(nvcc_build: Build) -> None:
     spec = BUILDS["no_kernels"]
     data = nvcc_build(spec.name).read_bytes()

@@ -9,7 +9,8 @@ What a cubin says about itself (all verified on nvcc 13.0 output, see docs/forma
 * an 'f' target (``sm_100f``), only in the ptxas/nvlink command line kept in the ``.note.nv.tkinfo`` note;
 * the producing tool, toolkit release and command line, in ``.note.nv.tkinfo``;
 * the virtual SM and toolkit version, in ``.note.nv.cuinfo``;
-* kernels, as ``.text.<mangled name>`` sections.
+* kernels, as FUNC symbols with ``st_other & 0x10`` (STO_CUDA_ENTRY); ``.text.<name>`` sections when there is
+  no symbol table (with ``-rdc=true`` device functions get ``.text.<name>`` sections too).
 
 The ELF parser here is deliberately small: it reads the header, the section headers and the three sections
 above, checking each offset against the buffer. It never follows anything else.
@@ -35,6 +36,9 @@ ET_REL = 1
 SHT_NOBITS = 8
 SHT_NOTE = 7
 SHF_EXECINSTR = 0x4
+SHT_SYMTAB = 2
+STT_FUNC = 2
+STO_CUDA_ENTRY = 0x10  #: st_other bit of a kernel (``__global__``) symbol
 
 NOTE_OWNER = b"NVIDIA Corp"
 NOTE_TKINFO = 2000
@@ -63,6 +67,7 @@ class _Section:
     flags: int
     offset: int
     size: int
+    link: int
 
 
 def is_cubin(buf: Buffer) -> bool:
@@ -78,6 +83,7 @@ class _Header(NamedTuple):
     e_version: int
     e_flags: int
     sections: list[_Section]
+    elf_class: int
 
 
 def _sections(buf: Buffer) -> _Header:
@@ -114,7 +120,7 @@ def _sections(buf: Buffer) -> _Header:
         raise BinaryFormatError(f"ELF machine {e_machine} is not EM_CUDA ({EM_CUDA}): not a cubin")
     sections: list[_Section] = []
     if shoff == 0:
-        return _Header(abi_version, e_type, e_version, e_flags, sections)
+        return _Header(abi_version, e_type, e_version, e_flags, sections, ei_class)
     if shentsize < shdr.size:
         raise BinaryFormatError(f"ELF section header size {shentsize} is too small")
     if shoff > size or shoff + shdr.size > size:
@@ -143,8 +149,8 @@ def _sections(buf: Buffer) -> _Header:
         if sh_name >= len(names) and sh_name:
             raise BinaryFormatError(f"ELF section name offset {sh_name} is outside the name table")
         name = names[sh_name:].split(b"\0", 1)[0].decode("utf-8", "replace")
-        sections.append(_Section(name, sh_type, sh_flags, sh_offset, sh_size))
-    return _Header(abi_version, e_type, e_version, e_flags, sections)
+        sections.append(_Section(name, sh_type, sh_flags, sh_offset, sh_size, entry[6]))
+    return _Header(abi_version, e_type, e_version, e_flags, sections, ei_class)
 
 
 def _section_bytes(buf: Buffer, section: _Section) -> bytes:
@@ -242,7 +248,7 @@ def sm_from_flags(abi_version: int, e_flags: int) -> int:
 
 def read_cubin(buf: Buffer) -> CubinInfo:
     """Read the facts of a cubin. Raises :class:`BinaryFormatError` for anything that is not a sound cubin."""
-    abi_version, _e_type, e_version, e_flags, sections = _sections(buf)
+    abi_version, _e_type, e_version, e_flags, sections, elf_class = _sections(buf)
     sm = sm_from_flags(abi_version, e_flags)
     if sm == 0:
         raise BinaryFormatError(f"cubin e_flags {e_flags:#x} (ABI version {abi_version}) name no SM")
@@ -250,7 +256,7 @@ def read_cubin(buf: Buffer) -> CubinInfo:
     virtual_sm: int | None = None
     cuinfo_toolkit: str | None = None
     compat: dict[int, int | bytes] = {}
-    kernels: list[str] = []
+    text_sections: list[str] = []
     for section in sections:
         if section.name == ".note.nv.tkinfo" or section.name == ".note.nv.cuinfo":
             data = _section_bytes(buf, section)
@@ -267,7 +273,7 @@ def read_cubin(buf: Buffer) -> CubinInfo:
         elif section.name == ".nv.compat":
             compat = parse_compat(_section_bytes(buf, section))
         elif section.name.startswith(".text.") and section.flags & SHF_EXECINSTR:
-            kernels.append(section.name[len(".text.") :])
+            text_sections.append(section.name[len(".text.") :])
     command_line = tk.command_line if tk else None
     variant = ""
     if compat.get(COMPAT_ARCH_SPECIFIC) == 1:
@@ -285,8 +291,37 @@ def read_cubin(buf: Buffer) -> CubinInfo:
         tool=tk.tool if tk else None,
         command_line=command_line,
         virtual_sm=virtual_sm,
-        kernels=tuple(kernels),
+        kernels=_kernel_symbols(buf, sections, elf_class) or tuple(text_sections),
     )
+
+
+_SYMBOLS = {1: struct.Struct("<IIIBBH"), 2: struct.Struct("<IBBHQQ")}
+#: The largest symbol table we walk (cuBLASLt cubins have tens of thousands of symbols).
+MAX_SYMBOLS = 1 << 22
+
+
+def _kernel_symbols(buf: Buffer, sections: list[_Section], elf_class: int) -> tuple[str, ...]:
+    """Names of the FUNC symbols marked STO_CUDA_ENTRY: the kernels.
+
+    ``.text.<name>`` sections are not enough: with ``-rdc=true`` every non-inlined ``__device__`` function
+    gets one too. Returns () when there is no usable symbol table (the caller then falls back to sections).
+    """
+    symtab = next((s for s in sections if s.type == SHT_SYMTAB), None)
+    if symtab is None or not 0 < symtab.link < len(sections):
+        return ()
+    layout = _SYMBOLS[elf_class]
+    data = _section_bytes(buf, symtab)
+    names = _section_bytes(buf, sections[symtab.link])
+    count = min(len(data) // layout.size, MAX_SYMBOLS)
+    kernels: list[str] = []
+    for i in range(count):
+        fields = layout.unpack_from(data, i * layout.size)
+        st_name, st_info, st_other = (fields[0], fields[3], fields[4]) if elf_class == 1 else fields[:3]
+        if st_info & 0xF == STT_FUNC and st_other & STO_CUDA_ENTRY and st_name < len(names):
+            name = names[st_name:].split(b"\0", 1)[0].decode("utf-8", "replace")
+            if name:
+                kernels.append(name)
+    return tuple(dict.fromkeys(kernels))
 
 
 def cubin_is_relocatable(buf: Buffer) -> bool:
