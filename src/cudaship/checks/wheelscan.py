@@ -427,12 +427,19 @@ def scan_wheel(
 
     verifier = RecordVerifier(dist.record)
     hooks.planned(sum(i.compress_size for i in infos))
-    order = sorted(infos, key=lambda i: i.compress_size, reverse=True)
+    # the dist-info files were read above: hash them now rather than reading them a second time
+    done: list[_Result] = []
+    for member, data in meta.items():
+        algorithm = verifier.algorithm_for(member)
+        digest = b64_digest(hashlib.new(algorithm, data).digest())
+        done.append(_Result(member, len(data), digest, algorithm, None, None))
+        hooks.advanced(zf.getinfo(member).compress_size)
+    order = sorted((i for i in infos if i.filename not in meta), key=lambda i: i.compress_size, reverse=True)
     total = sum(i.file_size for i in infos)
     n_workers = workers if workers is not None else min(4, os.cpu_count() or 1)
     if total < (8 << 20) or len(order) < 2:
         n_workers = 1
-    results = _run(label, order, verifier, n_workers, details, hooks)
+    results = done + _run(label, order, verifier, n_workers, details, hooks)
 
     reports: dict[str, FileReport] = {}
     unreadable: list[tuple[str, str]] = []
