@@ -104,3 +104,29 @@ def test_macos_wheel_dylib_imports(bitsandbytes_macos_wheel: Path) -> None:
         assert f.host is not None and f.host.imports, name
         assert all(i.kind.value == "dylib" for i in f.host.imports), name
         assert any(i.library.startswith("/usr/lib/") for i in f.host.imports), name
+
+
+@pytest.mark.slow
+def test_cublaslt_device_code_outside_fatbin_sections(cublas_linux_wheel: Path, tmp_path: Path) -> None:
+    """libcublasLt keeps containers in .cask_resource too. cuobjdump reads only the fatbin sections: outside
+    .cask_resource its listing must equal cudaship's exactly; cudaship lists the rest as well."""
+    cuobjdump = cuobjdump_path()
+    if cuobjdump is None:
+        pytest.skip("cuobjdump not installed (pip install nvidia-cuda-cuobjdump)")
+    with zipfile.ZipFile(cublas_linux_wheel) as z:
+        name = next(n for n in z.namelist() if Path(n).name.startswith("libcublasLt.so"))
+        target = tmp_path / Path(name).name
+        with z.open(name) as src, target.open("wb") as dst:
+            while chunk := src.read(1 << 20):
+                dst.write(chunk)
+    report = inspect_paths([target])
+    (f,) = report.files
+    assert f.error is None, f.error
+    sections = {d.section for d in f.device_code}
+    assert ".nv_fatbin" in sections and ".cask_resource" in sections
+    listing = cuobjdump_listing(cuobjdump, target)
+    assert listing.complete, listing.message
+    inside = [d for d in f.device_code if d.section != ".cask_resource"]
+    assert as_cuobjdump_names(inside) == (listing.sass, listing.ptx)
+    assert len(f.device_code) > sum(listing.sass.values()) + sum(listing.ptx.values())
+    assert any(d.variant == "f" for d in f.device_code if d.kind is DeviceCodeKind.SASS)
