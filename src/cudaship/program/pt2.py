@@ -132,10 +132,10 @@ def libstdcxx_copy(report: FileReport | None) -> int:
 def with_embedded_kernels(buf: Buffer, report: FileReport) -> FileReport:
     """Add device code a library embeds at unaligned offsets (AOTInductor's embedded kernel binaries).
 
-    AOTInductor can compile its kernels into the wrapper library (ExecuTorch's CUDA backend does): each is a
-    fatbin container stored as a byte array in ``.rodata``, at any byte offset. Inspect's scan looks at 8-aligned
-    offsets only (where the linker puts ``.nv_fatbin``), so for a library where it found nothing, every
-    occurrence of the container magic is tried here; an invalid candidate is skipped.
+    AOTInductor can compile its kernels into the wrapper library (ExecuTorch's CUDA backend does): each is
+    a fatbin container stored as a byte array in ``.rodata``, at any byte offset. Inspect's scan looks at
+    8-aligned offsets only (where the linker puts ``.nv_fatbin``), so for a library where it found nothing,
+    every occurrence of the container magic is tried here; an invalid candidate is skipped.
     """
     if report.device_code or report.error or report.host is None:
         return report
@@ -160,9 +160,7 @@ def with_embedded_kernels(buf: Buffer, report: FileReport) -> FileReport:
         return report
     entries = tuple(e for c in containers for e in c.entries)
     note = f"{len(containers)} fatbin containers embedded at unaligned offsets (AOTInductor embedded kernels)"
-    return replace(
-        report, containers=tuple(containers), device_code=entries, notes=(*report.notes, note)
-    )
+    return replace(report, containers=tuple(containers), device_code=entries, notes=(*report.notes, note))
 
 
 def _section_at(report: FileReport, offset: int) -> str | None:
