@@ -104,7 +104,10 @@ def _file(
     if f.device_code:
         console.print(_entries_table(f))
         relocatable = sum(1 for d in f.device_code if d.relocatable)
-        line = f"  {len(f.device_code)} entries in {len(f.containers) or 1} container(s)"
+        n, m = len(f.device_code), len(f.containers)
+        line = f"  {n} {'entry' if n == 1 else 'entries'}"
+        if m:
+            line += f" in {m} fatbin container{'' if m == 1 else 's'}"
         if relocatable:
             line += f"; {relocatable} relocatable (linked by nvlink, not loaded at run time)"
         console.print(line)
