@@ -317,3 +317,15 @@ def test_corrupt_container_inside_a_library(tmp_path: Path, capsys: pytest.Captu
     (f,) = report["files"]
     assert 0 < f["counts"]["entries"] < clean["files"][0]["counts"]["entries"]
     assert f["imports"] == clean["files"][0]["imports"]
+
+
+def test_user_guide_example_is_current(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/inspect.md shows the text report of the shipped example: it must be what the command prints."""
+    guide = (REPO / "docs" / "inspect.md").read_text()
+    shown = guide.split("$ cudaship inspect examples/libvecadd.so\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(REPO)
+    code, out, err = run(["examples/libvecadd.so"], capsys)
+    assert code == ExitCode.OK, err
+    assert out == shown
