@@ -86,7 +86,7 @@ def make_pt2(
         z.writestr(f"{root}/archive_format", "pt2")
         z.writestr(f"{root}/archive_version", "0")
         z.writestr(f"{root}/byteorder", "little")
-        z.write(wrapper, f"{base}/cwrapperhash.wrapper.so")
+        z.write(wrapper, f"{base}/cwrapperhash.wrapper{wrapper.suffix}")
         z.writestr(f"{base}/cwrapperhash.wrapper.cpp", "// generated\n")
         z.writestr(f"{base}/cwrapperhash.wrapper_metadata.json", json.dumps(metadata or aoti_metadata()))
         for i, cubin in enumerate(cubins):

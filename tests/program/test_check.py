@@ -125,3 +125,35 @@ def test_no_provenance(tmp_path: Path, package: Path) -> None:
     assert status(report, "provenance") is Status.FAIL
     assert status(report, "train") is Status.FAIL  # the train cannot be shown without provenance
     assert status(report, "arch") is Status.WARN  # the package itself still checks
+
+
+@pytest.fixture
+def windows_export(
+    tmp_path: Path, nvcc_build: Callable[[str], Path], mingw_build: Callable[[str], Path]
+) -> Path:
+    """A program compiled for Windows (as ExecuTorch's Linux-to-Windows route makes): a real mingw DLL that
+    imports cudart64_13.dll, beside a real sm_90a cubin."""
+    metadata = {"AOTI_DEVICE_KEY": "cuda", "AOTI_PLATFORM": "windows", "AOTI_MACHINE": "x86_64"}
+    pkg = make_pt2(
+        tmp_path / "win.pt2", mingw_build("cuda_consumer.dll"), [nvcc_build("cubin_sm90a")], metadata
+    )
+    return make_export_dir(tmp_path / "win", pkg, platform="windows-x86_64")
+
+
+@pytest.mark.parametrize(
+    ("tag", "version", "passed"),
+    [
+        pytest.param("win_amd64", "1.6.0+cu130", True, id="windows-cu130-wheel"),
+        pytest.param("win_amd64", "1.6.0+cu134", False, id="windows-cu134-wheel"),
+        pytest.param("manylinux_2_28_x86_64", "1.6.0+cu130", False, id="linux-wheel"),
+    ],
+)
+def test_windows_program_against_wheels(
+    windows_export: Path, tmp_path: Path, tag: str, version: str, passed: bool
+) -> None:
+    from cudaship.program.reader import read_program
+
+    info = read_program(windows_export)
+    assert (info.platform, info.cudart_majors) == ("windows", (13,))
+    report = check_program(windows_export, wheel=make_wheel(tmp_path, version, tag), gpu="9.0")
+    assert report.passed is passed, report.items
