@@ -25,7 +25,7 @@ from cudaship.checks.records import CheckResult, Finding, verdict
 from cudaship.checks.requirements import nvidia_requirements
 from cudaship.errors import CudashipError
 from cudaship.inspection.records import FileReport, RuntimeLinkage
-from cudaship.knowledge.releases import release_for, release_for_ptx_isa
+from cudaship.knowledge.releases import isa_tuple, release_for, release_for_ptx_isa
 from cudaship.wheel.metadata import DeclaredRequirement
 
 FAMILY = "consistency"
@@ -61,8 +61,8 @@ def _sources(report: FileReport) -> _Sources:
         if d.kind is DeviceCodeKind.PTX and d.version:
             try:
                 rel = release_for_ptx_isa(d.version)
-            except CudashipError:
-                rel = None
+            except CudashipError:  # not an X.Y version: nothing to compare
+                continue
             if rel is None:
                 s.unknown_isa.add(d.version)
             else:
@@ -98,13 +98,20 @@ def run(ctx: AuditContext) -> list[CheckResult]:
     else:
         shown.append("no train tag")
     for path, s in libs.items():
-        for isa in sorted(s.unknown_isa):
-            findings.append(
-                Finding(f"PTX ISA {isa} is newer than any CUDA release cudaship knows", file=path)
-            )
         labelled = s.labelled()
-        if labelled:
-            shown.append(f"{path}: {', '.join(label for label, _ in labelled)}")
+        parts = [label for label, _ in labelled]
+        # PTX newer than cudaship's data: shown; a failure only when it is newer than the tag's release
+        for isa in sorted(s.unknown_isa):
+            parts.append(f"PTX ISA {isa} (newer than cudaship's release data)")
+            if expected_isa is not None and isa_tuple(isa) > isa_tuple(expected_isa):
+                findings.append(
+                    Finding(
+                        f"PTX ISA {isa} is newer than the tag's release writes (PTX ISA {expected_isa})",
+                        file=path,
+                    )
+                )
+        if parts:
+            shown.append(f"{path}: {', '.join(parts)}")
         if not isinstance(train, str):
             for label, value in labelled:
                 if _major(value) != train.major:
