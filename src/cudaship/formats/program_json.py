@@ -78,3 +78,110 @@ def render_check(report: CheckReport) -> str:
 def render_run(report: RunReport) -> str:
     data = {"schema": SCHEMA, **_plain(report)}
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+_STR_OR_NULL = {"type": ["string", "null"]}
+_NUM_OR_NULL = {"type": ["number", "null"]}
+
+#: JSON Schema (draft 2020-12) of ``program inspect|check|run --format json``, schema 1.
+JSON_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "https://cudaship.invalid/schemas/program-1.json",
+    "$defs": {
+        "program": {
+            "type": "object",
+            "required": [
+                "path",
+                "kind",
+                "device",
+                "platform",
+                "sass",
+                "ptx",
+                "cudart_majors",
+                "members",
+                "notes",
+            ],
+            "properties": {
+                "path": {"type": "string"},
+                "kind": {"enum": ["pt2", "pte"]},
+                "device": _STR_OR_NULL,
+                "platform": _STR_OR_NULL,
+                "machine": _STR_OR_NULL,
+                "compute_capability": _STR_OR_NULL,
+                "sass": {"type": "array", "items": {"type": "string", "pattern": "^sm_[0-9]+[af]?$"}},
+                "ptx": {"type": "array", "items": {"type": "string", "pattern": "^compute_[0-9]+[af]?$"}},
+                "cudart_majors": {"type": "array", "items": {"type": "integer"}},
+                "members": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["name", "role", "size"],
+                        "properties": {
+                            "name": {"type": "string"},
+                            "role": {
+                                "enum": [
+                                    "wrapper-library",
+                                    "library",
+                                    "cubin",
+                                    "metadata",
+                                    "source",
+                                    "weights",
+                                    "other",
+                                ]
+                            },
+                            "size": {"type": "integer", "minimum": 0},
+                        },
+                    },
+                },
+                "notes": {"type": "array", "items": {"type": "string"}},
+            },
+        },
+        "environment": {
+            "type": ["object", "null"],
+            "properties": {
+                "driver": _STR_OR_NULL,
+                "capability": _STR_OR_NULL,
+                "memory_pools": {"type": ["boolean", "null"]},
+                "cudart": {"type": "array", "items": {"type": "string"}},
+                "compiler_on_path": _STR_OR_NULL,
+            },
+        },
+    },
+    "type": "object",
+    "required": ["schema"],
+    "properties": {"schema": {"const": SCHEMA}},
+    "oneOf": [
+        {
+            "required": ["programs"],
+            "properties": {"programs": {"type": "array", "items": {"$ref": "#/$defs/program"}}},
+        },
+        {
+            "required": ["checks", "passed", "target"],
+            "properties": {
+                "passed": {"type": "boolean"},
+                "checks": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["name", "status", "message"],
+                        "properties": {"status": {"enum": ["pass", "fail", "warn", "skip"]}},
+                    },
+                },
+                "program": {"oneOf": [{"type": "null"}, {"$ref": "#/$defs/program"}]},
+            },
+        },
+        {
+            "required": ["ok", "runs", "tolerance", "run_directory"],
+            "properties": {
+                "ok": {"type": "boolean"},
+                "max_abs_diff": _NUM_OR_NULL,
+                "load_s": _NUM_OR_NULL,
+                "latency_ms": _NUM_OR_NULL,
+                "eager_latency_ms": _NUM_OR_NULL,
+                "signal": _STR_OR_NULL,
+                "failure": _STR_OR_NULL,
+                "environment": {"$ref": "#/$defs/environment"},
+            },
+        },
+    ],
+}
