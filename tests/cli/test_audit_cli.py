@@ -347,3 +347,21 @@ def test_unreadable_wheel_among_others(
     jsonschema.validate(data, SCHEMA)
     assert [w["filename"] for w in data["wheels"]] == [good.name]
     assert err.count("\n") == 1 and err.startswith(f"cudaship: error: {bad}: not a readable zip archive")
+
+
+@pytest.mark.network
+def test_real_macos_wheel(
+    bitsandbytes_macos_wheel: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, data = run_json([str(bitsandbytes_macos_wheel)], capsys)
+    (wheel,) = data["wheels"]
+    assert (wheel["platform"], wheel["machine"]) == ("macos", "aarch64")
+    closure = [
+        c for c in data["checks"] if c["name"].startswith("closure: ") and c["name"].endswith(".dylib")
+    ]
+    assert closure and all(c["status"] == "pass" for c in closure)
+    assert code == ExitCode.OK

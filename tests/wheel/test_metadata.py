@@ -232,3 +232,20 @@ def test_unreadable_member_is_not_also_missing(tmp_path: Path) -> None:
     files = {"pkg/zeros.bin": b"\x00" * (wheelscan.RATIO_FLOOR + (1 << 20))}
     scan = scan_wheel(write_wheel(tmp_path, name="pkg", version="1.0", tag="py3-none-any", files=files))
     assert scan.record_problems == ()
+
+
+@pytest.mark.parametrize(
+    ("member", "installed"),
+    [
+        ("pkg/lib/a.so", "pkg/lib/a.so"),
+        ("pkg-1.0.data/platlib/pkg/lib/a.so", "pkg/lib/a.so"),
+        ("pkg-1.0.data/purelib/pkg/x.py", "pkg/x.py"),
+        ("pkg-1.0.data/scripts/tool", None),
+        ("pkg-1.0.data/headers/a.h", None),
+    ],
+    ids=["root", "platlib", "purelib", "scripts", "headers"],
+)
+def test_install_path(member: str, installed: str | None) -> None:
+    from cudaship.wheel.metadata import install_path
+
+    assert install_path(member, "pkg-1.0.dist-info") == installed
