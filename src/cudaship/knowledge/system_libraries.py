@@ -71,5 +71,3 @@ def provider_of(name: str, platform: str, extra_system: tuple[str, ...] = ()) ->
     if _matches(tables[(Provider.SYSTEM.value, platform)] + tuple(p.lower() for p in extra_system), name):
         return Provider.SYSTEM
     return None
-
-
