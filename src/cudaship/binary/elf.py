@@ -44,6 +44,7 @@ _MACHINES = {
     EM_CUDA: Machine.CUDA,
 }
 # sh_type
+SHF_EXECINSTR = 0x4
 SHT_NOBITS, SHT_DYNAMIC, SHT_DYNSYM = 8, 6, 11
 SHT_GNU_VERNEED, SHT_GNU_VERSYM = 0x6FFFFFFE, 0x6FFFFFFF
 # p_type
@@ -239,7 +240,13 @@ class _ElfReader:
         names = self.section_names(headers)
         phdrs = self.program_headers()
         sections = tuple(
-            Section(name, h.offset, 0 if h.type == SHT_NOBITS else h.size, h.addr)
+            Section(
+                name,
+                h.offset,
+                0 if h.type == SHT_NOBITS else h.size,
+                h.addr,
+                executable=bool(h.flags & SHF_EXECINSTR),
+            )
             for name, h in zip(names, headers, strict=True)
             if h.index != 0
         )

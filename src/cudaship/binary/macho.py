@@ -53,6 +53,8 @@ _DYLIB_LOADS = (
 
 N_STAB, N_TYPE, N_EXT = 0xE0, 0x0E, 0x01
 N_UNDF, N_SECT = 0x0, 0xE
+#: S_ATTR_PURE_INSTRUCTIONS | S_ATTR_SOME_INSTRUCTIONS (mach-o/loader.h)
+_S_ATTR_INSTRUCTIONS = 0x80000000 | 0x400
 _ZEROFILL = (0x1, 0xC, 0x12)  # S_ZEROFILL, S_GB_ZEROFILL, S_THREAD_LOCAL_ZEROFILL
 #: Sections scanned for library names stored as strings (by section name; any segment).
 _STRING_SECTIONS = ("__cstring", "__const")
@@ -167,7 +169,10 @@ def _read_thin(b: Bounded, base: int, end: int) -> HostBinary:
                 in_file = 0 if (sflags & 0xFF) in _ZEROFILL or offset == 0 else length
                 if in_file and offset + in_file > end - base:
                     raise b.fail(f"section {segname},{sectname} runs past the end of the file")
-                sections.append(Section(f"{segname},{sectname}", base + offset, in_file, addr))
+                executable = bool(sflags & _S_ATTR_INSTRUCTIONS)
+                sections.append(
+                    Section(f"{segname},{sectname}", base + offset, in_file, addr, executable=executable)
+                )
         elif cmd in _DYLIB_LOADS:
             imports.append((lc_str(cmd_at, size, f"load command {index} (dylib)"), []))
         elif cmd == LC_ID_DYLIB:

@@ -49,6 +49,8 @@ _U64 = struct.Struct("<Q")
 _DIRECTORY = struct.Struct("<II")
 _COFF = struct.Struct("<HHIIIHH")
 _SECTION = struct.Struct("<8sIIII")
+#: IMAGE_SCN_CNT_CODE | IMAGE_SCN_MEM_EXECUTE
+_SCN_CODE = 0x00000020 | 0x20000000
 _IMPORT_DESC = struct.Struct("<IIIII")
 _DELAY_DESC = struct.Struct("<IIIIIIII")
 _EXPORT_DIR = struct.Struct("<IIHHIIIIIII")
@@ -111,13 +113,16 @@ class _PeReader:
     def _sections(self) -> list[tuple[str, int, int, int, int]]:
         """(name, virtual address, virtual size, raw offset, raw size) for each section."""
         table = self.opt_off + self.opt_size
-        self.b.check(table, self.nsections * _SECTION.size, "section table")
+        self.b.check(table, self.nsections * 40, "section table")
         strtab = None
         if self.symtab_off and self.symtab_off + self.nsymbols * 18 + 4 <= self.b.size:
             strtab = self.symtab_off + self.nsymbols * 18
         out = []
+        self.section_is_code: list[bool] = []
         for index in range(self.nsections):
             raw_name, vsize, vaddr, raw_size, raw_off = _SECTION.unpack_from(self.b.buf, table + 40 * index)
+            (characteristics,) = _U32.unpack_from(self.b.buf, table + 40 * index + 36)
+            self.section_is_code.append(bool(characteristics & _SCN_CODE))
             name = raw_name.split(b"\x00", 1)[0].decode("utf-8", errors="replace")
             if name.startswith("/") and name[1:].isdigit() and strtab is not None:
                 (strsize,) = self.b.unpack(_U32, strtab, "COFF string table")
@@ -260,8 +265,10 @@ class _PeReader:
             imports=imports,
             exports=exports,
             sections=tuple(
-                Section(name, raw_off, raw_size, vaddr)
-                for name, vaddr, _vsize, raw_off, raw_size in self.sections
+                Section(name, raw_off, raw_size, vaddr, executable=code)
+                for (name, vaddr, _vsize, raw_off, raw_size), code in zip(
+                    self.sections, self.section_is_code, strict=True
+                )
             ),
             embedded_library_names=strings.library_names(
                 self.b.buf, ranges, wide=True, skip=self.table_strings

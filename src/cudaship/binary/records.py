@@ -1,19 +1,19 @@
 """Plain typed records produced by the binary readers.
 
-Every reader in :mod:`cudaship.binary` returns these frozen dataclasses and nothing else; checks, the knowledge
-base and renderers consume them. Readers take a buffer (``bytes``, ``memoryview`` or ``mmap``), never a path, and
-raise :class:`cudaship.errors.BinaryFormatError` (without a path; the caller adds it) on bad input.
+Every reader in :mod:`cudaship.binary` returns these frozen dataclasses and nothing else; checks, the
+knowledge base and renderers consume them. Readers take a buffer (``bytes``, ``memoryview`` or ``mmap``),
+never a path, and raise :class:`cudaship.errors.BinaryFormatError` (without a path; the caller adds it) on
+bad input.
 """
 
 from __future__ import annotations
 
+import mmap
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Union
-import mmap
 
 #: What a reader accepts: anything sliceable with ``len`` that yields bytes.
-Buffer = Union[bytes, bytearray, memoryview, mmap.mmap]
+Buffer = bytes | bytearray | memoryview | mmap.mmap
 
 
 class FileFormat(str, Enum):
@@ -46,6 +46,9 @@ class Section:
     offset: int  #: file offset of its bytes
     size: int  #: bytes present in the file (0 for NOBITS / uninitialized data)
     address: int = 0  #: virtual address (RVA for PE)
+    #: holds machine code (ELF SHF_EXECINSTR, PE IMAGE_SCN_MEM_EXECUTE / CNT_CODE, Mach-O instruction
+    #: attributes). The device-code scan does not search these: linkers place fatbins in data sections.
+    executable: bool = False
 
 
 @dataclass(frozen=True)
@@ -89,14 +92,14 @@ class HostBinary:
     rpath: tuple[str, ...] = ()  #: ELF DT_RPATH entries; Mach-O LC_RPATH
     runpath: tuple[str, ...] = ()  #: ELF DT_RUNPATH entries
     imports: tuple[Import, ...] = ()
-    exports: tuple[str, ...] = ()  #: defined dynamic symbols (ELF), export table names (PE), exported (Mach-O)
-    undefined_symbols: tuple[ImportedSymbol, ...] = ()  #: ELF: undefined dynamic symbols (not weak-only noise)
+    exports: tuple[str, ...] = ()  #: defined dynamic symbols (ELF), exports (PE, Mach-O)
+    undefined_symbols: tuple[ImportedSymbol, ...] = ()  #: ELF: undefined dynamic symbols
     sections: tuple[Section, ...] = ()
     #: Library names stored as strings in read-only data (``libcuda.so.1``, ``nvcuda.dll``, ...): evidence of
     #: dlopen / LoadLibrary. Only names matching a library-like pattern are kept.
     embedded_library_names: tuple[str, ...] = ()
-    #: Strings only the CUDA runtime itself stores (``cudaGetExportTable``, ``__cudaRegisterFatBinary``), found
-    #: in the same read-only data: evidence that the runtime is linked in statically (analysis.linkage).
+    #: Strings only the CUDA runtime itself stores (``cudaGetExportTable``, ``__cudaRegisterFatBinary``),
+    #: found in the same read-only data: evidence that the runtime is linked in statically (analysis.linkage).
     cuda_markers: tuple[str, ...] = ()
 
 
