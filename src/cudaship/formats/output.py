@@ -11,7 +11,7 @@ from cudaship.errors import UsageError
 
 
 def write_report(text: str, output: str | Path | None) -> None:
-    """Write ``text`` to ``output`` atomically (temp file + rename), or to stdout when ``output`` is None/'-'."""
+    """Write ``text`` to ``output`` atomically (temp file + rename), or to stdout for None or '-'."""
     if output is None or str(output) == "-":
         sys.stdout.write(text)
         if text and not text.endswith("\n"):
