@@ -37,7 +37,7 @@ class Bounded:
         self.what = what
 
     def fail(self, message: str) -> BinaryFormatError:
-        return BinaryFormatError(f"{self.what}: {message}")
+        return BinaryFormatError(f"{self.what}: {one_line(message)}")
 
     def check(self, offset: int, length: int, field: str) -> None:
         """Raise unless ``length`` bytes at ``offset`` lie inside the buffer."""
@@ -70,6 +70,15 @@ class Bounded:
         """A string stored in a fixed-size, NUL-padded field (PE section names, Mach-O segment names)."""
         raw = self.read(offset, length, field)
         return decode(raw.split(b"\x00", 1)[0])
+
+
+#: Characters a terminal may break a line at (names read from a file can hold any of them).
+_LINE_BREAKING = re.compile("[\x00-\x1f\x7f\x85\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """``text`` with control and line-breaking characters shown as escapes, so an error stays one line."""
+    return _LINE_BREAKING.sub(lambda m: ascii(m.group())[1:-1], text)
 
 
 def decode(raw: bytes) -> str:

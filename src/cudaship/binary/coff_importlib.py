@@ -96,7 +96,7 @@ def _ar_members(b: Bounded) -> list[tuple[str, int, int]]:
             raise b.fail(f"member header at offset {at:#x} is corrupt (no terminator)")
         raw_name = header[:16].decode("latin-1").rstrip(" ")
         size_text = header[48:58].decode("latin-1").strip()
-        if not size_text.isdigit():
+        if not (size_text.isascii() and size_text.isdigit()):
             raise b.fail(f"member header at offset {at:#x} has a bad size {size_text!r}")
         size = int(size_text)
         data = at + _AR_HEADER
@@ -105,12 +105,12 @@ def _ar_members(b: Bounded) -> list[tuple[str, int, int]]:
         if raw_name == "//":
             long_names = (data, data + size)
         elif raw_name.startswith("#1/"):  # BSD: the name follows the header
-            length = int(raw_name[3:]) if raw_name[3:].isdigit() else -1
+            length = int(raw_name[3:]) if raw_name[3:].isascii() and raw_name[3:].isdigit() else -1
             if not 0 <= length <= size:
                 raise b.fail(f"member header at offset {at:#x} has a bad BSD name length")
             name = decode(b.read(data, length, "member name").rstrip(b"\x00"))
             data, size = data + length, size - length
-        elif raw_name.startswith("/") and raw_name[1:].isdigit():
+        elif raw_name.startswith("/") and raw_name[1:].isascii() and raw_name[1:].isdigit():
             if long_names is None:
                 raise b.fail(
                     f"member at offset {at:#x} refers to a long name but the archive has no name table"
@@ -206,7 +206,7 @@ def _coff_object(b: Bounded, start: int, size: int, member: str) -> _CoffObject 
             _COFF_SECTION.unpack_from(b.buf, table + k * _COFF_SECTION.size)
         )
         name = decode(raw_name.split(b"\x00", 1)[0])
-        if name.startswith("/") and name[1:].isdigit() and strsize:
+        if name.startswith("/") and name[1:].isascii() and name[1:].isdigit() and strsize:
             offset = int(name[1:])
             if 4 <= offset < strsize:
                 name = b.cstring(strtab + offset, strtab + strsize, f"{where} section name")

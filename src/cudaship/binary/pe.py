@@ -124,7 +124,7 @@ class _PeReader:
             (characteristics,) = _U32.unpack_from(self.b.buf, table + 40 * index + 36)
             self.section_is_code.append(bool(characteristics & _SCN_CODE))
             name = raw_name.split(b"\x00", 1)[0].decode("utf-8", errors="replace")
-            if name.startswith("/") and name[1:].isdigit() and strtab is not None:
+            if name.startswith("/") and name[1:].isascii() and name[1:].isdigit() and strtab is not None:
                 (strsize,) = self.b.unpack(_U32, strtab, "COFF string table")
                 offset = int(name[1:])
                 if 4 <= offset < strsize:

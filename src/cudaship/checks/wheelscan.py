@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import lzma
 import mmap
 import os
 import queue
@@ -402,7 +403,7 @@ def scan_wheel(
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as e:
         raise WheelError(f"not a readable zip archive: {e}", path=label) from None
     with zf:
-        infos = [i for i in zf.infolist() if not i.is_dir()]
+        infos = [i for i in zf.infolist() if not i.filename.endswith("/")]  # is_dir() fails on ""
         names = [i.filename for i in infos]
         seen: set[str] = set()
         for n in names:
@@ -422,7 +423,16 @@ def scan_wheel(
             dist = read_dist_info(dist_dir, meta)
         except WheelError as e:
             raise e.with_path(label) from None
-        except (zipfile.BadZipFile, EOFError, OSError, ValueError, NotImplementedError, RuntimeError) as e:
+        except (
+            zipfile.BadZipFile,
+            EOFError,
+            OSError,
+            ValueError,
+            NotImplementedError,
+            RuntimeError,
+            zlib.error,
+            lzma.LZMAError,
+        ) as e:
             raise WheelError(f"cannot read .dist-info: {type(e).__name__}: {e}", path=label) from None
 
     verifier = RecordVerifier(dist.record)

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import io
 import json
+import lzma
 import mmap
 import re
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -33,6 +35,7 @@ from cudaship.errors import BinaryFormatError, ProgramError
 from cudaship.inspection.dispatch import inspect_buffer
 from cudaship.inspection.records import FileReport
 from cudaship.program.records import MemberRole, ProgramInfo, ProgramKind, ProgramMember
+from cudaship.wheel.archive import MAX_RATIO, RATIO_FLOOR
 
 #: Largest member read (declared size); a package member beyond it is reported, not read.
 MAX_MEMBER_SIZE = 8 << 30
@@ -191,7 +194,7 @@ def _read_pt2(source: _BufferFile, path: str) -> ProgramInfo:
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as e:
         raise ProgramError(f"not an AOTInductor package: not a zip archive ({e})", path=path) from None
     with archive:
-        infos = [i for i in archive.infolist() if not i.is_dir()]
+        infos = [i for i in archive.infolist() if not i.filename.endswith("/")]  # is_dir() fails on ""
         names = [i.filename for i in infos]
         model_dirs = sorted({m.group(1) for n in names if (m := re.search(r"data/aotinductor/([^/]+)/", n))})
         if not model_dirs:
@@ -245,7 +248,7 @@ def _read_metadata(
     try:
         with archive.open(info) as f:
             data = json.loads(f.read(MAX_METADATA_SIZE + 1).decode("utf-8"))
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib.error, lzma.LZMAError) as e:
         notes.append(f"{info.filename}: unreadable metadata ({_one_line(e)})")
         return
     if not isinstance(data, dict):
@@ -263,6 +266,14 @@ def _inspect_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> FileRepo
             format=None,
             size=info.file_size,
             error=f"member larger than {MAX_MEMBER_SIZE}",
+        )
+    if info.file_size > RATIO_FLOOR and info.file_size > MAX_RATIO * max(info.compress_size, 1):
+        ratio = info.file_size // max(info.compress_size, 1)
+        return FileReport(
+            path=info.filename,
+            format=None,
+            size=info.file_size,
+            error=f"compression ratio {ratio}:1 over the {MAX_RATIO}:1 limit (zip bomb?)",
         )
     try:
         with _member_buffer(archive, info) as buf:
@@ -295,7 +306,16 @@ def _member_buffer(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Iterator[
                     return
                 with mmap.mmap(tmp.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
                     yield mapped
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as e:
+    except (
+        zipfile.BadZipFile,
+        OSError,
+        EOFError,
+        ValueError,
+        NotImplementedError,
+        RuntimeError,  # an encrypted member
+        zlib.error,
+        lzma.LZMAError,
+    ) as e:
         raise ProgramError(f"corrupt member ({_one_line(e)})") from None
 
 

@@ -2,9 +2,9 @@
 
 Every member is checked before anything is written for it: no absolute paths (``/x``, ``\\x``, ``C:x``, UNC),
 no ``..``, no NUL, links only to places inside the destination, no device files or FIFOs, no writing through a
-link, and a cap on the number of members and the bytes they expand to (counted as they are written, not as
-the headers claim). ``tarfile.data_filter`` is applied too where the Python version has it, as a second line
-of defence. Files are written by this module, never by ``extractall``.
+link, no two paths that differ only by case, and a cap on the number of members and the bytes they expand to
+(counted as they are written, not as the headers claim). ``tarfile.data_filter`` is applied too where the
+Python version has it, as a second line of defence. Files are written by this module, never by ``extractall``.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from cudaship.errors import ToolkitError
 _CHUNK = 1 << 20
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _MAX_LINK_TARGET = 4096
+#: Bytes any archive may expand to whatever its compression ratio.
+RATIO_FLOOR = 32 << 20
 
 #: Maps an archive path (top directory stripped) to a toolkit path, or None to skip the member.
 Remap = Callable[[str], "str | None"]
@@ -38,6 +40,9 @@ class ExtractLimits:
     max_total_bytes: int = 32 << 30  #: all members together, as written
     max_member_bytes: int = 16 << 30
     max_members: int = 200_000
+    #: all members together may expand to at most this many times the archive's size (plus
+    #: :data:`RATIO_FLOOR`): CUDA's .tar.xz and .zip archives expand 3-10x; a zip bomb expands 1000x
+    max_ratio: int = 200
 
 
 @dataclass
@@ -45,6 +50,13 @@ class ExtractResult:
     files: dict[str, int] = field(default_factory=dict)  #: toolkit-relative path -> bytes written
     links: dict[str, str] = field(default_factory=dict)  #: toolkit-relative path -> link target
     total_bytes: int = 0
+
+
+def _size(archive: Path) -> int:
+    try:
+        return archive.stat().st_size
+    except OSError:
+        return 0  # opening it fails next, with the message that says why
 
 
 def _one_line(error: BaseException) -> str:
@@ -85,11 +97,24 @@ def _check_link_target(rel: str, target: str, archive_name: str) -> str:
 class _Writer:
     """Writes members under ``dest``; owns the checks that depend on what is already there."""
 
-    def __init__(self, dest: Path, limits: ExtractLimits) -> None:
+    def __init__(self, dest: Path, limits: ExtractLimits, archive_size: int) -> None:
         self.dest = dest
         self.limits = limits
+        #: the total as written may not pass the limit, nor the archive's size times the ratio limit
+        self.total_cap = min(limits.max_total_bytes, archive_size * limits.max_ratio + RATIO_FLOOR)
         self.result = ExtractResult()
         self.members = 0
+        self.spellings: dict[str, str] = {}  #: case-folded path (and each parent) -> its first spelling
+
+    def claim(self, rel: str) -> None:
+        """Refuse a path that differs from an earlier one only by case: on Windows and macOS both name the
+        same file, so which one survives would depend on the member order and the host."""
+        parts = rel.split("/")
+        for i in range(1, len(parts) + 1):
+            spelled = "/".join(parts[:i])
+            first = self.spellings.setdefault(spelled.casefold(), spelled)
+            if first != spelled:
+                raise ToolkitError(f"members {first!r} and {spelled!r} differ only by case")
 
     def count_member(self) -> None:
         self.members += 1
@@ -99,10 +124,11 @@ class _Writer:
     def check_size(self, declared: int, name: str) -> None:
         if declared > self.limits.max_member_bytes:
             raise ToolkitError(f"member {name!r} expands to {declared} bytes, over the limit")
-        if self.result.total_bytes + declared > self.limits.max_total_bytes:
-            raise ToolkitError(f"archive expands past {self.limits.max_total_bytes} bytes")
+        if self.result.total_bytes + declared > self.total_cap:
+            raise ToolkitError(f"archive expands past {self.total_cap} bytes (zip bomb?)")
 
     def _target(self, rel: str) -> Path:
+        self.claim(rel)
         path = self.dest
         for part in rel.split("/")[:-1]:
             path = path / part
@@ -121,6 +147,7 @@ class _Writer:
     def directory(self, rel: str) -> None:
         if not rel:
             return
+        self.claim(rel)
         path = self.dest
         for part in rel.split("/"):
             path = path / part
@@ -136,7 +163,7 @@ class _Writer:
                 written += len(chunk)
                 if (
                     written > self.limits.max_member_bytes
-                    or self.result.total_bytes + written > self.limits.max_total_bytes
+                    or self.result.total_bytes + written > self.total_cap
                 ):
                     raise ToolkitError(f"archive expands past the size limit while writing {rel!r}")
                 out.write(chunk)
@@ -257,11 +284,11 @@ def extract_tar(
     label: str | None = None,
 ) -> ExtractResult:
     label = label or archive.name
-    writer = _Writer(dest, limits or ExtractLimits())
+    writer = _Writer(dest, limits or ExtractLimits(), _size(archive))
     strip = _Stripper(strip_top)
     try:
         tf = _open_tar(archive, label.lower())
-    except (tarfile.TarError, EOFError, OSError, lzma.LZMAError) as e:
+    except (tarfile.TarError, EOFError, OSError, lzma.LZMAError, zlib.error, ValueError) as e:
         raise ToolkitError(f"{label}: not a readable tar archive: {_one_line(e)}") from e
     try:
         for member in tf:
@@ -269,7 +296,7 @@ def extract_tar(
             _tar_member(tf, member, writer, strip, remap)
     except ToolkitError as e:
         raise ToolkitError(f"{label}: {e.message}") from e
-    except (tarfile.TarError, EOFError, lzma.LZMAError, zlib.error, OSError) as e:
+    except (tarfile.TarError, EOFError, lzma.LZMAError, zlib.error, OSError, ValueError) as e:
         if isinstance(e, OSError) and e.filename is not None:
             raise ToolkitError(f"cannot write {e.filename}: {e.strerror}") from e
         raise ToolkitError(f"{label}: corrupt archive: {_one_line(e)}") from e
@@ -313,11 +340,12 @@ def extract_zip(
 ) -> ExtractResult:
     """Extract a zip (or a wheel); ``only`` filters raw member names before any other step."""
     label = label or archive.name
-    writer = _Writer(dest, limits or ExtractLimits())
+    writer = _Writer(dest, limits or ExtractLimits(), _size(archive))
     strip = _Stripper(strip_top)
     try:
         zf = zipfile.ZipFile(archive)
-    except (zipfile.BadZipFile, OSError) as e:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as e:
+        # ValueError: a member name that is not valid UTF-8 although its header says it is
         raise ToolkitError(f"{label}: not a readable zip archive: {_one_line(e)}") from e
     try:
         for info in zf.infolist():
@@ -327,7 +355,17 @@ def extract_zip(
             _zip_member(zf, info, writer, strip, remap)
     except ToolkitError as e:
         raise ToolkitError(f"{label}: {e.message}") from e
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, zlib.error, lzma.LZMAError, OSError) as e:
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        EOFError,
+        zlib.error,
+        lzma.LZMAError,
+        OSError,
+        ValueError,  # bad member names or headers
+        NotImplementedError,  # a compression method zipfile lacks
+        RuntimeError,  # an encrypted member
+    ) as e:
         if isinstance(e, OSError) and e.filename is not None:
             raise ToolkitError(f"cannot write {e.filename}: {e.strerror}") from e
         raise ToolkitError(f"{label}: corrupt archive: {_one_line(e)}") from e

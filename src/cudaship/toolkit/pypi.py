@@ -13,6 +13,7 @@ import hashlib
 import subprocess
 import sys
 import zipfile
+import zlib
 from dataclasses import dataclass
 from email.parser import HeaderParser
 from pathlib import Path
@@ -103,8 +104,18 @@ def _metadata_requirements(wheel: Path) -> list[Requirement]:
             if len(names) != 1:
                 raise ToolkitError(f"{wheel.name}: no single .dist-info/METADATA")
             text = zf.read(names[0]).decode("utf-8")
-    except (zipfile.BadZipFile, OSError, UnicodeDecodeError, KeyError) as e:
-        raise ToolkitError(f"{wheel.name}: unreadable wheel: {e}") from e
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        OSError,
+        EOFError,
+        ValueError,  # UnicodeDecodeError included
+        KeyError,
+        zlib.error,
+        NotImplementedError,
+        RuntimeError,
+    ) as e:
+        raise ToolkitError(f"{wheel.name}: unreadable wheel: {_one_line(e)}") from e
     message = HeaderParser().parsestr(text)
     requirements = []
     for line in message.get_all("Requires-Dist") or []:
@@ -194,6 +205,11 @@ def _record_digest(value: str) -> tuple[str, str]:
     return algorithm, encoded
 
 
+def _one_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
+
+
 def verify_record(wheel: Path) -> None:
     """Check the wheel's RECORD: every member listed with a hash that matches; else ToolkitError."""
     label = wheel.name
@@ -213,7 +229,7 @@ def verify_record(wheel: Path) -> None:
                 listed[path] = _record_digest(digest_text)
             for info in zf.infolist():
                 if (
-                    info.is_dir()
+                    info.filename.endswith("/")  # is_dir() fails on an empty name
                     or info.filename == record_name
                     or info.filename.endswith((".dist-info/RECORD.jws", ".dist-info/RECORD.p7s"))
                 ):
@@ -234,5 +250,14 @@ def verify_record(wheel: Path) -> None:
             missing = [p for p in listed if p != record_name and not p.endswith("/")]
             if missing:
                 raise ToolkitError(f"{label}: RECORD lists {missing[0]}, which the wheel lacks")
-    except (zipfile.BadZipFile, OSError, UnicodeDecodeError) as e:
-        raise ToolkitError(f"{label}: unreadable wheel: {e}") from e
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        OSError,
+        EOFError,
+        ValueError,  # UnicodeDecodeError included
+        zlib.error,
+        NotImplementedError,  # a compression method zipfile lacks
+        RuntimeError,  # an encrypted member
+    ) as e:
+        raise ToolkitError(f"{label}: unreadable wheel: {_one_line(e)}") from e

@@ -16,11 +16,13 @@ name, ``WHEEL`` and ``METADATA``.
 
 from __future__ import annotations
 
+import lzma
 import mmap
 import os
 import re
 import struct
 import zipfile
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -142,7 +144,7 @@ class WheelArchive:
         if self._members is None:
             found = []
             for info in self._zip.infolist():
-                if info.is_dir():
+                if info.filename.endswith("/"):  # is_dir() fails on an empty name
                     continue
                 found.append(
                     Member(
@@ -166,7 +168,16 @@ class WheelArchive:
                 return bytes(self._map[start : start + min(n, member.size)])
             with self._zip.open(member.name) as f:
                 return f.read(n)
-        except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as e:
+        except (
+            zipfile.BadZipFile,
+            OSError,
+            EOFError,
+            ValueError,
+            NotImplementedError,
+            RuntimeError,
+            zlib.error,
+            lzma.LZMAError,
+        ) as e:
             raise WheelError(f"member {member.name}: {_reason(e)}", path=self._label) from e
 
     def native_members(self) -> Iterator[Member]:
@@ -259,7 +270,15 @@ class WheelArchive:
                 raise WheelError(
                     f"member {member.name}: cannot unpack: {_reason(e)}", path=self._label
                 ) from e
-            except (zipfile.BadZipFile, EOFError, ValueError, NotImplementedError, RuntimeError) as e:
+            except (
+                zipfile.BadZipFile,
+                EOFError,
+                ValueError,
+                NotImplementedError,
+                RuntimeError,
+                zlib.error,
+                lzma.LZMAError,
+            ) as e:
                 raise WheelError(f"member {member.name}: {_reason(e)}", path=self._label) from e
             if written != member.size:
                 raise WheelError(
@@ -303,7 +322,16 @@ class WheelArchive:
         try:
             with self._zip.open(info) as f:
                 return f.read(limit + 1).decode("utf-8", errors="replace")
-        except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as e:
+        except (
+            zipfile.BadZipFile,
+            OSError,
+            EOFError,
+            ValueError,
+            NotImplementedError,
+            RuntimeError,
+            zlib.error,
+            lzma.LZMAError,
+        ) as e:
             raise WheelError(f"member {name}: {_reason(e)}", path=self._label) from e
 
     def dist_info(self) -> str | None:

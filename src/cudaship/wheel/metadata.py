@@ -20,7 +20,8 @@ import io
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from email.parser import BytesHeaderParser
+from email.message import Message
+from email.parser import HeaderParser
 
 from packaging.markers import InvalidMarker, Marker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.requirements import InvalidRequirement, Requirement
@@ -104,10 +105,19 @@ class DistInfo:
 # -------------------------------------------------------------------------------------------------
 
 
+def _headers(data: bytes) -> Message:
+    """The header block of METADATA or WHEEL (UTF-8, as the core metadata spec says).
+
+    Decoded before parsing: parsing bytes keeps undecodable bytes as surrogates, and the email package then
+    hands such a value back as an ``email.header.Header`` object, not a ``str``.
+    """
+    return HeaderParser().parsestr(data.decode("utf-8", errors="replace"))
+
+
 def parse_metadata(data: bytes) -> Metadata:
     """Parse METADATA (an RFC 822 style header block); a missing Name or Version is an error."""
     try:
-        message = BytesHeaderParser().parsebytes(data)
+        message = _headers(data)
     except Exception as e:  # the email parser is lenient; be safe anyway
         raise WheelError(f"METADATA is unreadable: {e}") from e
     name = (message.get("Name") or "").strip()
@@ -168,7 +178,7 @@ def platform_from_tag(platform_tag: str) -> TargetPlatform:
 
 def parse_wheel_file(data: bytes) -> WheelFile:
     try:
-        message = BytesHeaderParser().parsebytes(data)
+        message = _headers(data)
     except Exception as e:
         raise WheelError(f"WHEEL is unreadable: {e}") from e
     tags = tuple(t.strip() for t in message.get_all("Tag") or () if t.strip())

@@ -1,0 +1,1 @@
+"""Fuzzing harnesses for cudaship's readers: ``python -m fuzz TARGET --time 60`` (docs/reliability.md)."""

@@ -1,0 +1,1 @@
+"""One harness module per fuzz target; each exposes ``TARGET`` (a :class:`fuzz._harness.Target`)."""
