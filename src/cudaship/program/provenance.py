@@ -68,7 +68,7 @@ def parse_provenance(text: str, label: str) -> Provenance:
         else:
             values[key] = value
     package = values["package"]
-    if "/" in package or "\\" in package or package.startswith("."):
+    if "/" in package or "\\" in package or ":" in package or package.startswith("."):  # ":": C:x on Windows
         raise ProgramError(f"key 'package' must name a file in the directory, not {package!r}", path=label)
     return Provenance(**values)
 
