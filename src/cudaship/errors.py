@@ -6,7 +6,13 @@ prints ``str(error)`` as one line and exits with ``error.exit_code``. Anything e
 
 from __future__ import annotations
 
+import re
+
 from cudaship.exitcodes import ExitCode
+
+#: Shown escaped in an error's text: line breaks (an error is one line even when a file name, a symbol or a
+#: TOML key from a hostile input holds one) and terminal control characters. Tab stays as it is.
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f\x85\u2028\u2029]")
 
 
 class CudashipError(Exception):
@@ -26,7 +32,8 @@ class CudashipError(Exception):
         return self
 
     def __str__(self) -> str:
-        return f"{self.path}: {self.message}" if self.path else self.message
+        text = f"{self.path}: {self.message}" if self.path else self.message
+        return _CONTROL.sub(lambda m: ascii(m.group())[1:-1], text)
 
 
 class UsageError(CudashipError):

@@ -298,8 +298,12 @@ def parse_record(data: bytes) -> tuple[RecordEntry, ...]:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise WheelError("RECORD is not UTF-8 text") from None
+    try:
+        rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error as e:  # e.g. a lone carriage return inside a field
+        raise WheelError(f"RECORD is not valid CSV: {e}") from None
     entries: list[RecordEntry] = []
-    for lineno, row in enumerate(csv.reader(io.StringIO(text)), start=1):
+    for lineno, row in enumerate(rows, start=1):
         if not row or (len(row) == 1 and not row[0].strip()):
             continue
         if len(row) != 3:
