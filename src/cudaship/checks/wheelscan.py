@@ -16,7 +16,6 @@ import lzma
 import mmap
 import os
 import queue
-import re
 import struct
 import tempfile
 import threading
@@ -32,6 +31,7 @@ from typing import IO
 from cudaship.binary.records import Buffer, DeviceCode, DeviceCodeKind
 from cudaship.errors import CudashipError, WheelError
 from cudaship.inspection.records import FileReport
+from cudaship.wheel.archive import MAGIC_BYTES, is_native_member
 from cudaship.wheel.metadata import (
     DistInfo,
     RecordProblem,
@@ -77,34 +77,6 @@ _THREADED_HASH = 8 << 20
 _CHUNK = 1 << 20
 #: Largest dist-info file (METADATA, WHEEL, RECORD) read.
 _META_LIMIT = 64 << 20
-
-_NATIVE_NAME = re.compile(
-    r"(?:\.so(?:\.[0-9][0-9A-Za-z.]*)?|\.dll|\.pyd|\.exe|\.dylib|\.cubin|\.fatbin|\.ptx|\.lib)$",
-    re.IGNORECASE,
-)
-_NEVER_NATIVE = re.compile(
-    r"(?:\.py|\.pyi|\.pyc|\.txt|\.md|\.rst|\.json|\.toml|\.cfg|\.ini|\.yaml|\.yml|\.h|\.hpp|\.hh|\.cuh|\.inl"
-    r"|\.c|\.cc|\.cpp|\.cu|\.cmake|\.html|\.css|\.js|\.typed|\.dist-info/[^/]+)$",
-    re.IGNORECASE,
-)
-_MAGICS = (
-    b"\x7fELF",
-    b"MZ",
-    b"\xfe\xed\xfa\xce",
-    b"\xce\xfa\xed\xfe",
-    b"\xfe\xed\xfa\xcf",
-    b"\xcf\xfa\xed\xfe",
-    b"\xca\xfe\xba\xbe",
-    b"\x50\xed\x55\xba",
-    b"!<arch>\n",
-)
-
-
-def is_native(name: str, head: bytes) -> bool:
-    """Whether the audit reads this member as a binary: by name, or by its first bytes."""
-    if _NEVER_NATIVE.search(name):
-        return False
-    return bool(_NATIVE_NAME.search(name)) or head.startswith(_MAGICS)
 
 
 @dataclass(frozen=True)
@@ -355,7 +327,7 @@ def _scan_member(
     try:
         chunks = _chunks(fp, zf, info)
         first = next(chunks, b"")
-        if is_native(name, first[:16]):
+        if is_native_member(name, first[:MAGIC_BYTES]):
             sink = _Sink(info.file_size, budget)
         for chunk in itertools.chain((first,), chunks):
             size += len(chunk)
@@ -400,7 +372,14 @@ def scan_wheel(
         zf = zipfile.ZipFile(path)
     except FileNotFoundError:
         raise WheelError("no such file", path=label) from None
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as e:
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        OSError,
+        ValueError,
+        EOFError,
+        NotImplementedError,
+    ) as e:
         raise WheelError(f"not a readable zip archive: {e}", path=label) from None
     with zf:
         infos = [i for i in zf.infolist() if not i.filename.endswith("/")]  # is_dir() fails on ""

@@ -70,6 +70,7 @@ BINARY_MAGICS: tuple[bytes, ...] = (
     b"\xca\xfe\xba\xbe",
     b"\xca\xfe\xba\xbf",
     b"\x50\xed\x55\xba",
+    b"!<arch>\n",
 )
 
 
@@ -81,6 +82,13 @@ def looks_native(name: str, head: bytes) -> bool:
         # a fat Mach-O counts a few architectures here; a Java class file stores its version (>= 45)
         return len(head) >= 8 and 0 < int.from_bytes(head[4:8], "big") < 45
     return any(head.startswith(magic) for magic in BINARY_MAGICS)
+
+
+def is_native_member(name: str, head: bytes) -> bool:
+    """Whether a wheel member is worth reading as a binary: never text, sources or metadata by name; else
+    a binary by name or by its first bytes (``head``, at least :data:`MAGIC_BYTES` of them when the member
+    is that long)."""
+    return not _TEXT_NAME.search(name) and looks_native(name, head)
 
 
 @dataclass(frozen=True)
@@ -114,7 +122,14 @@ class WheelArchive:
             self._map: mmap.mmap | None = (
                 mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) if self._size else None
             )
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as e:
+        except (
+            zipfile.BadZipFile,
+            zipfile.LargeZipFile,
+            OSError,
+            ValueError,
+            EOFError,
+            NotImplementedError,
+        ) as e:
             self._file.close()
             raise WheelError(f"not a readable zip archive: {_reason(e)}", path=self._label) from e
         self._members: tuple[Member, ...] | None = None
@@ -185,7 +200,7 @@ class WheelArchive:
         for member in self.members():
             if member.size == 0 or _TEXT_NAME.search(member.name):
                 continue
-            if _NATIVE_NAME.search(member.name) or looks_native(member.name, self.head(member)):
+            if is_native_member(member.name, self.head(member)):
                 yield member
 
     # -- member access --------------------------------------------------------------------------------------
