@@ -19,11 +19,14 @@ immediate operand in host code).
 from __future__ import annotations
 
 import bisect
+import itertools
 import mmap
-import re
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
+from cudaship.binary._search import Finder, open_finder
 from cudaship.binary.cubin import cubin_is_relocatable, is_cubin, read_cubin
 from cudaship.binary.fatbin import CONTAINER_MAGIC_BYTES, read_container
 from cudaship.binary.ptx import looks_like_ptx, read_ptx, virtual_arch
@@ -81,20 +84,6 @@ def is_relocatable_section(name: str | None) -> bool:
     return name.rsplit(",", 1)[-1] in RELOCATABLE_SECTIONS
 
 
-def _finder(buf: Buffer) -> Callable[[int], int]:
-    """``find(pos)`` for the magic: the buffer's own ``find`` (bytes, bytearray, mmap) or a regex search."""
-    find = getattr(buf, "find", None)
-    if find is not None:
-        return lambda pos: int(find(CONTAINER_MAGIC_BYTES, pos))
-    pattern = re.compile(re.escape(CONTAINER_MAGIC_BYTES))
-
-    def search(pos: int) -> int:
-        match = pattern.search(buf, pos)
-        return -1 if match is None else int(match.start())
-
-    return search
-
-
 class _SectionIndex:
     def __init__(self, sections: Sequence[Section]) -> None:
         present = sorted((s for s in sections if s.size > 0), key=lambda s: (s.offset, -s.size))
@@ -138,18 +127,21 @@ def _searched_ranges(size: int, sections: Sequence[Section]) -> list[tuple[int, 
 
 class _PageReleaser:
     """Drops the pages of an ``mmap`` that the search has passed, so a 500 MB library searched end to end does
-    not stay resident. For other buffers it does nothing."""
+    not stay resident. For other buffers it does nothing. ``start``: where this searcher began (a worker
+    searching one chunk releases only its own chunk's pages)."""
 
     WINDOW = 32 << 20
 
-    def __init__(self, buf: Buffer) -> None:
+    def __init__(self, buf: Buffer, start: int = 0) -> None:
         self._map = buf if isinstance(buf, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED") else None
-        self._released = 0
+        self._released = start - start % mmap.PAGESIZE
 
-    def passed(self, pos: int) -> None:
-        if self._map is None or pos - self._released < self.WINDOW:
+    def passed(self, pos: int, *, window: int = WINDOW) -> None:
+        if self._map is None or pos - self._released < window:
             return
         end = pos - pos % mmap.PAGESIZE
+        if end <= self._released:
+            return
         try:
             self._map.madvise(mmap.MADV_DONTNEED, self._released, end - self._released)
         except (OSError, ValueError):  # pragma: no cover - advice only; never fail a scan over it
@@ -158,43 +150,185 @@ class _PageReleaser:
         self._released = end
 
 
+class _Event(NamedTuple):
+    """What the scan did at one hit of the magic: the container read there, or why there is none."""
+
+    hit: int
+    next: int  #: where the search goes on: past the container, or the next byte
+    container: FatbinContainer | None
+    rejected: RejectedCandidate | None  #: only for 8-aligned hits
+    error: Exception | None = None  #: an unexpected exception (a bug), raised where a sequential scan would
+
+
+class _Scanner:
+    """The scan as a step function: ``next_hit(pos)`` is the first hit of the magic at or after ``pos`` in the
+    searched ranges, and ``step(hit)`` reads what is there and says where to go on. Both depend only on their
+    argument, which is what makes the parallel scan provably equal to the sequential one (see
+    :meth:`parallel`)."""
+
+    def __init__(self, buf: Buffer, sections: Sequence[Section], find: Finder) -> None:
+        self.buf = buf
+        self.size = len(buf)
+        self.index = _SectionIndex(sections)
+        self.ranges = _searched_ranges(self.size, sections)
+        self._range_ends = [stop for _, stop in self.ranges]
+        self.find = find.find
+
+    def next_hit(self, pos: int, limit: int) -> int:
+        """First hit ``h`` with ``pos <= h < limit`` inside a searched range, or -1."""
+        for i in range(bisect.bisect_right(self._range_ends, pos), len(self.ranges)):
+            start, stop = self.ranges[i]
+            if start >= limit:
+                break
+            hit = self.find(max(pos, start), min(stop, limit))
+            if hit >= 0:
+                return hit
+        return -1
+
+    def step(self, hit: int) -> _Event:
+        section = self.index.locate(hit)
+        name = section.name if section else None
+        end = section.offset + section.size if section else self.size
+        try:
+            container = read_container(
+                self.buf, hit, end=end, section=name, relocatable=is_relocatable_section(name)
+            )
+        except BinaryFormatError as e:
+            # Unaligned hits are mostly the magic used as an immediate in host code (the runtime compares
+            # against it); they are tried, for object files inside archives, but their failures are noise.
+            rejected = RejectedCandidate(hit, name, e.message) if hit % ALIGNMENT == 0 else None
+            return _Event(hit, hit + 1, None, rejected)
+        except Exception as e:  # kept, and raised only if the sequential scan gets here
+            return _Event(hit, hit + 1, None, None, e)
+        return _Event(hit, hit + container.size, container, None)
+
+    def walk(self, pos: int, limit: int, releaser: _PageReleaser) -> tuple[list[_Event], int]:
+        """The scan from ``pos``, over hits before ``limit``: the events and the position it stopped at."""
+        events: list[_Event] = []
+        while pos < limit:
+            hit = self.next_hit(pos, limit)
+            if hit < 0:
+                break
+            releaser.passed(hit)
+            event = self.step(hit)
+            events.append(event)
+            pos = event.next
+        return events, pos
+
+    def chunks(self, count: int) -> list[tuple[int, int]]:
+        """``[lo, hi)`` file intervals covering the whole file, each with about the same searched bytes."""
+        total = sum(stop - start for start, stop in self.ranges)
+        share = max(1, -(-total // count))
+        bounds = [0]
+        carried = 0
+        for start, stop in self.ranges:
+            at = start
+            while stop - at + carried >= share:
+                at += share - carried
+                carried = 0
+                if at < self.size:
+                    bounds.append(at)
+            carried += stop - at
+        bounds.append(self.size)
+        cuts = sorted(set(bounds))
+        return list(itertools.pairwise(cuts))
+
+    def parallel(self, workers: int, chunk_count: int) -> list[_Event]:
+        """The same events as ``walk(0, size)``, with the file cut into chunks searched by worker threads.
+
+        Worker ``k`` walks chunk ``[lo, hi)`` from ``lo``, independently. The merge replays the sequential
+        scan: its position ``pos`` entering chunk ``k`` has no hit in ``[pos, lo)`` left. If ``pos <= lo``
+        the sequential scan's next hit is the worker's first, and from there on both take the same steps:
+        all of the worker's events are taken. If ``pos > lo`` (a container from an earlier chunk reaches into
+        this one), the sequential scan is continued here, hit by hit, until it reaches a hit the worker also
+        took a step from; from that hit on the two are the same (each step depends only on its hit), so the
+        worker's remaining events are taken. Results (containers, rejected candidates, order, errors) are
+        therefore exactly the sequential ones, nested and overlapping containers included.
+        """
+        from concurrent.futures import ThreadPoolExecutor
+
+        def work(chunk: tuple[int, int]) -> tuple[list[_Event], int]:
+            lo, hi = chunk
+            releaser = _PageReleaser(self.buf, lo)
+            walked = self.walk(lo, hi, releaser)
+            releaser.passed(min(walked[1], hi), window=0)
+            return walked
+
+        chunks = self.chunks(chunk_count)
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cudaship-scan") as pool:
+            results = list(pool.map(work, chunks))
+        merged: list[_Event] = []
+        pos = 0
+        for (lo, hi), (events, end) in zip(chunks, results, strict=True):
+            if pos >= hi:
+                continue
+            if pos <= lo:
+                merged.extend(events)
+                pos = end
+                continue
+            taken = {event.hit: i for i, event in enumerate(events)}
+            while pos < hi:
+                hit = self.next_hit(pos, hi)
+                if hit < 0:
+                    break
+                if hit in taken:
+                    merged.extend(events[taken[hit] :])
+                    pos = end
+                    break
+                event = self.step(hit)
+                merged.append(event)
+                pos = event.next
+        return merged
+
+
+#: Below this many searched bytes one thread is quicker than starting workers.
+PARALLEL_MIN_BYTES = 48 << 20
+#: Chunks per worker: more chunks balance uneven work (dense containers, load) at a small cost per chunk.
+CHUNKS_PER_WORKER = 4
+
+
+def _worker_count() -> int:
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, 4))
+
+
 def scan_containers(buf: Buffer, sections: Sequence[Section] = ()) -> ScanResult:
     """Every valid fatbin container in ``buf``, plus the candidates that were rejected and why.
 
     Searches every byte outside executable sections (see :func:`_searched_ranges`); jumps over each valid
-    container, so payloads are never searched.
+    container, so payloads are never searched. Large buffers are searched by several threads where the search
+    releases the GIL (``memmem``, see :mod:`cudaship.binary._search`); the result is the sequential one.
     """
-    find = _finder(buf)
-    index = _SectionIndex(sections)
-    size = len(buf)
-    releaser = _PageReleaser(buf)
+    return _scan(buf, sections)
+
+
+def _scan(
+    buf: Buffer, sections: Sequence[Section] = (), *, native: bool | None = None, workers: int | None = None
+) -> ScanResult:
+    """:func:`scan_containers` with the search primitive (``native``) and thread count (``workers``) chosen
+    by the caller instead of by the defaults (tests compare every combination)."""
+    with open_finder(buf, CONTAINER_MAGIC_BYTES, native=native) as finder:
+        scanner = _Scanner(buf, sections, finder)
+        if workers is None:
+            searched = sum(stop - start for start, stop in scanner.ranges)
+            parallel = finder.releases_gil and searched >= PARALLEL_MIN_BYTES
+            workers = _worker_count() if parallel else 1
+        if workers > 1:
+            events = scanner.parallel(workers, workers * CHUNKS_PER_WORKER)
+        else:
+            events, _ = scanner.walk(0, scanner.size, _PageReleaser(buf))
     containers: list[FatbinContainer] = []
     rejected: list[RejectedCandidate] = []
-    pos = 0
-    for start, stop in _searched_ranges(size, sections):
-        pos = max(pos, start)
-        while pos < stop:
-            hit = find(pos)
-            if hit < 0 or hit >= stop:
-                break
-            releaser.passed(hit)
-            aligned = hit % ALIGNMENT == 0
-            section = index.locate(hit)
-            name = section.name if section else None
-            end = section.offset + section.size if section else size
-            try:
-                container = read_container(
-                    buf, hit, end=end, section=name, relocatable=is_relocatable_section(name)
-                )
-            except BinaryFormatError as e:
-                # Unaligned hits are mostly the magic used as an immediate in host code (the runtime compares
-                # against it); they are tried, for object files inside archives, but their failures are noise.
-                if aligned:
-                    rejected.append(RejectedCandidate(hit, name, e.message))
-                pos = hit + 1
-                continue
-            containers.append(container)
-            pos = hit + container.size
+    for event in events:
+        if event.error is not None:
+            raise event.error
+        if event.container is not None:
+            containers.append(event.container)
+        elif event.rejected is not None:
+            rejected.append(event.rejected)
     return ScanResult(tuple(containers), tuple(rejected))
 
 
@@ -211,12 +345,16 @@ def find_containers(buf: Buffer, sections: Sequence[Section] = ()) -> tuple[Fatb
 def read_fatbin_file(buf: Buffer) -> tuple[FatbinContainer, ...]:
     """A standalone ``.fatbin``: one container at offset 0, possibly more back to back (with zero padding
     between them). Anything else in the file is an error."""
+    with open_finder(buf, CONTAINER_MAGIC_BYTES) as finder:
+        return _read_fatbin_file(buf, finder)
+
+
+def _read_fatbin_file(buf: Buffer, finder: Finder) -> tuple[FatbinContainer, ...]:
     size = len(buf)
-    find = _finder(buf)
     containers = [read_container(buf, 0)]
     pos = containers[0].size
     while pos < size:
-        hit = find(pos)
+        hit = finder.find(pos, size)
         gap_end = size if hit < 0 else hit
         gap = bytes(buf[pos:gap_end])
         stray = gap.lstrip(b"\0")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from cudaship.binary._search import Finder, open_finder
 from cudaship.binary.records import Buffer
 
 #: The longest library name (or path) kept; longer strings are not library names a loader is given.
@@ -34,10 +35,6 @@ _NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 #: read-only data of a library that links the runtime statically, absent from one importing libcudart.
 #: Verified on nvcc 13.0 ``-cudart static`` vs ``-cudart shared`` builds (docs/formats-host.md).
 CUDART_MARKERS: tuple[str, ...] = ("cudaGetExportTable", "__cudaRegisterFatBinary")
-# Every marker contains "cuda": anchoring the regex on that literal keeps the scan at memchr speed (an
-# alternation without a common literal prefix was 5x slower on libcublasLt's 67 MB of read-only data).
-_MARKER_PARTS = {m[m.index("cuda") + 4 :]: m for m in CUDART_MARKERS}
-_MARKERS = re.compile(b"cuda(" + b"|".join(re.escape(t.encode()) for t in _MARKER_PARTS) + rb")\x00")
 
 
 def library_names(
@@ -75,20 +72,38 @@ def runtime_markers(
     buf: Buffer, ranges: Iterable[tuple[int, int]], *, skip: Iterable[int] = ()
 ) -> tuple[str, ...]:
     """Which of :data:`CUDART_MARKERS` are stored as whole NUL-terminated strings in the ranges (not at the
-    offsets in ``skip``: import hint/name entries)."""
+    offsets in ``skip``: import hint/name entries).
+
+    Each marker with its NUL is searched as one literal (``memmem`` where available, see
+    :mod:`cudaship.binary._search`): a long literal is skipped through several times faster than any regex
+    runs, and the search stops at the first occurrence that counts.
+    """
     skipped = frozenset(skip)
     size = len(buf)
-    found: set[str] = set()
-    for start, end in ranges:
-        start, end = max(0, start), min(size, end)
-        for match in _MARKERS.finditer(buf, start, end):
-            marker = _MARKER_PARTS[match.group(1).decode("ascii")]
-            at = match.start() - marker.index("cuda")  # where the whole marker would begin
-            if at < start or bytes(buf[at : match.start()]) != marker[: marker.index("cuda")].encode():
-                continue
-            if (at == start or buf[at - 1] == 0) and at not in skipped:
-                found.add(marker)
+    spans = [(max(0, start), min(size, end)) for start, end in ranges]
+    found: list[str] = []
+    for marker in CUDART_MARKERS:
+        needle = marker.encode("ascii") + b"\0"
+        with open_finder(buf, needle) as finder:
+            if _first_whole_string(buf, finder, needle, spans, skipped):
+                found.append(marker)
     return tuple(sorted(found))
+
+
+def _first_whole_string(
+    buf: Buffer, finder: Finder, needle: bytes, spans: list[tuple[int, int]], skip: frozenset[int]
+) -> bool:
+    """Whether ``needle`` occurs inside a span as a whole string: at the span's start or after a NUL."""
+    for start, end in spans:
+        pos, stop = start, end - len(needle) + 1
+        while pos < stop:
+            at = finder.find(pos, stop)
+            if at < 0:
+                break
+            if (at == start or buf[at - 1] == 0) and at not in skip:
+                return True
+            pos = at + 1
+    return False
 
 
 def _ascii_back(buf: Buffer, lower: int, nul: int, skip: frozenset[int]) -> str | None:
