@@ -119,6 +119,8 @@ class Finder:
         self.size = len(buf)
         self._needle = needle
         self._open = True
+        if isinstance(buf, memoryview) and not buf.c_contiguous:
+            buf = buf.tobytes()  # strided views are rare; a regex cannot search one
         find = getattr(buf, "find", None)
         if find is not None:
             self._find: Callable[[bytes, int, int], int] = find
