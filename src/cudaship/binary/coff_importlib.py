@@ -172,6 +172,8 @@ def _coff_object(b: Bounded, start: int, size: int, member: str) -> _CoffObject 
     if table + nsections * _COFF_SECTION.size > end:
         return None
     where = f"member {member!r}"
+    if not symtab:
+        nsyms = 0  # no symbol table, whatever the count says
     if symtab and (symtab > size or nsyms * _COFF_SYMBOL.size > size - symtab):
         raise b.fail(f"{where}: symbol table ({nsyms} entries) runs past the member")
     strtab = start + symtab + nsyms * _COFF_SYMBOL.size

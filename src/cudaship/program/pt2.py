@@ -191,7 +191,14 @@ def read_pt2(buf: Buffer, path: str = "<buffer>") -> ProgramInfo:
 def _read_pt2(source: _BufferFile, path: str) -> ProgramInfo:
     try:
         archive = zipfile.ZipFile(source)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as e:
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        OSError,
+        ValueError,
+        EOFError,
+        NotImplementedError,
+    ) as e:
         raise ProgramError(f"not an AOTInductor package: not a zip archive ({e})", path=path) from None
     with archive:
         infos = [i for i in archive.infolist() if not i.filename.endswith("/")]  # is_dir() fails on ""

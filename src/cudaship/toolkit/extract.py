@@ -344,7 +344,14 @@ def extract_zip(
     strip = _Stripper(strip_top)
     try:
         zf = zipfile.ZipFile(archive)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as e:
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        OSError,
+        EOFError,
+        ValueError,
+        NotImplementedError,
+    ) as e:
         # ValueError: a member name that is not valid UTF-8 although its header says it is
         raise ToolkitError(f"{label}: not a readable zip archive: {_one_line(e)}") from e
     try:
