@@ -99,7 +99,8 @@ class FakeGitHub:
 
 
 def stand_in_cudaship(tmp: Path, exit_code: int) -> str:
-    """A stand-in for the cudaship command (audit is another component): writes its -o file, exits as told."""
+    """A stand-in for the cudaship command, to choose audit's exit code: writes its -o file and every
+    ``--report FORMAT=FILE``, exits as told."""
     script = tmp / "stand_in.py"
     script.write_text(
         "import sys, pathlib\n"
@@ -109,6 +110,10 @@ def stand_in_cudaship(tmp: Path, exit_code: int) -> str:
         "wheels = [a for a in args if a.endswith('.whl')]\n"
         "names = '\\n'.join(f'- {pathlib.Path(w).name}' for w in wheels)\n"
         "out.write_text(f'## {args[0]} {fmt}\\n\\n' + names)\n"
+        "for i, a in enumerate(args):\n"
+        "    if a == '--report':\n"
+        "        extra_fmt, _, extra = args[i + 1].partition('=')\n"
+        "        pathlib.Path(extra).write_text(f'## {args[0]} {extra_fmt}\\n\\n' + names)\n"
         "with open(out.parent / 'calls.txt', 'a') as f: f.write(' '.join(args) + '\\n')\n"
         f"sys.exit({exit_code} if args[0] == 'audit' else 0)\n"
     )
@@ -160,8 +165,10 @@ def test_audit_and_gate_steps(
     assert summary.startswith("## audit markdown")
     assert "win_amd64.whl" in summary
     calls = (reports / "calls.txt").read_text().splitlines()
-    assert [c.split()[0] for c in calls] == ["audit", "audit", "audit", "gpus"]
-    assert all("--policy pyproject.toml" in c for c in calls[:3])
+    # one audit run writes the three reports (the wheel is read once, each failure annotated once)
+    assert [c.split()[0] for c in calls] == ["audit", "gpus"]
+    assert "--policy pyproject.toml" in calls[0]
+    assert "--report junit=" in calls[0] and "--report json=" in calls[0]
 
     gate_env = gh.env(
         "gate", {"AUDIT_EXIT_CODE": out["exit-code"], "INPUT_FAIL_ON_FINDINGS": fail_on_findings}

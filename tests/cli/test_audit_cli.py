@@ -153,6 +153,54 @@ def test_output_file_and_github_annotations(
 
 
 @pytest.mark.slow
+def test_one_run_writes_every_report(
+    synthetic_wheel: Wheel, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wheel = str(synthetic_wheel("win_two_allocators"))
+    md, xml, js = tmp_path / "audit.md", tmp_path / "audit.xml", tmp_path / "audit.json"
+    code, out, err = run(
+        [
+            "--policy",
+            str(WIN),
+            "--format",
+            "markdown",
+            "-o",
+            str(md),
+            "--report",
+            f"junit={xml}",
+            "--report",
+            f"JSON={js}",
+            wheel,
+        ],
+        capsys,
+    )
+    assert code == ExitCode.FINDINGS, err
+    assert out == ""
+    data = json.loads(js.read_text())
+    jsonschema.validate(data, SCHEMA)
+    root = ET.fromstring(xml.read_text())
+    assert int(root.get("tests", "0")) == len(data["checks"])
+    assert root.get("failures") == str(data["summary"]["failed"]) == "1"
+    assert md.read_text().startswith("## cudaship audit\n")
+    assert md.read_text().count("❌ fail") == 1
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["junit", "html=x.html", "=x.xml", "junit="],
+    ids=["no-file", "bad-format", "no-format", "empty-file"],
+)
+def test_bad_report_option_is_usage_error(
+    value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wheel = tmp_path / "w.whl"
+    wheel.write_bytes(b"")
+    code, _, err = run(["--report", value, str(wheel)], capsys)
+    assert code == ExitCode.BAD_INPUT
+    assert err.startswith("cudaship: error: --report") and len(err.splitlines()) == 1
+
+
+@pytest.mark.slow
 def test_annotations_keep_json_stdout_parseable(
     synthetic_wheel: Wheel, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -5,7 +5,7 @@ nothing but Python, whatever cudaship version the Action installed. It reads the
 ``INPUT_*`` variables and GitHub's files from ``GITHUB_*`` variables, which lets tests run it with temporary
 files.
 
-``audit``: expand the wheel patterns, run ``cudaship audit`` three times (markdown, JUnit, JSON) and
+``audit``: expand the wheel patterns, run ``cudaship audit`` once (markdown, JUnit and JSON reports) and
 ``cudaship gpus --format html`` into the report directory, append the markdown report to
 ``$GITHUB_STEP_SUMMARY``, and set the outputs ``exit-code``, ``result`` (passed, failed, error) and
 ``report-dir`` in ``$GITHUB_OUTPUT``. It exits 0 so the upload step still runs, unless it cannot run at all.
@@ -107,11 +107,23 @@ def audit(environ: Mapping[str, str]) -> int:
     policy = environ.get("INPUT_POLICY", "").strip()
     common = [str(w) for w in wheels] + (["--policy", policy] if policy else [])
     markdown = report_dir / "audit.md"
-    code = _run([*cudaship, "audit", *common, "--format", "markdown", "-o", str(markdown)], environ)
-    junit_code = _run(
-        [*cudaship, "audit", *common, "--format", "junit", "-o", str(report_dir / "audit.junit.xml")], environ
+    # One audit run writes all three reports: a large wheel is read once, each failure annotated once.
+    code = _run(
+        [
+            *cudaship,
+            "audit",
+            *common,
+            "--format",
+            "markdown",
+            "-o",
+            str(markdown),
+            "--report",
+            f"junit={report_dir / 'audit.junit.xml'}",
+            "--report",
+            f"json={report_dir / 'audit.json'}",
+        ],
+        environ,
     )
-    _run([*cudaship, "audit", *common, "--format", "json", "-o", str(report_dir / "audit.json")], environ)
     if _truthy(environ.get("INPUT_HTML"), True):
         html_code = _run(
             [
@@ -127,9 +139,6 @@ def audit(environ: Mapping[str, str]) -> int:
         )
         if html_code not in (0, FINDINGS):
             _log(f"cudaship gpus exited {html_code}; no HTML report")
-    if code == 0 and junit_code not in (0, FINDINGS):
-        code = junit_code
-
     if markdown.is_file():
         _append("GITHUB_STEP_SUMMARY", markdown.read_text(encoding="utf-8"), environ)
     else:

@@ -14,6 +14,7 @@ import click
 
 from cudaship.checks.engine import AuditObserver, audit_wheels
 from cudaship.checks.policy import load_policy
+from cudaship.checks.records import AuditReport
 from cudaship.cli.common import format_option, output_option
 from cudaship.config import load_config
 from cudaship.errors import UsageError
@@ -60,6 +61,27 @@ class _ProgressBar(AuditObserver):
         self._progress.advance(self._task, nbytes)
 
 
+_FORMATS = ("text", "json", "junit", "markdown")
+
+
+def _parse_report_option(value: str) -> tuple[str, str]:
+    fmt, sep, path = value.partition("=")
+    fmt = fmt.strip().lower()
+    if not sep or not path or fmt not in _FORMATS:
+        raise UsageError(f"--report {value!r}: expected FORMAT=FILE with FORMAT one of {', '.join(_FORMATS)}")
+    return fmt, path
+
+
+def _render(report: AuditReport, fmt: str, *, color: bool, verbose: bool) -> str:
+    if fmt == "json":
+        return audit_json.render(report)
+    if fmt == "junit":
+        return audit_junit.render(report)
+    if fmt == "markdown":
+        return audit_markdown.render(report)
+    return audit_text.render(report, color=color, verbose=verbose)
+
+
 @click.command("audit")
 @click.argument("wheels", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option(
@@ -72,6 +94,14 @@ class _ProgressBar(AuditObserver):
 )
 @format_option(["text", "json", "junit", "markdown"])
 @output_option()
+@click.option(
+    "--report",
+    "extra_reports",
+    multiple=True,
+    metavar="FORMAT=FILE",
+    help="Also write the report in FORMAT (text, json, junit, markdown) to FILE, from the same run; "
+    "repeatable (e.g. --report junit=audit.xml --report json=audit.json).",
+)
 @click.option("--verbose", "-v", is_flag=True, help="Text: show the evidence of passing checks too.")
 @click.option(
     "--progress/--no-progress", default=None, help="Progress bar on stderr (default: when a terminal)."
@@ -88,6 +118,7 @@ def command(
     policy_file: str | None,
     fmt: str,
     output: str | None,
+    extra_reports: tuple[str, ...],
     verbose: bool,
     progress: bool | None,
     jobs: int | None,
@@ -96,6 +127,7 @@ def command(
     for w in wheels:
         if not Path(w).is_file():
             raise UsageError("no such file" if not Path(w).exists() else "not a file", path=w)
+    extras = [_parse_report_option(value) for value in extra_reports]
     config = load_config(policy_file)
     policy = load_policy(config)
     show_progress = progress if progress is not None else sys.stderr.isatty()
@@ -111,16 +143,10 @@ def command(
         return ExitCode.BAD_INPUT
     fmt = fmt.lower()
     to_stdout = output is None or output == "-"
-    if fmt == "json":
-        text = audit_json.render(report)
-    elif fmt == "junit":
-        text = audit_junit.render(report)
-    elif fmt == "markdown":
-        text = audit_markdown.render(report)
-    else:
-        color = to_stdout and sys.stdout.isatty() and "NO_COLOR" not in os.environ
-        text = audit_text.render(report, color=color, verbose=verbose)
-    write_report(text, output)
+    color = to_stdout and fmt == "text" and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    write_report(_render(report, fmt, color=color, verbose=verbose), output)
+    for extra_fmt, path in extras:
+        write_report(_render(report, extra_fmt, color=False, verbose=verbose), path)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         annotations = audit_text.github_annotations(report)
         if annotations:
