@@ -27,11 +27,9 @@ import zipfile
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 
-from cudaship.binary.fatbin import CONTAINER_MAGIC_BYTES, read_container
-from cudaship.binary.records import Buffer, FatbinContainer, FileFormat
-from cudaship.errors import BinaryFormatError, ProgramError
+from cudaship.binary.records import Buffer, FileFormat
+from cudaship.errors import ProgramError
 from cudaship.inspection.dispatch import inspect_buffer
 from cudaship.inspection.records import FileReport
 from cudaship.program.records import MemberRole, ProgramInfo, ProgramKind, ProgramMember
@@ -41,8 +39,6 @@ from cudaship.wheel.archive import MAX_RATIO, RATIO_FLOOR
 MAX_MEMBER_SIZE = 8 << 30
 #: Members up to this size are read into memory; larger ones go through a temporary file and mmap.
 IN_MEMORY_LIMIT = 256 << 20
-#: Container-magic candidates tried in one library by :func:`with_embedded_kernels`.
-MAX_CANDIDATES = 4096
 #: Metadata JSON beyond this size is not parsed.
 MAX_METADATA_SIZE = 1 << 20
 
@@ -130,49 +126,6 @@ def libstdcxx_copy(report: FileReport | None) -> int:
     if any(imp.library.startswith("libstdc++") for imp in report.host.imports):
         return 0
     return sum(1 for name in report.host.exports if name.startswith(_LOCALE_SYMBOL))
-
-
-def with_embedded_kernels(buf: Buffer, report: FileReport) -> FileReport:
-    """Add device code a library embeds at unaligned offsets (AOTInductor's embedded kernel binaries).
-
-    AOTInductor can compile its kernels into the wrapper library (ExecuTorch's CUDA backend does): each is
-    a fatbin container stored as a byte array in ``.rodata``, at any byte offset. Inspect's scan looks at
-    8-aligned offsets only (where the linker puts ``.nv_fatbin``), so for a library where it found nothing,
-    every occurrence of the container magic is tried here; an invalid candidate is skipped.
-    """
-    if report.device_code or report.error or report.host is None:
-        return report
-    view = memoryview(buf).cast("B")
-    containers: list[FatbinContainer] = []
-    start = 0
-    tried = 0
-    raw = buf if isinstance(buf, (bytes, bytearray, mmap.mmap)) else bytes(view)
-    while tried < MAX_CANDIDATES:
-        pos = raw.find(CONTAINER_MAGIC_BYTES, start)
-        if pos < 0:
-            break
-        tried += 1
-        try:
-            container = read_container(view, pos, section=_section_at(report, pos))
-        except BinaryFormatError:
-            start = pos + 1
-            continue
-        containers.append(container)
-        start = pos + max(container.size, 1)
-    if not containers:
-        return report
-    entries = tuple(e for c in containers for e in c.entries)
-    note = f"{len(containers)} fatbin containers embedded at unaligned offsets (AOTInductor embedded kernels)"
-    return replace(report, containers=tuple(containers), device_code=entries, notes=(*report.notes, note))
-
-
-def _section_at(report: FileReport, offset: int) -> str | None:
-    if report.host is None:
-        return None
-    for section in report.host.sections:
-        if section.size and section.offset <= offset < section.offset + section.size:
-            return section.name
-    return None
 
 
 def read_pt2(buf: Buffer, path: str = "<buffer>") -> ProgramInfo:
@@ -284,7 +237,7 @@ def _inspect_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> FileRepo
         )
     try:
         with _member_buffer(archive, info) as buf:
-            return with_embedded_kernels(buf, inspect_buffer(buf, info.filename))
+            return inspect_buffer(buf, info.filename)
     except ProgramError as e:
         return FileReport(path=info.filename, format=None, size=info.file_size, error=e.message)
 

@@ -28,7 +28,6 @@ import struct
 from cudaship.binary.records import Buffer
 from cudaship.errors import ProgramError
 from cudaship.inspection.dispatch import inspect_buffer
-from cudaship.program.pt2 import with_embedded_kernels
 from cudaship.program.records import MemberRole, ProgramInfo, ProgramKind, ProgramMember
 
 _U16 = struct.Struct("<H")
@@ -228,7 +227,7 @@ def _read(buf: Buffer, path: str) -> ProgramInfo:
 def _member(name: str, data: memoryview) -> ProgramMember:
     head = bytes(data[:4])
     if any(head.startswith(m) for m in _NATIVE_MAGICS):
-        report = with_embedded_kernels(data, inspect_buffer(data, name))
+        report = inspect_buffer(data, name)
         return ProgramMember(name, MemberRole.WRAPPER, len(data), report)
     return ProgramMember(
         name, MemberRole.WEIGHTS if name.startswith("named:") else MemberRole.OTHER, len(data)
