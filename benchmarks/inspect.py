@@ -37,6 +37,7 @@ import subprocess
 import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any, cast
 
 #: Runs one command and prints its wall time and peak RSS (the child's only: a fresh process per measurement).
 _MEASURE = r"""
@@ -78,6 +79,7 @@ _PHASES = r"""
 import json, mmap, sys, time
 t0 = time.perf_counter()
 from cudaship.analysis.linkage import cuda_linkage
+from cudaship.binary import _search, devicescan, strings
 from cudaship.binary.devicescan import find_containers
 from cudaship.binary.elf import read_elf
 from cudaship.formats import inspect_json
@@ -87,6 +89,10 @@ with open(sys.argv[1], "rb") as f:
     m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     t2 = time.perf_counter(); host = read_elf(m)
     t3 = time.perf_counter(); containers = find_containers(m, host.sections)
+    ranges = [(s.offset, s.offset + s.size) for s in host.sections
+              if s.name.startswith((".rodata", ".lrodata"))]
+    s0 = time.perf_counter(); strings.library_names(m, ranges)
+    s1 = time.perf_counter(); strings.runtime_markers(m, ranges); s2 = time.perf_counter()
     t4 = time.perf_counter(); cuda_linkage(host)
     t5 = time.perf_counter()
     entries = sum(len(c.entries) for c in containers)
@@ -94,8 +100,12 @@ with open(sys.argv[1], "rb") as f:
     m.close()
 report = inspect_paths([sys.argv[1]])
 t6 = time.perf_counter(); inspect_json.render(report); t7 = time.perf_counter()
-print(json.dumps({"imports_s": t1 - t0, "host_reader_s": t3 - t2, "device_scan_s": t4 - t3,
-                  "linkage_s": t5 - t4, "json_render_s": t7 - t6, "entries": entries}))
+workers = devicescan._worker_count() if _search.native_available() else 1
+print(json.dumps({"imports_s": t1 - t0, "host_reader_s": t3 - t2, "of_which_library_names_s": s1 - s0,
+                  "of_which_runtime_markers_s": s2 - s1, "device_scan_s": t4 - t3,
+                  "linkage_s": t5 - t4, "json_render_s": t7 - t6, "entries": entries,
+                  "search": ("memmem" if _search.native_available() else "portable find")
+                  + f", {workers} thread(s) for 48 MiB or more"}))
 """
 
 
@@ -161,26 +171,51 @@ def extract(wheel: Path, member_pattern: str) -> tuple[Path, str]:
     return target, name
 
 
-def measure(name: str, command: list[str], repeat: int) -> Result:
-    runs = []
+def run_once(command: list[str]) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-c", _MEASURE, *command], capture_output=True, text=True, check=True
+    )
+    return cast(dict[str, Any], json.loads(done.stdout))
+
+
+def measure_interleaved(tools: list[tuple[str, list[str]]], repeat: int) -> list[Result]:
+    """Each tool once per round, ``repeat`` rounds: load from other jobs hits every tool alike."""
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in tools}
     for _ in range(repeat):
-        done = subprocess.run(
-            [sys.executable, "-c", _MEASURE, *command], capture_output=True, text=True, check=True
+        for name, command in tools:
+            runs[name].append(run_once(command))
+    results = []
+    for name, command in tools:
+        done = runs[name]
+        rc = max(r["rc"] for r in done)
+        if rc not in (0, 1, 2) and name.startswith("cudaship"):
+            sys.exit(f"{name} failed: {done[-1]['stderr']}")
+        results.append(
+            Result(
+                name=name,
+                command=command,
+                wall_s=statistics.median(r["wall_s"] for r in done),
+                wall_all=[round(r["wall_s"], 3) for r in done],
+                peak_mib=max(r["peak_mib"] for r in done),
+                anon_mib=max(r["anon_mib"] for r in done),
+                file_mib=max(r["file_mib"] for r in done),
+                rc=rc,
+                output_bytes=done[-1]["stdout_bytes"],
+            )
         )
-        runs.append(json.loads(done.stdout))
-    rc = max(r["rc"] for r in runs)
-    if rc not in (0, 1, 2) and name.startswith("cudaship"):
-        sys.exit(f"{name} failed: {runs[-1]['stderr']}")
-    return Result(
-        name=name,
-        command=command,
-        wall_s=statistics.median(r["wall_s"] for r in runs),
-        wall_all=[round(r["wall_s"], 3) for r in runs],
-        peak_mib=max(r["peak_mib"] for r in runs),
-        anon_mib=max(r["anon_mib"] for r in runs),
-        file_mib=max(r["file_mib"] for r in runs),
-        rc=rc,
-        output_bytes=runs[-1]["stdout_bytes"],
+    return results
+
+
+def byte_compile() -> None:
+    """Compile cudaship's modules to bytecode first, as ``pip install`` does: with ``PYTHONDONTWRITEBYTECODE``
+    set (or a read-only tree) a module edited since its last compile is otherwise compiled again in every
+    run (30 ms of start-up), which no installed copy pays."""
+    import cudaship
+
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", os.path.dirname(cudaship.__file__)],
+        check=True,
+        stdout=subprocess.DEVNULL,
     )
 
 
@@ -209,14 +244,18 @@ def main() -> int:
     else:
         wheel = download(args.project, args.platform)
         library, member = extract(wheel, args.member)
+    byte_compile()
     cudaship = [sys.executable, "-m", "cudaship", "inspect", "--no-progress", "--format", "json"]
-    results = [measure("cudaship", [*cudaship, str(library)], args.repeat)]
+    tools = [("cudaship", [*cudaship, str(library)])]
     if wheel is not None:
-        results.append(measure("cudaship (in wheel)", [*cudaship, str(wheel)], args.repeat))
+        tools.append(("cudaship (in wheel)", [*cudaship, str(wheel)]))
     if not args.skip_cuobjdump:
         tool = cuobjdump()
-        results.append(measure("cuobjdump --list-elf", [tool, "--list-elf", str(library)], args.repeat))
-        results.append(measure("cuobjdump --list-ptx", [tool, "--list-ptx", str(library)], args.repeat))
+        tools.append(("cuobjdump --list-elf", [tool, "--list-elf", str(library)]))
+        tools.append(("cuobjdump --list-ptx", [tool, "--list-ptx", str(library)]))
+    load_before = os.getloadavg()[0]
+    results = measure_interleaved(tools, args.repeat)
+    load_after = os.getloadavg()[0]
 
     phases = json.loads(
         subprocess.run(
@@ -225,7 +264,10 @@ def main() -> int:
     )
     size_mb = library.stat().st_size / 1e6
     print(f"library: {member} ({size_mb:,.0f} MB){f' from {wheel.name}' if wheel else ''}")
-    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+        f"load average {load_before:.2f} before, {load_after:.2f} after; search: {phases.pop('search')}"
+    )
     print(f"{'tool':<24} {'median s':>9} {'peak MiB':>9} {'anon MiB':>9} {'file MiB':>9}  runs (s)")
     for r in results:
         print(
@@ -266,6 +308,7 @@ def main() -> int:
                     "size_bytes": library.stat().st_size,
                     "results": [asdict(r) for r in results],
                     "phases": phases,
+                    "load_average": [load_before, load_after],
                     **summary,
                 },
                 indent=2,
