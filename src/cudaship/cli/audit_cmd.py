@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from types import TracebackType
 
 import click
 
@@ -16,6 +15,7 @@ from cudaship.checks.engine import AuditObserver, audit_wheels
 from cudaship.checks.policy import load_policy
 from cudaship.checks.records import AuditReport
 from cudaship.cli.common import format_option, output_option
+from cudaship.cli.progress import ByteProgress
 from cudaship.config import load_config
 from cudaship.errors import UsageError
 from cudaship.exitcodes import ExitCode
@@ -23,42 +23,14 @@ from cudaship.formats import audit_json, audit_junit, audit_markdown, audit_text
 from cudaship.formats.output import write_report
 
 
-class _ProgressBar(AuditObserver):
-    """A rich progress bar on stderr, attached only when stderr is a terminal."""
+class _ProgressBar(ByteProgress, AuditObserver):
+    """Audit's progress: compressed bytes of the current wheel's members, and the wheel's name."""
 
     def __init__(self) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-
-        self._progress = Progress(
-            TextColumn("[progress.description]{task.description}"),
-            BarColumn(),
-            DownloadColumn(),
-            TimeRemainingColumn(),
-            console=Console(stderr=True),
-            transient=True,
-        )
-        self._task = self._progress.add_task("auditing", total=None)
-
-    def __enter__(self) -> _ProgressBar:
-        self._progress.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self._progress.stop()
+        super().__init__("auditing")
 
     def wheel_started(self, path: str) -> None:
-        name = Path(path).name
-        shown = name if len(name) <= 60 else "..." + name[-57:]
-        self._progress.reset(self._task, total=None, description=shown)
-
-    def planned(self, total_bytes: int) -> None:
-        self._progress.update(self._task, total=total_bytes or None)
-
-    def advanced(self, nbytes: int) -> None:
-        self._progress.advance(self._task, nbytes)
+        self.label(Path(path).name, restart=True)
 
 
 _FORMATS = ("text", "json", "junit", "markdown")

@@ -4,55 +4,24 @@ from __future__ import annotations
 
 import shutil
 import sys
-from types import TracebackType
 
 import click
 
 from cudaship.cli.common import format_option, output_option
+from cudaship.cli.progress import ByteProgress
 from cudaship.formats.output import write_report
-from cudaship.inspection.records import FileReport
 from cudaship.inspection.report import demangle
 from cudaship.inspection.walk import InspectObserver, inspect_paths
 
 
-class _ProgressBar(InspectObserver):
-    """A rich progress bar on stderr (only attached when stderr is a terminal)."""
+class _ProgressBar(ByteProgress, InspectObserver):
+    """Inspect's progress: bytes of the inputs read, and the file being read."""
 
     def __init__(self) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-
-        self._progress = Progress(
-            TextColumn("[progress.description]{task.description}"),
-            BarColumn(),
-            DownloadColumn(),
-            TimeRemainingColumn(),
-            console=Console(stderr=True),
-            transient=True,
-        )
-        self._task = self._progress.add_task("inspecting", total=None)
-
-    def __enter__(self) -> _ProgressBar:
-        self._progress.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self._progress.stop()
-
-    def planned(self, total_bytes: int) -> None:
-        self._progress.update(self._task, total=total_bytes or None)
+        super().__init__("inspecting")
 
     def reading(self, label: str) -> None:
-        shown = label if len(label) <= 60 else "..." + label[-57:]
-        self._progress.update(self._task, description=shown)
-
-    def done(self, report: FileReport) -> None:
-        pass
-
-    def advanced(self, nbytes: int) -> None:
-        self._progress.advance(self._task, nbytes)
+        self.label(label)
 
 
 @click.command("inspect")
