@@ -33,7 +33,7 @@ from cudaship.errors import ProgramError
 from cudaship.inspection.dispatch import inspect_buffer
 from cudaship.inspection.records import FileReport
 from cudaship.program.records import MemberRole, ProgramInfo, ProgramKind, ProgramMember
-from cudaship.wheel.archive import MAX_RATIO, RATIO_FLOOR
+from cudaship.wheel.archive import MAX_RATIO, RATIO_FLOOR, ZIP_OPEN_ERRORS
 
 #: Largest member read (declared size); a package member beyond it is reported, not read.
 MAX_MEMBER_SIZE = 8 << 30
@@ -144,14 +144,7 @@ def read_pt2(buf: Buffer, path: str = "<buffer>") -> ProgramInfo:
 def _read_pt2(source: _BufferFile, path: str) -> ProgramInfo:
     try:
         archive = zipfile.ZipFile(source)
-    except (
-        zipfile.BadZipFile,
-        zipfile.LargeZipFile,
-        OSError,
-        ValueError,
-        EOFError,
-        NotImplementedError,
-    ) as e:
+    except ZIP_OPEN_ERRORS as e:
         raise ProgramError(f"not an AOTInductor package: not a zip archive ({e})", path=path) from None
     with archive:
         infos = [i for i in archive.infolist() if not i.filename.endswith("/")]  # is_dir() fails on ""

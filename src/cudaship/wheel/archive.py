@@ -40,6 +40,26 @@ MAX_MEMBER_SIZE = 8 << 30
 #: :data:`RATIO_FLOOR`, is treated as a zip bomb. Real CUDA libraries compress 2-10x.
 MAX_RATIO = 200
 RATIO_FLOOR = 32 << 20
+#: What ``zipfile.ZipFile(...)`` raises on a file that is not a readable zip archive.
+ZIP_OPEN_ERRORS: tuple[type[BaseException], ...] = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    OSError,
+    ValueError,
+    EOFError,
+    NotImplementedError,
+)
+#: What reading a member raises on a corrupt or unsupported one (bad data, unknown method, encryption, ...).
+ZIP_READ_ERRORS: tuple[type[BaseException], ...] = (
+    zipfile.BadZipFile,
+    OSError,
+    EOFError,
+    ValueError,
+    NotImplementedError,
+    RuntimeError,
+    zlib.error,
+    lzma.LZMAError,
+)
 #: Bytes read at the start of a member to recognise it.
 MAGIC_BYTES = 16
 
@@ -122,14 +142,7 @@ class WheelArchive:
             self._map: mmap.mmap | None = (
                 mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) if self._size else None
             )
-        except (
-            zipfile.BadZipFile,
-            zipfile.LargeZipFile,
-            OSError,
-            ValueError,
-            EOFError,
-            NotImplementedError,
-        ) as e:
+        except ZIP_OPEN_ERRORS as e:
             self._file.close()
             raise WheelError(f"not a readable zip archive: {_reason(e)}", path=self._label) from e
         self._members: tuple[Member, ...] | None = None
@@ -183,16 +196,7 @@ class WheelArchive:
                 return bytes(self._map[start : start + min(n, member.size)])
             with self._zip.open(member.name) as f:
                 return f.read(n)
-        except (
-            zipfile.BadZipFile,
-            OSError,
-            EOFError,
-            ValueError,
-            NotImplementedError,
-            RuntimeError,
-            zlib.error,
-            lzma.LZMAError,
-        ) as e:
+        except ZIP_READ_ERRORS as e:
             raise WheelError(f"member {member.name}: {_reason(e)}", path=self._label) from e
 
     def native_members(self) -> Iterator[Member]:
@@ -337,16 +341,7 @@ class WheelArchive:
         try:
             with self._zip.open(info) as f:
                 return f.read(limit + 1).decode("utf-8", errors="replace")
-        except (
-            zipfile.BadZipFile,
-            OSError,
-            EOFError,
-            ValueError,
-            NotImplementedError,
-            RuntimeError,
-            zlib.error,
-            lzma.LZMAError,
-        ) as e:
+        except ZIP_READ_ERRORS as e:
             raise WheelError(f"member {name}: {_reason(e)}", path=self._label) from e
 
     def dist_info(self) -> str | None:
