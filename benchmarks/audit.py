@@ -15,7 +15,7 @@ Measured in the same run, each in a fresh process, interleaved, ``--repeat`` tim
 - ``cudaship audit --format json WHEEL`` (built-in default policy): every member decompressed once and hashed
   against RECORD, every native file read (imports, exports, RUNPATH, every fatbin container and entry), every
   default check run;
-- the script approach (once): ``unzip`` to a directory, then ``cuobjdump --list-elf``, ``cuobjdump
+- the script approach: ``unzip`` to a directory, then ``cuobjdump --list-elf``, ``cuobjdump
 --list-ptx``
   and ``readelf -d`` on every library, one after the other, as a release script does.
 
@@ -256,6 +256,18 @@ def measure(name: str, command: list[str], repeat: int, shell: bool = False) -> 
     )
 
 
+def byte_compile() -> None:
+    """Compile cudaship's modules to bytecode first, as ``pip install`` does (with ``PYTHONDONTWRITEBYTECODE``
+    set, a module edited since its last compile would otherwise be compiled again in every run)."""
+    import cudaship
+
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", os.path.dirname(cudaship.__file__)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+
+
 def script_approach(wheel: Path, cuobjdump: str) -> str:
     """The shell script a release job ran before cudaship: unzip, then three tools per library."""
     return (
@@ -292,20 +304,27 @@ def main() -> int:
         audit_cmd = [cudaship, "audit", "--no-progress", "--format", "json", "-o", os.devnull, str(wheel)]
         if args.jobs:
             audit_cmd[2:2] = ["--jobs", str(args.jobs)]
+        byte_compile()
         unzip: list[Result] = []
         audit: list[Result] = []
-        for _ in range(args.repeat):  # interleaved, so machine load hits both alike
+        script: list[Result] = []
+        load_before = os.getloadavg()[0]
+        for _ in range(args.repeat):  # interleaved, so machine load hits every command alike
             unzip.append(
                 measure("unzip -p WHEEL > /dev/null", ["unzip", "-p", str(wheel), ">", "/dev/null"], 1, True)
             )
             audit.append(measure("cudaship audit", audit_cmd, 1))
-        results = [_merge(unzip), _merge(audit)]
-        if not args.no_script:
-            results.append(
-                measure(
-                    "script: unzip + cuobjdump x2 + readelf", [script_approach(wheel, cuobjdump)], 1, True
+            if not args.no_script:
+                script.append(
+                    measure(
+                        "script: unzip + cuobjdump x2 + readelf",
+                        [script_approach(wheel, cuobjdump)],
+                        1,
+                        True,
+                    )
                 )
-            )
+        load_after = os.getloadavg()[0]
+        results = [_merge(unzip), _merge(audit), *([_merge(script)] if script else [])]
 
     size = wheel.stat().st_size
     with zipfile.ZipFile(wheel) as zf:
@@ -314,7 +333,10 @@ def main() -> int:
     print(
         f"wheel: {wheel.name}: {size / 2**20:.0f} MiB, {members} members, {unpacked / 2**20:.0f} MiB unpacked"
     )
-    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+        f"load average {load_before:.2f} before, {load_after:.2f} after"
+    )
     print(f"{'command':42} {'wall s':>8} {'runs':>22} {'peak RSS MiB':>13} {'anon MiB':>9} {'file MiB':>9}")
     for r in results:
         runs = " ".join(f"{w:.2f}" for w in r.runs)
@@ -335,6 +357,7 @@ def main() -> int:
                     "unpacked": unpacked,
                     "results": [asdict(r) for r in results],
                     "ratios": ratios,
+                    "load_average": [load_before, load_after],
                 },
                 indent=2,
             )
