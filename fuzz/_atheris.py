@@ -6,6 +6,7 @@ the first finding, whose input libFuzzer writes to ``-artifact_prefix``). Called
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 
@@ -20,6 +21,11 @@ def main() -> None:
         _harness.USE_ALARM = False
         target = load_target(name)
         import cudaship.errors  # noqa: F401
+
+        # readers the target reaches through lazy imports (the inspect dispatch imports them on first use):
+        # imported here, so that they are instrumented too
+        for module in target.modules:
+            importlib.import_module("cudaship." + module.removesuffix(".py").replace("/", "."))
 
     def test_one_input(data: bytes) -> None:
         try:

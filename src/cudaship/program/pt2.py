@@ -33,7 +33,7 @@ from cudaship.errors import ProgramError
 from cudaship.inspection.dispatch import inspect_buffer
 from cudaship.inspection.records import FileReport
 from cudaship.program.records import MemberRole, ProgramInfo, ProgramKind, ProgramMember
-from cudaship.wheel.archive import MAX_RATIO, RATIO_FLOOR, ZIP_OPEN_ERRORS
+from cudaship.wheel.archive import MAX_RATIO, RATIO_FLOOR, ZIP_OPEN_ERRORS, ZIP_READ_ERRORS
 
 #: Largest member read (declared size); a package member beyond it is reported, not read.
 MAX_MEMBER_SIZE = 8 << 30
@@ -201,7 +201,7 @@ def _read_metadata(
     try:
         with archive.open(info) as f:
             data = json.loads(f.read(MAX_METADATA_SIZE + 1).decode("utf-8"))
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib.error, lzma.LZMAError) as e:
+    except ZIP_READ_ERRORS as e:
         notes.append(f"{info.filename}: unreadable metadata ({_one_line(e)})")
         return
     if not isinstance(data, dict):
