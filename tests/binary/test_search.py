@@ -20,6 +20,7 @@ from cudaship.binary import _search
 from cudaship.binary._search import native_available, open_finder
 from cudaship.binary.devicescan import (
     _PageReleaser,
+    _read_only_map,
     _scan,
     _Scanner,
     read_device_file,
@@ -290,3 +291,25 @@ def test_small_container_is_real(blob: bytes) -> None:
     outer = nested(blob, inner)
     assert read_container(outer, 0).size == len(blob)
     assert [c.offset for c in scan_containers(outer).containers] == [0]
+
+
+def test_only_read_only_maps_have_pages_released(
+    blob: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Dropping pages of a private or anonymous map would bring them back as zeros: such maps are searched
+    without releasing anything, and the parallel scan (which re-reads chunk edges) still sees their bytes."""
+    data, sections = layout(blob, 5)
+    data = data * 8
+    path = tmp_path / "lib.bin"
+    path.write_bytes(data)
+    monkeypatch.setattr(_PageReleaser, "WINDOW", 1 << 12)
+    reference = _scan(data, sections, native=False, workers=1)
+    anonymous = mmap.mmap(-1, len(data), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    anonymous[:] = data
+    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY) as private, anonymous:
+        shared = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        assert [_read_only_map(b) for b in (shared, private, anonymous, data)] == [True, False, False, False]
+        for buf in (shared, private, anonymous):
+            for workers in (1, 3):
+                assert _scan(buf, sections, workers=workers) == reference
+        shared.close()

@@ -1,11 +1,14 @@
 """Find every fatbin container in a file, and read standalone device-code files.
 
 :func:`find_containers` does not trust section names or the ``__fatBinC_Wrapper_t`` pointers: it searches the
-whole buffer for the container magic (a C-speed ``find``), validates each candidate's
-header and entry headers against the bytes really present (and against the section holding it), and jumps
-over each valid container, so payload bytes are never searched and nothing is decompressed. Containers that
-overlap one found earlier are not re-read and the search position only ever moves forward, so it always
-ends. A 600 MB library is scanned in about a second (numbers in docs/formats.md).
+whole buffer outside executable sections for the container magic (``memmem`` through ctypes where the C
+library has it, else the buffer's own ``find``; see :mod:`cudaship.binary._search`), validates each
+candidate's header and entry headers against the bytes really present (and against the section holding it),
+and jumps over each valid container, so payload bytes are never searched and nothing is decompressed.
+Containers that overlap one found earlier are not re-read and the search position only ever moves forward, so
+it always ends. Large buffers are cut into chunks searched by worker threads (``memmem`` releases the GIL) and
+the chunks' results merged so that they are exactly the sequential scan's (:meth:`_Scanner.parallel` says
+why). libcublasLt.so.13 (546 MB) is scanned in 0.15 s of CPU (numbers in docs/performance.md).
 
 Containers are 8-aligned in libraries, executables and object files, but an object file inside a static
 archive (``.a``, ``.lib``) starts at any even offset, so candidates at any offset are tried; only the
@@ -125,6 +128,18 @@ def _searched_ranges(size: int, sections: Sequence[Section]) -> list[tuple[int, 
     return ranges
 
 
+def _read_only_map(buf: Buffer) -> bool:
+    """A read-only ``mmap`` (always a shared map of a file in CPython): dropping its pages loses nothing, they
+    are read again from the file. (On a private or anonymous map they would come back as zeros.)"""
+    if not isinstance(buf, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+        return False
+    try:
+        with memoryview(buf) as view:
+            return view.readonly
+    except (ValueError, BufferError):  # closed
+        return False
+
+
 class _PageReleaser:
     """Drops the pages of an ``mmap`` that the search has passed, so a 500 MB library searched end to end does
     not stay resident. For other buffers it does nothing. ``start``: where this searcher began (a worker
@@ -133,7 +148,7 @@ class _PageReleaser:
     WINDOW = 32 << 20
 
     def __init__(self, buf: Buffer, start: int = 0) -> None:
-        self._map = buf if isinstance(buf, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED") else None
+        self._map = buf if isinstance(buf, mmap.mmap) and _read_only_map(buf) else None
         self._released = start - start % mmap.PAGESIZE
 
     def passed(self, pos: int, *, window: int = WINDOW) -> None:

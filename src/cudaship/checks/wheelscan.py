@@ -78,6 +78,8 @@ _SPILL_SIZE = 64 << 20
 #: Members from this size on are hashed on a helper thread while the next chunks are inflated.
 _THREADED_HASH = 8 << 20
 _CHUNK = 1 << 20
+#: Members from this size on are unpacked into populated anonymous memory (see :func:`_memory`).
+_POPULATE_SIZE = 8 << 20
 #: Largest dist-info file (METADATA, WHEEL, RECORD) read.
 _META_LIMIT = 64 << 20
 
@@ -163,6 +165,19 @@ class _Budget:
             self._cond.notify_all()
 
 
+def _memory(size: int) -> bytearray | mmap.mmap:
+    """Memory for a member's bytes. On Linux, for a large member, an anonymous private map populated in one
+    call (``MAP_POPULATE``): a third less CPU than a bytearray whose pages fault in one by one (0.2 s vs
+    0.3 s for a 545 MB library)."""
+    populate = getattr(mmap, "MAP_POPULATE", None)
+    if size >= _POPULATE_SIZE and populate is not None:
+        try:
+            return mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | populate)
+        except (OSError, ValueError, OverflowError):  # pragma: no cover - the bytearray will say why
+            pass
+    return bytearray(size)
+
+
 class _Sink:
     """Where a native member's bytes go: a preallocated buffer within the memory budget, else a temp file."""
 
@@ -172,7 +187,7 @@ class _Sink:
         # A large member that does not fit now goes to a temporary file rather than waiting: two large
         # libraries (a wheel's .so and .dll) then unpack on two cores at once instead of one after the other.
         self.reserved = size if size and budget.acquire(size, wait=size < _SPILL_SIZE) else 0
-        self.memory: bytearray | None = bytearray(size) if self.reserved or not size else None
+        self.memory: bytearray | mmap.mmap | None = _memory(size) if self.reserved or not size else None
         self.file: IO[bytes] | None = None
         if self.memory is None:
             self.file = tempfile.TemporaryFile(prefix="cudaship-audit-")  # noqa: SIM115 - closed in close()
@@ -204,6 +219,9 @@ class _Sink:
                 self.map.close()
         if self.file is not None:
             self.file.close()
+        if isinstance(self.memory, mmap.mmap):
+            with suppress(BufferError):  # a view outlived the report; the map goes when it does
+                self.memory.close()
         self.memory = None
         if self.reserved:
             self.budget.release(self.reserved)
