@@ -30,9 +30,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from cudaship.binary._search import Finder, open_finder
-from cudaship.binary.cubin import cubin_is_relocatable, is_cubin, read_cubin
 from cudaship.binary.fatbin import CONTAINER_MAGIC_BYTES, read_container
-from cudaship.binary.ptx import looks_like_ptx, read_ptx, virtual_arch
 from cudaship.binary.records import (
     Buffer,
     Compression,
@@ -403,7 +401,13 @@ def _read_fatbin_file(buf: Buffer, finder: Finder) -> tuple[FatbinContainer, ...
     return tuple(containers)
 
 
+# cubin and PTX readers are imported where standalone device files are read: a library's scan needs neither
+# (2 ms of every inspect's start-up).
+
+
 def _cubin_code(buf: Buffer) -> DeviceCode:
+    from cudaship.binary.cubin import cubin_is_relocatable, read_cubin
+
     info = read_cubin(buf)
     return DeviceCode(
         kind=DeviceCodeKind.SASS,
@@ -421,6 +425,8 @@ def _cubin_code(buf: Buffer) -> DeviceCode:
 
 
 def _ptx_code(buf: Buffer) -> DeviceCode:
+    from cudaship.binary.ptx import read_ptx, virtual_arch
+
     info = read_ptx(buf)
     sm, variant = virtual_arch(info.target)
     return DeviceCode(
@@ -440,6 +446,9 @@ def _ptx_code(buf: Buffer) -> DeviceCode:
 
 def detect_device_format(buf: Buffer) -> FileFormat | None:
     """FATBIN, CUBIN or PTX from the first bytes of ``buf``; None when it is none of them."""
+    from cudaship.binary.cubin import is_cubin
+    from cudaship.binary.ptx import looks_like_ptx
+
     if bytes(buf[:4]) == CONTAINER_MAGIC_BYTES:
         return FileFormat.FATBIN
     if is_cubin(buf):
