@@ -343,11 +343,15 @@ def main() -> int:
         print(
             f"{r.name:42} {r.wall_s:8.2f} {runs:>22} {r.peak_mib:13.0f} {r.anon_mib:9.0f} {r.file_mib:9.0f}"
         )
-    ratios = {"audit / unzip": results[1].wall_s / results[0].wall_s}
+    ratios: dict[str, float | list[float]] = {"audit / unzip": results[1].wall_s / results[0].wall_s}
     if len(results) > 2:
         ratios["script / audit"] = results[2].wall_s / results[1].wall_s
     for key, value in ratios.items():
         print(f"{key}: {value:.2f}")
+    if len(results) > 2:  # round by round: each pair ran back to back, under the same load
+        rounds = [s / a for s, a in zip(results[2].runs, results[1].runs, strict=True)]
+        ratios["script / audit by round"] = rounds
+        print("script / audit by round:", " ".join(f"{r:.2f}" for r in rounds))
     if args.json:
         args.json.write_text(
             json.dumps(
