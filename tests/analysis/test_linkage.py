@@ -18,7 +18,6 @@ from cudaship.binary.records import FileFormat, HostBinary, ImportedSymbol, Mach
 from cudaship.errors import KnowledgeError
 from cudaship.inspection.records import DriverAccess, RuntimeLinkage
 from cudaship.knowledge import libraries
-from tests.fixtures import cache_dir
 
 
 def read_host(data: bytes) -> HostBinary:
@@ -285,14 +284,13 @@ def test_runtime_wheel_installs_where_the_data_says(
         assert f"{package.directory}/{name}" in zf.namelist()
 
 
-def test_cublas_wheel_installs_where_the_data_says() -> None:
-    """nvidia-cublas for CUDA 13 (downloaded by benchmarks/host_readers.py into the test cache)."""
-    wheels = sorted((cache_dir() / "big").glob("nvidia_cublas-13*manylinux*.whl"))
-    if not wheels:
-        pytest.skip("nvidia-cublas 13 wheel not cached (run benchmarks/host_readers.py --download)")
+@pytest.mark.slow
+@pytest.mark.network
+def test_cublas_wheel_installs_where_the_data_says(cublas_linux_wheel: Path) -> None:
+    """nvidia-cublas for CUDA 13 (the real wheel, downloaded once into the test cache)."""
     package = libraries.pypi_package("cublasLt", 13, "linux")
     assert package is not None
-    with zipfile.ZipFile(wheels[0]) as zf:
+    with zipfile.ZipFile(cublas_linux_wheel) as zf:
         names = set(zf.namelist())
     for component in ("cublas", "cublasLt"):
         assert f"{package.directory}/{libraries.library_file(component, 13, 'linux')}" in names
