@@ -313,3 +313,22 @@ def test_only_read_only_maps_have_pages_released(
             for workers in (1, 3):
                 assert _scan(buf, sections, workers=workers) == reference
         shared.close()
+
+
+@needs_native
+@pytest.mark.parametrize("held", [1, 5, 7, 64], ids=lambda h: f"held{h}")
+def test_search_split_at_the_held_window_misses_nothing(monkeypatch: pytest.MonkeyPatch, held: int) -> None:
+    """Each search looks at its first ``HELD`` start positions holding the GIL, then at the rest releasing it:
+    a needle starting just before, on, or just after that split, or straddling it, is found all the same."""
+    monkeypatch.setattr(_search._MemmemFinder, "HELD", held)
+    rng = random.Random(held)
+    raw = bytearray(rng.randbytes(600))
+    for at in (3, 61, 64, 66, 130, 596):
+        raw[at : at + 4] = MAGIC
+    data = bytes(raw)
+    expected = every_hit(data, MAGIC)
+    with open_finder(data, MAGIC, native=True) as finder:
+        for pos in range(0, 600, 3):
+            for stop in (pos + 1, pos + 5, pos + 8, pos + 70, 600, 10**6):
+                want = min((h for h in expected if pos <= h < stop), default=-1)
+                assert finder.find(pos, stop) == want, (pos, stop)

@@ -33,6 +33,8 @@ class _Native:
 
     def __init__(self) -> None:
         self.memmem: Callable[..., Any] | None = None
+        #: the same function called without releasing the GIL (``ctypes.PyDLL``), for short searches
+        self.memmem_held: Callable[..., Any] | None = None
         self.get_buffer: Callable[..., int] | None = None
         self.release_buffer: Callable[..., None] | None = None
         self.buffer_type: Any = None
@@ -63,10 +65,11 @@ class _Native:
                 ("internal", ctypes.c_void_p),
             ]
 
-        libc = ctypes.CDLL(None)
-        memmem = libc.memmem
-        memmem.restype = ctypes.c_void_p
-        memmem.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
+        memmem = ctypes.CDLL(None).memmem
+        memmem_held = ctypes.PyDLL(None).memmem
+        for function in (memmem, memmem_held):
+            function.restype = ctypes.c_void_p
+            function.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
         get_buffer = ctypes.pythonapi.PyObject_GetBuffer
         get_buffer.restype = ctypes.c_int
         get_buffer.argtypes = [ctypes.py_object, ctypes.POINTER(PyBuffer), ctypes.c_int]
@@ -84,12 +87,14 @@ class _Native:
                 at is not None
                 and at - view.buf == 4
                 and memmem(view.buf + 5, 5, b"\x50\xed\x55\xba", 4) is None
+                and memmem_held(view.buf, len(probe), b"\x50\xed\x55\xba", 4) == at
             )
         finally:
             release_buffer(ctypes.byref(view))
         if not ok:  # pragma: no cover - defensive
             return
-        self.memmem, self.get_buffer, self.release_buffer = memmem, get_buffer, release_buffer
+        self.memmem, self.memmem_held = memmem, memmem_held
+        self.get_buffer, self.release_buffer = get_buffer, release_buffer
         self.buffer_type, self.byref = PyBuffer, ctypes.byref
 
 
@@ -147,14 +152,22 @@ class Finder:
 
 
 class _MemmemFinder(Finder):
+    """``memmem`` on the buffer's memory. The first ``HELD`` bytes of each search are searched holding the GIL
+    and only the rest releases it: a scan of densely packed containers makes tens of thousands of searches
+    that each end a few bytes on, and releasing the GIL for each would hand it to another scan thread every
+    time (a context switch per container: 20% more CPU on 31,000 containers)."""
+
     releases_gil = True
+    HELD = 64 << 10
 
     def __init__(self, buf: Buffer, needle: bytes, native: _Native, base: int) -> None:
         self.size = len(buf)
         self._needle = needle
         self._open = True
         assert native.memmem is not None
+        assert native.memmem_held is not None
         self._memmem = native.memmem
+        self._memmem_held = native.memmem_held
         self._base = base
 
     def find(self, pos: int, stop: int) -> int:
@@ -164,7 +177,16 @@ class _MemmemFinder(Finder):
         end = min(self.size, stop + len(self._needle) - 1)
         if end - pos < len(self._needle):
             return -1
-        at = self._memmem(self._base + pos, end - pos, self._needle, len(self._needle))
+        n = len(self._needle)
+        if end - pos > self.HELD + n:
+            # the first HELD start positions, holding the GIL; a needle starting inside counts whole
+            at = self._memmem_held(self._base + pos, self.HELD + n - 1, self._needle, n)
+            if at is not None:
+                return int(at) - self._base
+            pos += self.HELD
+            at = self._memmem(self._base + pos, end - pos, self._needle, n)
+        else:
+            at = self._memmem_held(self._base + pos, end - pos, self._needle, n)
         return -1 if at is None else int(at) - self._base
 
 
