@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from cudaship.checks.records import AuditReport, CheckResult, Finding, Status, WheelAudit
+from cudaship.formats.console import text_console
 
 _STYLE = {Status.PASS: "green", Status.FAIL: "bold red", Status.SKIP: "yellow"}
 _LABEL = {Status.PASS: "PASS", Status.FAIL: "FAIL", Status.SKIP: "SKIP"}
@@ -19,16 +20,7 @@ EVIDENCE_SHOWN = 20
 
 def render(report: AuditReport, *, color: bool = False, width: int = 120, verbose: bool = False) -> str:
     buffer = io.StringIO()
-    console = Console(
-        file=buffer,
-        width=width,
-        force_terminal=color,
-        color_system="standard" if color else None,
-        no_color=not color,
-        highlight=False,
-        emoji=False,
-        soft_wrap=True,
-    )
+    console = text_console(buffer, color=color, width=width)
     source = report.policy_source or "none found"
     policy = f"policy: {source}" + (" (built-in default checks)" if report.policy_default else "")
     console.print(f"[bold]cudaship audit[/] · {escape(policy)}")

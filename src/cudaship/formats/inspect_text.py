@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cudaship.binary.records import DeviceCodeKind, HostBinary, ImportKind
+from cudaship.formats.console import text_console
 from cudaship.inspection.records import FileReport
 from cudaship.inspection.report import (
     InspectReport,
@@ -46,16 +47,7 @@ def render(
     details: bool = False,
 ) -> str:
     buffer = io.StringIO()
-    console = Console(
-        file=buffer,
-        width=width,
-        force_terminal=color,
-        color_system="standard" if color else None,
-        no_color=not color,
-        highlight=False,
-        emoji=False,
-        soft_wrap=True,
-    )
+    console = text_console(buffer, color=color, width=width)
     for item in report.items:
         if isinstance(item, WheelReport):
             _wheel_header(console, item)
