@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import lzma
 import mmap
 import os
 import queue
@@ -31,7 +30,15 @@ from typing import IO
 from cudaship.binary.records import Buffer, DeviceCode, DeviceCodeKind
 from cudaship.errors import CudashipError, WheelError
 from cudaship.inspection.records import FileReport
-from cudaship.wheel.archive import MAGIC_BYTES, ZIP_OPEN_ERRORS, is_native_member
+from cudaship.wheel.archive import (
+    MAGIC_BYTES,
+    MAX_MEMBER_SIZE,
+    MAX_RATIO,
+    RATIO_FLOOR,
+    ZIP_OPEN_ERRORS,
+    ZIP_READ_ERRORS,
+    is_native_member,
+)
 from cudaship.wheel.metadata import (
     DistInfo,
     RecordProblem,
@@ -64,11 +71,6 @@ _MEMBER_ERRORS: tuple[type[BaseException], ...] = (
     RuntimeError,
 )
 
-#: Largest member the audit unpacks (as declared by the archive).
-MAX_MEMBER_SIZE = 8 << 30
-#: A member declaring more than this many times its compressed size (and over RATIO_FLOOR) is a zip bomb.
-MAX_RATIO = 200
-RATIO_FLOOR = 32 << 20
 #: Decompressed native members held in memory at once (all workers together); a member that does not fit
 #: waits for others to finish, and one larger than this goes to a temporary file, mapped.
 MEMORY_BUDGET = 640 << 20
@@ -422,16 +424,7 @@ def scan_wheel(
             dist = read_dist_info(dist_dir, meta)
         except WheelError as e:
             raise e.with_path(label) from None
-        except (
-            zipfile.BadZipFile,
-            EOFError,
-            OSError,
-            ValueError,
-            NotImplementedError,
-            RuntimeError,
-            zlib.error,
-            lzma.LZMAError,
-        ) as e:
+        except ZIP_READ_ERRORS as e:
             raise WheelError(f"cannot read .dist-info: {type(e).__name__}: {e}", path=label) from None
 
     verifier = RecordVerifier(dist.record)
