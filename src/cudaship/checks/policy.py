@@ -383,37 +383,12 @@ def parse_audit_table(
     if r is not None:
         r.unknown(())
 
-    families = root.strings("checks")
-    for i, fam in enumerate(families):
-        if fam not in FAMILIES:
-            raise root.fail(
-                f"audit.checks[{i}]", f"unknown check family {fam!r} (known: {', '.join(FAMILIES)})"
-            )
-    skip = root.strings("skip")
-    for i, fam in enumerate(skip):
-        if fam not in FAMILIES:
-            raise root.fail(
-                f"audit.skip[{i}]", f"unknown check family {fam!r} (known: {', '.join(FAMILIES)})"
-            )
+    families = _family_list(root, "checks")
+    skip = _family_list(root, "skip")
     if not families:
         families = tuple(f for f in FAMILIES if f in DEFAULT_FAMILIES or f in configured)
     families = tuple(f for f in FAMILIES if f in families and f not in skip)
-    root.unknown(
-        {
-            "checks",
-            "skip",
-            "ships",
-            "forbidden_imports",
-            "required_imports",
-            "archs",
-            "requirements",
-            "ownership",
-            "closure",
-            "collisions",
-            "consistency",
-            "record",
-        }
-    )
+    root.unknown({"checks", "skip", *FAMILIES})
     return Policy(
         source=source,
         families=families,
@@ -428,6 +403,17 @@ def parse_audit_table(
         closure=closure,
         collisions=collisions,
     )
+
+
+def _family_list(root: _Reader, name: str) -> tuple[str, ...]:
+    """``audit.checks`` / ``audit.skip``: names of check families, each one known."""
+    families = root.strings(name)
+    for i, fam in enumerate(families):
+        if fam not in FAMILIES:
+            raise root.fail(
+                f"{root.dotted(name)}[{i}]", f"unknown check family {fam!r} (known: {', '.join(FAMILIES)})"
+            )
+    return families
 
 
 def _import_rules(root: _Reader, name: str, *, forbidden: bool) -> tuple[ImportRule, ...]:
