@@ -59,7 +59,8 @@ def _size(archive: Path) -> int:
         return 0  # opening it fails next, with the message that says why
 
 
-def _one_line(error: BaseException) -> str:
+def error_line(error: BaseException) -> str:
+    """The first line of an exception's message (its type name when it has none), for one-line errors."""
     lines = str(error).strip().splitlines()
     return lines[0] if lines else type(error).__name__
 
@@ -289,7 +290,7 @@ def extract_tar(
     try:
         tf = _open_tar(archive, label.lower())
     except (tarfile.TarError, EOFError, OSError, lzma.LZMAError, zlib.error, ValueError) as e:
-        raise ToolkitError(f"{label}: not a readable tar archive: {_one_line(e)}") from e
+        raise ToolkitError(f"{label}: not a readable tar archive: {error_line(e)}") from e
     try:
         for member in tf:
             writer.count_member()
@@ -299,7 +300,7 @@ def extract_tar(
     except (tarfile.TarError, EOFError, lzma.LZMAError, zlib.error, OSError, ValueError) as e:
         if isinstance(e, OSError) and e.filename is not None:
             raise ToolkitError(f"cannot write {e.filename}: {e.strerror}") from e
-        raise ToolkitError(f"{label}: corrupt archive: {_one_line(e)}") from e
+        raise ToolkitError(f"{label}: corrupt archive: {error_line(e)}") from e
     finally:
         tf.close()
     return writer.result
@@ -353,7 +354,7 @@ def extract_zip(
         NotImplementedError,
     ) as e:
         # ValueError: a member name that is not valid UTF-8 although its header says it is
-        raise ToolkitError(f"{label}: not a readable zip archive: {_one_line(e)}") from e
+        raise ToolkitError(f"{label}: not a readable zip archive: {error_line(e)}") from e
     try:
         for info in zf.infolist():
             if only is not None and not only(info.filename):
@@ -375,7 +376,7 @@ def extract_zip(
     ) as e:
         if isinstance(e, OSError) and e.filename is not None:
             raise ToolkitError(f"cannot write {e.filename}: {e.strerror}") from e
-        raise ToolkitError(f"{label}: corrupt archive: {_one_line(e)}") from e
+        raise ToolkitError(f"{label}: corrupt archive: {error_line(e)}") from e
     finally:
         zf.close()
     return writer.result

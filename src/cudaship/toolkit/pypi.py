@@ -27,6 +27,7 @@ from packaging.version import Version
 from cudaship.errors import ToolkitError
 from cudaship.knowledge import toolkit_data
 from cudaship.toolkit.download import sha256_file
+from cudaship.toolkit.extract import error_line
 from cudaship.toolkit.records import Artifact, Observer, Platform
 
 METAPACKAGE = "cuda-toolkit"
@@ -115,7 +116,7 @@ def _metadata_requirements(wheel: Path) -> list[Requirement]:
         NotImplementedError,
         RuntimeError,
     ) as e:
-        raise ToolkitError(f"{wheel.name}: unreadable wheel: {_one_line(e)}") from e
+        raise ToolkitError(f"{wheel.name}: unreadable wheel: {error_line(e)}") from e
     message = HeaderParser().parsestr(text)
     requirements = []
     for line in message.get_all("Requires-Dist") or []:
@@ -205,11 +206,6 @@ def _record_digest(value: str) -> tuple[str, str]:
     return algorithm, encoded
 
 
-def _one_line(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    return lines[0] if lines else type(error).__name__
-
-
 def verify_record(wheel: Path) -> None:
     """Check the wheel's RECORD: every member listed with a hash that matches; else ToolkitError."""
     label = wheel.name
@@ -260,4 +256,4 @@ def verify_record(wheel: Path) -> None:
         NotImplementedError,  # a compression method zipfile lacks
         RuntimeError,  # an encrypted member
     ) as e:
-        raise ToolkitError(f"{label}: unreadable wheel: {_one_line(e)}") from e
+        raise ToolkitError(f"{label}: unreadable wheel: {error_line(e)}") from e
