@@ -223,28 +223,18 @@ def install(request: InstallRequest, observer: Observer | None = None) -> Toolki
         try:
             owners: dict[str, str] = {}
             major = _major(request.release)
+            redist = request.source is Source.REDIST
+            remap_for = layout.redist_remap if redist else layout.pypi_remap
             for artifact, path in local:
                 observer.stage(f"extracting {artifact.filename}")
-                if request.source is Source.REDIST:
-                    remap = layout.redist_remap(request.platform, major, artifact.component)
-                    result = extract_archive(
-                        path,
-                        staging,
-                        filename=artifact.filename,
-                        strip_top=True,
-                        remap=remap,
-                        limits=request.limits,
-                    )
-                else:
-                    remap = layout.pypi_remap(request.platform, major, artifact.component)
-                    result = extract_archive(
-                        path,
-                        staging,
-                        filename=artifact.filename,
-                        strip_top=False,
-                        remap=remap,
-                        limits=request.limits,
-                    )
+                result = extract_archive(
+                    path,
+                    staging,
+                    filename=artifact.filename,
+                    strip_top=redist,  # a redist archive nests all under one top folder; a wheel does not
+                    remap=remap_for(request.platform, major, artifact.component),
+                    limits=request.limits,
+                )
                 clashes = [
                     p
                     for p in (*result.files, *result.links)
