@@ -19,8 +19,13 @@ FORBIDDEN = "forbidden_imports"
 REQUIRED = "required_imports"
 
 
-def _targets(ctx: AuditContext, rule: ImportRule) -> list[str]:
-    return [p for p in sorted(ctx.libraries) if any_match(rule.libraries, p)]
+def _targets(ctx: AuditContext, rule: ImportRule, family: str, results: list[CheckResult]) -> list[str]:
+    """Shipped libraries the rule applies to; with none, a SKIP for the rule goes to ``results``."""
+    targets = [p for p in sorted(ctx.libraries) if any_match(rule.libraries, p)]
+    if not targets:
+        title = f"{family.replace('_', ' ')}: {', '.join(rule.libraries)}"
+        results.append(skipped(family, title, f"no shipped library matches ({rule.key})"))
+    return targets
 
 
 def _label(rule: ImportRule) -> str:
@@ -35,17 +40,7 @@ def _label(rule: ImportRule) -> str:
 def run_forbidden(ctx: AuditContext) -> list[CheckResult]:
     results: list[CheckResult] = []
     for rule in ctx.policy.forbidden_imports:
-        targets = _targets(ctx, rule)
-        if not targets:
-            results.append(
-                skipped(
-                    FORBIDDEN,
-                    f"forbidden imports: {', '.join(rule.libraries)}",
-                    f"no shipped library matches ({rule.key})",
-                )
-            )
-            continue
-        for path in targets:
+        for path in _targets(ctx, rule, FORBIDDEN, results):
             findings = _forbidden_findings(ctx, path, rule)
             ok = f"imports none of {_label(rule)}" if rule.patterns else "depends on no CUDA library"
             if rule.no_cuda and rule.patterns:
@@ -104,17 +99,7 @@ def _cuda_dependencies(ctx: AuditContext, root: str, patterns: tuple[str, ...]) 
 def run_required(ctx: AuditContext) -> list[CheckResult]:
     results: list[CheckResult] = []
     for rule in ctx.policy.required_imports:
-        targets = _targets(ctx, rule)
-        if not targets:
-            results.append(
-                skipped(
-                    REQUIRED,
-                    f"required imports: {', '.join(rule.libraries)}",
-                    f"no shipped library matches ({rule.key})",
-                )
-            )
-            continue
-        for path in targets:
+        for path in _targets(ctx, rule, REQUIRED, results):
             report = ctx.libraries[path]
             assert report.host is not None
             findings: list[Finding] = []
