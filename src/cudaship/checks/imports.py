@@ -116,16 +116,12 @@ def run_required(ctx: AuditContext) -> list[CheckResult]:
                 elif stored:
                     how.append(f"loads {stored[0]} by name")
                 else:
-                    where = "imports nor loads by name" if rule.dynamic_load else "imports"
-                    findings.append(
-                        Finding(
-                            f"neither {where} {pattern}"
-                            if rule.dynamic_load
-                            else f"does not import {pattern}",
-                            file=path,
-                            symbol=pattern,
-                        )
+                    missing = (
+                        f"neither imports nor loads by name {pattern}"
+                        if rule.dynamic_load
+                        else f"does not import {pattern}"
                     )
+                    findings.append(Finding(missing, file=path, symbol=pattern))
             results.append(
                 verdict(
                     REQUIRED, f"required imports: {path} ({_label(rule)})", findings, "; ".join(how) or "ok"
