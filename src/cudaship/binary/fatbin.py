@@ -289,6 +289,12 @@ def container_extent(buf: Buffer, offset: int, end: int | None = None) -> int:
 
     ``end`` bounds the container (the end of the section holding it, else the end of the buffer).
     """
+    header_size, fat_size = _container_header(buf, offset, end)
+    return header_size + fat_size
+
+
+def _container_header(buf: Buffer, offset: int, end: int | None) -> tuple[int, int]:
+    """The validated ``(header_size, fat_size)`` of the container at ``offset`` (:func:`container_extent`)."""
     limit = len(buf) if end is None else min(end, len(buf))
     where = f"fatbin container at {offset:#x}"
     if offset < 0 or offset + _CONTAINER.size > limit:
@@ -306,7 +312,7 @@ def container_extent(buf: Buffer, offset: int, end: int | None = None) -> int:
         raise BinaryFormatError(
             f"{where} claims {fat_size} bytes but only {max(limit - offset - header_size, 0)} remain"
         )
-    return int(header_size + fat_size)
+    return int(header_size), int(fat_size)
 
 
 def read_entry_headers(buf: Buffer, offset: int, end: int | None = None) -> tuple[EntryHeader, ...]:
@@ -314,8 +320,13 @@ def read_entry_headers(buf: Buffer, offset: int, end: int | None = None) -> tupl
 
     A container with ``fat_size == 0`` is valid and empty: nvcc's device-link step writes one into a library
     built with PTX only. One whose bytes are all padding is not."""
-    size = container_extent(buf, offset, end)
-    header_size = _CONTAINER.unpack_from(buf, offset)[2]
+    return _read_entry_headers(buf, offset, end)[1]
+
+
+def _read_entry_headers(buf: Buffer, offset: int, end: int | None) -> tuple[int, tuple[EntryHeader, ...]]:
+    """:func:`read_entry_headers`, with the container's total size (its header is read once, here)."""
+    header_size, fat_size = _container_header(buf, offset, end)
+    size = header_size + fat_size
     stop = offset + size
     pos = offset + header_size
     headers: list[EntryHeader] = []
@@ -330,7 +341,7 @@ def read_entry_headers(buf: Buffer, offset: int, end: int | None = None) -> tupl
         pos = header.end
     if not headers and size > header_size:
         raise BinaryFormatError(f"fatbin container at {offset:#x} holds no entries")
-    return tuple(headers)
+    return size, tuple(headers)
 
 
 def read_container(
@@ -342,8 +353,7 @@ def read_container(
     relocatable: bool = False,
 ) -> FatbinContainer:
     """Read the fatbin container at ``offset`` (header and entry headers only; nothing is decompressed)."""
-    size = container_extent(buf, offset, end)
-    headers = read_entry_headers(buf, offset, end)
+    size, headers = _read_entry_headers(buf, offset, end)
     entries = tuple(
         device_code(buf, h, container_offset=offset, section=section, relocatable=relocatable)
         for h in headers
