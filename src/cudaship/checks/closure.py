@@ -49,7 +49,7 @@ def _nvidia_prefixes(library: str) -> tuple[str, ...] | None:
 
 def run(ctx: AuditContext) -> list[CheckResult]:
     results: list[CheckResult] = []
-    exports = {p: frozenset(r.host.exports) for p, r in ctx.libraries.items() if r.host is not None}
+    exports = ctx.exports
     for path, report in sorted(ctx.libraries.items()):
         host = report.host
         assert host is not None

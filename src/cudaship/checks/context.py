@@ -52,6 +52,11 @@ class AuditContext:
         return {p: r for p, r in self.reports.items() if r.format in HOST_FORMATS and r.host is not None}
 
     @cached_property
+    def exports(self) -> dict[str, frozenset[str]]:
+        """Exported symbol names of each host binary, by installed path (in path order)."""
+        return {p: frozenset(r.host.exports) for p, r in sorted(self.libraries.items()) if r.host is not None}
+
+    @cached_property
     def import_libraries(self) -> dict[str, FileReport]:
         return {
             p: r

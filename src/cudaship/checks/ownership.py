@@ -29,7 +29,7 @@ def _stem(path: str) -> str:
 
 
 def run(ctx: AuditContext) -> list[CheckResult]:
-    exports = {p: frozenset(r.host.exports) for p, r in sorted(ctx.libraries.items()) if r.host is not None}
+    exports = ctx.exports
     results: list[CheckResult] = []
     for component in ctx.policy.components:
         findings: list[Finding] = []
