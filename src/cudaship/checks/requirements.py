@@ -5,7 +5,7 @@ requirement for the wheel's platform, of the right CUDA major."""
 
 from __future__ import annotations
 
-import re
+from collections.abc import Iterable
 
 from packaging.utils import canonicalize_name
 
@@ -18,7 +18,6 @@ from cudaship.knowledge.system_libraries import Provider, provider_of
 from cudaship.wheel.metadata import DeclaredRequirement, normalize_specifier, parse_requirement
 
 FAMILY = "requirements"
-_CU_SUFFIX = re.compile(r"-cu(\d+)$")
 
 
 def nvidia_requirements(
@@ -85,8 +84,8 @@ def _declared_per_platform(ctx: AuditContext) -> list[CheckResult]:
     return results
 
 
-def _list(values: object) -> str:
-    items = list(values)  # type: ignore[call-overload]
+def _list(values: Iterable[str]) -> str:
+    items = list(values)
     return ", ".join(str(v) for v in items) if items else "none"
 
 
