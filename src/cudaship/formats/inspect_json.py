@@ -6,7 +6,6 @@ its meaning; adding a field is not a change of version.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Callable
 from typing import Any
@@ -163,13 +162,6 @@ def _container(c: FatbinContainer) -> dict[str, Any]:
     }
 
 
-@functools.lru_cache(maxsize=64)
-def _release_for_ptx(isa_version: str | None) -> str | None:
-    """:func:`cuda_release_for_ptx`, once per ISA version (a library has thousands of PTX entries, a few
-    versions)."""
-    return cuda_release_for_ptx(isa_version)
-
-
 def _entry(d: DeviceCode) -> dict[str, Any]:
     is_ptx = d.kind is DeviceCodeKind.PTX
     return {
@@ -185,7 +177,7 @@ def _entry(d: DeviceCode) -> dict[str, Any]:
         "offset": d.offset,
         "container_offset": d.container_offset,
         "ptx_isa": d.version if is_ptx else None,
-        "cuda_release": _release_for_ptx(d.version) if is_ptx else None,
+        "cuda_release": cuda_release_for_ptx(d.version) if is_ptx else None,
         "code_version": None if is_ptx else d.version,
         "toolkit_version": d.toolkit_version,
         "host": d.host,
