@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
 import platform as _platform
 import shutil
 import subprocess
@@ -225,7 +224,3 @@ def export_program(
             )
     return ExportResult(out_dir, prov, info, export_s, tuple(warnings))
 
-
-def environment_compiler() -> str | None:
-    """The C++ compiler AOTInductor would use here ($CXX or g++), for messages."""
-    return os.environ.get("CXX") or shutil.which("g++")
