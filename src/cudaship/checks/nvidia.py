@@ -61,9 +61,14 @@ def _packages(lib: NvidiaLibrary, os_name: str) -> list[tuple[int, str, str]]:
     return out
 
 
-def _admits(req: DeclaredRequirement, major: int) -> bool:
-    pinned = requirement_major(req)
-    return pinned is None or pinned == major
+def _declared(
+    declared: tuple[DeclaredRequirement, ...], project: str, major: int
+) -> DeclaredRequirement | None:
+    """The first declared requirement on ``project`` that does not pin a CUDA major other than ``major``."""
+    for req in declared:
+        if req.name == project and requirement_major(req) in (None, major):
+            return req
+    return None
 
 
 def providing(
@@ -71,9 +76,9 @@ def providing(
 ) -> tuple[DeclaredRequirement, str] | None:
     """The declared requirement that installs ``lib`` (of a CUDA major that ships it) and the directory."""
     for major, project, directory in _packages(lib, os_name):
-        for req in declared:
-            if req.name == project and _admits(req, major):
-                return req, directory
+        req = _declared(declared, project, major)
+        if req is not None:
+            return req, directory
     return None
 
 
@@ -103,9 +108,9 @@ def installed_by(ctx: AuditContext, directory: str, name: str) -> str | None:
     for major, project, pkg_dir in _packages(lib, ctx.os):
         if pkg_dir.strip("/") != directory.strip("/"):
             continue
-        for req in ctx.declared:
-            if req.name == project and _admits(req, major):
-                return req.text
+        req = _declared(ctx.declared, project, major)
+        if req is not None:
+            return req.text
     return None
 
 
