@@ -34,12 +34,6 @@ class SourceName:
     note: str | None = None  #: what a user should know about this source's package in that release
 
 
-def _split_train(text: str) -> tuple[int, int, int | None]:
-    """(major, minor, patch) of ``13.2``, ``cu132`` or ``13.2.2``."""
-    train = parse_train(text)
-    return train.major, train.minor, train.patch
-
-
 @cache
 def trains() -> dict[str, str]:
     """Known trains (``"13.2"``) -> their default release (``"13.2.2"``), oldest first."""
@@ -65,18 +59,16 @@ def releases() -> dict[str, dict[str, Any]]:
 def resolve_release(text: str) -> str:
     """The exact release a user's ``13.2`` / ``cu132`` / ``13.2.2`` means; unknown ones list the known."""
     try:
-        major, minor, patch = _split_train(text)
+        train = parse_train(text)
     except KnowledgeError as e:
         raise KnowledgeError(f"{e.message}; known trains: {', '.join(trains())}") from e
-    train = f"{major}.{minor}"
-    if patch is None:
-        if train not in trains():
+    if train.patch is None:
+        if train.version not in trains():
             raise UnknownTrainError(f"unknown CUDA train {text!r}; known trains: {', '.join(trains())}")
-        return trains()[train]
-    release = f"{train}.{patch}"
-    if release not in releases():
+        return trains()[train.version]
+    if train.full_version not in releases():
         raise UnknownTrainError(f"unknown CUDA release {text!r}; known releases: {', '.join(releases())}")
-    return release
+    return train.full_version
 
 
 def release_notes(release: str) -> str | None:
