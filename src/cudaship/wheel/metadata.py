@@ -187,10 +187,7 @@ def parse_wheel_file(data: bytes) -> WheelFile:
         parts = tag.split("-")
         if len(parts) != 3:
             raise WheelError(f"WHEEL Tag {tag!r} is not python-abi-platform")
-        for py in parts[0].split("."):
-            for abi in parts[1].split("."):
-                for plat in parts[2].split("."):
-                    expanded.append(f"{py}-{abi}-{plat}")
+        expanded.extend(_expand_tag(*parts))
     purelib = (message.get("Root-Is-Purelib") or "false").strip().lower() == "true"
     wv = message.get("Wheel-Version")
     return WheelFile(wv.strip() if wv else None, purelib, tuple(dict.fromkeys(expanded)))
@@ -202,7 +199,11 @@ def tags_from_filename(filename: str) -> tuple[str, ...]:
     parts = stem.split("-")
     if len(parts) < 5:
         return ()
-    py, abi, plat = parts[-3], parts[-2], parts[-1]
+    return _expand_tag(parts[-3], parts[-2], parts[-1])
+
+
+def _expand_tag(py: str, abi: str, plat: str) -> tuple[str, ...]:
+    """A compressed tag (``cp312-cp312-a.b``) as the tags it stands for, python outermost."""
     return tuple(f"{p}-{a}-{q}" for p in py.split(".") for a in abi.split(".") for q in plat.split("."))
 
 
