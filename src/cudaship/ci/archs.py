@@ -14,7 +14,7 @@ from cudaship.errors import KnowledgeError
 from cudaship.knowledge.arch_table import ArchTable, arch_table_for
 from cudaship.knowledge.arch_table import normalize_machine as _normalize_machine
 from cudaship.knowledge.archs import ArchList, format_arch_list
-from cudaship.knowledge.trains import Train, parse_train
+from cudaship.knowledge.trains import parse_train
 
 
 def normalize_machine(text: str) -> str:
@@ -30,17 +30,10 @@ class TrainInfo:
 
 
 def train_info(text: str) -> TrainInfo:
-    """Parse ``cu132`` or ``13.2``; raises UnknownTrainError (exit 4) for a train the data does not know."""
-    train: Train = parse_train(text)
-    version = _version_text(train)
-    return TrainInfo(train.tag, version, tuple(int(p) for p in version.split(".")))
-
-
-def _version_text(train: Train) -> str:
-    version = train.version
-    if isinstance(version, tuple):
-        return ".".join(str(p) for p in version)
-    return str(version)
+    """Parse ``cu132`` or ``13.2``; a malformed train is a KnowledgeError (whether the data knows the train
+    is the arch table's question: :func:`lookup`)."""
+    train = parse_train(text)
+    return TrainInfo(train.tag, train.version, (train.major, train.minor))
 
 
 def arch_table(config: ProjectConfig) -> ArchTable:
