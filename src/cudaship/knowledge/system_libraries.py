@@ -31,22 +31,21 @@ def _strings(value: object, where: str) -> tuple[str, ...]:
 
 
 @cache
-def _tables() -> dict[tuple[str, str], tuple[str, ...]]:
-    out: dict[tuple[str, str], tuple[str, ...]] = {}
-    for platform in PLATFORMS:
-        table = _data.table(_FILE, platform)
-        out[(Provider.SYSTEM.value, platform)] = _strings(table.get("libraries"), f"[{platform}].libraries")
+def _tables() -> tuple[dict[str, tuple[str, ...]], tuple[str, ...]]:
+    """(system library names per platform, the interpreter's library names: the same on every platform)."""
+    system = {
+        platform: _strings(_data.table(_FILE, platform).get("libraries"), f"[{platform}].libraries")
+        for platform in PLATFORMS
+    }
     python = _strings(_data.table(_FILE, "python").get("libraries"), "[python].libraries")
-    for platform in PLATFORMS:
-        out[(Provider.PYTHON.value, platform)] = python
-    return out
+    return system, python
 
 
 def system_library_patterns(platform: str) -> tuple[str, ...]:
     """The documented default list of system libraries for ``platform`` (linux, windows, macos)."""
     if platform not in PLATFORMS:
         return ()
-    return _tables()[(Provider.SYSTEM.value, platform)]
+    return _tables()[0][platform]
 
 
 def _matches(patterns: tuple[str, ...], name: str) -> bool:
@@ -63,11 +62,11 @@ def provider_of(name: str, platform: str, extra_system: tuple[str, ...] = ()) ->
     """Who provides the library ``name`` on ``platform`` without the wheel: the driver, Python or the OS."""
     if platform not in PLATFORMS:
         return None
-    tables = _tables()
+    system, python = _tables()
     if libraries.is_driver(name):
         return Provider.DRIVER
-    if _matches(tables[(Provider.PYTHON.value, platform)], name):
+    if _matches(python, name):
         return Provider.PYTHON
-    if _matches(tables[(Provider.SYSTEM.value, platform)] + tuple(p.lower() for p in extra_system), name):
+    if _matches(system[platform] + tuple(p.lower() for p in extra_system), name):
         return Provider.SYSTEM
     return None
