@@ -8,9 +8,9 @@ reader becomes one too (naming its type), so one bad file never hides the others
 
 from __future__ import annotations
 
-import struct
 from dataclasses import replace
 
+from cudaship.binary.magic import MACHO_FAT_MAGICS, binary_format
 from cudaship.binary.records import (
     Buffer,
     DeviceCode,
@@ -25,40 +25,15 @@ from cudaship.binary.records import (
 from cudaship.errors import CudashipError
 from cudaship.inspection.records import CudaLinkage, FileReport
 
-_FATBIN_MAGIC = b"\x50\xed\x55\xba"
-_EM_CUDA = 190
-_MACHO_THIN = (b"\xfe\xed\xfa\xce", b"\xce\xfa\xed\xfe", b"\xfe\xed\xfa\xcf", b"\xcf\xfa\xed\xfe")
-_MACHO_FAT = (b"\xca\xfe\xba\xbe", b"\xca\xfe\xba\xbf")
-_AR_MAGIC = b"!<arch>\n"
-
 
 def detect_format(buf: Buffer) -> FileFormat | None:
     """The format of ``buf`` from its first bytes, or None when it is none that cudaship reads."""
     head = bytes(buf[:64])
-    if head.startswith(b"\x7fELF"):
-        if len(head) >= 20:
-            order = ">" if head[5] == 2 else "<"
-            (machine,) = struct.unpack_from(order + "H", head, 18)
-            if machine == _EM_CUDA:
-                return FileFormat.CUBIN
-        return FileFormat.ELF
-    if head.startswith(b"MZ"):
-        return FileFormat.PE
-    if head[:4] in _MACHO_THIN:
-        return FileFormat.MACHO
-    if head[:4] in _MACHO_FAT and len(head) >= 8:
-        # Java class files share 0xCAFEBABE; there the next word is a version >= 45, here a small count.
-        (count,) = struct.unpack_from(">I", head, 4)
-        if 0 < count < 45:
-            return FileFormat.MACHO
-        return None
-    if head.startswith(_FATBIN_MAGIC):
-        return FileFormat.FATBIN
-    if head.startswith(_AR_MAGIC):
-        return FileFormat.COFF_IMPORT_LIBRARY
-    if _looks_like_ptx(buf):
+    fmt = binary_format(head)
+    # A fat Mach-O magic followed by a Java class version is no binary, and no PTX either.
+    if fmt is None and head[:4] not in MACHO_FAT_MAGICS and _looks_like_ptx(buf):
         return FileFormat.PTX
-    return None
+    return fmt
 
 
 def _looks_like_ptx(buf: Buffer) -> bool:

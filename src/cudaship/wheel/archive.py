@@ -30,6 +30,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
+from cudaship.binary.magic import binary_format
 from cudaship.binary.records import Buffer
 from cudaship.errors import WheelError
 from cudaship.inspection.records import WheelInfo
@@ -79,29 +80,11 @@ _TEXT_NAME = re.compile(
     re.IGNORECASE,
 )
 
-#: First bytes of the binary formats inspect reads (ELF, PE, Mach-O thin/fat both byte orders, fatbin).
-BINARY_MAGICS: tuple[bytes, ...] = (
-    b"\x7fELF",
-    b"MZ",
-    b"\xfe\xed\xfa\xce",
-    b"\xce\xfa\xed\xfe",
-    b"\xfe\xed\xfa\xcf",
-    b"\xcf\xfa\xed\xfe",
-    b"\xca\xfe\xba\xbe",
-    b"\xca\xfe\xba\xbf",
-    b"\x50\xed\x55\xba",
-    b"!<arch>\n",
-)
-
 
 def looks_native(name: str, head: bytes) -> bool:
-    """Whether a member named ``name`` starting with ``head`` is a file inspect should read."""
-    if _NATIVE_NAME.search(name):
-        return True
-    if head[:4] in (b"\xca\xfe\xba\xbe", b"\xca\xfe\xba\xbf"):
-        # a fat Mach-O counts a few architectures here; a Java class file stores its version (>= 45)
-        return len(head) >= 8 and 0 < int.from_bytes(head[4:8], "big") < 45
-    return any(head.startswith(magic) for magic in BINARY_MAGICS)
+    """Whether a member named ``name`` starting with ``head`` is a file inspect should read: a binary by
+    name, or by its first bytes (:func:`cudaship.binary.magic.binary_format`; PTX only by name)."""
+    return bool(_NATIVE_NAME.search(name)) or binary_format(head) is not None
 
 
 def is_native_member(name: str, head: bytes) -> bool:
