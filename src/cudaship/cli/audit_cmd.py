@@ -64,14 +64,14 @@ def _render(report: AuditReport, fmt: str, *, color: bool, verbose: bool) -> str
     help="Policy file (a cudaship.toml, or a pyproject.toml with [tool.cudaship]). "
     "Default: [tool.cudaship] of ./pyproject.toml, else ./cudaship.toml, else the built-in default checks.",
 )
-@format_option(["text", "json", "junit", "markdown"])
+@format_option(_FORMATS)
 @output_option()
 @click.option(
     "--report",
     "extra_reports",
     multiple=True,
     metavar="FORMAT=FILE",
-    help="Also write the report in FORMAT (text, json, junit, markdown) to FILE, from the same run; "
+    help=f"Also write the report in FORMAT ({', '.join(_FORMATS)}) to FILE, from the same run; "
     "repeatable (e.g. --report junit=audit.xml --report json=audit.json).",
 )
 @click.option("--verbose", "-v", is_flag=True, help="Text: show the evidence of passing checks too.")
