@@ -12,14 +12,9 @@ from cudaship.ci.records import ArchSyntaxes
 from cudaship.config import ProjectConfig
 from cudaship.errors import KnowledgeError
 from cudaship.knowledge.arch_table import ArchTable, arch_table_for
-from cudaship.knowledge.arch_table import normalize_machine as _normalize_machine
+from cudaship.knowledge.arch_table import normalize_machine as normalize_machine
 from cudaship.knowledge.archs import ArchList, format_arch_list
 from cudaship.knowledge.trains import parse_train
-
-
-def normalize_machine(text: str) -> str:
-    """``AMD64`` -> ``x86_64``, ``arm64``/``sbsa`` -> ``aarch64``; anything else is a KnowledgeError."""
-    return _normalize_machine(text)
 
 
 @dataclass(frozen=True)
