@@ -14,7 +14,6 @@ from cudaship.checks.context import AuditContext
 from cudaship.checks.policy import expand_template
 from cudaship.checks.records import CheckResult, Finding, failed, verdict
 from cudaship.errors import CudashipError
-from cudaship.knowledge.system_libraries import Provider, provider_of
 from cudaship.wheel.metadata import DeclaredRequirement, normalize_specifier, parse_requirement
 
 FAMILY = "requirements"
@@ -99,10 +98,8 @@ def _imports_provided(ctx: AuditContext) -> CheckResult:
     for path, report in sorted(ctx.libraries.items()):
         assert report.host is not None
         for imp in report.host.imports:
-            if provider_of(imp.library, ctx.os) is Provider.DRIVER:
-                continue
             lib = nvidia.library(imp.library)
-            if lib is None:
+            if lib is None:  # not an NVIDIA toolkit library (the driver's libraries are not either)
                 continue
             seen += 1
             if ctx.by_name.get(imp.library.lower()):
