@@ -13,7 +13,14 @@ from cudaship.checks.wheelscan import ScannedWheel
 from cudaship.errors import CudashipError
 from cudaship.inspection.records import FileReport
 from cudaship.knowledge.trains import Train, parse_train
-from cudaship.wheel.metadata import DeclaredRequirement, TargetPlatform, install_path, requirements_for
+from cudaship.wheel.metadata import (
+    DeclaredRequirement,
+    TargetPlatform,
+    install_path,
+    platform_from_tag,
+    requirements_for,
+    tags_from_filename,
+)
 
 HOST_FORMATS = (FileFormat.ELF, FileFormat.PE, FileFormat.MACHO)
 
@@ -118,8 +125,6 @@ def wheel_platform(scan: ScannedWheel) -> tuple[TargetPlatform, list[str]]:
     """The wheel's target platform from its WHEEL tags (first specific one), and notes when tags disagree."""
     platforms = scan.dist.wheel.platforms
     if not platforms:
-        from cudaship.wheel.metadata import platform_from_tag, tags_from_filename
-
         platforms = tuple(platform_from_tag(t.rsplit("-", 1)[-1]) for t in tags_from_filename(scan.filename))
     specific = [p for p in platforms if p.os not in ("any", "other")]
     notes: list[str] = []
