@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import platform as _platform
 from dataclasses import dataclass
 
 from cudaship.ci.records import ArchSyntaxes
@@ -15,6 +16,11 @@ from cudaship.knowledge.arch_table import ArchTable, arch_table_for
 from cudaship.knowledge.arch_table import normalize_machine as normalize_machine
 from cudaship.knowledge.archs import ArchList, format_arch_list
 from cudaship.knowledge.trains import parse_train
+
+
+def host_machine() -> str:
+    """This machine, as the arch table names machines (x86_64 or aarch64)."""
+    return normalize_machine(_platform.machine() or "x86_64")
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,12 @@ the row's values: the guard against a list that was silently replaced.
 from __future__ import annotations
 
 import os
-import platform as _platform
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cudaship.ci.archs import arch_table, lookup, normalize_machine, syntaxes, train_info
+from cudaship.ci.archs import arch_table, host_machine, lookup, normalize_machine, syntaxes, train_info
 from cudaship.config import ProjectConfig
 from cudaship.errors import KnowledgeError, UsageError
 from cudaship.formats.output import write_report
@@ -45,11 +44,6 @@ class BuildEnv:
 
     def as_dict(self) -> dict[str, str]:
         return dict(self.values)
-
-
-def host_machine() -> str:
-    """This machine, as the arch table names machines (x86_64 or aarch64)."""
-    return normalize_machine(_platform.machine() or "x86_64")
 
 
 def build_env(config: ProjectConfig, train: str, machine: str | None = None) -> BuildEnv:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import platform as _platform
 import sys
 from pathlib import Path
 
@@ -17,8 +16,7 @@ from cudaship.formats.output import write_report
 
 
 def _host_platform() -> str:
-    machine = ci_archs.normalize_machine(_platform.machine() or "x86_64")
-    return f"{'windows' if sys.platform == 'win32' else 'linux'}-{machine}"
+    return f"{'windows' if sys.platform == 'win32' else 'linux'}-{ci_archs.host_machine()}"
 
 
 @click.command("cmake")
