@@ -44,7 +44,6 @@ def _pairs(ctx: AuditContext) -> list[tuple[str, str]]:
                 continue
             stem = lib[: -len(".lib")] if lib.lower().endswith(".lib") else lib
             pairs.append((lib, stem + ".dll"))
-            listed.add(lib)
     return pairs
 
 
