@@ -24,11 +24,11 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from cudaship.binary.fatbin import entry_payload
+from cudaship.binary.magic import ELF_MAGIC, EM_CUDA
 from cudaship.binary.ptx import read_ptx
 from cudaship.binary.records import Buffer, CubinInfo, DeviceCode, DeviceCodeKind
 from cudaship.errors import BinaryFormatError
 
-EM_CUDA = 190
 #: EI_OSABI of cubins: 0x33 with ELF ABI version 7 (CUDA 11/12), 0x41 with version 8 (CUDA 12.8+ for sm_100+,
 #: CUDA 13 always). Not checked: it says nothing the rest of the header does not.
 ELFOSABI_CUDA_V7, ELFOSABI_CUDA_V8 = 0x33, 0x41
@@ -72,7 +72,7 @@ class _Section:
 
 def is_cubin(buf: Buffer) -> bool:
     """True when ``buf`` starts like an EM_CUDA ELF (little-endian)."""
-    if len(buf) < 20 or bytes(buf[:4]) != b"\x7fELF":
+    if len(buf) < 20 or bytes(buf[:4]) != ELF_MAGIC:
         return False
     return bool(struct.unpack_from("<H", buf, 18)[0] == EM_CUDA and buf[5] == 1)
 
@@ -92,7 +92,7 @@ def _sections(buf: Buffer) -> _Header:
     if size < _IDENT.size:
         raise BinaryFormatError(f"file of {size} bytes is too short for an ELF header")
     magic, ei_class, ei_data, _ver, _osabi, abi_version = _IDENT.unpack_from(buf, 0)
-    if magic != b"\x7fELF":
+    if magic != ELF_MAGIC:
         raise BinaryFormatError("not an ELF file (bad magic)")
     if ei_class not in _HEADERS:
         raise BinaryFormatError(f"ELF class {ei_class} is neither 32- nor 64-bit")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from cudaship.binary import strings
 from cudaship.binary._bounded import Bounded
+from cudaship.binary.magic import ELF_MAGIC, EM_CUDA
 from cudaship.binary.records import (
     Buffer,
     FileFormat,
@@ -30,12 +31,10 @@ from cudaship.binary.records import (
     Section,
 )
 
-ELF_MAGIC = b"\x7fELF"
-
 # e_type
 ET_REL, ET_EXEC, ET_DYN = 1, 2, 3
 # e_machine
-EM_386, EM_PPC64, EM_ARM, EM_X86_64, EM_AARCH64, EM_CUDA = 3, 21, 40, 62, 183, 190
+EM_386, EM_PPC64, EM_ARM, EM_X86_64, EM_AARCH64 = 3, 21, 40, 62, 183
 _MACHINES = {
     EM_386: Machine.X86,
     EM_ARM: Machine.ARM,
