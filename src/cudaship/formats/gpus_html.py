@@ -26,15 +26,12 @@ td.no { background: #d64545; color: #fff; }
 p.meta { color: #555; }
 """
 
-_CLASS = {VerdictKind.NATIVE: "native", VerdictKind.JIT: "jit", VerdictKind.NO: "no"}
-
-
 def _cell(cv: CapabilityVerdict) -> str:
     verdict = cv.verdict
     tip = verdict.reason
     if verdict.min_driver and verdict.verdict is not VerdictKind.NO:
         tip += f" (minimum driver {verdict.min_driver})"
-    kind = _CLASS[verdict.verdict]
+    kind = verdict.verdict.value  # the CSS class: native, jit or no
     return f'<td class="{kind}" title="{escape(tip)}">{kind}</td>'
 
 
