@@ -272,15 +272,7 @@ class WheelArchive:
                 raise WheelError(
                     f"member {member.name}: cannot unpack: {_reason(e)}", path=self._label
                 ) from e
-            except (
-                zipfile.BadZipFile,
-                EOFError,
-                ValueError,
-                NotImplementedError,
-                RuntimeError,
-                zlib.error,
-                lzma.LZMAError,
-            ) as e:
+            except ZIP_READ_ERRORS as e:  # OSError is taken by the clause above
                 raise WheelError(f"member {member.name}: {_reason(e)}", path=self._label) from e
             if written != member.size:
                 raise WheelError(
