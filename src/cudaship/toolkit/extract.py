@@ -65,6 +65,13 @@ def error_line(error: BaseException) -> str:
     return lines[0] if lines else type(error).__name__
 
 
+def _extract_error(label: str, error: BaseException) -> ToolkitError:
+    """A failure while extracting: a write error names the file; anything else means a corrupt archive."""
+    if isinstance(error, OSError) and error.filename is not None:
+        return ToolkitError(f"cannot write {error.filename}: {error.strerror}")
+    return ToolkitError(f"{label}: corrupt archive: {error_line(error)}")
+
+
 def check_member_name(name: str) -> str:
     """The normalized, relative POSIX form of an archive member name, or ToolkitError if it is unsafe."""
     if not name or "\x00" in name:
@@ -298,9 +305,7 @@ def extract_tar(
     except ToolkitError as e:
         raise ToolkitError(f"{label}: {e.message}") from e
     except (tarfile.TarError, EOFError, lzma.LZMAError, zlib.error, OSError, ValueError) as e:
-        if isinstance(e, OSError) and e.filename is not None:
-            raise ToolkitError(f"cannot write {e.filename}: {e.strerror}") from e
-        raise ToolkitError(f"{label}: corrupt archive: {error_line(e)}") from e
+        raise _extract_error(label, e) from e
     finally:
         tf.close()
     return writer.result
@@ -374,9 +379,7 @@ def extract_zip(
         NotImplementedError,  # a compression method zipfile lacks
         RuntimeError,  # an encrypted member
     ) as e:
-        if isinstance(e, OSError) and e.filename is not None:
-            raise ToolkitError(f"cannot write {e.filename}: {e.strerror}") from e
-        raise ToolkitError(f"{label}: corrupt archive: {error_line(e)}") from e
+        raise _extract_error(label, e) from e
     finally:
         zf.close()
     return writer.result
