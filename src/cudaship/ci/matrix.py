@@ -245,7 +245,6 @@ def nearest_train(supported: Iterable[str], default: str) -> str | None:
 
 
 def _row(
-    config: MatrixConfig,
     kind: RowKind,
     train: str,
     python: str,
@@ -292,7 +291,7 @@ def build_matrix(
                         Skipped(train, python, platform.name, f"excluded by {excluded.describe()}")
                     )
                     continue
-                row = _row(config, RowKind.BUILD, train, python, platform, archs(train, platform.machine))
+                row = _row(RowKind.BUILD, train, python, platform, archs(train, platform.machine))
                 if row.archs is None:
                     missing_archs.setdefault((train, platform.machine), []).append(row)
                 candidates.append(row)
@@ -440,7 +439,7 @@ def derive_e2e(
             notes.append(f"build row platform {platform_name!r} is not configured; no end-to-end row")
             continue
         python = min(pythons, key=lambda v: _python_key(v) if _PYTHON_RE.match(v) else (999, 0))
-        rows.append(_row(config, RowKind.E2E, train, python, platform, archs(train, platform.machine)))
+        rows.append(_row(RowKind.E2E, train, python, platform, archs(train, platform.machine)))
 
     for train in config.trains:
         if not any(t == train for t, _ in built):
