@@ -66,11 +66,6 @@ class Bounded:
             raise self.fail(f"{field}: string at offset {offset:#x} is not NUL-terminated")
         return decode(bytes(self.buf[offset : found.start()]))
 
-    def fixed_string(self, offset: int, length: int, field: str) -> str:
-        """A string stored in a fixed-size, NUL-padded field (PE section names, Mach-O segment names)."""
-        raw = self.read(offset, length, field)
-        return decode(raw.split(b"\x00", 1)[0])
-
 
 #: Characters a terminal may break a line at (names read from a file can hold any of them).
 _LINE_BREAKING = re.compile("[\x00-\x1f\x7f\x85\u2028\u2029]")

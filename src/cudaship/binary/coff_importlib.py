@@ -42,11 +42,6 @@ _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
 
 
-def is_import_library(buf: Buffer) -> bool:
-    """An ``ar`` archive (the caller decides by extension whether to expect import members)."""
-    return len(buf) >= 8 and bytes(buf[:8]) == AR_MAGIC
-
-
 def read_import_library(buf: Buffer) -> ImportLibrary:
     """Read an import library's DLL names and imported symbols. Raises BinaryFormatError when corrupt."""
     b = Bounded(buf, "import library")

@@ -127,10 +127,6 @@ class _Symbol:
     shndx: int
 
 
-def is_elf(buf: Buffer) -> bool:
-    return len(buf) >= 4 and bytes(buf[:4]) == ELF_MAGIC
-
-
 def read_elf(buf: Buffer) -> HostBinary:
     """Read an ELF file's host-side facts. Raises BinaryFormatError on anything truncated or inconsistent."""
     return _ElfReader(buf).read()

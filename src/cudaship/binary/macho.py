@@ -63,19 +63,6 @@ _WIDE_SECTIONS = ("__ustring",)
 _MAX_SLICES = 64
 
 
-def is_macho(buf: Buffer) -> bool:
-    if len(buf) < 8:
-        return False
-    magic = bytes(buf[:4])
-    if magic in (b"\xfe\xed\xfa\xce", b"\xfe\xed\xfa\xcf", b"\xce\xfa\xed\xfe", b"\xcf\xfa\xed\xfe"):
-        return True
-    if magic in (b"\xca\xfe\xba\xbe", b"\xca\xfe\xba\xbf"):
-        # Java class files share 0xCAFEBABE; their next word is a version >= 45, a slice count is small.
-        (count,) = struct.unpack_from(">I", buf, 4)
-        return bool(0 < count <= _MAX_SLICES)
-    return False
-
-
 def read_macho(buf: Buffer) -> HostBinary:
     """Read a Mach-O file; for a universal file, its first slice."""
     return read_macho_slices(buf)[0]

@@ -56,13 +56,6 @@ _DELAY_DESC = struct.Struct("<IIIIIIII")
 _EXPORT_DIR = struct.Struct("<IIHHIIIIIII")
 
 
-def is_pe(buf: Buffer) -> bool:
-    if len(buf) < 0x40 or bytes(buf[:2]) != b"MZ":
-        return False
-    (lfanew,) = _U32.unpack_from(buf, 0x3C)
-    return lfanew + 4 <= len(buf) and bytes(buf[lfanew : lfanew + 4]) == b"PE\x00\x00"
-
-
 def read_pe(buf: Buffer) -> HostBinary:
     """Read a PE image's host-side facts. Raises BinaryFormatError on anything truncated or inconsistent."""
     return _PeReader(buf).read()
