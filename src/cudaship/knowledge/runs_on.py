@@ -101,7 +101,7 @@ def _sass_reject(arch: Arch, device: Arch) -> str:
     return f"{arch.sass_name} needs {arch.capability} or newer"
 
 
-def _ptx_reject(arch: Arch, device: Arch) -> str:
+def _ptx_reject(arch: Arch) -> str:
     if arch.variant == "a":
         return f"{arch.ptx_name} runs only on {arch.capability}"
     if arch.variant == "f":
@@ -225,7 +225,7 @@ def runs_on(
     for entry in (e for e in usable if e.kind is DeviceCodeKind.PTX):
         arch = _arch_of(entry)
         if not ptx_runs(arch, device):
-            rejects.append(_ptx_reject(arch, device))
+            rejects.append(_ptx_reject(arch))
             continue
         release = _ptx_release(entry)
         if drv is not None and entry.version:
