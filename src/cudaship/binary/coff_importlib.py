@@ -23,9 +23,9 @@ import struct
 from dataclasses import dataclass, field
 
 from cudaship.binary._bounded import Bounded, decode
+from cudaship.binary.magic import AR_MAGIC
 from cudaship.binary.records import Buffer, ImportLibrary, ImportLibraryMember
 
-AR_MAGIC = b"!<arch>\n"
 THIN_MAGIC = b"!<thin>\n"
 _AR_HEADER = 60
 IMPORT_NAME_ORDINAL = 0
