@@ -120,11 +120,8 @@ def build_cuda_of(entries: Iterable[DeviceCode]) -> Train | None:
                 found = parse_train(entry.toolkit_version).line
             except KnowledgeError:
                 found = None
-        elif entry.kind is DeviceCodeKind.PTX and entry.version:
-            try:
-                release = release_for_ptx_isa(entry.version)
-            except KnowledgeError:
-                release = None
+        elif entry.kind is DeviceCodeKind.PTX:
+            release = _ptx_release(entry)
             found = release.train if release else None
         if found is not None and (best is None or found > best):
             best = found
