@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from cudaship.binary._search import Finder, open_finder
-from cudaship.binary.fatbin import CONTAINER_MAGIC_BYTES, read_container
+from cudaship.binary.fatbin import CONTAINER_MAGIC_BYTES, arch_name, read_container
 from cudaship.binary.records import (
     Buffer,
     Compression,
@@ -411,7 +411,7 @@ def _cubin_code(buf: Buffer) -> DeviceCode:
     info = read_cubin(buf)
     return DeviceCode(
         kind=DeviceCodeKind.SASS,
-        arch=f"sm_{info.sm}{info.variant}",
+        arch=arch_name(DeviceCodeKind.SASS, info.sm, info.variant),
         sm=info.sm,
         variant=info.variant,
         section=None,
@@ -431,7 +431,7 @@ def _ptx_code(buf: Buffer) -> DeviceCode:
     sm, variant = virtual_arch(info.target)
     return DeviceCode(
         kind=DeviceCodeKind.PTX,
-        arch=f"compute_{sm}{variant}",
+        arch=arch_name(DeviceCodeKind.PTX, sm, variant),
         sm=sm,
         variant=variant,
         section=None,
