@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import click
 
 from cudaship.ci import archs as ci_archs
+from cudaship.ci.github import append_github_file
 from cudaship.ci.matrix import build_matrix, derive_e2e, load_matrix_config, read_build_matrix
 from cudaship.ci.records import ArchSyntaxes, Event, MatrixResult
 from cudaship.cli.common import format_option, output_option
@@ -57,16 +57,8 @@ def _text(result: MatrixResult) -> str:
 
 
 def _github_output(result: MatrixResult, compact: str) -> None:
-    target = os.environ.get("GITHUB_OUTPUT")
-    if not target:
-        raise UsageError("--github-output: GITHUB_OUTPUT is not set (not running in a GitHub Actions step?)")
-    try:
-        with open(target, "a", encoding="utf-8", newline="\n") as f:
-            f.write(f"matrix={compact}\n")
-            f.write(f"rows={len(result.rows)}\n")
-            f.write(f"has-rows={'true' if result.rows else 'false'}\n")
-    except OSError as e:
-        raise UsageError(f"cannot append to GITHUB_OUTPUT: {e.strerror}", path=target) from e
+    text = f"matrix={compact}\nrows={len(result.rows)}\nhas-rows={'true' if result.rows else 'false'}\n"
+    append_github_file("GITHUB_OUTPUT", text, "--github-output")
 
 
 @click.command("matrix")

@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from cudaship.ci.github import append_github_file
 from cudaship.errors import ToolkitError, UsageError
 from cudaship.exitcodes import ExitCode
 from cudaship.formats.output import write_report
@@ -324,18 +325,6 @@ def _dotenv(variables: dict[str, str], bins: list[str]) -> str:
     return "".join(f"{k}={v}\n" for k, v in {**variables, "PATH": path}.items())
 
 
-def _append(variable: str, text: str) -> Path:
-    target = os.environ.get(variable)
-    if not target:
-        raise UsageError(f"--write github: {variable} is not set (not running in a GitHub Actions step?)")
-    try:
-        with Path(target).open("a", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-    except OSError as e:
-        raise UsageError(f"cannot append to {variable}: {e.strerror}", path=target) from e
-    return Path(target)
-
-
 @command.command("env")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 @click.option(
@@ -358,8 +347,9 @@ def env_command(directory: Path, target: str, output: str | None) -> int:
         for key, value in variables.items():
             if "\n" in value or "\r" in value:
                 raise ToolkitError(f"{key} holds a newline; cannot write it to GITHUB_ENV")
-        env_file = _append("GITHUB_ENV", "".join(f"{k}={v}\n" for k, v in variables.items()))
-        path_file = _append("GITHUB_PATH", "".join(f"{b}\n" for b in bins))
+        text = "".join(f"{k}={v}\n" for k, v in variables.items())
+        env_file = append_github_file("GITHUB_ENV", text, "--write github")
+        path_file = append_github_file("GITHUB_PATH", "".join(f"{b}\n" for b in bins), "--write github")
         click.echo(
             f"cudaship: toolkit: wrote {len(variables)} variables to {env_file} and "
             f"{len(bins)} directories to {path_file}",
