@@ -23,10 +23,10 @@ import struct
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
-from cudaship.binary.fatbin import entry_payload
+from cudaship.binary.fatbin import arch_name, entry_payload
 from cudaship.binary.magic import ELF_MAGIC, EM_CUDA
 from cudaship.binary.ptx import read_ptx
-from cudaship.binary.records import Buffer, CubinInfo, DeviceCode, DeviceCodeKind
+from cudaship.binary.records import Buffer, Compression, CubinInfo, DeviceCode, DeviceCodeKind
 from cudaship.errors import BinaryFormatError
 
 #: EI_OSABI of cubins: 0x33 with ELF ABI version 7 (CUDA 11/12), 0x41 with version 8 (CUDA 12.8+ for sm_100+,
@@ -248,7 +248,11 @@ def sm_from_flags(abi_version: int, e_flags: int) -> int:
 
 def read_cubin(buf: Buffer) -> CubinInfo:
     """Read the facts of a cubin. Raises :class:`BinaryFormatError` for anything that is not a sound cubin."""
-    abi_version, _e_type, e_version, e_flags, sections, elf_class = _sections(buf)
+    return _cubin_info(buf, _sections(buf))
+
+
+def _cubin_info(buf: Buffer, header: _Header) -> CubinInfo:
+    abi_version, _e_type, e_version, e_flags, sections, elf_class = header
     sm = sm_from_flags(abi_version, e_flags)
     if sm == 0:
         raise BinaryFormatError(f"cubin e_flags {e_flags:#x} (ABI version {abi_version}) name no SM")
@@ -327,6 +331,26 @@ def _kernel_symbols(buf: Buffer, sections: list[_Section], elf_class: int) -> tu
 def cubin_is_relocatable(buf: Buffer) -> bool:
     """True for an ET_REL cubin (``nvcc -cubin -rdc=true``): device-linked, not loaded as is."""
     return _sections(buf).e_type == ET_REL
+
+
+def cubin_device_code(buf: Buffer) -> DeviceCode:
+    """The record of a standalone ``.cubin`` file: :func:`read_cubin` and :func:`cubin_is_relocatable` from
+    one reading of its ELF header and section table."""
+    header = _sections(buf)
+    info = _cubin_info(buf, header)
+    return DeviceCode(
+        kind=DeviceCodeKind.SASS,
+        arch=arch_name(DeviceCodeKind.SASS, info.sm, info.variant),
+        sm=info.sm,
+        variant=info.variant,
+        section=None,
+        relocatable=header.e_type == ET_REL,
+        compression=Compression.NONE,
+        stored_size=len(buf),
+        uncompressed_size=None,
+        offset=0,
+        toolkit_version=info.toolkit_version,
+    )
 
 
 def entry_details(buf: Buffer, entry: DeviceCode) -> DeviceCode:

@@ -406,22 +406,9 @@ def _read_fatbin_file(buf: Buffer, finder: Finder) -> tuple[FatbinContainer, ...
 
 
 def _cubin_code(buf: Buffer) -> DeviceCode:
-    from cudaship.binary.cubin import cubin_is_relocatable, read_cubin
+    from cudaship.binary.cubin import cubin_device_code
 
-    info = read_cubin(buf)
-    return DeviceCode(
-        kind=DeviceCodeKind.SASS,
-        arch=arch_name(DeviceCodeKind.SASS, info.sm, info.variant),
-        sm=info.sm,
-        variant=info.variant,
-        section=None,
-        relocatable=cubin_is_relocatable(buf),
-        compression=Compression.NONE,
-        stored_size=len(buf),
-        uncompressed_size=None,
-        offset=0,
-        toolkit_version=info.toolkit_version,
-    )
+    return cubin_device_code(buf)
 
 
 def _ptx_code(buf: Buffer) -> DeviceCode:
