@@ -19,12 +19,10 @@ from __future__ import annotations
 
 import io
 import json
-import lzma
 import mmap
 import re
 import tempfile
 import zipfile
-import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -259,16 +257,7 @@ def _member_buffer(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Iterator[
                     return
                 with mmap.mmap(tmp.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
                     yield mapped
-    except (
-        zipfile.BadZipFile,
-        OSError,
-        EOFError,
-        ValueError,
-        NotImplementedError,
-        RuntimeError,  # an encrypted member
-        zlib.error,
-        lzma.LZMAError,
-    ) as e:
+    except ZIP_READ_ERRORS as e:
         raise ProgramError(f"corrupt member ({_one_line(e)})") from None
 
 
