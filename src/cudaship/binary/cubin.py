@@ -148,7 +148,7 @@ def _sections(buf: Buffer) -> _Header:
         sh_name, sh_type, sh_flags, sh_offset, sh_size = entry[0], entry[1], entry[2], entry[4], entry[5]
         if sh_name >= len(names) and sh_name:
             raise BinaryFormatError(f"ELF section name offset {sh_name} is outside the name table")
-        name = names[sh_name:].split(b"\0", 1)[0].decode("utf-8", "replace")
+        name = _until_nul(names, sh_name).decode("utf-8", "replace")
         sections.append(_Section(name, sh_type, sh_flags, sh_offset, sh_size, entry[6]))
     return _Header(abi_version, e_type, e_version, e_flags, sections, ei_class)
 
@@ -177,10 +177,17 @@ def _notes(data: bytes) -> list[tuple[bytes, int, bytes]]:
     return notes
 
 
+def _until_nul(table: bytes, offset: int) -> bytes:
+    """The bytes of ``table`` from ``offset`` to the next NUL (or the end), without copying the rest of it:
+    a cubin's name tables are walked once per section and per symbol."""
+    end = table.find(b"\0", offset)
+    return table[offset:] if end < 0 else table[offset:end]
+
+
 def _cstring(table: bytes, offset: int) -> str | None:
     if offset >= len(table):
         return None
-    text = table[offset:].split(b"\0", 1)[0].decode("utf-8", "replace").strip()
+    text = _until_nul(table, offset).decode("utf-8", "replace").strip()
     return text or None
 
 
@@ -322,7 +329,7 @@ def _kernel_symbols(buf: Buffer, sections: list[_Section], elf_class: int) -> tu
         fields = layout.unpack_from(data, i * layout.size)
         st_name, st_info, st_other = (fields[0], fields[3], fields[4]) if elf_class == 1 else fields[:3]
         if st_info & 0xF == STT_FUNC and st_other & STO_CUDA_ENTRY and st_name < len(names):
-            name = names[st_name:].split(b"\0", 1)[0].decode("utf-8", "replace")
+            name = _until_nul(names, st_name).decode("utf-8", "replace")
             if name:
                 kernels.append(name)
     return tuple(dict.fromkeys(kernels))
