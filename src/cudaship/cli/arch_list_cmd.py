@@ -21,9 +21,12 @@ SYNTAXES = ("torch", "cmake", "gencode", "list", "plain")
 
 
 class NoTrainError(UsageError):
-    """CUDA was asked for but no train given (exit 5)."""
+    """CUDA was asked for but no train given (exit 5); ``arch-list`` and ``env`` raise it."""
 
     exit_code = ExitCode.NO_TRAIN
+
+    def __init__(self) -> None:
+        super().__init__("no CUDA train given: pass --train cu132 (or set CUDASHIP_TRAIN)")
 
 
 def _machine(value: str | None) -> str:
@@ -67,7 +70,7 @@ def command(train: str | None, machine: str | None, fmt: str, policy: str | None
     """
     text = train if train is not None else os.environ.get("CUDASHIP_TRAIN")
     if text is None or not text.strip():
-        raise NoTrainError("no CUDA train given: pass --train cu132 (or set CUDASHIP_TRAIN)")
+        raise NoTrainError()
     try:
         parsed = parse_train(text)
     except KnowledgeError as e:

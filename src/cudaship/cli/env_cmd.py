@@ -17,18 +17,13 @@ from cudaship.ci.env import (
     write_file,
     write_github_env,
 )
+from cudaship.cli.arch_list_cmd import NoTrainError
 from cudaship.config import load_config
 from cudaship.errors import UsageError
 from cudaship.exitcodes import ExitCode
 from cudaship.formats.output import write_report
 
 SCHEMA_VERSION = 1
-
-
-class NoTrainError(UsageError):
-    """CUDA was asked for but no train given."""
-
-    exit_code = ExitCode.NO_TRAIN
 
 
 def _json(env: BuildEnv) -> str:
@@ -88,7 +83,7 @@ def command(
     """Write the build environment (arch lists, CUDA version) of a train, looked up from the arch table."""
     train = train or os.environ.get("CUDASHIP_TRAIN")
     if not train:
-        raise NoTrainError("no CUDA train given: pass --train cu132 (or set CUDASHIP_TRAIN)")
+        raise NoTrainError()
     project = load_config(policy)
     env = build_env(project, train, machine)
 
