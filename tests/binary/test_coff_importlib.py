@@ -8,7 +8,6 @@ import random
 import re
 import shutil
 import subprocess
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 
 from cudaship.binary.coff_importlib import read_import_library
 from cudaship.errors import BinaryFormatError
+from tests.binary.wheel_members import extract
 from tests.fixtures.mingw import IMPORT_LIBRARIES
 
 NM = shutil.which("llvm-nm") or shutil.which("llvm-nm-14")
@@ -69,14 +69,7 @@ def test_import_library_matches_llvm_tools(mingw_build: Callable[[str], Path], n
 @pytest.fixture(scope="module")
 def nvidia_libs(cudart_windows_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("nvidia-libs")
-    out = {}
-    with zipfile.ZipFile(cudart_windows_wheel) as zf:
-        for name in NVIDIA_LIBS:
-            target = root / name
-            with zf.open(f"nvidia/cu13/lib/x64/{name}") as src, target.open("wb") as dst:
-                shutil.copyfileobj(src, dst)
-            out[name] = target
-    return out
+    return {name: extract(cudart_windows_wheel, f"nvidia/cu13/lib/x64/{name}", root) for name in NVIDIA_LIBS}
 
 
 @pytest.mark.network

@@ -10,7 +10,6 @@ import shutil
 import struct
 import subprocess
 import time
-import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from cudaship.binary.elf import read_elf
 from cudaship.binary.records import FileFormat, HostBinary, Machine
 from cudaship.errors import BinaryFormatError
 from cudaship.wheel.archive import WheelArchive
+from tests.binary.wheel_members import extract
 
 READELF = shutil.which("readelf")
 needs_readelf = pytest.mark.skipif(READELF is None, reason="binutils readelf is not installed")
@@ -134,14 +134,6 @@ def readelf(path: Path) -> ReadelfView:
 def read_path(path: Path) -> HostBinary:
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as view:
         return read_elf(view)
-
-
-def extract(wheel: Path, member: str, into: Path) -> Path:
-    target = into / Path(member).name
-    if not target.exists():
-        with zipfile.ZipFile(wheel) as zf, zf.open(member) as src, target.open("wb") as dst:
-            shutil.copyfileobj(src, dst)
-    return target
 
 
 @pytest.fixture(scope="module")

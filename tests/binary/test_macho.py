@@ -8,7 +8,6 @@ import shutil
 import struct
 import subprocess
 import time
-import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 from cudaship.binary.macho import read_macho, read_macho_slices
 from cudaship.binary.records import FileFormat, ImportKind, Machine
 from cudaship.errors import BinaryFormatError
+from tests.binary.wheel_members import extract
 
 
 def _tool(*names: str) -> str | None:
@@ -186,10 +186,7 @@ def nm(path: Path, *flags: str) -> set[str]:
 @pytest.fixture(scope="module")
 def mac_dylib(bitsandbytes_macos_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     member = "bitsandbytes/libbitsandbytes_cpu.dylib"
-    target = tmp_path_factory.mktemp("mac-wheel") / "libbitsandbytes_cpu.dylib"
-    with zipfile.ZipFile(bitsandbytes_macos_wheel) as zf, zf.open(member) as src, target.open("wb") as dst:
-        shutil.copyfileobj(src, dst)
-    return target
+    return extract(bitsandbytes_macos_wheel, member, tmp_path_factory.mktemp("mac-wheel"))
 
 
 @pytest.mark.network

@@ -9,7 +9,6 @@ import shutil
 import struct
 import subprocess
 import time
-import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ import pytest
 from cudaship.binary.pe import read_pe
 from cudaship.binary.records import FileFormat, HostBinary, ImportKind, Machine
 from cudaship.errors import BinaryFormatError
+from tests.binary.wheel_members import extract
 from tests.fixtures.mingw import MINGW_BUILDS
 
 READOBJ = shutil.which("llvm-readobj") or shutil.which("llvm-readobj-14")
@@ -105,14 +105,6 @@ def assert_matches_readobj(path: Path) -> HostBinary:
     assert set(host.exports) == expected.exports
     assert [(s.name, s.offset, s.size, s.address) for s in host.sections] == expected.sections
     return host
-
-
-def extract(wheel: Path, member: str, into: Path) -> Path:
-    target = into / Path(member).name
-    if not target.exists():
-        with zipfile.ZipFile(wheel) as zf, zf.open(member) as src, target.open("wb") as dst:
-            shutil.copyfileobj(src, dst)
-    return target
 
 
 @pytest.fixture(scope="module")
