@@ -28,6 +28,7 @@ from cudaship.ci.archs import TrainInfo, normalize_machine
 from cudaship.errors import KnowledgeError, ToolkitError, UsageError
 from cudaship.knowledge import _data
 from cudaship.knowledge.archs import ArchList
+from cudaship.toolkit.records import TOOLKIT_MANIFEST as TOOLKIT_MANIFEST  # at every toolkit root
 
 SCHEMA_VERSION = 1
 PLATFORMS: dict[str, tuple[str, str]] = {
@@ -36,7 +37,6 @@ PLATFORMS: dict[str, tuple[str, str]] = {
     "linux-sbsa": ("linux", "aarch64"),
     "windows-x86_64": ("windows", "x86_64"),
 }
-TOOLKIT_MANIFEST = "cudaship-toolkit.json"  # written at the root of every `cudaship toolkit` directory
 _RELEASE_RE = re.compile(r"release (\d+)\.(\d+)")
 _CUDA_H_RE = re.compile(r"#define\s+CUDA_VERSION\s+(\d+)")
 
