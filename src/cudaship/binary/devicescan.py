@@ -47,6 +47,8 @@ from cudaship.errors import BinaryFormatError
 RELOCATABLE_SECTIONS = frozenset({"__nv_relfatbin", "__nv_rel"})
 #: Sections that hold whole-program fatbins, for reference: ELF, PE (cut), Mach-O (``__NV_CUDA,__nv_fatbin``).
 FATBIN_SECTIONS = frozenset({".nv_fatbin", ".nv_fatb", "__nv_fatbin"})
+#: Either kind: sections that hold nothing but fatbins.
+DEVICE_SECTIONS = FATBIN_SECTIONS | RELOCATABLE_SECTIONS
 ALIGNMENT = 8
 
 
@@ -108,11 +110,10 @@ def _searched_ranges(size: int, sections: Sequence[Section]) -> list[tuple[int, 
     (a 100 MB ``.text`` in cuBLASLt) never holds one, and skipping it saves a fifth of the search on large
     libraries. A section named as a fatbin section is always searched, whatever its flags say.
     """
-    device_sections = FATBIN_SECTIONS | RELOCATABLE_SECTIONS
     skipped = sorted(
         (s.offset, s.offset + s.size)
         for s in sections
-        if s.executable and s.size > 0 and s.name.rsplit(",", 1)[-1] not in device_sections
+        if s.executable and s.size > 0 and s.name.rsplit(",", 1)[-1] not in DEVICE_SECTIONS
     )
     ranges: list[tuple[int, int]] = []
     pos = 0
