@@ -17,11 +17,12 @@ from enum import IntEnum, IntFlag
 from typing import NamedTuple
 
 from cudaship.binary.decompress import decompress
+from cudaship.binary.magic import FATBIN_MAGIC
 from cudaship.binary.records import Buffer, Compression, DeviceCode, DeviceCodeKind, FatbinContainer
 from cudaship.errors import BinaryFormatError
 
 CONTAINER_MAGIC = 0xBA55ED50
-CONTAINER_MAGIC_BYTES = struct.pack("<I", CONTAINER_MAGIC)
+CONTAINER_MAGIC_BYTES = FATBIN_MAGIC  #: as it appears in a file (the first-bytes table keeps it)
 #: Container magic of pre-2010 toolkits; recognised to say so, not parsed.
 LEGACY_CONTAINER_MAGIC = 0x1EE55A01
 #: Magic of the 24-byte ``__fatBinC_Wrapper_t`` in ``.nvFatBinSegment``: a pointer holder, not a container.
@@ -45,6 +46,7 @@ _ENTRY = struct.Struct("<HHIQIIHHIIIQQQ")
 _OPTIONS = struct.Struct("<II")
 
 assert _CONTAINER.size == 16 and _ENTRY.size == MIN_ENTRY_HEADER
+assert struct.pack("<I", CONTAINER_MAGIC) == CONTAINER_MAGIC_BYTES
 
 
 class EntryKind(IntEnum):
