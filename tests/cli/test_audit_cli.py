@@ -338,6 +338,32 @@ def test_missing_wheel(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert err == f"cudaship: error: {tmp_path / 'nope.whl'}: no such file\n"
 
 
+def test_corrupt_lzma_member_is_that_members_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An LZMA member with corrupt data: reported for that member, never an internal error."""
+    import zipfile
+
+    wheel = tmp_path / "pkg-1.0-py3-none-any.whl"
+    payload = bytes(range(256)) * 64
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("pkg/__init__.py", "")
+        zf.writestr("pkg/data.bin", payload, compress_type=zipfile.ZIP_LZMA)
+        zf.writestr("pkg-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nTag: py3-none-any\n")
+        zf.writestr("pkg-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n")
+        zf.writestr("pkg-1.0.dist-info/RECORD", "")
+    data = bytearray(wheel.read_bytes())
+    with zipfile.ZipFile(wheel) as zf:
+        info = zf.getinfo("pkg/data.bin")
+    start = info.header_offset + 30 + len(info.filename) + len(info.extra) + 4 + 5  # past the LZMA properties
+    data[start : start + 64] = b"\xff" * 64
+    wheel.write_bytes(bytes(data))
+    code, out, err = run([str(wheel)], capsys)
+    assert code in (ExitCode.FINDINGS, ExitCode.BAD_INPUT), err
+    assert "internal error" not in err
+    assert "pkg/data.bin" in out + err
+
+
 def test_not_a_zip(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -61,15 +61,7 @@ except ImportError:  # pragma: no cover - platforms without an isal wheel
     from zlib import decompressobj as _decompressobj  # type: ignore[assignment]
 
 #: what reading one member may raise besides WheelError; each becomes that member's one-line problem
-_MEMBER_ERRORS: tuple[type[BaseException], ...] = (
-    zipfile.BadZipFile,
-    *_INFLATE_ERRORS,
-    EOFError,
-    OSError,
-    ValueError,
-    NotImplementedError,
-    RuntimeError,
-)
+_MEMBER_ERRORS: tuple[type[BaseException], ...] = (*ZIP_READ_ERRORS, *_INFLATE_ERRORS)
 
 #: Decompressed native members held in memory at once (all workers together); a member that does not fit
 #: waits for others to finish, and one larger than this goes to a temporary file, mapped.
