@@ -21,6 +21,7 @@ from cudaship.binary.devicescan import (
     RELOCATABLE_SECTIONS,
     detect_device_format,
     find_containers,
+    is_device_section,
     is_relocatable_section,
     read_device_file,
     scan_containers,
@@ -424,3 +425,23 @@ def test_not_a_device_file(data: bytes) -> None:
     assert detect_device_format(data) is None
     with pytest.raises(BinaryFormatError, match="not a fatbin, cubin or PTX file"):
         read_device_file(data)
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        (".nv_fatbin", True),
+        ("__nv_relfatbin", True),
+        (".nv_fatb", True),
+        ("__nv_rel", True),
+        ("__NV_CUDA,__nv_fatbin", True),
+        ("__NV_CUDA,__nv_relfatbin", True),
+        (".rodata", False),
+        ("__TEXT,__text", False),
+        (None, False),
+    ],
+    ids=["elf", "elf-rdc", "pe", "pe-rdc", "macho", "macho-rdc", "rodata", "macho-text", "none"],
+)
+def test_device_sections_in_every_format(name: str | None, expected: bool) -> None:
+    """Mach-O sections are named SEGMENT,section: a corrupt container there is reported like in ELF and PE."""
+    assert is_device_section(name) is expected

@@ -49,6 +49,11 @@ RELOCATABLE_SECTIONS = frozenset({"__nv_relfatbin", "__nv_rel"})
 FATBIN_SECTIONS = frozenset({".nv_fatbin", ".nv_fatb", "__nv_fatbin"})
 #: Either kind: sections that hold nothing but fatbins.
 DEVICE_SECTIONS = FATBIN_SECTIONS | RELOCATABLE_SECTIONS
+
+
+def is_device_section(name: str | None) -> bool:
+    """A section made to hold fatbins: ELF and PE names, and Mach-O ``__NV_CUDA,__nv_fatbin`` style ones."""
+    return name is not None and name.rsplit(",", 1)[-1] in DEVICE_SECTIONS
 ALIGNMENT = 8
 
 
@@ -113,7 +118,7 @@ def _searched_ranges(size: int, sections: Sequence[Section]) -> list[tuple[int, 
     skipped = sorted(
         (s.offset, s.offset + s.size)
         for s in sections
-        if s.executable and s.size > 0 and s.name.rsplit(",", 1)[-1] not in DEVICE_SECTIONS
+        if s.executable and s.size > 0 and not is_device_section(s.name)
     )
     ranges: list[tuple[int, int]] = []
     pos = 0

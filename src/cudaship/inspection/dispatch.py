@@ -171,7 +171,7 @@ def _read_import_library(buf: Buffer) -> HostBinary:
 
 def _scan_device_code(state: _Partial, buf: Buffer, host: HostBinary | None, *, details: bool) -> None:
     """Find every container; one that fails validation inside a fatbin section is corruption, not noise."""
-    from cudaship.binary.devicescan import DEVICE_SECTIONS, scan_containers
+    from cudaship.binary.devicescan import is_device_section, scan_containers
 
     sections = host.sections if host is not None else ()
     scan = scan_containers(buf, sections)
@@ -180,7 +180,7 @@ def _scan_device_code(state: _Partial, buf: Buffer, host: HostBinary | None, *, 
         containers = tuple(_with_details(buf, c, state.notes) for c in containers)
     state.containers = containers
     state.device_code = tuple(entry for c in containers for entry in c.entries)
-    corrupt = [r for r in scan.rejected if r.section in DEVICE_SECTIONS]
+    corrupt = [r for r in scan.rejected if is_device_section(r.section)]
     if corrupt:
         first = corrupt[0]
         more = f" (and {len(corrupt) - 1} more)" if len(corrupt) > 1 else ""
