@@ -227,7 +227,8 @@ def make_export_dir(
 
     The reference file is opaque bytes here: check only asks whether it is there.
     """
-    from cudaship.program.provenance import sha256_of, write_provenance
+    from cudaship.hashing import sha256_file
+    from cudaship.program.provenance import write_provenance
     from cudaship.program.records import Provenance
 
     directory.mkdir(parents=True, exist_ok=True)
@@ -237,7 +238,7 @@ def make_export_dir(
         (directory / "reference.pt").write_bytes(b"reference placeholder")
     prov = Provenance(
         package="model.pt2",
-        package_sha256=sha256_of(target),
+        package_sha256=sha256_file(target),
         torch_version=f"2.11.0+cu{cuda_train.replace('.', '')}" if cuda_train else "2.11.0+cpu",
         cuda_train=cuda_train,
         device=device,

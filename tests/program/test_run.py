@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from cudaship.errors import ProgramError
+from cudaship.hashing import sha256_file
 from cudaship.program import runner_child
-from cudaship.program.provenance import PROVENANCE_FILE, sha256_of
+from cudaship.program.provenance import PROVENANCE_FILE
 from cudaship.program.run import NON_ASCII_DIR, compiler_free_path, run_program
 from tests.program.builders import gxx_library
 
@@ -70,7 +71,7 @@ def test_loader_crash_is_a_clean_failure(cpu_export_copy: Path, tmp_path: Path) 
     os.replace(rebuilt, package)
     prov_file = cpu_export_copy / PROVENANCE_FILE
     prov = json.loads(prov_file.read_text())
-    prov["package_sha256"] = sha256_of(package)
+    prov["package_sha256"] = sha256_file(package)
     prov_file.write_text(json.dumps(prov))
     report = run_program(cpu_export_copy, runs=1)
     assert not report.ok

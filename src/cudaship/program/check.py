@@ -19,11 +19,12 @@ from pathlib import Path
 
 from cudaship.binary.records import DeviceCode, DeviceCodeKind
 from cudaship.errors import CudashipError, ProgramError, UsageError
+from cudaship.hashing import sha256_file
 from cudaship.knowledge.archs import Arch, parse_arch
 from cudaship.knowledge.gpus import capability_of, group_for
 from cudaship.knowledge.runs_on import Verdict, runs_on
 from cudaship.knowledge.trains import Train, parse_train
-from cudaship.program.provenance import read_provenance, sha256_of
+from cudaship.program.provenance import read_provenance
 from cudaship.program.pt2 import libstdcxx_copy
 from cudaship.program.reader import find_package, read_program
 from cudaship.program.records import (
@@ -227,7 +228,7 @@ def check_program(
         package = directory / prov.package if prov else find_package(directory)
         info = read_program(package)
         problems = info.errors
-        if prov is not None and sha256_of(package) != prov.package_sha256:
+        if prov is not None and sha256_file(package) != prov.package_sha256:
             problems = (*problems, f"{package.name} differs from the sha256 provenance.json recorded")
         if problems:
             items.append(CheckItem("package", Status.FAIL, "; ".join(problems)))

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from cudaship.errors import ProgramError, UsageError
-from cudaship.program.provenance import sha256_of, write_provenance
+from cudaship.hashing import sha256_file
+from cudaship.program.provenance import write_provenance
 from cudaship.program.records import ProgramInfo, Provenance
 
 PACKAGE_NAME = "model.pt2"
@@ -196,7 +197,7 @@ def export_program(
     os_name = {"linux": "linux", "win32": "windows", "darwin": "macos"}.get(sys.platform, sys.platform)
     prov = Provenance(
         package=PACKAGE_NAME,
-        package_sha256=sha256_of(package),
+        package_sha256=sha256_file(package),
         torch_version=str(torch.__version__),
         cuda_train=getattr(torch.version, "cuda", None),
         device=device,

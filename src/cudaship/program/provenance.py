@@ -6,7 +6,6 @@ Versioned (``"schema": 1``); read strictly: a missing or mistyped key is a one-l
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import asdict, fields
 from pathlib import Path
@@ -18,14 +17,6 @@ from cudaship.program.records import Provenance
 PROVENANCE_FILE = "provenance.json"
 SCHEMA = 1
 _REQUIRED = ("package", "package_sha256", "torch_version", "device", "target_platform")
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def provenance_to_json(prov: Provenance) -> str:

@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from cudaship.errors import ProgramError
+from cudaship.hashing import sha256_file
 from cudaship.program import runner_child
-from cudaship.program.provenance import read_provenance, sha256_of
+from cudaship.program.provenance import read_provenance
 from cudaship.program.records import Environment, Provenance, RunReport
 
 NON_ASCII_DIR = "cudaship-прогон-実行-ü"
@@ -116,7 +117,7 @@ def run_program(
         raise ProgramError(
             f"no reference data ({reference.name}): nothing to compare with", path=str(directory)
         )
-    if sha256_of(package) != prov.package_sha256:
+    if sha256_file(package) != prov.package_sha256:
         raise ProgramError(
             f"{prov.package} does not match the sha256 in provenance.json (changed or corrupt)",
             path=str(directory),

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from cudaship import __version__
 from cudaship.errors import ToolkitError
+from cudaship.hashing import sha256_file
 from cudaship.toolkit.lock import InstallLock
 from cudaship.toolkit.records import Observer
 
@@ -61,14 +62,6 @@ def join_location(base: str, relative: str) -> str:
     if is_url(base):
         return base.rstrip("/") + "/" + urllib.parse.quote(relative)
     return str(Path(base) / relative)
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 class Cache:

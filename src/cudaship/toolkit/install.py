@@ -19,6 +19,7 @@ from typing import Any
 
 from cudaship import __version__
 from cudaship.errors import ToolkitError
+from cudaship.hashing import sha256_file
 from cudaship.knowledge import toolkit_data
 from cudaship.toolkit import download, layout, pypi
 from cudaship.toolkit.extract import ExtractLimits, check_member_name, extract_archive
@@ -144,7 +145,7 @@ def _tree_hashes(root: Path) -> dict[str, str]:
             rel = path.relative_to(root).as_posix()
             if rel == TOOLKIT_MANIFEST:
                 continue
-            files[rel] = "link:" + os.readlink(path) if path.is_symlink() else download.sha256_file(path)
+            files[rel] = "link:" + os.readlink(path) if path.is_symlink() else sha256_file(path)
     return files
 
 

@@ -25,8 +25,8 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import Version
 
 from cudaship.errors import ToolkitError
+from cudaship.hashing import sha256_file
 from cudaship.knowledge import toolkit_data
-from cudaship.toolkit.download import sha256_file
 from cudaship.toolkit.extract import error_line
 from cudaship.toolkit.records import Artifact, Observer, Platform
 
