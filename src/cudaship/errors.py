@@ -48,6 +48,11 @@ class WheelError(CudashipError):
     """A wheel (zip, METADATA, WHEEL, RECORD) is unreadable or inconsistent."""
 
 
+class ArchiveError(CudashipError):
+    """A zip or tar archive (or one of its members) is unreadable, unsafe or over a limit. The layers that read
+    archives (wheel, checks, program, toolkit) turn it into their own error."""
+
+
 class PolicyError(CudashipError):
     """A policy or configuration file is invalid; the message names the key."""
 

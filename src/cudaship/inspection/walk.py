@@ -16,12 +16,15 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from cudaship.archive.select import MAGIC_BYTES, looks_native
 from cudaship.binary.records import Buffer
 from cudaship.errors import CudashipError
 from cudaship.inspection.dispatch import inspect_buffer
-from cudaship.inspection.records import FileReport, WheelInfo
+from cudaship.inspection.records import FileReport
 from cudaship.inspection.report import InspectReport, WheelReport
-from cudaship.wheel.archive import MAGIC_BYTES, WheelArchive, is_wheel, looks_native
+from cudaship.inspection.wheel import inspect_wheel
+from cudaship.safe_read import is_dir, not_regular_reason, open_regular
+from cudaship.wheel.archive import is_wheel
 
 
 class InspectObserver:
@@ -59,10 +62,17 @@ def inspect_paths(
     for raw in paths:
         label = os.fspath(raw)
         path = Path(label)
-        if path.is_dir():
-            plan.extend(_walk(path, label))
+        if is_dir(path):
+            try:
+                plan.extend(_walk(path, label))
+            except CudashipError as e:
+                plan.append(FileReport(path=label, format=None, size=0, error=e.message))
         elif path.exists():
-            plan.append(_Input(path, label, explicit=True))
+            reason = not_regular_reason(path)
+            if reason is None:
+                plan.append(_Input(path, label, explicit=True))
+            else:  # a FIFO would block, a device never end: refused, not read
+                plan.append(FileReport(path=label, format=None, size=0, error=reason))
         else:
             plan.append(FileReport(path=label, format=None, size=0, error="no such file or directory"))
     hooks.planned(sum(_size(i.path) for i in plan if isinstance(i, _Input)))
@@ -75,7 +85,7 @@ def inspect_paths(
             files.append(item)
             items.append(item)
         elif is_wheel(item.path):
-            wheel = _inspect_wheel(item, details=details, hooks=hooks)
+            wheel = inspect_wheel(item.path, item.label, details=details, hooks=hooks)
             wheels.append(wheel)
             files.extend(wheel.files)
             items.append(wheel)
@@ -99,69 +109,57 @@ def inspect_file(path: Path, label: str, *, details: bool = False) -> FileReport
     try:
         with _mapped(path) as buf:
             return inspect_buffer(buf, label, details=details)
+    except CudashipError as e:
+        return FileReport(path=label, format=None, size=_size(path), error=e.message)
     except OSError as e:
         return FileReport(path=label, format=None, size=_size(path), error=f"cannot read: {e.strerror or e}")
 
 
-def _inspect_wheel(item: _Input, *, details: bool, hooks: InspectObserver) -> WheelReport:
-    total = _size(item.path)
-    try:
-        archive = WheelArchive(item.path)
-    except CudashipError as e:
-        report = FileReport(path=item.label, format=None, size=total, error=e.message)
-        hooks.done(report)
-        hooks.advanced(total)
-        return WheelReport(path=item.label, info=None, error=e.message, files=(report,))
-    files: list[FileReport] = []
-    info: WheelInfo | None = None
-    error: str | None = None
-    advanced = 0
-    with archive:
+#: Most entries (files and directories) one directory argument may hold; a walk past it reports an error.
+MAX_WALK_ENTRIES = 10_000_000
+
+
+def walk_files(root: Path) -> Iterator[Path]:
+    """Regular files under ``root`` (links to files included, links to directories not followed), sorted
+    within each directory, depth first. Iterative: a tree 100,000 levels deep costs no recursion (``os.walk``
+    recurses once per level on Python 3.11 and fails past about 1,000)."""
+    stack: list[Path] = [root]
+    visited = 0
+    while stack:
+        directory = stack.pop()
         try:
-            info = archive.info()
-            for member in archive.native_members():
-                shown = member.name.replace("\\", "/")  # wheels made on Windows may use backslashes
-                hooks.reading(f"{item.label}!{shown}")
-                try:
-                    with archive.member_buffer(member) as buf:
-                        report = inspect_buffer(buf, shown, container=item.label, details=details)
-                except CudashipError as e:  # the member could not be unpacked (a bomb, a lie, a bad header)
-                    message = e.message.removeprefix(f"member {member.name}: ")
-                    report = FileReport(
-                        path=shown, format=None, size=member.size, container=item.label, error=message
-                    )
-                files.append(report)
-                hooks.done(report)
-                hooks.advanced(member.compressed_size)
-                advanced += member.compressed_size
-        except CudashipError as e:  # the archive itself is damaged: report it, keep what was read
-            error = e.message
-            files.append(FileReport(path=item.label, format=None, size=total, error=e.message))
-            hooks.done(files[-1])
-    hooks.advanced(max(total - advanced, 0))
-    return WheelReport(path=item.label, info=info, error=error, files=tuple(files))
+            with os.scandir(directory) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        visited += len(entries)
+        if visited > MAX_WALK_ENTRIES:
+            raise CudashipError(f"more than {MAX_WALK_ENTRIES} entries under the directory", path=str(root))
+        subdirs: list[Path] = []
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    subdirs.append(Path(entry.path))
+                elif entry.is_file(follow_symlinks=True):
+                    yield Path(entry.path)
+            except OSError:
+                continue
+        stack.extend(reversed(subdirs))
 
 
 def _walk(root: Path, label: str) -> Iterator[_Input]:
     """Files under ``root`` worth reading, in a stable order; symlinked directories are not followed."""
-    for directory, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for name in sorted(filenames):
-            path = Path(directory) / name
-            if path.is_symlink() and not path.exists():
-                continue
-            if not path.is_file():
-                continue
-            shown = os.path.join(label, os.path.relpath(path, root))
-            if is_wheel(path) or looks_native(name, _head(path)):
-                yield _Input(path, shown, explicit=False)
+    for path in walk_files(root):
+        shown = os.path.join(label, os.path.relpath(path, root))
+        if is_wheel(path) or looks_native(path.name, _head(path)):
+            yield _Input(path, shown, explicit=False)
 
 
 def _head(path: Path) -> bytes:
     try:
-        with path.open("rb") as f:
+        with open_regular(path) as f:
             return f.read(MAGIC_BYTES)
-    except OSError:
+    except (CudashipError, OSError):
         return b""
 
 
@@ -174,7 +172,7 @@ def _size(path: Path) -> int:
 
 @contextmanager
 def _mapped(path: Path) -> Iterator[Buffer]:
-    with path.open("rb") as f:
+    with open_regular(path) as f:
         size = os.fstat(f.fileno()).st_size
         if size == 0:
             yield b""

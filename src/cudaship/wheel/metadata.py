@@ -30,6 +30,20 @@ from packaging.version import InvalidVersion, Version
 
 from cudaship.errors import WheelError
 
+#: Largest METADATA and WHEEL read (inspect and audit alike); real METADATA with a long description is a few
+#: hundred KiB.
+MAX_METADATA_BYTES = 4 << 20
+#: Largest RECORD read, and most rows it may have (torch's RECORD: 1.5 MB, about 15,000 rows).
+MAX_RECORD_BYTES = 16 << 20
+MAX_RECORD_ROWS = 250_000
+#: Most Requires-Dist entries, and the longest one, accepted (real wheels: tens).
+MAX_REQUIREMENTS = 10_000
+MAX_REQUIREMENT_LENGTH = 4096
+#: Longest Name and Version accepted (PEP 440 versions of real releases: under 40 characters; a version of
+#: thousands of digits would otherwise reach Python's 4,300-digit int limit).
+MAX_NAME_LENGTH = 256
+MAX_VERSION_LENGTH = 128
+
 
 @dataclass(frozen=True)
 class Metadata:
@@ -116,21 +130,40 @@ def _headers(data: bytes) -> Message:
 
 def parse_metadata(data: bytes) -> Metadata:
     """Parse METADATA (an RFC 822 style header block); a missing Name or Version is an error."""
+    if len(data) > MAX_METADATA_BYTES:
+        raise WheelError(f"METADATA is {len(data)} bytes, over the {MAX_METADATA_BYTES} byte limit")
     try:
         message = _headers(data)
     except Exception as e:  # the email parser is lenient; be safe anyway
         raise WheelError(f"METADATA is unreadable: {e}") from e
-    name = (message.get("Name") or "").strip()
-    version = (message.get("Version") or "").strip()
+    name = str(message.get("Name") or "").strip()
+    version = str(message.get("Version") or "").strip()
     if not name:
         raise WheelError("METADATA has no Name")
+    if len(name) > MAX_NAME_LENGTH:
+        raise WheelError(f"METADATA Name is {len(name)} characters long, over the limit of {MAX_NAME_LENGTH}")
     if not version:
         raise WheelError("METADATA has no Version")
+    if len(version) > MAX_VERSION_LENGTH:
+        raise WheelError(
+            f"METADATA Version is {len(version)} characters long, over the limit of {MAX_VERSION_LENGTH}"
+        )
     try:
         parsed = Version(version)
-    except InvalidVersion:
+    except (InvalidVersion, ValueError):  # ValueError: a number past Python's int digit limit
         raise WheelError(f"METADATA Version {version!r} is not a valid version") from None
-    requires = tuple(" ".join(str(v).split()) for v in message.get_all("Requires-Dist") or ())
+    raw_requires = message.get_all("Requires-Dist") or ()
+    if len(raw_requires) > MAX_REQUIREMENTS:
+        raise WheelError(
+            f"METADATA has {len(raw_requires)} Requires-Dist entries, over the limit of {MAX_REQUIREMENTS}"
+        )
+    requires = tuple(" ".join(str(v).split()) for v in raw_requires)
+    for text in requires:
+        if len(text) > MAX_REQUIREMENT_LENGTH:
+            raise WheelError(
+                f"METADATA has a Requires-Dist entry of {len(text)} characters, over the limit of "
+                f"{MAX_REQUIREMENT_LENGTH}"
+            )
     rp = message.get("Requires-Python")
     return Metadata(name, version, parsed.local, requires, rp.strip() if rp else None)
 
@@ -177,17 +210,21 @@ def platform_from_tag(platform_tag: str) -> TargetPlatform:
 
 
 def parse_wheel_file(data: bytes) -> WheelFile:
+    if len(data) > MAX_METADATA_BYTES:
+        raise WheelError(f"WHEEL is {len(data)} bytes, over the {MAX_METADATA_BYTES} byte limit")
     try:
         message = _headers(data)
     except Exception as e:
         raise WheelError(f"WHEEL is unreadable: {e}") from e
-    tags = tuple(t.strip() for t in message.get_all("Tag") or () if t.strip())
+    tags = tuple(str(t).strip() for t in message.get_all("Tag") or () if str(t).strip())
     expanded: list[str] = []
     for tag in tags:
         parts = tag.split("-")
         if len(parts) != 3:
             raise WheelError(f"WHEEL Tag {tag!r} is not python-abi-platform")
         expanded.extend(_expand_tag(*parts))
+        if len(expanded) > MAX_REQUIREMENTS:  # a.b.c.d-e.f.g-h.i.j expands multiplicatively
+            raise WheelError(f"WHEEL Tags expand to more than {MAX_REQUIREMENTS} tags")
     purelib = (message.get("Root-Is-Purelib") or "false").strip().lower() == "true"
     wv = message.get("Wheel-Version")
     return WheelFile(wv.strip() if wv else None, purelib, tuple(dict.fromkeys(expanded)))
@@ -295,37 +332,44 @@ def _marker_holds(marker: Marker, env: Mapping[str, str], text: str) -> bool:
 
 def parse_record(data: bytes) -> tuple[RecordEntry, ...]:
     """Parse RECORD (CSV: path, ``algo=urlsafe-b64-digest``, size)."""
+    if len(data) > MAX_RECORD_BYTES:
+        raise WheelError(f"RECORD is {len(data)} bytes, over the {MAX_RECORD_BYTES} byte limit")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise WheelError("RECORD is not UTF-8 text") from None
+    entries: list[RecordEntry] = []
     try:
-        rows = list(csv.reader(io.StringIO(text)))
+        for lineno, row in enumerate(csv.reader(io.StringIO(text)), start=1):
+            if lineno > MAX_RECORD_ROWS:
+                raise WheelError(f"RECORD has more than {MAX_RECORD_ROWS} lines")
+            _record_row(row, lineno, entries)
     except csv.Error as e:  # e.g. a lone carriage return inside a field
         raise WheelError(f"RECORD is not valid CSV: {e}") from None
-    entries: list[RecordEntry] = []
-    for lineno, row in enumerate(rows, start=1):
-        if not row or (len(row) == 1 and not row[0].strip()):
-            continue
-        if len(row) != 3:
-            raise WheelError(f"RECORD line {lineno} has {len(row)} fields, expected 3")
-        path, hash_field, size_field = row
-        algorithm: str | None = None
-        digest: str | None = None
-        if hash_field:
-            algorithm, sep, digest = hash_field.partition("=")
-            if not sep or not digest:
-                raise WheelError(f"RECORD line {lineno}: hash {hash_field!r} is not algo=digest")
-            if algorithm not in hashlib.algorithms_guaranteed or algorithm in ("md5", "sha1"):
-                raise WheelError(f"RECORD line {lineno}: hash algorithm {algorithm!r} is not allowed")
-        size: int | None = None
-        if size_field:
-            try:
-                size = int(size_field)
-            except ValueError:
-                raise WheelError(f"RECORD line {lineno}: size {size_field!r} is not a number") from None
-        entries.append(RecordEntry(path, algorithm, digest, size))
     return tuple(entries)
+
+
+def _record_row(row: list[str], lineno: int, entries: list[RecordEntry]) -> None:
+    if not row or (len(row) == 1 and not row[0].strip()):
+        return
+    if len(row) != 3:
+        raise WheelError(f"RECORD line {lineno} has {len(row)} fields, expected 3")
+    path, hash_field, size_field = row
+    algorithm: str | None = None
+    digest: str | None = None
+    if hash_field:
+        algorithm, sep, digest = hash_field.partition("=")
+        if not sep or not digest:
+            raise WheelError(f"RECORD line {lineno}: hash {hash_field!r} is not algo=digest")
+        if algorithm not in hashlib.algorithms_guaranteed or algorithm in ("md5", "sha1"):
+            raise WheelError(f"RECORD line {lineno}: hash algorithm {algorithm!r} is not allowed")
+    size: int | None = None
+    size_field = size_field.strip()
+    if size_field:
+        if len(size_field) > 20 or not size_field.isascii() or not size_field.isdigit():
+            raise WheelError(f"RECORD line {lineno}: size {size_field[:40]!r} is not a number")
+        size = int(size_field)
+    entries.append(RecordEntry(path, algorithm, digest, size))
 
 
 def b64_digest(raw: bytes) -> str:
