@@ -17,25 +17,20 @@ No CUDA toolkit version is recorded in the package: the cubins record the ptxas 
 
 from __future__ import annotations
 
-import io
-import json
-import mmap
 import re
-import tempfile
-import zipfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 
+from cudaship.archive.limits import DEFAULT_LIMITS
+from cudaship.archive.zip import ZipArchive, ZipMember
 from cudaship.binary.records import Buffer, FileFormat
-from cudaship.errors import ProgramError
+from cudaship.errors import ArchiveError, ProgramError
 from cudaship.inspection.dispatch import inspect_buffer
 from cudaship.inspection.records import FileReport
+from cudaship.loaders import load_json
 from cudaship.program.records import MemberRole, ProgramInfo, ProgramKind, ProgramMember
-from cudaship.wheel.archive import MAX_RATIO, RATIO_FLOOR, ZIP_OPEN_ERRORS, ZIP_READ_ERRORS
 
-#: Largest member read (declared size); a package member beyond it is reported, not read.
-MAX_MEMBER_SIZE = 8 << 30
-#: Members up to this size are read into memory; larger ones go through a temporary file and mmap.
+#: Largest member read (bytes); a package member beyond it is reported, not read.
+MAX_MEMBER_SIZE = DEFAULT_LIMITS.max_member_size
+#: Members up to this size are inflated into memory; larger ones go through a temporary file and mmap.
 IN_MEMORY_LIMIT = 256 << 20
 #: Metadata JSON beyond this size is not parsed.
 MAX_METADATA_SIZE = 1 << 20
@@ -45,40 +40,6 @@ _DEVICE_EXT = re.compile(r"\.(?:cubin|fatbin|ptx)$", re.IGNORECASE)
 _SOURCE_EXT = re.compile(r"\.(?:cpp|cc|h|hpp|cu|py)$", re.IGNORECASE)
 _CUDART = re.compile(r"^(?:libcudart\.so\.(\d+)|cudart64_(\d+)\.dll)$", re.IGNORECASE)
 _LOCALE_SYMBOL = "_ZNSt6locale"
-
-
-class _BufferFile(io.RawIOBase):
-    """A read-only, seekable file over a buffer, so ``zipfile`` reads an mmap without copying it."""
-
-    def __init__(self, buf: Buffer) -> None:
-        super().__init__()
-        self._view = memoryview(buf).cast("B")
-        self._pos = 0
-
-    def close(self) -> None:
-        self._view.release()
-        super().close()
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: len(self._view)}[whence]
-        self._pos = max(0, base + offset)
-        return self._pos
-
-    def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
-        end = min(len(self._view), self._pos + len(b))
-        n = max(0, end - self._pos)
-        memoryview(b)[:n] = self._view[self._pos : end]
-        self._pos += n
-        return n
 
 
 def role_of(name: str) -> MemberRole:
@@ -132,44 +93,34 @@ def read_pt2(buf: Buffer, path: str = "<buffer>") -> ProgramInfo:
     Raises :class:`ProgramError` (naming ``path``) when the buffer is not a zip or holds no AOTInductor model.
     A member that cannot be read becomes a member with an error report and a note, not an exception.
     """
-    source = _BufferFile(buf)
     try:
-        return _read_pt2(source, path)
-    finally:
-        source.close()
-
-
-def _read_pt2(source: _BufferFile, path: str) -> ProgramInfo:
-    try:
-        archive = zipfile.ZipFile(source)
-    except ZIP_OPEN_ERRORS as e:
-        raise ProgramError(f"not an AOTInductor package: not a zip archive ({e})", path=path) from None
-    with archive:
-        infos = [i for i in archive.infolist() if not i.filename.endswith("/")]  # is_dir() fails on ""
-        names = [i.filename for i in infos]
-        model_dirs = sorted({m.group(1) for n in names if (m := re.search(r"data/aotinductor/([^/]+)/", n))})
-        if not model_dirs:
-            raise ProgramError(
-                "not an AOTInductor package: no data/aotinductor/<model>/ directory in the zip", path=path
-            )
-        members: list[ProgramMember] = []
-        metadata: dict[str, str] = {}
-        notes: list[str] = []
-        for info in infos:
-            role = role_of(info.filename)
-            report: FileReport | None = None
-            if role in (MemberRole.WRAPPER, MemberRole.LIBRARY, MemberRole.CUBIN):
-                report = _inspect_member(archive, info)
-            elif role is MemberRole.METADATA:
-                _read_metadata(archive, info, metadata, notes)
-            members.append(ProgramMember(info.filename, role, info.file_size, report))
-        for member in members:
-            if member.report is not None and member.report.error:
-                notes.append(f"{member.name}: {member.report.error}")
-        if not any(m.role is MemberRole.WRAPPER for m in members):
-            notes.append(
-                "no compiled wrapper library in the package (a C++-only package must be built first)"
-            )
+        archive = ZipArchive(buf)
+    except ArchiveError as e:
+        message = e.message.replace("not a readable zip archive", "not a zip archive", 1)
+        raise ProgramError(f"not an AOTInductor package: {message}", path=path) from None
+    infos = archive.files()
+    names = [i.name for i in infos]
+    model_dirs = sorted({m.group(1) for n in names if (m := re.search(r"data/aotinductor/([^/]+)/", n))})
+    if not model_dirs:
+        raise ProgramError(
+            "not an AOTInductor package: no data/aotinductor/<model>/ directory in the zip", path=path
+        )
+    members: list[ProgramMember] = []
+    metadata: dict[str, str] = {}
+    notes: list[str] = []
+    for info in infos:
+        role = role_of(info.name)
+        report: FileReport | None = None
+        if role in (MemberRole.WRAPPER, MemberRole.LIBRARY, MemberRole.CUBIN):
+            report = _inspect_member(archive, info)
+        elif role is MemberRole.METADATA:
+            _read_metadata(archive, info, metadata, notes)
+        members.append(ProgramMember(info.name, role, info.size, report))
+    for member in members:
+        if member.report is not None and member.report.error:
+            notes.append(f"{member.name}: {member.report.error}")
+    if not any(m.role is MemberRole.WRAPPER for m in members):
+        notes.append("no compiled wrapper library in the package (a C++-only package must be built first)")
     capability = metadata.get("AOTI_COMPUTE_CAPABILITY")
     if capability and capability.isdigit() and len(capability) >= 2:
         capability = f"{capability[:-1]}.{capability[-1]}"
@@ -190,75 +141,33 @@ def _read_pt2(source: _BufferFile, path: str) -> ProgramInfo:
     )
 
 
-def _read_metadata(
-    archive: zipfile.ZipFile, info: zipfile.ZipInfo, into: dict[str, str], notes: list[str]
-) -> None:
-    if info.file_size > MAX_METADATA_SIZE:
-        notes.append(f"{info.filename}: metadata of {info.file_size} bytes not read")
+def _read_metadata(archive: ZipArchive, info: ZipMember, into: dict[str, str], notes: list[str]) -> None:
+    if info.size > MAX_METADATA_SIZE:
+        notes.append(f"{info.name}: metadata of {info.size} bytes not read")
         return
     try:
-        with archive.open(info) as f:
-            data = json.loads(f.read(MAX_METADATA_SIZE + 1).decode("utf-8"))
-    except ZIP_READ_ERRORS as e:
-        notes.append(f"{info.filename}: unreadable metadata ({_one_line(e)})")
+        data = load_json(archive.read(info, MAX_METADATA_SIZE), error=ProgramError)
+    except ArchiveError as e:
+        notes.append(f"{info.name}: unreadable metadata ({e.message.removeprefix(f'member {info.name}: ')})")
+        return
+    except ProgramError as e:
+        notes.append(f"{info.name}: unreadable metadata ({e.message})")
         return
     if not isinstance(data, dict):
-        notes.append(f"{info.filename}: metadata is not a JSON object")
+        notes.append(f"{info.name}: metadata is not a JSON object")
         return
     for key, value in data.items():
         if isinstance(value, (str, int, float)) and key not in into:
             into[str(key)] = str(value)
 
 
-def _inspect_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> FileReport:
-    if info.file_size > MAX_MEMBER_SIZE:
-        return FileReport(
-            path=info.filename,
-            format=None,
-            size=info.file_size,
-            error=f"member larger than {MAX_MEMBER_SIZE}",
-        )
-    if info.file_size > RATIO_FLOOR and info.file_size > MAX_RATIO * max(info.compress_size, 1):
-        ratio = info.file_size // max(info.compress_size, 1)
-        return FileReport(
-            path=info.filename,
-            format=None,
-            size=info.file_size,
-            error=f"compression ratio {ratio}:1 over the {MAX_RATIO}:1 limit (zip bomb?)",
-        )
+def _inspect_member(archive: ZipArchive, info: ZipMember) -> FileReport:
     try:
-        with _member_buffer(archive, info) as buf:
-            return inspect_buffer(buf, info.filename)
-    except ProgramError as e:
-        return FileReport(path=info.filename, format=None, size=info.file_size, error=e.message)
-
-
-@contextmanager
-def _member_buffer(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Iterator[Buffer]:
-    """The member's bytes: in memory when small, else a temporary file mapped read-only. CRC is checked."""
-    try:
-        with archive.open(info) as f:
-            if info.file_size <= IN_MEMORY_LIMIT:
-                data = f.read(info.file_size + 1)
-                if len(data) != info.file_size:
-                    raise ProgramError(f"size {len(data)} differs from the declared {info.file_size}")
-                yield data
-                return
-            with tempfile.TemporaryFile() as tmp:
-                written = 0
-                while chunk := f.read(1 << 20):
-                    written += len(chunk)
-                    if written > info.file_size:
-                        raise ProgramError(f"member longer than its declared {info.file_size} bytes")
-                    tmp.write(chunk)
-                tmp.flush()
-                if written == 0:
-                    yield b""
-                    return
-                with mmap.mmap(tmp.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-                    yield mapped
-    except ZIP_READ_ERRORS as e:
-        raise ProgramError(f"corrupt member ({_one_line(e)})") from None
+        with archive.buffer(info, memory_limit=IN_MEMORY_LIMIT) as buf:
+            return inspect_buffer(buf, info.name)
+    except ArchiveError as e:
+        message = e.message.removeprefix(f"member {info.name}: ")
+        return FileReport(path=info.name, format=None, size=info.size, error=message)
 
 
 def _platform_from_libraries(members: list[ProgramMember]) -> str | None:
@@ -275,8 +184,3 @@ def _machine_from_libraries(members: list[ProgramMember]) -> str | None:
         if m.role in (MemberRole.WRAPPER, MemberRole.LIBRARY) and m.report is not None and m.report.host:
             return m.report.host.machine.value
     return None
-
-
-def _one_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__

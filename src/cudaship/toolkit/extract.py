@@ -1,33 +1,39 @@
 """Strict extraction of .tar.xz / .zip archives and wheels into a staging directory.
 
-Every member is checked before anything is written for it: no absolute paths (``/x``, ``\\x``, ``C:x``, UNC),
-no ``..``, no NUL, links only to places inside the destination, no device files or FIFOs, no writing through a
-link, no two paths that differ only by case, and a cap on the number of members and the bytes they expand to
-(counted as they are written, not as the headers claim). ``tarfile.data_filter`` is applied too where the
-Python version has it, as a second line of defence. Files are written by this module, never by ``extractall``.
+Archives are read through the archive layer (:mod:`cudaship.archive`: bounded inflation for every method,
+overlap refusal, total budgets). Every member is checked before anything is written for it: no absolute paths
+(``/x``, ``\\x``, ``C:x``, UNC), no ``..``, no NUL, no device files or FIFOs, no two paths that differ only by
+case, and a cap on the number of members and the bytes they expand to (counted as they are written, not as
+the headers claim). Links are resolved against what has actually been extracted, the way the operating
+system will resolve them (every link met on the way followed, ``..`` after a link taken from where the link
+leads): a symbolic link that would lead outside the destination is refused, and when the archive is done
+every link under the destination is resolved again (a later link can change where an earlier one leads). A
+file is never written through a link, and a hard link is a copy of a regular file this extraction wrote,
+opened without following links. ``tarfile.data_filter`` is applied too where the Python version has it, as a
+second line of defence. Files are written by this module, never by ``extractall``.
 """
 
 from __future__ import annotations
 
-import lzma
 import os
 import posixpath
 import re
-import shutil
 import stat
 import tarfile
-import zipfile
-import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
 
-from cudaship.errors import ToolkitError
+from cudaship.archive.limits import ArchiveLimits
+from cudaship.archive.tar import TAR_ERRORS, TarStream, compression_of
+from cudaship.archive.zip import ZipArchive, ZipFile, ZipMember
+from cudaship.errors import ArchiveError, ToolkitError
 
 _CHUNK = 1 << 20
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _MAX_LINK_TARGET = 4096
+#: Links followed while resolving one path (Linux gives up at 40 too: ELOOP).
+MAX_LINK_HOPS = 40
 #: Bytes any archive may expand to whatever its compression ratio.
 RATIO_FLOOR = 32 << 20
 
@@ -43,6 +49,16 @@ class ExtractLimits:
     #: all members together may expand to at most this many times the archive's size (plus
     #: :data:`RATIO_FLOOR`): CUDA's .tar.xz and .zip archives expand 3-10x; a zip bomb expands 1000x
     max_ratio: int = 200
+
+    def archive_limits(self) -> ArchiveLimits:
+        """The archive layer's limits for these."""
+        return ArchiveLimits(
+            max_member_size=self.max_member_bytes,
+            max_ratio=self.max_ratio,
+            ratio_floor=RATIO_FLOOR,
+            total_floor=RATIO_FLOOR,
+            max_members=self.max_members,
+        )
 
 
 @dataclass
@@ -90,16 +106,75 @@ def check_member_name(name: str) -> str:
     return "/".join(parts)
 
 
-def _check_link_target(rel: str, target: str, archive_name: str) -> str:
-    """``target`` of a symlink at toolkit path ``rel``, if it stays inside the toolkit."""
+def _check_link_target(target: str, archive_name: str) -> str:
+    """``target`` of a symlink, in POSIX form, unless it is plainly unsafe (empty, absolute, too long)."""
     if not target or "\x00" in target:
         raise ToolkitError(f"unsafe link {archive_name!r}: empty target")
+    if len(target) > _MAX_LINK_TARGET:
+        raise ToolkitError(f"unsafe link {archive_name!r}: target too long")
     if target.startswith(("/", "\\")) or _DRIVE.match(target):
         raise ToolkitError(f"unsafe link {archive_name!r} -> {target!r}: absolute target")
-    resolved = posixpath.normpath(posixpath.join(posixpath.dirname(rel), target.replace("\\", "/")))
-    if resolved == ".." or resolved.startswith("../") or resolved.startswith("/"):
-        raise ToolkitError(f"unsafe link {archive_name!r} -> {target!r}: points outside the toolkit")
     return target.replace("\\", "/")
+
+
+class Resolver:
+    """Resolves paths under ``dest`` the way the operating system will, following the links that are
+    actually there (read with ``readlink``), and says when one leads outside ``dest``."""
+
+    def __init__(self, dest: Path) -> None:
+        self.dest = dest
+
+    def resolve(self, rel: str) -> str | None:
+        """Where ``rel`` (relative to ``dest``, may hold ``..``) leads, relative to ``dest``; None when it
+        leaves ``dest``. :class:`ToolkitError` for a loop (more than :data:`MAX_LINK_HOPS` links)."""
+        pending = [p for p in reversed(rel.split("/")) if p not in ("", ".")]
+        current: list[str] = []
+        hops = 0
+        while pending:
+            part = pending.pop()
+            if part == "..":
+                if not current:
+                    return None
+                current.pop()
+                continue
+            candidate = self.dest.joinpath(*current, part)
+            try:
+                is_link = stat.S_ISLNK(os.lstat(candidate).st_mode)
+            except OSError:  # not there (yet): the rest resolves by name
+                is_link = False
+            if not is_link:
+                current.append(part)
+                continue
+            hops += 1
+            if hops > MAX_LINK_HOPS:
+                raise ToolkitError(f"{rel!r}: more than {MAX_LINK_HOPS} links to follow (a loop?)")
+            target = os.readlink(candidate)
+            if target.startswith(("/", "\\")) or _DRIVE.match(target):
+                return None
+            pending.extend(p for p in reversed(target.replace("\\", "/").split("/")) if p not in ("", "."))
+        return "/".join(current)
+
+    def link_stays_inside(self, rel: str, target: str) -> bool:
+        """Whether a link at ``rel`` pointing at ``target`` leads somewhere inside ``dest``."""
+        parent = self.resolve(posixpath.dirname(rel))
+        if parent is None:
+            return False
+        return self.resolve(posixpath.join(parent, target) if parent else target) is not None
+
+
+def check_links(dest: Path) -> None:
+    """Resolve every symbolic link under ``dest`` again; :class:`ToolkitError` for one that leaves it."""
+    from cudaship.tree import walk
+
+    resolver = Resolver(dest)
+    for _directory, entries in walk(dest):
+        for entry in entries:
+            if entry.is_symlink():
+                rel = Path(entry.path).relative_to(dest).as_posix()
+                if not resolver.link_stays_inside(rel, os.readlink(entry.path)):
+                    raise ToolkitError(
+                        f"link {rel!r} -> {os.readlink(entry.path)!r} leads outside the toolkit"
+                    )
 
 
 class _Writer:
@@ -113,6 +188,7 @@ class _Writer:
         self.result = ExtractResult()
         self.members = 0
         self.spellings: dict[str, str] = {}  #: case-folded path (and each parent) -> its first spelling
+        self.resolver = Resolver(dest)
 
     def claim(self, rel: str) -> None:
         """Refuse a path that differs from an earlier one only by case: on Windows and macOS both name the
@@ -150,6 +226,8 @@ class _Writer:
         target.parent.mkdir(parents=True, exist_ok=True)
         if target.is_symlink() or target.exists():
             target.unlink()
+        self.result.files.pop(rel, None)  # whatever was there is gone
+        self.result.links.pop(rel, None)
         return target
 
     def directory(self, rel: str) -> None:
@@ -163,11 +241,12 @@ class _Writer:
                 raise ToolkitError(f"directory {rel!r} collides with a file or link")
         path.mkdir(parents=True, exist_ok=True)
 
-    def file(self, rel: str, source: IO[bytes], executable: bool) -> None:
+    def file(self, rel: str, chunks: Iterable[bytes], executable: bool) -> None:
         target = self._target(rel)
         written = 0
-        with target.open("wb") as out:
-            while chunk := source.read(_CHUNK):
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        with os.fdopen(fd, "wb") as out:
+            for chunk in chunks:
                 written += len(chunk)
                 if (
                     written > self.limits.max_member_bytes
@@ -175,11 +254,13 @@ class _Writer:
                 ):
                     raise ToolkitError(f"archive expands past the size limit while writing {rel!r}")
                 out.write(chunk)
-        target.chmod(0o755 if executable else 0o644)
+            os.fchmod(out.fileno(), 0o755 if executable else 0o644)
         self.result.total_bytes += written
         self.result.files[rel] = written
 
-    def symlink(self, rel: str, target: str) -> None:
+    def symlink(self, rel: str, target: str, archive_name: str) -> None:
+        if not self.resolver.link_stays_inside(rel, target):
+            raise ToolkitError(f"unsafe link {archive_name!r} -> {target!r}: points outside the toolkit")
         path = self._target(rel)
         try:
             os.symlink(target, path)
@@ -188,16 +269,24 @@ class _Writer:
         self.result.links[rel] = target
 
     def hardlink(self, rel: str, target_rel: str, archive_name: str) -> None:
+        """A copy of ``target_rel``, which must be a regular file this extraction wrote and that is still
+        there as written (not replaced by a link since), opened without following any link."""
         if target_rel not in self.result.files:
             raise ToolkitError(f"hard link {archive_name!r} points outside the files it extracted")
-        source = self.dest / target_rel
-        path = self._target(rel)
-        shutil.copyfile(source, path)
-        path.chmod(stat.S_IMODE(source.stat().st_mode))
         size = self.result.files[target_rel]
         self.check_size(size, rel)
-        self.result.total_bytes += size
-        self.result.files[rel] = size
+        source = self.dest / target_rel
+        if self.resolver.resolve(target_rel) != target_rel:
+            raise ToolkitError(f"hard link {archive_name!r} points through a link")
+        try:
+            fd = os.open(source, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError as e:
+            raise ToolkitError(f"hard link {archive_name!r}: cannot open its target: {e.strerror}") from e
+        with os.fdopen(fd, "rb") as src:
+            info = os.fstat(src.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise ToolkitError(f"hard link {archive_name!r} points to no regular file")
+            self.file(rel, iter(lambda: src.read(_CHUNK), b""), bool(info.st_mode & 0o111))
 
 
 class _Stripper:
@@ -239,7 +328,7 @@ def _second_line(member: tarfile.TarInfo, dest: Path) -> None:
 
 
 def _tar_member(
-    tf: tarfile.TarFile, member: tarfile.TarInfo, writer: _Writer, strip: _Stripper, remap: Remap | None
+    tf: TarStream, member: tarfile.TarInfo, writer: _Writer, strip: _Stripper, remap: Remap | None
 ) -> None:
     if (
         member.ischr()
@@ -251,7 +340,9 @@ def _tar_member(
     rel = _map(member.name, strip, remap)
     if rel is None:
         return
-    link_target = _check_link_target(rel, member.linkname, member.name) if member.issym() else None
+    link_target = _check_link_target(member.linkname, member.name) if member.issym() else None
+    if link_target is not None and not writer.resolver.link_stays_inside(rel, link_target):
+        raise ToolkitError(f"unsafe link {member.name!r} -> {link_target!r}: points outside the toolkit")
     hard_target = _map(member.linkname, strip, remap) if member.islnk() else None
     if member.islnk() and hard_target is None:
         raise ToolkitError(f"hard link {member.name!r} points to a skipped member")
@@ -259,27 +350,13 @@ def _tar_member(
     if member.isdir():
         writer.directory(rel)
     elif link_target is not None:
-        writer.symlink(rel, link_target)
+        writer.symlink(rel, link_target, member.name)
     elif hard_target is not None:
         writer.hardlink(rel, hard_target, member.name)
     else:
         writer.check_size(member.size, member.name)
-        source = tf.extractfile(member)
-        if source is None:
-            raise ToolkitError(f"member {member.name!r} has no data")
-        with source:
-            writer.file(rel, source, bool(member.mode & 0o111))
-
-
-def _open_tar(archive: Path, lower: str) -> tarfile.TarFile:
-    """Open with the compression the name says (so a corrupt file gets one error, not four)."""
-    if lower.endswith((".xz", ".txz")):
-        return tarfile.open(archive, "r:xz")
-    if lower.endswith((".gz", ".tgz")):
-        return tarfile.open(archive, "r:gz")
-    if lower.endswith(".bz2"):
-        return tarfile.open(archive, "r:bz2")
-    return tarfile.open(archive, "r:")
+        with tf.data(member) as source:
+            writer.file(rel, iter(lambda: source.read(_CHUNK), b""), bool(member.mode & 0o111))
 
 
 def extract_tar(
@@ -292,19 +369,23 @@ def extract_tar(
     label: str | None = None,
 ) -> ExtractResult:
     label = label or archive.name
-    writer = _Writer(dest, limits or ExtractLimits(), _size(archive))
+    limits = limits or ExtractLimits()
+    writer = _Writer(dest, limits, _size(archive))
     strip = _Stripper(strip_top)
     try:
-        tf = _open_tar(archive, label.lower())
-    except (tarfile.TarError, EOFError, OSError, lzma.LZMAError, zlib.error, ValueError) as e:
-        raise ToolkitError(f"{label}: not a readable tar archive: {error_line(e)}") from e
+        tf = TarStream(archive, kind=compression_of(label), limits=limits.archive_limits())
+    except ArchiveError as e:
+        raise ToolkitError(f"{label}: not a readable tar archive: {e.message}") from e
     try:
         for member in tf:
             writer.count_member()
             _tar_member(tf, member, writer, strip, remap)
+        check_links(dest)
     except ToolkitError as e:
         raise ToolkitError(f"{label}: {e.message}") from e
-    except (tarfile.TarError, EOFError, lzma.LZMAError, zlib.error, OSError, ValueError) as e:
+    except ArchiveError as e:
+        raise ToolkitError(f"{label}: {e.message}") from e
+    except TAR_ERRORS as e:
         raise _extract_error(label, e) from e
     finally:
         tf.close()
@@ -312,26 +393,23 @@ def extract_tar(
 
 
 def _zip_member(
-    zf: zipfile.ZipFile, info: zipfile.ZipInfo, writer: _Writer, strip: _Stripper, remap: Remap | None
+    archive: ZipArchive, info: ZipMember, writer: _Writer, strip: _Stripper, remap: Remap | None
 ) -> None:
-    mode = info.external_attr >> 16
-    kind = stat.S_IFMT(mode)
-    if kind and kind not in (stat.S_IFREG, stat.S_IFDIR, stat.S_IFLNK):
-        raise ToolkitError(f"unsafe member {info.filename!r}: device file, FIFO or special file")
-    rel = _map(info.filename, strip, remap)
+    if info.is_special:
+        raise ToolkitError(f"unsafe member {info.name!r}: device file, FIFO or special file")
+    rel = _map(info.name, strip, remap)
     if rel is None:
         return
-    if info.is_dir():
+    if info.is_dir:
         writer.directory(rel)
-    elif kind == stat.S_IFLNK:
-        if info.file_size > _MAX_LINK_TARGET:
-            raise ToolkitError(f"unsafe link {info.filename!r}: target too long")
-        target = zf.read(info).decode("utf-8", "surrogateescape")
-        writer.symlink(rel, _check_link_target(rel, target, info.filename))
+    elif info.is_symlink:
+        if info.size > _MAX_LINK_TARGET:
+            raise ToolkitError(f"unsafe link {info.name!r}: target too long")
+        target = archive.read(info, _MAX_LINK_TARGET).decode("utf-8", "surrogateescape")
+        writer.symlink(rel, _check_link_target(target, info.name), info.name)
     else:
-        writer.check_size(info.file_size, info.filename)
-        with zf.open(info) as source:
-            writer.file(rel, source, bool(mode & 0o111))
+        writer.check_size(info.size, info.name)
+        writer.file(rel, archive.chunks(info), bool(info.mode & 0o111))
 
 
 def extract_zip(
@@ -346,42 +424,27 @@ def extract_zip(
 ) -> ExtractResult:
     """Extract a zip (or a wheel); ``only`` filters raw member names before any other step."""
     label = label or archive.name
-    writer = _Writer(dest, limits or ExtractLimits(), _size(archive))
+    limits = limits or ExtractLimits()
+    writer = _Writer(dest, limits, _size(archive))
     strip = _Stripper(strip_top)
     try:
-        zf = zipfile.ZipFile(archive)
-    except (
-        zipfile.BadZipFile,
-        zipfile.LargeZipFile,
-        OSError,
-        EOFError,
-        ValueError,
-        NotImplementedError,
-    ) as e:
-        # ValueError: a member name that is not valid UTF-8 although its header says it is
-        raise ToolkitError(f"{label}: not a readable zip archive: {error_line(e)}") from e
+        opened = ZipFile(archive, limits=limits.archive_limits())
+    except ArchiveError as e:
+        raise ToolkitError(f"{label}: not a readable zip archive: {e.message}") from e
     try:
-        for info in zf.infolist():
-            if only is not None and not only(info.filename):
-                continue
-            writer.count_member()
-            _zip_member(zf, info, writer, strip, remap)
+        with opened as zf:
+            for info in zf.members():
+                if only is not None and not only(info.name):
+                    continue
+                writer.count_member()
+                _zip_member(zf, info, writer, strip, remap)
+        check_links(dest)
     except ToolkitError as e:
         raise ToolkitError(f"{label}: {e.message}") from e
-    except (
-        zipfile.BadZipFile,
-        zipfile.LargeZipFile,
-        EOFError,
-        zlib.error,
-        lzma.LZMAError,
-        OSError,
-        ValueError,  # bad member names or headers
-        NotImplementedError,  # a compression method zipfile lacks
-        RuntimeError,  # an encrypted member
-    ) as e:
+    except ArchiveError as e:
+        raise ToolkitError(f"{label}: corrupt archive: {e.message}") from e
+    except OSError as e:
         raise _extract_error(label, e) from e
-    finally:
-        zf.close()
     return writer.result
 
 
