@@ -9,11 +9,8 @@ Each wheel's RECORD is checked (every file listed, every sha256 matching) before
 from __future__ import annotations
 
 import base64
-import hashlib
 import subprocess
 import sys
-import zipfile
-import zlib
 from dataclasses import dataclass
 from email.parser import HeaderParser
 from pathlib import Path
@@ -24,11 +21,13 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-from cudaship.errors import ToolkitError
+from cudaship.archive.spill import Hasher
+from cudaship.archive.zip import ZipFile
+from cudaship.errors import ArchiveError, ToolkitError, WheelError
 from cudaship.hashing import sha256_file
 from cudaship.knowledge import toolkit_data
-from cudaship.toolkit.extract import error_line
 from cudaship.toolkit.records import Artifact, Observer, Platform
+from cudaship.wheel.metadata import MAX_METADATA_BYTES, MAX_RECORD_BYTES, parse_record
 
 METAPACKAGE = "cuda-toolkit"
 _CHUNK = 1 << 20
@@ -100,23 +99,17 @@ def _best_wheel(directory: Path, requirement: Requirement, platform: Platform | 
 
 def _metadata_requirements(wheel: Path) -> list[Requirement]:
     try:
-        with zipfile.ZipFile(wheel) as zf:
-            names = [n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
+        with ZipFile(wheel) as zf:
+            names = [
+                m for m in zf.files() if m.name.count("/") == 1 and m.name.endswith(".dist-info/METADATA")
+            ]
             if len(names) != 1:
                 raise ToolkitError(f"{wheel.name}: no single .dist-info/METADATA")
-            text = zf.read(names[0]).decode("utf-8")
-    except (
-        zipfile.BadZipFile,
-        zipfile.LargeZipFile,
-        OSError,
-        EOFError,
-        ValueError,  # UnicodeDecodeError included
-        KeyError,
-        zlib.error,
-        NotImplementedError,
-        RuntimeError,
-    ) as e:
-        raise ToolkitError(f"{wheel.name}: unreadable wheel: {error_line(e)}") from e
+            text = zf.read(names[0], MAX_METADATA_BYTES).decode("utf-8")
+    except ArchiveError as e:
+        raise ToolkitError(f"{wheel.name}: unreadable wheel: {e.message}") from e
+    except UnicodeDecodeError as e:
+        raise ToolkitError(f"{wheel.name}: unreadable wheel: METADATA is not UTF-8") from e
     message = HeaderParser().parsestr(text)
     requirements = []
     for line in message.get_all("Requires-Dist") or []:
@@ -210,50 +203,39 @@ def verify_record(wheel: Path) -> None:
     """Check the wheel's RECORD: every member listed with a hash that matches; else ToolkitError."""
     label = wheel.name
     try:
-        with zipfile.ZipFile(wheel) as zf:
-            records = [n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/RECORD")]
+        with ZipFile(wheel) as zf:
+            records = [
+                m for m in zf.files() if m.name.count("/") == 1 and m.name.endswith(".dist-info/RECORD")
+            ]
             if len(records) != 1:
                 raise ToolkitError(f"{label}: no single .dist-info/RECORD")
-            record_name = records[0]
+            record = records[0]
             listed: dict[str, tuple[str, str]] = {}
-            for line in zf.read(record_name).decode("utf-8").splitlines():
-                if not line.strip():
-                    continue
-                path, digest_text, _size = [*line.rsplit(",", 2), "", ""][:3]
-                if path.startswith('"') and path.endswith('"'):
-                    path = path[1:-1].replace('""', '"')
-                listed[path] = _record_digest(digest_text)
-            for info in zf.infolist():
-                if (
-                    info.filename.endswith("/")  # is_dir() fails on an empty name
-                    or info.filename == record_name
-                    or info.filename.endswith((".dist-info/RECORD.jws", ".dist-info/RECORD.p7s"))
+            try:
+                entries = parse_record(zf.read(record, MAX_RECORD_BYTES))
+            except WheelError as e:
+                raise ToolkitError(f"{label}: {e.message}") from None
+            for entry in entries:
+                listed[entry.path] = (entry.algorithm or "", entry.digest or "")
+            for info in zf.files():
+                if info.name == record.name or info.name.endswith(
+                    (".dist-info/RECORD.jws", ".dist-info/RECORD.p7s")
                 ):
                     continue
-                entry = listed.pop(info.filename, None)
-                if entry is None:
-                    raise ToolkitError(f"{label}: {info.filename} is not listed in RECORD")
-                algorithm, expected = entry
+                found = listed.pop(info.name, None)
+                if found is None:
+                    raise ToolkitError(f"{label}: {info.name} is not listed in RECORD")
+                algorithm, expected = found
                 if algorithm not in ("sha256", "sha384", "sha512"):
-                    raise ToolkitError(f"{label}: RECORD gives no strong hash for {info.filename}")
-                hasher = hashlib.new(algorithm)
-                with zf.open(info) as f:
-                    while chunk := f.read(_CHUNK):
-                        hasher.update(chunk)
+                    raise ToolkitError(f"{label}: RECORD gives no strong hash for {info.name}")
+                hasher = Hasher(algorithm)
+                for chunk in zf.chunks(info):
+                    hasher.update(chunk)
                 actual = base64.urlsafe_b64encode(hasher.digest()).rstrip(b"=").decode("ascii")
                 if actual != expected:
-                    raise ToolkitError(f"{label}: {info.filename} does not match its RECORD hash")
-            missing = [p for p in listed if p != record_name and not p.endswith("/")]
+                    raise ToolkitError(f"{label}: {info.name} does not match its RECORD hash")
+            missing = [p for p in listed if p != record.name and not p.endswith("/")]
             if missing:
                 raise ToolkitError(f"{label}: RECORD lists {missing[0]}, which the wheel lacks")
-    except (
-        zipfile.BadZipFile,
-        zipfile.LargeZipFile,
-        OSError,
-        EOFError,
-        ValueError,  # UnicodeDecodeError included
-        zlib.error,
-        NotImplementedError,  # a compression method zipfile lacks
-        RuntimeError,  # an encrypted member
-    ) as e:
-        raise ToolkitError(f"{label}: unreadable wheel: {error_line(e)}") from e
+    except ArchiveError as e:
+        raise ToolkitError(f"{label}: unreadable wheel: {e.message}") from e
