@@ -8,17 +8,12 @@ In a ``cudaship.toml`` the tables sit at top level (``[archs]``, ``[matrix]``); 
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cudaship import loaders
 from cudaship.errors import PolicyError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
 
 
 @dataclass(frozen=True)
@@ -39,18 +34,10 @@ class ProjectConfig:
 
 
 def read_toml(path: Path) -> dict[str, Any]:
-    """Parse a TOML file, turning every failure into a one-line PolicyError naming the file."""
-    try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
-    except FileNotFoundError:
-        raise PolicyError("no such file", path=str(path)) from None
-    except OSError as e:
-        raise PolicyError(f"cannot read: {e.strerror}", path=str(path)) from e
-    except tomllib.TOMLDecodeError as e:
-        raise PolicyError(f"invalid TOML: {e}", path=str(path)) from e
-    except UnicodeDecodeError as e:
-        raise PolicyError("invalid TOML: not UTF-8 text", path=str(path)) from e
+    """Parse a TOML file, turning every failure into a one-line PolicyError naming the file: a FIFO or
+    device is refused unread, a file over 16 MiB or nested over 64 levels is refused (see
+    :mod:`cudaship.loaders`)."""
+    return loaders.read_toml(path, error=PolicyError)
 
 
 def _from_file(path: Path) -> ProjectConfig:
@@ -71,11 +58,11 @@ def load_config(explicit: str | Path | None = None, start: Path | None = None) -
     here = (start or Path.cwd()).resolve()
     for directory in (here, *here.parents):
         pyproject = directory / "pyproject.toml"
-        if pyproject.is_file():
+        if pyproject.exists():  # a FIFO or device named so is refused by read_toml, not skipped
             config = _from_file(pyproject)
             if config.data:
                 return config
         standalone = directory / "cudaship.toml"
-        if standalone.is_file():
+        if standalone.exists():
             return _from_file(standalone)
     return ProjectConfig({}, None)

@@ -49,8 +49,8 @@ class WheelError(CudashipError):
 
 
 class ArchiveError(CudashipError):
-    """A zip or tar archive (or one of its members) is unreadable, unsafe or over a limit. The layers that read
-    archives (wheel, checks, program, toolkit) turn it into their own error."""
+    """A zip or tar archive (or one of its members) is unreadable, unsafe or over a limit. The layers that
+    read archives (wheel, checks, program, toolkit) turn it into their own error."""
 
 
 class PolicyError(CudashipError):

@@ -20,7 +20,7 @@ from cudaship.safe_read import read_regular
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
 
 #: Deepest nesting accepted in a JSON or TOML document (cudaship's own files nest 5 deep at most).
 MAX_DEPTH = 64
@@ -72,7 +72,7 @@ def load_toml(text: str | bytes, *, error: type[CudashipError], label: str | Non
     try:
         if isinstance(text, bytes):
             text = text.decode("utf-8")
-        value = tomllib.loads(text)
+        value: dict[str, Any] = tomllib.loads(text)
     except RecursionError:
         raise error(f"invalid TOML: nested more than {MAX_DEPTH} levels deep", path=label) from None
     except UnicodeDecodeError:

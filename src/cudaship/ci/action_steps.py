@@ -81,8 +81,13 @@ def _append(path_var: str, text: str, environ: Mapping[str, str]) -> None:
     if not target:
         _log(f"{path_var} is not set; skipping")
         return
-    with open(target, "a", encoding="utf-8", newline="\n") as f:
-        f.write(text if text.endswith("\n") else text + "\n")
+    from cudaship.errors import UsageError
+    from cudaship.safe_write import append_text
+
+    try:
+        append_text(target, text if text.endswith("\n") else text + "\n")
+    except UsageError as e:
+        _log(f"{path_var}: {e}")
 
 
 def audit(environ: Mapping[str, str]) -> int:

@@ -11,7 +11,6 @@ Three parts, so the rules are testable without a toolchain:
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -28,6 +27,7 @@ from cudaship.ci.archs import TrainInfo, normalize_machine
 from cudaship.errors import KnowledgeError, ToolkitError, UsageError
 from cudaship.knowledge import _data
 from cudaship.knowledge.archs import ArchList
+from cudaship.loaders import read_json
 from cudaship.toolkit.records import TOOLKIT_MANIFEST as TOOLKIT_MANIFEST  # at every toolkit root
 
 SCHEMA_VERSION = 1
@@ -371,16 +371,16 @@ def _release_of(root: Path, nvcc: Path | None, run: Runner) -> tuple[str, str, P
                 return f"{match.group(1)}.{match.group(2)}", "nvcc --version", candidate, is_cudaship
     if is_cudaship:
         try:
-            release = str(json.loads(manifest.read_text(encoding="utf-8"))["release"])
+            release = str(read_json(manifest, error=UsageError)["release"])
             return ".".join(release.split(".")[:2]), TOOLKIT_MANIFEST, None, True
-        except (OSError, ValueError, KeyError, TypeError):
+        except (UsageError, ValueError, KeyError, TypeError):
             pass
     version_json = root / "version.json"
     if version_json.is_file():
         try:
-            release = str(json.loads(version_json.read_text(encoding="utf-8"))["cuda"]["version"])
+            release = str(read_json(version_json, error=UsageError)["cuda"]["version"])
             return ".".join(release.split(".")[:2]), "version.json", None, False
-        except (OSError, ValueError, KeyError, TypeError):
+        except (UsageError, ValueError, KeyError, TypeError):
             pass
     cuda_h = root / "include" / "cuda.h"
     if cuda_h.is_file():

@@ -19,6 +19,7 @@ from cudaship.config import ProjectConfig
 from cudaship.errors import KnowledgeError, UsageError
 from cudaship.formats.output import write_report
 from cudaship.knowledge.archs import ArchList, parse_arch_list
+from cudaship.safe_write import append_text
 
 #: The variables, in the order they are written.
 VARIABLES: tuple[str, ...] = (
@@ -96,11 +97,7 @@ def write_github_env(env: BuildEnv, environ: Mapping[str, str] | None = None) ->
     if not target:
         raise UsageError("--write github: GITHUB_ENV is not set (not running in a GitHub Actions step?)")
     path = Path(target)
-    try:
-        with path.open("a", encoding="utf-8", newline="\n") as f:
-            f.write(render_dotenv(env))
-    except OSError as e:
-        raise UsageError(f"cannot append to GITHUB_ENV: {e.strerror}", path=str(path)) from e
+    append_text(path, render_dotenv(env), error=UsageError)
     return path
 
 

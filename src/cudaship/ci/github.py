@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from cudaship.errors import UsageError
+from cudaship.safe_write import append_text
 
 
 def append_github_file(variable: str, text: str, option: str) -> Path:
@@ -14,9 +15,5 @@ def append_github_file(variable: str, text: str, option: str) -> Path:
     target = os.environ.get(variable)
     if not target:
         raise UsageError(f"{option}: {variable} is not set (not running in a GitHub Actions step?)")
-    try:
-        with Path(target).open("a", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-    except OSError as e:
-        raise UsageError(f"cannot append to {variable}: {e.strerror}", path=target) from e
+    append_text(target, text, error=UsageError)
     return Path(target)

@@ -16,7 +16,6 @@ The rules, each with a test in tests/ci/test_matrix.py:
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -384,16 +383,13 @@ def release_gaps(config: MatrixConfig, rows: Iterable[MatrixRow]) -> list[str]:
 
 def read_build_matrix(path: Path) -> list[dict[str, str]]:
     """The ``include`` rows of a build matrix file written by ``cudaship matrix`` (either JSON format)."""
+    from cudaship.loaders import read_json
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError("no such file", path=str(path)) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"cannot read build matrix: {e}", path=str(path)) from e
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise UsageError(f"build matrix is not JSON: {e.msg} at line {e.lineno}", path=str(path)) from None
+        data = read_json(path, error=UsageError)
+    except UsageError as e:
+        message = e.message.replace("invalid JSON", "build matrix is not JSON", 1)
+        raise UsageError(message, path=str(path)) from None
     rows = data.get("include") if isinstance(data, dict) else None
     if not isinstance(rows, list):
         raise UsageError('build matrix must be an object with an "include" list', path=str(path))

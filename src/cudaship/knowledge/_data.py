@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from functools import cache
 from importlib import resources
 from typing import Any
 
 from cudaship.errors import KnowledgeError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
+from cudaship.loaders import load_toml
 
 
 @cache
@@ -22,9 +17,12 @@ def load(name: str) -> dict[str, Any]:
         text = (
             resources.files("cudaship.knowledge").joinpath("data").joinpath(name).read_text(encoding="utf-8")
         )
-        return tomllib.loads(text)
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+    except (OSError, UnicodeDecodeError) as e:
         raise KnowledgeError(f"cannot read knowledge data file {name}: {e}") from e
+    try:
+        return load_toml(text, error=KnowledgeError)
+    except KnowledgeError as e:
+        raise KnowledgeError(f"cannot read knowledge data file {name}: {e.message}") from e
 
 
 def table(name: str, key: str) -> dict[str, Any]:

@@ -28,15 +28,16 @@ def provenance_to_json(prov: Provenance) -> str:
 
 def write_provenance(directory: Path, prov: Provenance) -> Path:
     target = directory / PROVENANCE_FILE
-    target.write_text(provenance_to_json(prov), encoding="utf-8")
+    from cudaship.safe_write import write_text
+
+    write_text(target, provenance_to_json(prov), error=ProgramError)
     return target
 
 
 def parse_provenance(text: str, label: str) -> Provenance:
-    try:
-        data = json.loads(text)
-    except ValueError as e:
-        raise ProgramError(f"invalid JSON: {e}", path=label) from None
+    from cudaship.loaders import load_json
+
+    data = load_json(text, error=ProgramError, label=label)
     if not isinstance(data, dict):
         raise ProgramError("not a JSON object", path=label)
     schema = data.get("schema")
@@ -66,12 +67,15 @@ def parse_provenance(text: str, label: str) -> Provenance:
 
 def read_provenance(directory: Path) -> Provenance:
     target = directory / PROVENANCE_FILE
-    try:
-        text = target.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    from cudaship.safe_read import read_regular
+
+    if not target.exists() and not target.is_symlink():
         raise ProgramError(
             "no provenance.json: not a directory written by 'cudaship program export'", path=str(directory)
-        ) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ProgramError(f"cannot read: {e}", path=str(target)) from None
+        )
+    data = read_regular(target, 1 << 20, error=ProgramError, what="provenance.json")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ProgramError("cannot read: not UTF-8 text", path=str(target)) from None
     return parse_provenance(text, str(target))

@@ -36,8 +36,10 @@ def read_program(path: str | Path) -> ProgramInfo:
     if target.is_dir():
         target = find_package(target)
     label = str(target)
+    from cudaship.safe_read import open_regular
+
     try:
-        with target.open("rb") as f:
+        with open_regular(target, error=ProgramError) as f:
             head = f.read(16)
             if not head:
                 raise ProgramError("empty file", path=label)

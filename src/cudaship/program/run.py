@@ -13,7 +13,6 @@ compares with the reference outputs. The parent:
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -233,9 +232,12 @@ def _run_staged(
 
 
 def _read_result(path: Path) -> dict[str, Any]:
+    from cudaship.errors import ProgramError
+    from cudaship.loaders import read_json
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = read_json(path, error=ProgramError)
+    except ProgramError:
         return {}
     return data if isinstance(data, dict) else {}
 

@@ -27,6 +27,9 @@ from cudaship.toolkit.lock import InstallLock
 from cudaship.toolkit.records import Observer
 
 _CHUNK = 1 << 20
+#: Most bytes one download may bring when nothing says its size (the largest redist archive, cuBLAS, is under
+#: 1 GiB); a mirror that streams forever without a Content-Length is cut off here.
+MAX_DOWNLOAD_BYTES = 8 << 30
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _USER_AGENT = f"cudaship/{__version__} (+toolkit)"
 
@@ -115,7 +118,11 @@ def _download(
     options: FetchOptions,
     limit: int | None = None,
 ) -> None:
-    """Fill ``part`` with the bytes at ``location`` (http/https), resuming and retrying."""
+    """Fill ``part`` with the bytes at ``location`` (http/https), resuming and retrying. Never more than
+    ``limit``, ``size`` or :data:`MAX_DOWNLOAD_BYTES` bytes: a server that streams forever without a size is
+    cut off."""
+    if limit is None:
+        limit = MAX_DOWNLOAD_BYTES if size is None else min(size, MAX_DOWNLOAD_BYTES)
     attempt = 0
     started = False
     while True:
@@ -136,6 +143,10 @@ def _download(
                 else:
                     have, mode = 0, "wb"
                 length = response.headers.get("Content-Length")
+                if length and length.isdigit() and len(length) < 20 and have + int(length) > limit:
+                    raise ToolkitError(
+                        f"{location}: the server announces {length} bytes, over the {limit} byte limit"
+                    )
                 total = (
                     size
                     if size is not None
@@ -268,14 +279,14 @@ def fetch_manifest(
     cached = cache.manifest(location)
     local = _local_path(location)
     if local is not None:
-        try:
-            if local.stat().st_size > limit:
-                raise ToolkitError(f"{location}: manifest larger than {limit} bytes")
-            return local.read_bytes()
-        except FileNotFoundError:
-            raise ToolkitError(f"{location}: no such manifest") from None
-        except OSError as e:
-            raise ToolkitError(f"{location}: cannot read manifest: {e.strerror}") from e
+        from cudaship.safe_read import read_regular
+
+        try:  # a FIFO or /dev/zero is refused, not read forever
+            return read_regular(local, limit, error=ToolkitError, what="manifest")
+        except ToolkitError as e:
+            if e.message == "no such file":
+                raise ToolkitError(f"{location}: no such manifest") from None
+            raise ToolkitError(f"{location}: {e.message}") from None
     if options.offline:
         if cached.is_file():
             return cached.read_bytes()

@@ -11,16 +11,19 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-import shutil
+import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cudaship import __version__
+from cudaship import __version__, tree
 from cudaship.errors import ToolkitError
 from cudaship.hashing import sha256_file
 from cudaship.knowledge import toolkit_data
+from cudaship.loaders import load_json, read_json
+from cudaship.safe_read import kind_of
+from cudaship.safe_write import write_text
 from cudaship.toolkit import download, layout, pypi
 from cudaship.toolkit.extract import ExtractLimits, check_member_name, extract_archive
 from cudaship.toolkit.lock import InstallLock
@@ -69,10 +72,7 @@ def parse_redist_manifest(
     data: bytes, release: str, platform: Platform, components: tuple[str, ...], base: str, label: str
 ) -> tuple[list[Artifact], list[str]]:
     """Artifacts for ``components`` from a ``redistrib_<release>.json``; (artifacts, notes)."""
-    try:
-        manifest = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise ToolkitError(f"{label}: not valid JSON: {e}") from e
+    manifest = load_json(data, error=ToolkitError, label=label)
     if not isinstance(manifest, dict):
         raise ToolkitError(f"{label}: not a redist manifest (top level is not an object)")
     artifacts: list[Artifact] = []
@@ -99,7 +99,7 @@ def parse_redist_manifest(
         try:
             relative = check_member_name(str(target["relative_path"]))
             sha256 = str(target["sha256"]).lower()
-            size = int(str(target["size"])) if "size" in target else None
+            size = _size_field(target["size"]) if "size" in target else None
         except (KeyError, ValueError) as e:
             raise ToolkitError(f"{label}: {name.name}/{platform.value}: bad or missing field {e}") from e
         except ToolkitError as e:
@@ -118,6 +118,18 @@ def parse_redist_manifest(
     return artifacts, notes
 
 
+def _size_field(value: object) -> int:
+    """A manifest ``size``: a non-negative whole number of bytes (as a number or a string of digits) no
+    larger than a download may be."""
+    text = str(value).strip()
+    if isinstance(value, bool) or not (text.isascii() and text.isdigit()) or len(text) > 18:
+        raise ValueError(f"'size' is {text[:40]!r}, not a byte count")
+    size = int(text)
+    if size > download.MAX_DOWNLOAD_BYTES:
+        raise ValueError(f"'size' is {size}, over the {download.MAX_DOWNLOAD_BYTES} byte download limit")
+    return size
+
+
 def _plan_redist(
     request: InstallRequest, cache: download.Cache, observer: Observer
 ) -> tuple[list[Artifact], list[str]]:
@@ -133,19 +145,22 @@ def _plan_redist(
 
 
 def _tree_hashes(root: Path) -> dict[str, str]:
+    """Every file's sha256 and every link's target under ``root`` (no recursion; a FIFO or device found
+    there is recorded as such, never opened)."""
     files: dict[str, str] = {}
-    for directory, dirnames, filenames in os.walk(root):
-        here = Path(directory)
-        for name in sorted(dirnames):
-            path = here / name
-            if path.is_symlink():
-                files[path.relative_to(root).as_posix()] = "link:" + os.readlink(path)
-        for name in filenames:
-            path = here / name
+    for directory, entries in tree.walk(root):
+        for entry in entries:
+            path = directory / entry.name
             rel = path.relative_to(root).as_posix()
             if rel == TOOLKIT_MANIFEST:
                 continue
-            files[rel] = "link:" + os.readlink(path) if path.is_symlink() else sha256_file(path)
+            mode = entry.stat(follow_symlinks=False).st_mode
+            if stat.S_ISLNK(mode):
+                files[rel] = "link:" + os.readlink(path)
+            elif stat.S_ISREG(mode):
+                files[rel] = sha256_file(path)
+            elif not stat.S_ISDIR(mode):
+                files[rel] = f"special:{kind_of(mode)}"
     return files
 
 
@@ -154,7 +169,7 @@ def _clean_leftovers(dest: Path) -> None:
     for pattern in (f".{dest.name}.staging-*", f".{dest.name}.old-*"):
         for stale in dest.parent.glob(pattern):
             if stale.is_dir() and not stale.is_symlink():
-                shutil.rmtree(stale, ignore_errors=True)
+                tree.remove(stale)
 
 
 def _check_destination(dest: Path) -> None:
@@ -176,7 +191,7 @@ def _swap_in(staging: Path, dest: Path) -> None:
         except OSError:
             os.replace(old, dest)
             raise
-        shutil.rmtree(old, ignore_errors=True)
+        tree.remove(old)
     else:
         os.replace(staging, dest)
 
@@ -269,29 +284,29 @@ def install(request: InstallRequest, observer: Observer | None = None) -> Toolki
                 created=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
                 cudaship_version=__version__,
             )
-            (staging / TOOLKIT_MANIFEST).write_text(
-                json.dumps(info.to_json(), indent=2) + "\n", encoding="utf-8"
+            write_text(
+                staging / TOOLKIT_MANIFEST, json.dumps(info.to_json(), indent=2) + "\n", error=ToolkitError
             )
             staging.chmod(0o755)
             observer.stage(f"moving the toolkit into {dest}")
             _swap_in(staging, dest)
         finally:
             if staging.exists():
-                shutil.rmtree(staging, ignore_errors=True)
+                tree.remove(staging)
     return info
 
 
 def read_toolkit(root: Path) -> ToolkitInfo:
     """The ``cudaship-toolkit.json`` of the toolkit at ``root``."""
     manifest = root / TOOLKIT_MANIFEST
+    if not manifest.exists() and not manifest.is_symlink():
+        raise ToolkitError(f"not a cudaship toolkit (no {TOOLKIT_MANIFEST})", path=str(root))
     try:
-        data = json.loads(manifest.read_text(encoding="utf-8"))
+        data = read_json(manifest, error=ToolkitError)
         return ToolkitInfo.from_json(data)
-    except FileNotFoundError:
-        raise ToolkitError(f"not a cudaship toolkit (no {TOOLKIT_MANIFEST})", path=str(root)) from None
-    except OSError as e:
-        raise ToolkitError(f"cannot read {TOOLKIT_MANIFEST}: {e.strerror}", path=str(root)) from e
-    except (ValueError, KeyError, TypeError) as e:
+    except ToolkitError as e:
+        raise ToolkitError(f"{TOOLKIT_MANIFEST}: {e.message}", path=str(root)) from None
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise ToolkitError(f"{TOOLKIT_MANIFEST} is invalid: {e}", path=str(root)) from e
 
 
@@ -320,5 +335,5 @@ def remove(root: Path) -> ToolkitInfo:
         doomed = Path(tempfile.mkdtemp(prefix=f".{root.name}.old-", dir=root.parent))
         doomed.rmdir()
         os.replace(root, doomed)  # one rename: the toolkit is gone at once, even if the delete is slow
-        shutil.rmtree(doomed, ignore_errors=True)
+        tree.remove(doomed)
     return info
