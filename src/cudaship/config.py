@@ -40,6 +40,24 @@ def read_toml(path: Path) -> dict[str, Any]:
     return loaders.read_toml(path, error=PolicyError)
 
 
+#: The tables a configuration may hold at its top level (a ``cudaship.toml``, or ``[tool.cudaship]``).
+KNOWN_TABLES = ("archs", "audit", "matrix")
+
+
+def check_tables(data: dict[str, Any], source: str, prefix: str = "") -> None:
+    """Refuse a top-level key that is none of :data:`KNOWN_TABLES`: a typo (``[audti.ships]``) would
+    otherwise be ignored and the defaults run. The error names the key and the closest known table."""
+    import difflib
+
+    for key in sorted(data):
+        if key in KNOWN_TABLES:
+            continue
+        close = difflib.get_close_matches(key, KNOWN_TABLES, n=1, cutoff=0.6)
+        hint = f" (did you mean [{prefix}{close[0]}]?)" if close else ""
+        known = ", ".join(f"[{prefix}{t}]" for t in KNOWN_TABLES)
+        raise PolicyError(f"[{prefix}{key}]: unknown table{hint}; known: {known}", path=source)
+
+
 def _from_file(path: Path) -> ProjectConfig:
     data = read_toml(path)
     if path.name == "pyproject.toml":
@@ -47,7 +65,9 @@ def _from_file(path: Path) -> ProjectConfig:
         section = tool.get("cudaship", {}) if isinstance(tool, dict) else {}
         if not isinstance(section, dict):
             raise PolicyError("[tool.cudaship] must be a table", path=str(path))
+        check_tables(section, str(path), "tool.cudaship.")
         return ProjectConfig(section, path)
+    check_tables(data, str(path))
     return ProjectConfig(data, path)
 
 

@@ -20,6 +20,17 @@ _NUL = re.compile(b"\x00")
 #: Longest name any reader accepts (symbol names, library names, section names). C++ symbol names of heavily
 #: templated code reach a few KiB; 64 KiB bounds the work on a string table with no NUL in it.
 MAX_NAME = 65536
+#: Bytes of names a reader may produce and of table entries it may visit, per byte of input, plus
+#: :data:`WORK_FLOOR`. Real binaries stay far below (every name and entry is read about once: at most about
+#: 1x the file); entries that share one name or one table (a thousand import descriptors pointing at one
+#: lookup table, a million symbols naming one 64 KiB string) would otherwise cost quadratic time and memory.
+WORK_FACTOR = 4
+WORK_FLOOR = 1 << 20
+
+
+def work_budget(size: int) -> int:
+    """The most bytes a reader may produce or visit for an input of ``size`` bytes."""
+    return WORK_FACTOR * size + WORK_FLOOR
 
 
 class Bounded:
@@ -29,12 +40,23 @@ class Bounded:
     ``memoryview`` and ``mmap`` alike (``memoryview`` has no ``find``, so NULs are found with a regex).
     """
 
-    __slots__ = ("buf", "size", "what")
+    __slots__ = ("budget", "buf", "size", "spent", "what")
 
     def __init__(self, buf: Buffer, what: str) -> None:
         self.buf = buf
         self.size = len(buf)
         self.what = what
+        self.spent = 0  #: bytes of names produced and table entries visited so far
+        self.budget = work_budget(self.size)
+
+    def spend(self, n: int, field: str) -> None:
+        """Count ``n`` more bytes produced or visited; past the budget, raise (shared references)."""
+        self.spent += n
+        if self.spent > self.budget:
+            raise self.fail(
+                f"{field}: names and table entries read add up to more than {self.budget} bytes for a "
+                f"{self.size} byte file (entries sharing one name or table?)"
+            )
 
     def fail(self, message: str) -> BinaryFormatError:
         return BinaryFormatError(f"{self.what}: {one_line(message)}")
@@ -64,6 +86,7 @@ class Bounded:
         found = _NUL.search(self.buf, offset, end)
         if found is None:
             raise self.fail(f"{field}: string at offset {offset:#x} is not NUL-terminated")
+        self.spend(found.start() - offset + 1, field)
         return decode(bytes(self.buf[offset : found.start()]))
 
 

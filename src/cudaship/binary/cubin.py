@@ -23,6 +23,7 @@ import struct
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
+from cudaship.binary._bounded import work_budget
 from cudaship.binary.fatbin import arch_name, entry_payload
 from cudaship.binary.magic import ELF_MAGIC, EM_CUDA
 from cudaship.binary.ptx import read_ptx
@@ -144,11 +145,19 @@ def _sections(buf: Buffer) -> _Header:
     if str_off > size or str_size > size - str_off:
         raise BinaryFormatError("ELF section name table is past the end of the file")
     names = bytes(buf[str_off : str_off + str_size])
+    budget = work_budget(size)  # sections sharing one long name: produced bytes are counted
     for entry in raw:
         sh_name, sh_type, sh_flags, sh_offset, sh_size = entry[0], entry[1], entry[2], entry[4], entry[5]
         if sh_name >= len(names) and sh_name:
             raise BinaryFormatError(f"ELF section name offset {sh_name} is outside the name table")
-        name = _until_nul(names, sh_name).decode("utf-8", "replace")
+        raw_name = _until_nul(names, sh_name)
+        budget -= len(raw_name) + 1
+        if budget < 0:
+            raise BinaryFormatError(
+                f"ELF section names add up to more than {work_budget(size)} bytes "
+                "(sections sharing one name?)"
+            )
+        name = raw_name.decode("utf-8", "replace")
         sections.append(_Section(name, sh_type, sh_flags, sh_offset, sh_size, entry[6]))
     return _Header(abi_version, e_type, e_version, e_flags, sections, ei_class)
 
@@ -325,11 +334,19 @@ def _kernel_symbols(buf: Buffer, sections: list[_Section], elf_class: int) -> tu
     names = _section_bytes(buf, sections[symtab.link])
     count = min(len(data) // layout.size, MAX_SYMBOLS)
     kernels: list[str] = []
+    budget = work_budget(len(buf))  # symbols sharing one long name: produced bytes are counted
     for i in range(count):
         fields = layout.unpack_from(data, i * layout.size)
         st_name, st_info, st_other = (fields[0], fields[3], fields[4]) if elf_class == 1 else fields[:3]
         if st_info & 0xF == STT_FUNC and st_other & STO_CUDA_ENTRY and st_name < len(names):
-            name = _until_nul(names, st_name).decode("utf-8", "replace")
+            raw = _until_nul(names, st_name)
+            budget -= len(raw) + 1
+            if budget < 0:
+                raise BinaryFormatError(
+                    f"cubin: kernel names add up to more than {work_budget(len(buf))} bytes "
+                    "(symbols sharing one name?)"
+                )
+            name = raw.decode("utf-8", "replace")
             if name:
                 kernels.append(name)
     return tuple(dict.fromkeys(kernels))

@@ -30,7 +30,13 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from cudaship.binary._search import Finder, open_finder
-from cudaship.binary.fatbin import CONTAINER_MAGIC_BYTES, arch_name, read_container
+from cudaship.binary.fatbin import (
+    CONTAINER_MAGIC_BYTES,
+    EntryBudget,
+    ScanBudgetError,
+    arch_name,
+    read_container,
+)
 from cudaship.binary.records import (
     Buffer,
     Compression,
@@ -204,14 +210,16 @@ class _Scanner:
                 return hit
         return -1
 
-    def step(self, hit: int) -> _Event:
+    def step(self, hit: int, budget: EntryBudget) -> _Event:
         section = self.index.locate(hit)
         name = section.name if section else None
         end = section.offset + section.size if section else self.size
         try:
             container = read_container(
-                self.buf, hit, end=end, section=name, relocatable=is_relocatable_section(name)
+                self.buf, hit, end=end, section=name, relocatable=is_relocatable_section(name), budget=budget
             )
+        except ScanBudgetError:
+            raise
         except BinaryFormatError as e:
             # Unaligned hits are mostly the magic used as an immediate in host code (the runtime compares
             # against it); they are tried, for object files inside archives, but their failures are noise.
@@ -224,12 +232,13 @@ class _Scanner:
     def walk(self, pos: int, limit: int, releaser: _PageReleaser) -> tuple[list[_Event], int]:
         """The scan from ``pos``, over hits before ``limit``: the events and the position it stopped at."""
         events: list[_Event] = []
+        budget = EntryBudget(self.size)
         while pos < limit:
             hit = self.next_hit(pos, limit)
             if hit < 0:
                 break
             releaser.passed(hit)
-            event = self.step(hit)
+            event = self.step(hit, budget)
             events.append(event)
             pos = event.next
         return events, pos
@@ -293,6 +302,7 @@ class _Scanner:
         if failures:
             raise failures[0]
         merged: list[_Event] = []
+        budget = EntryBudget(self.size)  # for the hits the merge replays itself
         pos = 0
         for (lo, hi), result in zip(chunks, results, strict=True):
             assert result is not None
@@ -312,7 +322,7 @@ class _Scanner:
                     merged.extend(events[taken[hit] :])
                     pos = end
                     break
-                event = self.step(hit)
+                event = self.step(hit, budget)
                 merged.append(event)
                 pos = event.next
         return merged

@@ -317,6 +317,31 @@ def _container_header(buf: Buffer, offset: int, end: int | None) -> tuple[int, i
     return int(header_size), int(fat_size)
 
 
+class ScanBudgetError(BinaryFormatError):
+    """A scan read more entry headers than its input can hold: candidates sharing one chain of entries."""
+
+
+class EntryBudget:
+    """Entry headers one scan may read, rejected candidates included. Each valid container's entries are read
+    once (at most ``size / 64`` of them); candidates whose entries are one shared chain (containers nested at
+    each entry of a long chain that ends in garbage, each walked to the end and rejected) would read the chain
+    once per candidate: quadratic. Past the budget the scan stops with :class:`ScanBudgetError`."""
+
+    __slots__ = ("left", "limit")
+
+    def __init__(self, size: int) -> None:
+        self.limit = 4 * (size // MIN_ENTRY_HEADER) + 65536
+        self.left = self.limit
+
+    def take(self) -> None:
+        self.left -= 1
+        if self.left < 0:
+            raise ScanBudgetError(
+                f"fatbin scan read more than {self.limit} entry headers (containers sharing one chain of "
+                "entries?)"
+            )
+
+
 def read_entry_headers(buf: Buffer, offset: int, end: int | None = None) -> tuple[EntryHeader, ...]:
     """Validate the container at ``offset`` and every entry header in it.
 
@@ -325,7 +350,9 @@ def read_entry_headers(buf: Buffer, offset: int, end: int | None = None) -> tupl
     return _read_entry_headers(buf, offset, end)[1]
 
 
-def _read_entry_headers(buf: Buffer, offset: int, end: int | None) -> tuple[int, tuple[EntryHeader, ...]]:
+def _read_entry_headers(
+    buf: Buffer, offset: int, end: int | None, budget: EntryBudget | None = None
+) -> tuple[int, tuple[EntryHeader, ...]]:
     """:func:`read_entry_headers`, with the container's total size (its header is read once, here)."""
     header_size, fat_size = _container_header(buf, offset, end)
     size = header_size + fat_size
@@ -338,6 +365,8 @@ def _read_entry_headers(buf: Buffer, offset: int, end: int | None) -> tuple[int,
             if not _all_zero(buf, pos, stop):
                 raise BinaryFormatError(f"fatbin container at {offset:#x} has stray bytes at {pos:#x}")
             break
+        if budget is not None:
+            budget.take()
         header = read_entry_header(buf, pos, stop)
         headers.append(header)
         pos = header.end
@@ -353,9 +382,11 @@ def read_container(
     end: int | None = None,
     section: str | None = None,
     relocatable: bool = False,
+    budget: EntryBudget | None = None,
 ) -> FatbinContainer:
-    """Read the fatbin container at ``offset`` (header and entry headers only; nothing is decompressed)."""
-    size, headers = _read_entry_headers(buf, offset, end)
+    """Read the fatbin container at ``offset`` (header and entry headers only; nothing is decompressed).
+    ``budget``: the scan's count of entry headers read (see :class:`EntryBudget`)."""
+    size, headers = _read_entry_headers(buf, offset, end, budget)
     entries = tuple(
         device_code(buf, h, container_offset=offset, section=section, relocatable=relocatable)
         for h in headers

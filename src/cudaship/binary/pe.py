@@ -164,6 +164,7 @@ class _PeReader:
         # bounds the table too.
         limit = min((self.b.size - at) // step, _MAX_ENTRIES)
         for _ in range(limit + 1):
+            self.b.spend(step, what)  # descriptors sharing one lookup table pay for each walk of it
             (value,) = self.b.unpack(st, at, what)
             if value == 0:
                 return out

@@ -145,7 +145,7 @@ def _download(
                 length = response.headers.get("Content-Length")
                 if length and length.isdigit() and len(length) < 20 and have + int(length) > limit:
                     raise ToolkitError(
-                        f"{location}: the server announces {length} bytes, over the {limit} byte limit"
+                        f"{location}: the server announces {length} bytes, more than the {limit} expected"
                     )
                 total = (
                     size
