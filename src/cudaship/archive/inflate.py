@@ -19,9 +19,13 @@ from cudaship.errors import ArchiveError
 
 #: errors a corrupt deflate stream raises
 INFLATE_ERRORS: tuple[type[BaseException], ...] = (zlib.error,)
+#: CRC-32 of a buffer (ISA-L's where installed: 8x zlib's speed, same values)
+crc32 = zlib.crc32
 try:  # ISA-L inflates about twice as fast as zlib; same API and results
     from isal import isal_zlib
     from isal.isal_zlib import decompressobj as _raw_inflater
+
+    crc32 = isal_zlib.crc32
 
     _isal_error: object = getattr(isal_zlib, "error", None)
     if isinstance(_isal_error, type) and issubclass(_isal_error, BaseException):

@@ -23,13 +23,12 @@ import stat
 import struct
 import threading
 import zipfile
-import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from types import TracebackType
 
-from cudaship.archive.inflate import BZIP2, DEFLATED, LZMA, METHOD_NAMES, STORED, member_chunks
+from cudaship.archive.inflate import BZIP2, DEFLATED, LZMA, METHOD_NAMES, STORED, crc32, member_chunks
 from cudaship.archive.limits import CHUNK, DEFAULT_LIMITS, ArchiveLimits
 from cudaship.binary.records import Buffer
 from cudaship.errors import ArchiveError
@@ -278,7 +277,7 @@ class ZipArchive:
             for piece in member_chunks(member.method, raw, chunk):
                 produced += len(piece)
                 if verify_crc:
-                    crc = zlib.crc32(piece, crc)
+                    crc = crc32(piece, crc)
                 if produced > member.size:
                     raise ArchiveError(
                         f"member {member.name}: more data than the declared {member.size} bytes"
@@ -342,7 +341,7 @@ class ZipArchive:
             return
         if member.stored:
             view = memoryview(self.buf)[member.data_offset : member.data_offset + member.size]
-            if verify_crc and zlib.crc32(view) != member.crc:
+            if verify_crc and crc32(view) != member.crc:
                 view.release()
                 raise ArchiveError(f"member {member.name}: corrupt member (CRC-32 does not match)")
             try:

@@ -15,10 +15,10 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from cudaship.archive.pool import SPILL_SIZE, Workers, worker_count
 from cudaship.archive.select import MAGIC_BYTES, is_native_member
 from cudaship.archive.spill import Hasher, MemoryBudget, Sink
 from cudaship.archive.zip import ZipArchive, ZipFile, ZipMember
@@ -35,14 +35,6 @@ from cudaship.wheel.metadata import (
     read_dist_info,
 )
 
-#: Decompressed native members held in memory at once (all workers together); a member that does not fit
-#: waits for others to finish, and one larger than this goes to a temporary file, mapped.
-MEMORY_BUDGET = 640 << 20
-#: A native member from this size on that does not fit in the memory budget at the moment goes to a
-#: temporary file, mapped, instead of waiting for memory (smaller ones wait: they do not wait long).
-#: Two large libraries (a wheel's .so and .dll) then unpack on two cores at once instead of one after the
-#: other (audit of the benchmark wheel 3.1-3.4 s instead of 4.5-5.0 s; peak RSS 830 MB instead of 660 MB).
-_SPILL_SIZE = 64 << 20
 #: Members from this size on are hashed on a helper thread while the next chunks are inflated.
 _THREADED_HASH = 8 << 20
 
@@ -114,7 +106,7 @@ def _scan_member(
         chunks = archive.chunks(member, verify_crc=False)  # the RECORD hash is the stronger check
         first = next(chunks, b"")
         if is_native_member(name, first[:MAGIC_BYTES]):
-            sink = Sink(member.size, budget, spill_size=_SPILL_SIZE)
+            sink = Sink(member.size, budget, spill_size=SPILL_SIZE)
         for chunk in itertools.chain((first,), chunks):
             size += len(chunk)
             hasher.update(chunk)
@@ -142,8 +134,12 @@ def scan_wheel(
     workers: int | None = None,
     details: bool = True,
     observer: ScanObserver | None = None,
+    pool: Workers | None = None,
 ) -> ScannedWheel:
-    """Read the wheel at ``path`` once: dist-info, every member hashed, native members inspected."""
+    """Read the wheel at ``path`` once: dist-info, every member hashed, native members inspected.
+
+    Members are read on ``pool`` when given (shared with other wheels read at the same time), else on
+    ``workers`` threads of its own (default: every usable CPU)."""
     label = str(path)
     hooks = observer or ScanObserver()
     try:
@@ -151,11 +147,16 @@ def scan_wheel(
     except ArchiveError as e:
         raise WheelError(e.message, path=label) from None
     with opened as archive:
-        return _scan(label, archive, workers, details, hooks)
+        return _scan(label, archive, workers, details, hooks, pool)
 
 
 def _scan(
-    label: str, archive: ZipArchive, workers: int | None, details: bool, hooks: ScanObserver
+    label: str,
+    archive: ZipArchive,
+    workers: int | None,
+    details: bool,
+    hooks: ScanObserver,
+    pool: Workers | None,
 ) -> ScannedWheel:
     infos = archive.files()
     names = [i.name for i in infos]
@@ -193,10 +194,12 @@ def _scan(
         hooks.advanced(found.compressed_size if found is not None else 0)
     order = sorted((i for i in infos if i.name not in meta), key=lambda i: i.compressed_size, reverse=True)
     total = sum(i.size for i in infos)
-    n_workers = workers if workers is not None else min(4, os.cpu_count() or 1)
-    if total < (8 << 20) or len(order) < 2:
-        n_workers = 1
-    results = done + _run(label, archive, order, verifier, n_workers, details, hooks)
+    small = total < (8 << 20) or len(order) < 2  # not worth a thread: read in the calling one
+    if pool is not None:
+        results = done + _run(label, archive, order, verifier, pool, details, hooks, inline=small)
+    else:
+        with Workers(1 if small else worker_count(workers)) as own:
+            results = done + _run(label, archive, order, verifier, own, details, hooks, inline=False)
 
     reports: dict[str, FileReport] = {}
     unreadable: list[tuple[str, str]] = []
@@ -228,18 +231,20 @@ def _run(
     archive: ZipArchive,
     order: list[ZipMember],
     verifier: RecordVerifier,
-    n_workers: int,
+    pool: Workers,
     details: bool,
     hooks: ScanObserver,
+    *,
+    inline: bool,
 ) -> list[_Result]:
-    budget = MemoryBudget(MEMORY_BUDGET)
-
     def work(member: ZipMember) -> _Result:
-        result = _scan_member(label, archive, member, verifier.algorithm_for(member.name), budget, details)
-        hooks.advanced(member.compressed_size)
+        algorithm = verifier.algorithm_for(member.name)
+        result = _scan_member(label, archive, member, algorithm, pool.budget, details)
+        with pool.hooks_lock:
+            hooks.advanced(member.compressed_size)
         return result
 
-    if n_workers <= 1:
+    if inline:
         return [work(member) for member in order]
-    with ThreadPoolExecutor(max_workers=n_workers, thread_name_prefix="cudaship-audit") as pool:
-        return list(pool.map(work, order))
+    futures = [pool.submit(work, member) for member in order]
+    return [future.result() for future in futures]

@@ -14,7 +14,7 @@ import click
 from cudaship.checks.engine import AuditObserver, audit_wheels
 from cudaship.checks.policy import load_policy
 from cudaship.checks.records import AuditReport
-from cudaship.cli.common import format_option, output_option
+from cudaship.cli.common import format_option, jobs_option, output_option
 from cudaship.cli.progress import ByteProgress
 from cudaship.config import load_config
 from cudaship.errors import UsageError
@@ -28,9 +28,26 @@ class _ProgressBar(ByteProgress, AuditObserver):
 
     def __init__(self) -> None:
         super().__init__("auditing")
+        self._count = 0  # wheels audited at once (0: one wheel)
+        self._finished = 0
+
+    def wheels_planned(self, count: int, total_bytes: int) -> None:
+        self._count = count
+        super().planned(total_bytes)
+        self.label(f"0/{count} wheels")
+
+    def planned(self, total_bytes: int) -> None:
+        if not self._count:
+            super().planned(total_bytes)
 
     def wheel_started(self, path: str) -> None:
-        self.label(Path(path).name, restart=True)
+        if not self._count:
+            self.label(Path(path).name, restart=True)
+
+    def wheel_finished(self, path: str) -> None:
+        if self._count:
+            self._finished += 1
+            self.label(f"{self._finished}/{self._count} wheels, last {Path(path).name}")
 
 
 _FORMATS = ("text", "json", "junit", "markdown")
@@ -42,6 +59,28 @@ def _parse_report_option(value: str) -> tuple[str, str]:
     if not sep or not path or fmt not in _FORMATS:
         raise UsageError(f"--report {value!r}: expected FORMAT=FILE with FORMAT one of {', '.join(_FORMATS)}")
     return fmt, path
+
+
+def _expand(arguments: tuple[str, ...]) -> tuple[str, ...]:
+    """The wheels to audit: files as named, and for a directory every ``.whl`` under it (sorted, links to
+    directories not followed)."""
+    from cudaship.inspection.walk import walk_files
+    from cudaship.safe_read import is_dir
+
+    found: list[str] = []
+    for w in arguments:
+        path = Path(w)
+        if is_dir(path):
+            inside = [os.path.join(w, os.path.relpath(f, path)) for f in walk_files(path)]
+            wheels = [f for f in inside if f.lower().endswith(".whl")]
+            if not wheels:
+                raise UsageError("no .whl files in this directory", path=w)
+            found.extend(wheels)
+        elif not path.is_file():
+            raise UsageError("no such file" if not path.exists() else "not a file", path=w)
+        else:
+            found.append(w)
+    return tuple(found)
 
 
 def _render(report: AuditReport, fmt: str, *, color: bool, verbose: bool) -> str:
@@ -78,13 +117,7 @@ def _render(report: AuditReport, fmt: str, *, color: bool, verbose: bool) -> str
 @click.option(
     "--progress/--no-progress", default=None, help="Progress bar on stderr (default: when a terminal)."
 )
-@click.option(
-    "--jobs",
-    "-j",
-    type=click.IntRange(1, 64),
-    default=None,
-    help="Members read in parallel (default: the number of CPUs, at most 4).",
-)
+@jobs_option("wheels and their members")
 def command(
     wheels: tuple[str, ...],
     policy_file: str | None,
@@ -95,10 +128,10 @@ def command(
     progress: bool | None,
     jobs: int | None,
 ) -> int:
-    """Audit WHEEL(s) against their CUDA contract: files, imports, archs, requirements, ownership, closure."""
-    for w in wheels:
-        if not Path(w).is_file():
-            raise UsageError("no such file" if not Path(w).exists() else "not a file", path=w)
+    """Audit WHEEL(s) against their CUDA contract: files, imports, archs, requirements, ownership, closure.
+
+    A WHEEL that is a directory stands for every .whl file under it."""
+    wheels = _expand(wheels)
     extras = [_parse_report_option(value) for value in extra_reports]
     config = load_config(policy_file)
     policy = load_policy(config)

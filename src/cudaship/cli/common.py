@@ -29,3 +29,15 @@ def output_option() -> Callable[[F], F]:
         default=None,
         help="Write the report to FILE instead of standard output.",
     )
+
+
+def jobs_option(what: str) -> Callable[[F], F]:
+    """``-j/--jobs N``: threads reading at once (default: every usable CPU; 1 reads one thing at a time)."""
+    return click.option(
+        "--jobs",
+        "-j",
+        "jobs",
+        type=click.IntRange(1, 256),
+        default=None,
+        help=f"Threads reading {what} at once (default: every usable CPU).",
+    )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from cudaship.analysis.gpus import gpu_report
-from cudaship.cli.common import format_option, output_option
+from cudaship.cli.common import format_option, jobs_option, output_option
 from cudaship.errors import KnowledgeError, UsageError
 from cudaship.exitcodes import ExitCode
 from cudaship.formats import gpus_html, gpus_json, gpus_markdown, gpus_text
@@ -70,6 +72,10 @@ def _capabilities(values: tuple[str, ...]) -> list[Arch] | None:
 )
 @format_option(["text", "json", "markdown", "html"])
 @output_option()
+@click.option(
+    "--progress/--no-progress", default=None, help="Progress bar on stderr (default: when a terminal)."
+)
+@jobs_option("files and wheel members")
 def command(
     paths: tuple[str, ...],
     driver: str | None,
@@ -77,6 +83,8 @@ def command(
     details: bool,
     fmt: str,
     output: str | None,
+    progress: bool | None,
+    jobs: int | None,
 ) -> int:
     """Tell which GPUs (compute capabilities 7.5 to 12.1) each PATH runs on, and with which driver.
 
@@ -89,7 +97,13 @@ def command(
     """
     capabilities = _capabilities(gpus)
     parsed_driver = _driver(driver, "linux")
-    inspected = inspect_paths(paths, details=details)
+    if sys.stderr.isatty() if progress is None else progress:
+        from cudaship.cli.inspect_cmd import InspectProgress
+
+        with InspectProgress("reading") as bar:
+            inspected = inspect_paths(paths, details=details, observer=bar, workers=jobs)
+    else:
+        inspected = inspect_paths(paths, details=details, workers=jobs)
     report = gpu_report(inspected, capabilities=capabilities, driver=parsed_driver)
     write_report(RENDERERS[fmt.lower()](report), output)
     for failed in report.failed:

@@ -7,18 +7,18 @@ import sys
 
 import click
 
-from cudaship.cli.common import format_option, output_option
+from cudaship.cli.common import format_option, jobs_option, output_option
 from cudaship.cli.progress import ByteProgress
 from cudaship.formats.output import write_report
 from cudaship.inspection.report import demangle
 from cudaship.inspection.walk import InspectObserver, inspect_paths
 
 
-class _ProgressBar(ByteProgress, InspectObserver):
+class InspectProgress(ByteProgress, InspectObserver):
     """Inspect's progress: bytes of the inputs read, and the file being read."""
 
-    def __init__(self) -> None:
-        super().__init__("inspecting")
+    def __init__(self, description: str = "inspecting") -> None:
+        super().__init__(description)
 
     def reading(self, label: str) -> None:
         self.label(label)
@@ -43,6 +43,7 @@ class _ProgressBar(ByteProgress, InspectObserver):
 @click.option(
     "--progress/--no-progress", default=None, help="Progress bar on stderr (default: when a terminal)."
 )
+@jobs_option("files and wheel members")
 def command(
     paths: tuple[str, ...],
     fmt: str,
@@ -51,6 +52,7 @@ def command(
     details: bool,
     exports: bool,
     progress: bool | None,
+    jobs: int | None,
 ) -> int:
     """Report what each PATH needs and what GPU code it carries.
 
@@ -62,10 +64,10 @@ def command(
     """
     show_progress = sys.stderr.isatty() if progress is None else progress
     if show_progress:
-        with _ProgressBar() as bar:
-            report = inspect_paths(paths, details=details, observer=bar)
+        with InspectProgress() as bar:
+            report = inspect_paths(paths, details=details, observer=bar, workers=jobs)
     else:
-        report = inspect_paths(paths, details=details)
+        report = inspect_paths(paths, details=details, workers=jobs)
     demangler = demangle if demangle_names else None
     if fmt.lower() == "json":
         from cudaship.formats import inspect_json

@@ -11,18 +11,21 @@ from __future__ import annotations
 
 import mmap
 import os
+from collections import deque
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from cudaship.archive.pool import Workers, worker_count
 from cudaship.archive.select import MAGIC_BYTES, looks_native
 from cudaship.binary.records import Buffer
 from cudaship.errors import CudashipError
 from cudaship.inspection.dispatch import inspect_buffer
 from cudaship.inspection.records import FileReport
 from cudaship.inspection.report import InspectReport, WheelReport
-from cudaship.inspection.wheel import inspect_wheel
+from cudaship.inspection.wheel import WheelJob, start_wheel
 from cudaship.safe_read import is_dir, not_regular_reason, open_regular
 from cudaship.wheel.archive import is_wheel
 
@@ -55,8 +58,13 @@ def inspect_paths(
     *,
     details: bool = False,
     observer: InspectObserver | None = None,
+    workers: int | None = None,
 ) -> InspectReport:
-    """Inspect every file, directory and wheel in ``paths``. Never raises for bad input."""
+    """Inspect every file, directory and wheel in ``paths``. Never raises for bad input.
+
+    Files and wheel members are read on ``workers`` threads at once (default: every usable CPU; 1 reads them
+    one after the other); the report is the same whatever the number. Observer hooks are called one at a
+    time (never concurrently), ``done`` in report order."""
     hooks = observer or InspectObserver()
     plan: list[_Input | FileReport] = []  # in the order the user named them
     for raw in paths:
@@ -79,29 +87,65 @@ def inspect_paths(
     files: list[FileReport] = []
     wheels: list[WheelReport] = []
     items: list[FileReport | WheelReport] = []
-    for item in plan:
-        if isinstance(item, FileReport):
-            hooks.done(item)
-            files.append(item)
-            items.append(item)
-        elif is_wheel(item.path):
-            wheel = inspect_wheel(item.path, item.label, details=details, hooks=hooks)
-            wheels.append(wheel)
-            files.extend(wheel.files)
-            items.append(wheel)
-        else:
-            hooks.reading(item.label)
-            report = inspect_file(item.path, item.label, details=details)
-            hooks.done(report)
-            hooks.advanced(report.size)
-            files.append(report)
-            items.append(report)
+    with Workers(worker_count(workers)) as pool:
+        # Every file and wheel member is handed to the workers as soon as it is planned; reports are collected
+        # in the order the user named the inputs. At most _OPEN_WHEELS_PER_WORKER wheels per worker are open
+        # at once: a directory of thousands of wheels does not hold thousands of maps.
+        pending: deque[FileReport | WheelJob | Future[FileReport]] = deque()
+        open_wheels = 0
+
+        def collect() -> None:
+            nonlocal open_wheels
+            entry = pending.popleft()
+            if isinstance(entry, FileReport):
+                with pool.hooks_lock:
+                    hooks.done(entry)
+                files.append(entry)
+                items.append(entry)
+            elif isinstance(entry, WheelJob):
+                open_wheels -= 1
+                wheel = entry.finish()
+                wheels.append(wheel)
+                files.extend(wheel.files)
+                items.append(wheel)
+            else:
+                report = entry.result()
+                with pool.hooks_lock:
+                    hooks.done(report)
+                files.append(report)
+                items.append(report)
+
+        for item in plan:
+            if isinstance(item, FileReport):
+                pending.append(item)
+            elif is_wheel(item.path):
+                while open_wheels >= _OPEN_WHEELS_PER_WORKER * pool.count:
+                    collect()
+                pending.append(start_wheel(item.path, item.label, details=details, hooks=hooks, workers=pool))
+                open_wheels += 1
+            else:
+                pending.append(pool.submit(_read_file, item, details, hooks, pool))
+        while pending:
+            collect()
     return InspectReport(
         inputs=tuple(os.fspath(p) for p in paths),
         files=tuple(files),
         wheels=tuple(wheels),
         items=tuple(items),
     )
+
+
+#: Wheels open at once, per worker (see :func:`inspect_paths`).
+_OPEN_WHEELS_PER_WORKER = 2
+
+
+def _read_file(item: _Input, details: bool, hooks: InspectObserver, pool: Workers) -> FileReport:
+    with pool.hooks_lock:
+        hooks.reading(item.label)
+    report = inspect_file(item.path, item.label, details=details)
+    with pool.hooks_lock:
+        hooks.advanced(report.size)
+    return report
 
 
 def inspect_file(path: Path, label: str, *, details: bool = False) -> FileReport:

@@ -10,15 +10,19 @@ for its RECORD hash and hands the chosen ones to :func:`member_report`.
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cudaship.archive.pool import Workers
 from cudaship.binary.records import Buffer, DeviceCode, DeviceCodeKind
 from cudaship.errors import CudashipError
 from cudaship.inspection.dispatch import inspect_buffer
 from cudaship.inspection.records import FileReport, WheelInfo
 from cudaship.inspection.report import WheelReport
+from cudaship.wheel.archive import Member, WheelArchive
 
 if TYPE_CHECKING:
     from cudaship.inspection.walk import InspectObserver
@@ -75,52 +79,113 @@ def _with_toolkit_versions(buf: Buffer, report: FileReport) -> FileReport:
     return replace(report, device_code=code, containers=containers)
 
 
-def inspect_wheel(path: Path, label: str, *, details: bool, hooks: InspectObserver) -> WheelReport:
+def inspect_wheel(
+    path: Path, label: str, *, details: bool, hooks: InspectObserver, workers: Workers | None = None
+) -> WheelReport:
     """Inspect the native members of the wheel at ``path`` (shown as ``label``); never raises for bad
-    input."""
-    from cudaship.archive.select import is_native_member, is_text_name
+    input. Members are read on ``workers`` (one at a time without)."""
+    if workers is None:
+        with Workers(1) as own:
+            return start_wheel(path, label, details=details, hooks=hooks, workers=own).finish()
+    return start_wheel(path, label, details=details, hooks=hooks, workers=workers).finish()
+
+
+class WheelJob:
+    """A wheel being inspected: opened, its facts read, its members handed to the workers
+    (:func:`start_wheel`); :meth:`finish` waits for them and gives the report, members in archive order."""
+
+    def __init__(
+        self,
+        label: str,
+        total: int,
+        hooks: InspectObserver,
+        lock: threading.Lock,
+        archive: WheelArchive | None = None,
+    ) -> None:
+        self.label = label
+        self.total = total
+        self.hooks = hooks
+        self.lock = lock
+        self.archive = archive
+        self.info: WheelInfo | None = None
+        self.error: str | None = None
+        self.pending: list[tuple[Member, Future[FileReport | None]]] = []
+
+    def finish(self) -> WheelReport:
+        files: list[FileReport] = []
+        advanced = 0
+        for member, future in self.pending:
+            report = future.result()
+            if report is None:
+                continue
+            files.append(report)
+            with self.lock:
+                self.hooks.done(report)
+            advanced += member.compressed_size
+        if self.archive is not None:
+            self.archive.close()
+        if self.error is not None:
+            files.append(FileReport(path=self.label, format=None, size=self.total, error=self.error))
+        with self.lock:
+            if self.error is not None:
+                self.hooks.done(files[-1])
+            self.hooks.advanced(max(self.total - advanced, 0))
+        return WheelReport(path=self.label, info=self.info, error=self.error, files=tuple(files))
+
+
+def start_wheel(
+    path: Path, label: str, *, details: bool, hooks: InspectObserver, workers: Workers
+) -> WheelJob:
+    """Open the wheel at ``path``, read its facts and hand every member that may be native to ``workers``
+    (largest first, so the longest inflations start first and the workers finish together)."""
+    from cudaship.archive.select import is_text_name
     from cudaship.safe_read import not_regular_reason
-    from cudaship.wheel.archive import WheelArchive
 
     total = _size(path)
+    lock = workers.hooks_lock
     try:
         reason = not_regular_reason(path)
         if reason is not None:
             raise CudashipError(reason)
         archive = WheelArchive(path)
     except CudashipError as e:
-        report = FileReport(path=label, format=None, size=total, error=e.message)
-        hooks.done(report)
-        hooks.advanced(total)
-        return WheelReport(path=label, info=None, error=e.message, files=(report,))
-    files: list[FileReport] = []
-    info: WheelInfo | None = None
-    error: str | None = None
-    advanced = 0
-    with archive:
-        try:
-            info = archive.info()
-            for member in archive.members():
-                if member.size == 0 or is_text_name(member.name):
-                    continue
-                try:
-                    if not is_native_member(member.name, archive.head(member)):
-                        continue
-                    hooks.reading(f"{label}!{shown_name(member.name)}")
-                    with archive.member_buffer(member) as buf:
-                        report = member_report(buf, member.name, container=label, details=details)
-                except CudashipError as e:  # this member could not be unpacked; the others still are
-                    report = failed_member(member.name, member.size, label, e.message)
-                files.append(report)
-                hooks.done(report)
-                hooks.advanced(member.compressed_size)
-                advanced += member.compressed_size
-        except CudashipError as e:  # the archive itself is damaged: report it, keep what was read
-            error = e.message
-            files.append(FileReport(path=label, format=None, size=total, error=e.message))
-            hooks.done(files[-1])
-    hooks.advanced(max(total - advanced, 0))
-    return WheelReport(path=label, info=info, error=error, files=tuple(files))
+        job = WheelJob(label, total, hooks, lock)
+        job.error = e.message
+        return job
+    job = WheelJob(label, total, hooks, lock, archive)
+    try:
+        job.info = archive.info()
+    except CudashipError as e:  # the archive itself is damaged: report it
+        job.error = e.message
+        return job
+    candidates = [m for m in archive.members() if m.size != 0 and not is_text_name(m.name)]
+    futures: dict[int, Future[FileReport | None]] = {}
+    for index in sorted(range(len(candidates)), key=lambda i: candidates[i].compressed_size, reverse=True):
+        futures[index] = workers.submit(
+            _read_member, archive, candidates[index], label, details, hooks, workers
+        )
+    job.pending = [(m, futures[i]) for i, m in enumerate(candidates)]
+    return job
+
+
+def _read_member(
+    archive: WheelArchive, member: Member, label: str, details: bool, hooks: InspectObserver, workers: Workers
+) -> FileReport | None:
+    """The report of one member, or None when it is not native (then only its first bytes were inflated)."""
+    from cudaship.archive.select import is_native_member
+
+    try:
+        if not is_native_member(member.name, archive.head(member)):
+            return None
+        with workers.hooks_lock:
+            hooks.reading(f"{label}!{shown_name(member.name)}")
+        with archive.member_buffer(member, budget=workers.budget) as buf:
+            report = member_report(buf, member.name, container=label, details=details)
+    except CudashipError as e:  # this member could not be unpacked; the others still are
+        report = failed_member(member.name, member.size, label, e.message)
+    with workers.hooks_lock:
+        hooks.advanced(member.compressed_size)
+    return report
 
 
 def _size(path: Path) -> int:

@@ -17,6 +17,7 @@ from types import TracebackType
 
 from cudaship.archive.limits import DEFAULT_LIMITS
 from cudaship.archive.select import MAGIC_BYTES, is_native_member, is_text_name, looks_native
+from cudaship.archive.spill import MemoryBudget, Sink
 from cudaship.archive.zip import ZipFile, ZipMember
 from cudaship.binary.records import Buffer
 from cudaship.errors import ArchiveError, WheelError
@@ -101,13 +102,37 @@ class WheelArchive:
     # -- member access --------------------------------------------------------------------------------------
 
     @contextmanager
-    def member_buffer(self, member: Member) -> Iterator[Buffer]:
-        """The member's bytes as a buffer, valid inside the ``with`` block only."""
+    def member_buffer(self, member: Member, *, budget: MemoryBudget | None = None) -> Iterator[Buffer]:
+        """The member's bytes as a buffer, valid inside the ``with`` block only. With a ``budget`` (shared by
+        the workers reading members at once), an inflated member is held in memory when the budget has room
+        and in an anonymous temporary file, mapped, when not; without, in memory up to 64 MiB."""
         try:
-            with self.zip.buffer(member) as buf:
-                yield buf
+            if budget is None or member.stored or member.size == 0:
+                with self.zip.buffer(member) as buf:
+                    yield buf
+            else:
+                with self._inflated(member, budget) as buf:
+                    yield buf
         except ArchiveError as e:
             raise self._error(e) from None
+
+    @contextmanager
+    def _inflated(self, member: Member, budget: MemoryBudget) -> Iterator[Buffer]:
+        from cudaship.archive.pool import SPILL_SIZE
+
+        self.zip.check(member)
+        sink = Sink(member.size, budget, spill_size=SPILL_SIZE)
+        try:
+            for chunk in self.zip.chunks(member):
+                sink.write(chunk)
+            buf = sink.buffer()
+            try:
+                yield buf
+            finally:
+                if isinstance(buf, memoryview):
+                    buf.release()
+        finally:
+            sink.close()
 
     # -- the wheel's own facts ------------------------------------------------------------------------------
 

@@ -1,0 +1,86 @@
+"""Workers shared by one command: a pool of threads for reading archive members and files, with one memory
+budget and one lock for progress hooks.
+
+Inflating (ISA-L, zlib, bz2, lzma), hashing (hashlib) and the device-code search (``memmem`` through ctypes)
+release the GIL, so members of one wheel, members of several wheels and plain files all read at once on
+threads, one core each. A command makes one :class:`Workers` and hands it down: however many wheels and
+files it reads, at most ``count`` of them are being read at any time, and the decompressed members held in
+memory at once stay within one :class:`~cudaship.archive.spill.MemoryBudget`.
+
+With one worker every task runs in the caller's thread the moment it is submitted, in submission order: the
+sequential behaviour, exactly.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from types import TracebackType
+from typing import ParamSpec, TypeVar
+
+from cudaship.archive.spill import MemoryBudget
+
+#: Decompressed members held in memory at once (all workers together); a member that does not fit waits for
+#: others to finish (when small) or goes to an anonymous temporary file, mapped (see :data:`SPILL_SIZE`).
+MEMORY_BUDGET = 640 << 20
+#: A member from this size on that does not fit the memory budget at the moment goes to a temporary file,
+#: mapped, instead of waiting for memory: large libraries then unpack on several cores at once.
+SPILL_SIZE = 64 << 20
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def worker_count(jobs: int | None) -> int:
+    """``jobs`` when given (``-j``), else every usable CPU."""
+    return max(1, jobs) if jobs is not None else usable_cpus()
+
+
+class Workers:
+    """A thread pool of ``count`` workers (none when ``count`` is 1), the memory budget its tasks share, and a
+    lock that serialises progress hooks called from them. A context manager: leaving it waits for every
+    task."""
+
+    def __init__(self, count: int = 1, *, memory_budget: int = MEMORY_BUDGET) -> None:
+        self.count = max(1, count)
+        self.budget = MemoryBudget(memory_budget)
+        #: held while calling an observer from a worker, so observers need not be thread-safe
+        self.hooks_lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+        if self.count > 1:
+            self._pool = ThreadPoolExecutor(max_workers=self.count, thread_name_prefix="cudaship-worker")
+
+    def submit(self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> Future[_T]:
+        """Run ``fn`` on a worker (at once, in this thread, with one worker); its result or exception is the
+        future's."""
+        if self._pool is not None:
+            return self._pool.submit(fn, *args, **kwargs)
+        future: Future[_T] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as e:  # handed to whoever asks for the result, as the pool does
+            future.set_exception(e)
+        return future
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
