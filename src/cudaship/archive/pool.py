@@ -13,6 +13,7 @@ sequential behaviour, exactly.
 
 from __future__ import annotations
 
+import mmap
 import os
 import threading
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from types import TracebackType
 from typing import ParamSpec, TypeVar
 
 from cudaship.archive.spill import MemoryBudget
+from cudaship.binary.records import Buffer
 
 #: Decompressed members held in memory at once (all workers together); a member that does not fit waits for
 #: others to finish (when small) or goes to an anonymous temporary file, mapped (see :data:`SPILL_SIZE`).
@@ -84,3 +86,59 @@ class Workers:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+class CompressedPages:
+    """Drops the pages of a wheel's read-only map that a member's inflation has passed, so reading a 500 MB
+    wheel does not leave 500 MB of it resident (file pages count in the process's RSS while mapped).
+
+    The inflater's position in the compressed bytes is estimated from the bytes produced (in proportion,
+    less a margin); a page dropped too early costs nothing but a fault, since a read-only map of a file reads
+    it again from the page cache. On any other buffer (bytes, a private map) it does nothing."""
+
+    MARGIN = 4 << 20
+    STEP = 16 << 20
+
+    def __init__(self, buf: Buffer, start: int, length: int, size: int) -> None:
+        self._map: mmap.mmap | None = buf if isinstance(buf, mmap.mmap) and _read_only_map(buf) else None
+        self._start = start
+        self._end = start + length
+        self._per_byte = length / size if size else 0.0
+        self._released = start - start % mmap.PAGESIZE
+        self._produced = 0
+
+    def produced(self, nbytes: int) -> None:
+        """``nbytes`` more bytes of the member were inflated."""
+        self._produced += nbytes
+        if self._map is not None:
+            at = self._start + int(self._produced * self._per_byte) - self.MARGIN
+            if at - self._released >= self.STEP:
+                self._drop(at)
+
+    def finished(self) -> None:
+        """The member is read: drop the rest of its compressed bytes."""
+        if self._map is not None:
+            self._drop(self._end)
+
+    def _drop(self, upto: int) -> None:
+        assert self._map is not None
+        end = min(upto - upto % mmap.PAGESIZE, len(self._map))
+        if end <= self._released:
+            return
+        try:
+            self._map.madvise(mmap.MADV_DONTNEED, self._released, end - self._released)
+        except (OSError, ValueError):  # advice only: never fail a read over it (a closed map, no madvise)
+            self._map = None
+            return
+        self._released = end
+
+
+def _read_only_map(buf: Buffer) -> bool:
+    """A read-only ``mmap`` (a shared map of a file in CPython): dropping its pages loses nothing."""
+    if not isinstance(buf, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+        return False
+    try:
+        with memoryview(buf) as view:
+            return view.readonly
+    except (ValueError, BufferError):  # closed
+        return False

@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from cudaship.archive.pool import SPILL_SIZE, Workers, worker_count
+from cudaship.archive.pool import SPILL_SIZE, CompressedPages, Workers, worker_count
 from cudaship.archive.select import MAGIC_BYTES, is_native_member
 from cudaship.archive.spill import Hasher, MemoryBudget, Sink
 from cudaship.archive.zip import ZipArchive, ZipFile, ZipMember
@@ -107,11 +107,14 @@ def _scan_member(
         first = next(chunks, b"")
         if is_native_member(name, first[:MAGIC_BYTES]):
             sink = Sink(member.size, budget, spill_size=SPILL_SIZE)
+        pages = CompressedPages(archive.buf, member.data_offset, member.compressed_size, member.size)
         for chunk in itertools.chain((first,), chunks):
             size += len(chunk)
             hasher.update(chunk)
             if sink is not None:
                 sink.write(chunk)
+            pages.produced(len(chunk))
+        pages.finished()
         digest = b64_digest(hasher.digest())
         if sink is not None:
             buf = sink.buffer()

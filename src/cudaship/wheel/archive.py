@@ -118,13 +118,16 @@ class WheelArchive:
 
     @contextmanager
     def _inflated(self, member: Member, budget: MemoryBudget) -> Iterator[Buffer]:
-        from cudaship.archive.pool import SPILL_SIZE
+        from cudaship.archive.pool import SPILL_SIZE, CompressedPages
 
         self.zip.check(member)
         sink = Sink(member.size, budget, spill_size=SPILL_SIZE)
+        pages = CompressedPages(self.zip.buf, member.data_offset, member.compressed_size, member.size)
         try:
             for chunk in self.zip.chunks(member):
                 sink.write(chunk)
+                pages.produced(len(chunk))
+            pages.finished()
             buf = sink.buffer()
             try:
                 yield buf
