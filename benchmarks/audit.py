@@ -23,6 +23,9 @@ Peak memory is the child's maximum resident set size (``getrusage``), and the pe
 and file-backed resident memory sampled from /proc. Prints a table and the ratios; ``--json FILE`` writes
 them.
 
+Also measured in each round: ``cudaship inspect --format json WHEEL`` (the wheel's native members read in
+place, in parallel, nothing unpacked to disk).
+
 Usage: python benchmarks/audit.py [--wheel PATH] [--repeat N] [--jobs N] [--json FILE]
 """
 
@@ -290,7 +293,7 @@ def main() -> int:
     wheel = args.wheel or cache() / BENCH_WHEEL
     if args.wheel is None and not wheel.exists():
         compose([download(spec, plat) for spec, plat in SOURCES], wheel)
-    cudaship = shutil.which("cudaship") or str(Path(sys.executable).with_name("cudaship"))
+    cudaship = [sys.executable, "-m", "cudaship"]  # the cudaship this Python imports (PYTHONPATH first)
     cuobjdump = shutil.which("cuobjdump") or next(
         (
             str(p / "nvidia" / "cu13" / "bin" / "cuobjdump")
@@ -301,12 +304,16 @@ def main() -> int:
     )
     with tempfile.TemporaryDirectory() as empty:  # no policy file found from here: the built-in default
         os.chdir(empty)
-        audit_cmd = [cudaship, "audit", "--no-progress", "--format", "json", "-o", os.devnull, str(wheel)]
+        common = ["--no-progress", "--format", "json", "-o", os.devnull, str(wheel)]
+        audit_cmd = [*cudaship, "audit", *common]
+        inspect_cmd = [*cudaship, "inspect", *common]
         if args.jobs:
-            audit_cmd[2:2] = ["--jobs", str(args.jobs)]
+            audit_cmd[4:4] = ["--jobs", str(args.jobs)]
+            inspect_cmd[4:4] = ["--jobs", str(args.jobs)]
         byte_compile()
         unzip: list[Result] = []
         audit: list[Result] = []
+        inspect: list[Result] = []
         script: list[Result] = []
         load_before = os.getloadavg()[0]
         for _ in range(args.repeat):  # interleaved, so machine load hits every command alike
@@ -314,6 +321,7 @@ def main() -> int:
                 measure("unzip -p WHEEL > /dev/null", ["unzip", "-p", str(wheel), ">", "/dev/null"], 1, True)
             )
             audit.append(measure("cudaship audit", audit_cmd, 1))
+            inspect.append(measure("cudaship inspect", inspect_cmd, 1))
             if not args.no_script:
                 script.append(
                     measure(
@@ -324,7 +332,7 @@ def main() -> int:
                     )
                 )
         load_after = os.getloadavg()[0]
-        results = [_merge(unzip), _merge(audit), *([_merge(script)] if script else [])]
+        results = [_merge(unzip), _merge(audit), _merge(inspect), *([_merge(script)] if script else [])]
 
     size = wheel.stat().st_size
     with zipfile.ZipFile(wheel) as zf:
@@ -343,15 +351,23 @@ def main() -> int:
         print(
             f"{r.name:42} {r.wall_s:8.2f} {runs:>22} {r.peak_mib:13.0f} {r.anon_mib:9.0f} {r.file_mib:9.0f}"
         )
-    ratios: dict[str, float | list[float]] = {"audit / unzip": results[1].wall_s / results[0].wall_s}
-    if len(results) > 2:
-        ratios["script / audit"] = results[2].wall_s / results[1].wall_s
-    for key, value in ratios.items():
+    ratios: dict[str, float | list[float]] = {
+        "audit / unzip": results[1].wall_s / results[0].wall_s,
+        "inspect / unzip": results[2].wall_s / results[0].wall_s,
+    }
+    if len(results) > 3:
+        ratios["script / audit"] = results[3].wall_s / results[1].wall_s
+        ratios["script / inspect"] = results[3].wall_s / results[2].wall_s
+    for key, value in list(ratios.items()):
         print(f"{key}: {value:.2f}")
-    if len(results) > 2:  # round by round: each pair ran back to back, under the same load
-        rounds = [s / a for s, a in zip(results[2].runs, results[1].runs, strict=True)]
-        ratios["script / audit by round"] = rounds
-        print("script / audit by round:", " ".join(f"{r:.2f}" for r in rounds))
+    # round by round: each command of a round ran back to back, under about the same load
+    pairs = [("audit / unzip", 1, 0), ("inspect / unzip", 2, 0)]
+    if len(results) > 3:
+        pairs += [("script / audit", 3, 1), ("script / inspect", 3, 2)]
+    for key, a, b in pairs:
+        rounds = [x / y for x, y in zip(results[a].runs, results[b].runs, strict=True)]
+        ratios[f"{key} by round"] = rounds
+        print(f"{key} by round:", " ".join(f"{r:.2f}" for r in rounds))
     if args.json:
         args.json.write_text(
             json.dumps(
