@@ -43,9 +43,16 @@ def usable_cpus() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+#: Workers used when ``-j`` is not given, at most (fewer on a machine with fewer CPUs). Measured on a
+#: 16-core machine (docs/performance.md): audit, inspect and gpus of a wheel or a directory of wheels are
+#: fastest at 4 workers; past that the Python work of the readers and checks, serialised by the GIL,
+#: dominates and more threads only contend for it (16 workers were 8-30% slower than 4).
+DEFAULT_MAX_WORKERS = 4
+
+
 def worker_count(jobs: int | None) -> int:
-    """``jobs`` when given (``-j``), else every usable CPU."""
-    return max(1, jobs) if jobs is not None else usable_cpus()
+    """``jobs`` when given (``-j``), else every usable CPU up to :data:`DEFAULT_MAX_WORKERS`."""
+    return max(1, jobs) if jobs is not None else min(usable_cpus(), DEFAULT_MAX_WORKERS)
 
 
 class Workers:

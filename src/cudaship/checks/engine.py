@@ -143,8 +143,8 @@ def audit_wheels(
 ) -> AuditReport:
     """Audit each wheel; the report groups the checks per wheel, in the order of ``paths``.
 
-    ``workers`` threads (default: every usable CPU) read members; with several wheels, up to that many
-    wheels are read at once and their members share the workers and one memory budget."""
+    ``workers`` threads (default: the usable CPUs, at most 4) read members; with several wheels, up to
+    that many wheels are read at once and their members share the workers and one memory budget."""
     hooks = observer or AuditObserver()
     count = worker_count(workers)
     outcomes: list[WheelAudit | str]

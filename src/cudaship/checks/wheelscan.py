@@ -142,7 +142,7 @@ def scan_wheel(
     """Read the wheel at ``path`` once: dist-info, every member hashed, native members inspected.
 
     Members are read on ``pool`` when given (shared with other wheels read at the same time), else on
-    ``workers`` threads of its own (default: every usable CPU)."""
+    ``workers`` threads of its own (default: the usable CPUs, at most 4)."""
     label = str(path)
     hooks = observer or ScanObserver()
     try:

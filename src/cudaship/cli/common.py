@@ -32,12 +32,14 @@ def output_option() -> Callable[[F], F]:
 
 
 def jobs_option(what: str) -> Callable[[F], F]:
-    """``-j/--jobs N``: threads reading at once (default: every usable CPU; 1 reads one thing at a time)."""
+    """``-j/--jobs N``: threads reading at once (default: the usable CPUs, at most 4; 1 reads one thing at a
+    time)."""
     return click.option(
         "--jobs",
         "-j",
         "jobs",
         type=click.IntRange(1, 256),
         default=None,
-        help=f"Threads reading {what} at once (default: every usable CPU).",
+        help=f"Threads reading {what} at once (default: the usable CPUs, at most 4; see "
+        "docs/performance.md).",
     )

@@ -62,9 +62,9 @@ def inspect_paths(
 ) -> InspectReport:
     """Inspect every file, directory and wheel in ``paths``. Never raises for bad input.
 
-    Files and wheel members are read on ``workers`` threads at once (default: every usable CPU; 1 reads them
-    one after the other); the report is the same whatever the number. Observer hooks are called one at a
-    time (never concurrently), ``done`` in report order."""
+    Files and wheel members are read on ``workers`` threads at once (default: the usable CPUs, at most 4;
+    1 reads them one after the other); the report is the same whatever the number. Observer hooks are
+    called one at a time (never concurrently), ``done`` in report order."""
     hooks = observer or InspectObserver()
     plan: list[_Input | FileReport] = []  # in the order the user named them
     for raw in paths:
