@@ -139,7 +139,10 @@ def spill(chunks: Iterable[bytes], size: int, *, memory_limit: int = 64 << 20) -
             yield buf
         finally:
             if isinstance(buf, memoryview):
-                buf.release()
+                # a view still exported (a search's ctypes buffer awaiting garbage collection) keeps the
+                # memory alive until it goes; never an error (it was an intermittent exit 70)
+                with suppress(BufferError):
+                    buf.release()
     finally:
         sink.close()
 

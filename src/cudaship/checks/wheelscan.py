@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -120,7 +121,10 @@ def _scan_member(
             buf = sink.buffer()
             report = member_report(buf, name, container=path, toolkit_sample=details)
             if isinstance(buf, memoryview):
-                buf.release()
+                # a view still exported (a search's ctypes buffer awaiting garbage collection) keeps the
+                # memory alive until it goes; never an error (it was an intermittent exit 70)
+                with suppress(BufferError):
+                    buf.release()
     except ArchiveError as e:
         return _Result(name, size, None, algorithm, None, e.message.removeprefix(f"member {name}: "))
     finally:

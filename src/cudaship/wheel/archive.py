@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import TracebackType
 
@@ -133,7 +133,10 @@ class WheelArchive:
                 yield buf
             finally:
                 if isinstance(buf, memoryview):
-                    buf.release()
+                    # a view still exported (a search's ctypes buffer awaiting garbage collection) keeps the
+                    # memory alive until it goes; never an error (it was an intermittent exit 70)
+                    with suppress(BufferError):
+                        buf.release()
         finally:
             sink.close()
 
