@@ -6,14 +6,8 @@ from dataclasses import dataclass
 
 #: Bytes inflated per step; no decompressor call ever returns more.
 CHUNK = 1 << 20
-#: Compressed bytes fed to a decompressor per step (the output stays bounded by ``max_length`` whatever this
-#: is). Each step takes the GIL back once: 64 KiB steps took it back 5,500 times for a 356 MB member, each
-#: time waiting for the threads running Python; 1 MiB steps take it back 16 times less often.
-IN_CHUNK = 1 << 20
-#: Bytes inflated per step for large members (64 MiB and more) read by the workers: fewer steps, each
-#: releasing the GIL for longer.
-LARGE_CHUNK = 4 << 20
-LARGE_MEMBER = 64 << 20
+#: Compressed bytes fed to a decompressor per step.
+IN_CHUNK = 1 << 16
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,6 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from cudaship.archive.limits import CHUNK, LARGE_CHUNK, LARGE_MEMBER
 from cudaship.archive.pool import SPILL_SIZE, CompressedPages, Workers, worker_count
 from cudaship.archive.select import MAGIC_BYTES, is_native_member
 from cudaship.archive.spill import Hasher, MemoryBudget, Sink
@@ -105,9 +104,7 @@ def _scan_member(
     try:
         archive.check(member)
         hasher = Hasher(algorithm, threaded=member.size >= _THREADED_HASH)
-        step = LARGE_CHUNK if member.size >= LARGE_MEMBER else CHUNK
-        # the RECORD hash is the stronger check than the CRC
-        chunks = archive.chunks(member, chunk=step, verify_crc=False)
+        chunks = archive.chunks(member, verify_crc=False)  # the RECORD hash is the stronger check
         first = next(chunks, b"")
         if is_native_member(name, first[:MAGIC_BYTES]):
             sink = Sink(member.size, budget, spill_size=SPILL_SIZE)

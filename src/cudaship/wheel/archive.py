@@ -15,7 +15,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import TracebackType
 
-from cudaship.archive.limits import CHUNK, DEFAULT_LIMITS, LARGE_CHUNK, LARGE_MEMBER
+from cudaship.archive.limits import DEFAULT_LIMITS
 from cudaship.archive.select import MAGIC_BYTES, is_native_member, is_text_name, looks_native
 from cudaship.archive.spill import MemoryBudget, Sink
 from cudaship.archive.zip import ZipFile, ZipMember
@@ -124,8 +124,7 @@ class WheelArchive:
         sink = Sink(member.size, budget, spill_size=SPILL_SIZE)
         pages = CompressedPages(self.zip.buf, member.data_offset, member.compressed_size, member.size)
         try:
-            step = LARGE_CHUNK if member.size >= LARGE_MEMBER else CHUNK
-            for chunk in self.zip.chunks(member, chunk=step):
+            for chunk in self.zip.chunks(member):
                 sink.write(chunk)
                 pages.produced(len(chunk))
             pages.finished()
