@@ -69,7 +69,7 @@ def run(data: bytes) -> object:
 
 TARGET = Target(
     name="archive",
-    summary="ZipArchive (list, head, stream, buffer every member) and TarStream on wheels and redist archives",
+    summary="ZipArchive (list, head, stream, buffer each member) and TarStream on wheels and redist archives",
     run=run,
     seed_kinds=("wheel", "extract"),
     modules=(

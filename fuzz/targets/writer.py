@@ -1,8 +1,8 @@
 """The one output writer (``safe_write.py``). Each input is written and appended, as text, to every kind of
-target: nothing, a regular file, a link to one, a dangling link, a directory, a FIFO nobody reads, a link to
-a second /dev/null made with mknod in the scratch directory, a link to a directory. Besides the error contract, each run checks that the kind of what
-was there is unchanged (a device stays a device, a link stays a link), that a regular file holds exactly
-what was written, and that no temporary file is left behind."""
+target: nothing, a regular file, a link to one, a dangling link, a directory, a FIFO nobody reads, a link to a
+second /dev/null made with mknod in the scratch directory, a link to a directory. Besides the error contract,
+each run checks that the kind of what was there is unchanged (a device stays a device, a link stays a link),
+that a regular file holds exactly what was written, and that no temporary file is left behind."""
 
 from __future__ import annotations
 
