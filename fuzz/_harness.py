@@ -35,6 +35,9 @@ TARGET_NAMES = (
     "metadata",
     "inspect",
     "program",
+    "archive",
+    "loaders",
+    "writer",
 )
 
 #: Per-input CPU-time ceiling (seconds) that every target must hold, for inputs up to 2 MiB; larger inputs

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from typing import Any
 
@@ -67,11 +68,36 @@ def load_json(text: str | bytes, *, error: type[CudashipError], label: str | Non
     return _check_depth(value, error, label)
 
 
+_QUOTED = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'')
+_KEY_SEPARATORS = re.compile(r"[=,\[\]{}]")
+
+
+def longest_dotted_key(text: str) -> int:
+    """The most dots in one key of ``text`` (an upper bound: quoted strings are left out, then each line is
+    cut at ``=``, ``,``, brackets and braces and the dots of each piece counted). Linear in the text.
+
+    tomllib keeps, for every key, the tuples of all its prefixes: a dotted key of 100,000 parts (600 KB)
+    costs it 5 x 10^9 tuple slots, and the process is killed for memory before any limit applies. So the
+    key depth is checked before parsing. (A line inside a multi-line string is counted like any other.)"""
+    if text.count(".") <= MAX_DEPTH:
+        return text.count(".")
+    deepest = 0
+    for line in text.splitlines():
+        if line.count(".") <= deepest:
+            continue
+        bare = _QUOTED.sub('""', line).split("#", 1)[0]
+        for piece in _KEY_SEPARATORS.split(bare):
+            deepest = max(deepest, piece.count("."))
+    return deepest
+
+
 def load_toml(text: str | bytes, *, error: type[CudashipError], label: str | None = None) -> dict[str, Any]:
     """A TOML document, or ``error`` naming ``label`` (invalid, not UTF-8, nested too deep)."""
     try:
         if isinstance(text, bytes):
             text = text.decode("utf-8")
+        if longest_dotted_key(text) >= MAX_DEPTH:
+            raise error(f"invalid TOML: a key nested more than {MAX_DEPTH} levels deep", path=label)
         value: dict[str, Any] = tomllib.loads(text)
     except RecursionError:
         raise error(f"invalid TOML: nested more than {MAX_DEPTH} levels deep", path=label) from None

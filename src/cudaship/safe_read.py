@@ -78,11 +78,19 @@ def read_regular(
 ) -> bytes:
     """The bytes of the regular file at ``path``, refused when over ``limit`` bytes (counted as read, not
     as the file system says: a file that grows while read is still capped)."""
+    chunks: list[bytes] = []
+    total = 0
     with open_regular(path, error=error) as f:
         try:
-            data = f.read(limit + 1)
+            while total <= limit:  # in chunks: a small file never costs a buffer of ``limit`` bytes
+                chunk = f.read(min(1 << 20, limit + 1 - total))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                total += len(chunk)
         except OSError as e:
             raise error(f"cannot read: {e.strerror or e}", path=os.fspath(path)) from None
+    data = b"".join(chunks)
     if len(data) > limit:
         raise error(f"{what} larger than {limit} bytes", path=os.fspath(path))
     return data

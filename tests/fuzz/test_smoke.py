@@ -1,8 +1,9 @@
 """A short run of every fuzz target (the mutation engine: no atheris needed), seeded with real files.
 
 Each target runs for ``CUDASHIP_FUZZ_SECONDS`` (default 3) seconds; every input must return records or raise
-a one-line CudashipError, within the hang limit. A sample of the inputs then runs again under tracemalloc
-to hold the per-input time and memory ceilings of docs/reliability.md.
+a one-line CudashipError (a run past the fuzz engine's hang watchdog is a finding too). A sample of the inputs
+then runs again under tracemalloc to hold the per-input memory ceiling of docs/reliability.md; no test asserts
+time.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import random
 from collections.abc import Callable
 
 import pytest
-from fuzz._harness import TARGET_NAMES, TIME_CEILING, load_target, measure
+from fuzz._harness import TARGET_NAMES, load_target, measure
 from fuzz._mutate import run_loop
 
 SECONDS = float(os.environ.get("CUDASHIP_FUZZ_SECONDS", "3"))
@@ -33,10 +34,7 @@ def test_fuzz_smoke(name: str, fuzz_seeds: Callable[[tuple[str, ...]], list[byte
 
     grown = result.corpus[len(seeds) :]
     sample = seeds + random.Random(name).sample(grown, min(SAMPLE, len(grown)))
-    m = measure(target, sample)
-    assert m.over_time == 0, (
-        f"slowest: {m.max_seconds:.2f} s for {m.slowest_size} bytes (over {TIME_CEILING} s)"
-    )
+    m = measure(target, sample)  # its CPU times go to the fuzz report, never into an assertion
     assert m.over_memory == 0, (
         f"an input of {m.worst_peak_size} bytes peaked at {m.worst_excess:.2f}x the ceiling "
         f"({target.memory.describe()})"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import time
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -78,9 +77,7 @@ def test_mutated_inputs_never_raise(name: str, nvcc_build: Callable[[str], Path]
     data = path.read_bytes()
     assert name == "example" or name in BUILDS
     for i, blob in enumerate(_mutations(data, seed=zlib.crc32(name.encode()), count=60)):
-        start = time.perf_counter()
         report = inspect_buffer(blob, f"{name}#{i}", details=True)
-        assert time.perf_counter() - start < 5, f"mutation {i} took too long"
         if report.error is not None:
             assert "\n" not in report.error and report.error.strip(), report.error
             assert "Traceback" not in report.error

@@ -216,19 +216,20 @@ def test_truncated_wheel_is_one_line(tmp_path: Path) -> None:
 
 
 def test_zip_bomb_is_refused_without_inflating(tmp_path: Path) -> None:
-    from cudaship.checks import wheelscan
     from cudaship.wheel import archive as archive_limits
 
     files = {"pkg/zeros.bin": b"\x00" * (archive_limits.RATIO_FLOOR + (1 << 20))}
     path = write_wheel(tmp_path, name="pkg", version="1.0", tag="py3-none-any", files=files)
     scan = scan_wheel(path)
     assert scan.unreadable == (
-        ("pkg/zeros.bin", f"compression ratio 1028:1 over the {archive_limits.MAX_RATIO}:1 limit (zip bomb?)"),
+        (
+            "pkg/zeros.bin",
+            f"compression ratio 1028:1 over the {archive_limits.MAX_RATIO}:1 limit (zip bomb?)",
+        ),
     )
 
 
 def test_unreadable_member_is_not_also_missing(tmp_path: Path) -> None:
-    from cudaship.checks import wheelscan
     from cudaship.wheel import archive as archive_limits
 
     files = {"pkg/zeros.bin": b"\x00" * (archive_limits.RATIO_FLOOR + (1 << 20))}

@@ -83,16 +83,29 @@ class TarStream:
             raise ArchiveError(f"not a readable tar archive: {_first(e)}") from None
 
     def __iter__(self) -> Iterator[tarfile.TarInfo]:
-        for count, member in enumerate(self._tar, start=1):
+        members = iter(self._tar)
+        count = 0
+        while True:
+            try:
+                member = next(members)
+            except StopIteration:
+                return
+            except TAR_ERRORS as e:
+                raise ArchiveError(f"corrupt tar archive: {_first(e)}") from None
+            count += 1
             if count > self.limits.max_members:
                 raise ArchiveError(f"more than {self.limits.max_members} members")
             yield member
 
-    def data(self, member: tarfile.TarInfo) -> IO[bytes]:
-        source: IO[bytes] | None = self._tar.extractfile(member)
+    def data(self, member: tarfile.TarInfo) -> _MemberData:
+        """The current member's bytes as a file whose errors are :class:`ArchiveError`."""
+        try:
+            source: IO[bytes] | None = self._tar.extractfile(member)
+        except TAR_ERRORS as e:
+            raise ArchiveError(f"member {member.name!r}: {_first(e)}") from None
         if source is None:
             raise ArchiveError(f"member {member.name!r} has no data")
-        return source
+        return _MemberData(source, member.name)
 
     def close(self) -> None:
         try:
@@ -101,6 +114,29 @@ class TarStream:
             self._file.close()
 
     def __enter__(self) -> TarStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _MemberData:
+    """A member's data file whose read errors are :class:`ArchiveError` (a context manager)."""
+
+    def __init__(self, source: IO[bytes], name: str) -> None:
+        self._source = source
+        self._name = name
+
+    def read(self, n: int = -1) -> bytes:
+        try:
+            return self._source.read(n)
+        except TAR_ERRORS as e:
+            raise ArchiveError(f"member {self._name!r}: {_first(e)}") from None
+
+    def close(self) -> None:
+        self._source.close()
+
+    def __enter__(self) -> _MemberData:
         return self
 
     def __exit__(self, *exc: object) -> None:
