@@ -17,9 +17,8 @@ import mmap
 import os
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
-from typing import ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Generic, ParamSpec, Protocol, TypeVar
 
 from cudaship.archive.spill import MemoryBudget
 from cudaship.binary.records import Buffer
@@ -31,8 +30,32 @@ MEMORY_BUDGET = 640 << 20
 #: mapped, instead of waiting for memory: large libraries then unpack on several cores at once.
 SPILL_SIZE = 64 << 20
 
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
+_T_co = TypeVar("_T_co", covariant=True)
+
+
+class Pending(Protocol[_T_co]):
+    """A task handed to :class:`Workers`: ``result()`` waits for it and returns its value or raises its
+    exception (a :class:`concurrent.futures.Future`, or a task already run)."""
+
+    def result(self) -> _T_co: ...
+
+
+class _Done(Generic[_T]):
+    """A task run at once in the caller's thread (one worker)."""
+
+    def __init__(self, value: _T | None, error: BaseException | None) -> None:
+        self._value = value
+        self._error = error
+
+    def result(self) -> _T:
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[return-value]
 
 
 def usable_cpus() -> int:
@@ -67,19 +90,20 @@ class Workers:
         self.hooks_lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
         if self.count > 1:
+            # imported here: concurrent.futures imports logging, start-up a one-file inspect does not need
+            from concurrent.futures import ThreadPoolExecutor
+
             self._pool = ThreadPoolExecutor(max_workers=self.count, thread_name_prefix="cudaship-worker")
 
-    def submit(self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> Future[_T]:
+    def submit(self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> Pending[_T]:
         """Run ``fn`` on a worker (at once, in this thread, with one worker); its result or exception is the
-        future's."""
+        pending task's."""
         if self._pool is not None:
             return self._pool.submit(fn, *args, **kwargs)
-        future: Future[_T] = Future()
         try:
-            future.set_result(fn(*args, **kwargs))
+            return _Done(fn(*args, **kwargs), None)
         except BaseException as e:  # handed to whoever asks for the result, as the pool does
-            future.set_exception(e)
-        return future
+            return _Done(None, e)
 
     def close(self) -> None:
         if self._pool is not None:

@@ -13,12 +13,11 @@ import mmap
 import os
 from collections import deque
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from cudaship.archive.pool import Workers, worker_count
+from cudaship.archive.pool import Pending, Workers, worker_count
 from cudaship.archive.select import MAGIC_BYTES, looks_native
 from cudaship.binary.records import Buffer
 from cudaship.errors import CudashipError
@@ -87,11 +86,15 @@ def inspect_paths(
     files: list[FileReport] = []
     wheels: list[WheelReport] = []
     items: list[FileReport | WheelReport] = []
-    with Workers(worker_count(workers)) as pool:
+    inputs = [i for i in plan if isinstance(i, _Input)]
+    count = worker_count(workers)
+    if len(inputs) <= 1 and not any(is_wheel(i.path) for i in inputs):
+        count = 1  # one plain file: nothing to overlap (its scan has threads of its own)
+    with Workers(count) as pool:
         # Every file and wheel member is handed to the workers as soon as it is planned; reports are collected
         # in the order the user named the inputs. At most _OPEN_WHEELS_PER_WORKER wheels per worker are open
         # at once: a directory of thousands of wheels does not hold thousands of maps.
-        pending: deque[FileReport | WheelJob | Future[FileReport]] = deque()
+        pending: deque[FileReport | WheelJob | Pending[FileReport]] = deque()
         open_wheels = 0
 
         def collect() -> None:

@@ -11,12 +11,11 @@ for its RECORD hash and hands the chosen ones to :func:`member_report`.
 from __future__ import annotations
 
 import threading
-from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cudaship.archive.pool import Workers
+from cudaship.archive.pool import Pending, Workers
 from cudaship.binary.records import Buffer, DeviceCode, DeviceCodeKind
 from cudaship.errors import CudashipError
 from cudaship.inspection.dispatch import inspect_buffer
@@ -109,7 +108,7 @@ class WheelJob:
         self.archive = archive
         self.info: WheelInfo | None = None
         self.error: str | None = None
-        self.pending: list[tuple[Member, Future[FileReport | None]]] = []
+        self.pending: list[tuple[Member, Pending[FileReport | None]]] = []
 
     def finish(self) -> WheelReport:
         files: list[FileReport] = []
@@ -159,7 +158,7 @@ def start_wheel(
         job.error = e.message
         return job
     candidates = [m for m in archive.members() if m.size != 0 and not is_text_name(m.name)]
-    futures: dict[int, Future[FileReport | None]] = {}
+    futures: dict[int, Pending[FileReport | None]] = {}
     for index in sorted(range(len(candidates)), key=lambda i: candidates[i].compressed_size, reverse=True):
         futures[index] = workers.submit(
             _read_member, archive, candidates[index], label, details, hooks, workers
