@@ -6,8 +6,11 @@ from dataclasses import dataclass
 
 #: Bytes inflated per step; no decompressor call ever returns more.
 CHUNK = 1 << 20
-#: Compressed bytes fed to a decompressor per step.
-IN_CHUNK = 1 << 16
+#: Compressed bytes fed to a decompressor per step (the output stays bounded by ``max_length`` whatever
+#: this is). Each step takes the GIL back once, waiting while another thread runs Python: 64 KiB steps took
+#: it back 5,500 times for libtorch_cuda.so; with 1 MiB steps (and the CLI's 1 ms switch interval)
+#: inflating it next to a busy Python thread took 2.9-4.1 s instead of 4.2-6.4 s (docs/performance.md).
+IN_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import click
 from cudaship.checks.engine import AuditObserver, audit_wheels
 from cudaship.checks.policy import load_policy
 from cudaship.checks.records import AuditReport
-from cudaship.cli.common import format_option, jobs_option, output_option
+from cudaship.cli.common import format_option, jobs_option, output_option, quick_gil_handover
 from cudaship.cli.progress import ByteProgress
 from cudaship.config import load_config
 from cudaship.errors import UsageError
@@ -136,11 +136,12 @@ def command(
     config = load_config(policy_file)
     policy = load_policy(config)
     show_progress = progress if progress is not None else sys.stderr.isatty()
-    if show_progress:
-        with _ProgressBar() as bar:
-            report = audit_wheels(wheels, policy, observer=bar, workers=jobs)
-    else:
-        report = audit_wheels(wheels, policy, workers=jobs)
+    with quick_gil_handover():
+        if show_progress:
+            with _ProgressBar() as bar:
+                report = audit_wheels(wheels, policy, observer=bar, workers=jobs)
+        else:
+            report = audit_wheels(wheels, policy, workers=jobs)
 
     for error in report.errors:
         click.echo(f"cudaship: error: {error}", err=True)

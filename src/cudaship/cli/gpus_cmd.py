@@ -7,7 +7,7 @@ import sys
 import click
 
 from cudaship.analysis.gpus import gpu_report
-from cudaship.cli.common import format_option, jobs_option, output_option
+from cudaship.cli.common import format_option, jobs_option, output_option, quick_gil_handover
 from cudaship.errors import KnowledgeError, UsageError
 from cudaship.exitcodes import ExitCode
 from cudaship.formats import gpus_html, gpus_json, gpus_markdown, gpus_text
@@ -97,13 +97,14 @@ def command(
     """
     capabilities = _capabilities(gpus)
     parsed_driver = _driver(driver, "linux")
-    if sys.stderr.isatty() if progress is None else progress:
-        from cudaship.cli.inspect_cmd import InspectProgress
+    with quick_gil_handover():
+        if sys.stderr.isatty() if progress is None else progress:
+            from cudaship.cli.inspect_cmd import InspectProgress
 
-        with InspectProgress("reading") as bar:
-            inspected = inspect_paths(paths, details=details, observer=bar, workers=jobs)
-    else:
-        inspected = inspect_paths(paths, details=details, workers=jobs)
+            with InspectProgress("reading") as bar:
+                inspected = inspect_paths(paths, details=details, observer=bar, workers=jobs)
+        else:
+            inspected = inspect_paths(paths, details=details, workers=jobs)
     report = gpu_report(inspected, capabilities=capabilities, driver=parsed_driver)
     write_report(RENDERERS[fmt.lower()](report), output)
     for failed in report.failed:

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from cudaship.cli.common import format_option, jobs_option, output_option
+from cudaship.cli.common import format_option, jobs_option, output_option, quick_gil_handover
 from cudaship.cli.progress import ByteProgress
 from cudaship.formats.output import write_report
 from cudaship.inspection.report import demangle
@@ -63,11 +63,12 @@ def command(
     Exit status: 0 when every input was read, 2 when any could not be (the others are still reported).
     """
     show_progress = sys.stderr.isatty() if progress is None else progress
-    if show_progress:
-        with InspectProgress() as bar:
-            report = inspect_paths(paths, details=details, observer=bar, workers=jobs)
-    else:
-        report = inspect_paths(paths, details=details, workers=jobs)
+    with quick_gil_handover():
+        if show_progress:
+            with InspectProgress() as bar:
+                report = inspect_paths(paths, details=details, observer=bar, workers=jobs)
+        else:
+            report = inspect_paths(paths, details=details, workers=jobs)
     demangler = demangle if demangle_names else None
     if fmt.lower() == "json":
         from cudaship.formats import inspect_json
