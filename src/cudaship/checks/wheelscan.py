@@ -4,10 +4,11 @@ ones read into :class:`FileReport` records while their bytes are at hand.
 The zip mechanics are the archive layer's (:mod:`cudaship.archive`: local headers, overlap refusal, bounded
 inflation for every method, budgets, spill); turning a member into a report is inspect's
 (:func:`cudaship.inspection.wheel.member_report`), so inspect and audit read wheels identically. Members are
-spread over worker threads (inflation and hashing release the GIL, so two cores overlap the decompression of
-two members). A native member's bytes go to memory when they fit a shared budget and to an anonymous temporary
-file, mapped, otherwise, so peak memory stays bounded whatever the wheel's size. Members are handed out
-largest first so the cores finish together.
+spread over the command's workers (:mod:`cudaship.archive.pool`; inflation and hashing release the GIL,
+so the cores overlap the decompression of several members, of one wheel or of several). A native member's
+bytes go to memory when they fit the workers' shared budget and to an anonymous temporary file, mapped,
+otherwise, so peak memory stays bounded whatever the wheel's size. Members are handed out largest first so
+the cores finish together.
 """
 
 from __future__ import annotations
