@@ -9,10 +9,12 @@ from functools import cached_property
 
 from cudaship.binary.records import FileFormat
 from cudaship.checks.policy import Policy
+from cudaship.checks.providers import WheelProviders, wheel_providers
 from cudaship.checks.wheelscan import ScannedWheel
 from cudaship.errors import CudashipError
 from cudaship.inspection.records import FileReport
 from cudaship.knowledge.trains import Train, parse_train
+from cudaship.providers.options import ProviderOptions
 from cudaship.wheel.metadata import (
     DeclaredRequirement,
     TargetPlatform,
@@ -33,6 +35,8 @@ class AuditContext:
     policy: Policy
     platform: TargetPlatform
     notes: list[str] = field(default_factory=list)
+    #: where declared requirements are looked up (see :mod:`cudaship.checks.providers`)
+    provider_options: ProviderOptions = field(default_factory=ProviderOptions)
 
     # --- the wheel's files ------------------------------------------------------------------------------
 
@@ -114,6 +118,11 @@ class AuditContext:
 
     def declared_for(self, os_name: str, machine: str | None = None) -> tuple[DeclaredRequirement, ...]:
         return requirements_for(self.scan.dist.metadata.requires_dist, os_name, machine or self.machine)
+
+    @cached_property
+    def providers(self) -> WheelProviders:
+        """The installed closure of the declared requirements (computed on first use: it may read the index)."""
+        return wheel_providers(self)
 
     @cached_property
     def declared(self) -> tuple[DeclaredRequirement, ...]:

@@ -26,6 +26,7 @@ from cudaship.checks.policy import Policy
 from cudaship.checks.records import AuditReport, CheckResult, Finding, WheelAudit, WheelFacts, failed
 from cudaship.checks.wheelscan import ScannedWheel, ScanObserver, scan_wheel
 from cudaship.errors import CudashipError
+from cudaship.providers.options import ProviderOptions
 
 CheckFn = Callable[[AuditContext], list[CheckResult]]
 
@@ -51,10 +52,15 @@ class AuditObserver(ScanObserver):
         """A wheel is about to be read."""
 
 
-def audit_scanned(scan: ScannedWheel, policy: Policy) -> WheelAudit:
-    """Run the policy's check families over a wheel already scanned."""
+def audit_scanned(
+    scan: ScannedWheel, policy: Policy, providers: ProviderOptions | None = None
+) -> WheelAudit:
+    """Run the policy's check families over a wheel already scanned; ``providers`` says where declared
+    requirements are looked up (default: the knowledge table only)."""
     platform, notes = wheel_platform(scan)
-    ctx = AuditContext(scan=scan, policy=policy, platform=platform, notes=notes)
+    ctx = AuditContext(
+        scan=scan, policy=policy, platform=platform, notes=notes, provider_options=providers or ProviderOptions()
+    )
     results: list[CheckResult] = []
     for family, fn in CHECKS.items():
         if not policy.runs(family):
@@ -90,12 +96,13 @@ def audit_wheel(
     *,
     observer: AuditObserver | None = None,
     workers: int | None = None,
+    providers: ProviderOptions | None = None,
 ) -> WheelAudit:
     """Scan the wheel at ``path`` once and run the policy's checks on it."""
     hooks = observer or AuditObserver()
     hooks.wheel_started(str(path))
     scan = scan_wheel(path, observer=hooks, workers=workers)
-    return audit_scanned(scan, policy)
+    return audit_scanned(scan, policy, providers)
 
 
 def audit_wheels(
@@ -104,13 +111,14 @@ def audit_wheels(
     *,
     observer: AuditObserver | None = None,
     workers: int | None = None,
+    providers: ProviderOptions | None = None,
 ) -> AuditReport:
     """Audit each wheel in turn; the report groups the checks per wheel."""
     audits: list[WheelAudit] = []
     errors: list[str] = []
     for path in paths:
         try:
-            audits.append(audit_wheel(path, policy, observer=observer, workers=workers))
+            audits.append(audit_wheel(path, policy, observer=observer, workers=workers, providers=providers))
         except CudashipError as e:  # an unreadable wheel: report it, audit the others
             errors.append(str(e.with_path(str(path))))
     return AuditReport(

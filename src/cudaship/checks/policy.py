@@ -122,6 +122,9 @@ class ClosurePolicy:
     system_libraries: tuple[str, ...] = ()  #: extra names counted as system libraries
     unused_imports: bool = True
     exports: bool = True  #: symbols imported from a sibling library must be exported by it
+    #: the extras the wheel is meant to be installed with: None (not set): a provider needed only under an
+    #: extra passes with a note; a list: each extra must exist, and providers under other extras fail
+    required_extras: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -366,8 +369,9 @@ def parse_audit_table(
             system_libraries=r.strings("system_libraries"),
             unused_imports=r.boolean("unused_imports", True),
             exports=r.boolean("exports", True),
+            required_extras=tuple(r.strings("required_extras")) if "required_extras" in r.data else None,
         )
-        r.unknown({"runtime_dirs", "allow", "system_libraries", "unused_imports", "exports"})
+        r.unknown({"runtime_dirs", "allow", "system_libraries", "unused_imports", "exports", "required_extras"})
 
     collisions = CollisionsPolicy()
     r = root.sub("collisions")
