@@ -52,6 +52,7 @@ def _nvidia_prefixes(library: str) -> tuple[str, ...] | None:
     return special if special is not None else (stem,)
 
 
+_LINKER_SYMBOLS = frozenset({"_init", "_fini", "_edata", "_end", "__bss_start"})
 _PROVIDED = (Via.REQUIREMENT, Via.OPTIONAL, Via.PRELOADED, Via.RUNTIME, Via.BUILD, Via.ON_DEMAND)
 
 
@@ -192,6 +193,8 @@ def _unused(
     if report.format is not FileFormat.ELF:
         return findings
     undefined = [s for s in host.undefined_symbols if s.name]
+    if not (set(host.exports) - _LINKER_SYMBOLS):
+        return findings  # a loader shim (torch's libtorch_global_deps.so): its DT_NEEDED exist to be loaded
     for imp, res in resolved:
         if imp.kind is not ImportKind.NEEDED or imp.symbols:
             continue
