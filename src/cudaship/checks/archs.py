@@ -72,7 +72,7 @@ def _forward_ptx(libraries: dict[str, FileReport]) -> list[CheckResult]:
     """Each library with SASS also carries loadable PTX for its newest generic SASS arch or a newer one."""
     results = []
     for path, report in libraries.items():
-        sass, ptx, _rsass, _rptx = _arch_sets(report)
+        sass, ptx, _rsass, rptx = _arch_sets(report)
         sass_numbers = [n for n in (_arch_number(a) for a in sass) if n is not None]
         if not sass_numbers:
             continue
@@ -85,6 +85,8 @@ def _forward_ptx(libraries: dict[str, FileReport]) -> list[CheckResult]:
                 passed(FAMILY, name, f"PTX {' '.join(good)} JIT-compiles on GPUs after sm_{newest}")
             )
             continue
+        if any((_arch_number(a) or 0) >= newest for a in rptx):
+            continue  # only relocatable: the relocatable_ptx check says so, and why it does not count
         have = f"loadable PTX {_names(ptx)}" if ptx_numbers else "no loadable PTX"
         message = (
             f"newest SASS is sm_{newest} and {have}: GPUs newer than sm_{newest} cannot run it "

@@ -133,9 +133,16 @@ class AuditContext:
                 return claimed, f"--train {claimed.version}"
             return claimed, f"local tag +{self.local}"
         inferred = infer_train(self)
-        if inferred is None:
-            return claimed, f"none: {claimed}, and none could be inferred"
-        return inferred
+        if inferred is not None:
+            return inferred
+        own = sorted({v.train for v in self.variants.values() if v.train is not None})
+        if own:
+            trains = ", ".join(t.version for t in own)
+            return (
+                claimed,
+                f"none for the wheel: its CUDA libraries are variants, each with its own train ({trains})",
+            )
+        return claimed, f"none: {claimed}, and none could be inferred"
 
     @property
     def train_or_error(self) -> Train | str:
@@ -185,7 +192,8 @@ class AuditContext:
 
     @cached_property
     def providers(self) -> WheelProviders:
-        """The installed closure of the declared requirements (computed on first use: it may read the index)."""
+        """The installed closure of the declared requirements (computed on first use: it may read the
+        index)."""
         return wheel_providers(self)
 
     @cached_property

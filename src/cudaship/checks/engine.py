@@ -23,6 +23,7 @@ from cudaship.checks.records import (
     failed,
 )
 from cudaship.checks.table import FAMILIES, rule_of
+from cudaship.checks.variants import mark_alternatives
 from cudaship.checks.wheelscan import ScannedWheel, ScanObserver, scan_wheel
 from cudaship.errors import CudashipError
 from cudaship.knowledge.trains import Train
@@ -73,7 +74,7 @@ def audit_scanned(
             continue
         name = family.name
         try:
-            results.extend(with_severity(r, policy) for r in family.run(ctx))
+            results.extend(family.run(ctx))
         except CudashipError as e:
             results.append(
                 failed(name, f"{name}: error", e.message, [Finding(e.message)], rule=RUN_ERROR_RULE)
@@ -81,6 +82,7 @@ def audit_scanned(
         except Exception as e:  # a bug in one check must not hide the others
             message = f"internal error in the {name} checks: {type(e).__name__}: {e}"
             results.append(failed(name, f"{name}: error", message, [Finding(message)], rule=RUN_ERROR_RULE))
+    results = [with_severity(r, policy) for r in mark_alternatives(ctx, results)]
     train_found = ctx.train
     meta = scan.dist.metadata
     facts = WheelFacts(

@@ -114,6 +114,13 @@ FAMILIES: tuple[Family, ...] = (
         requirements.run,
         default=True,
         section=policy.parse_requirements,
+        rules=(
+            Rule(
+                "variant",
+                NOTE,
+                "CUDA imports not provided only for variants whose siblings are (another environment's)",
+            ),
+        ),
     ),
     Family(
         "ownership",
@@ -128,6 +135,11 @@ FAMILIES: tuple[Family, ...] = (
         default=True,
         section=policy.parse_closure,
         rules=(
+            Rule(
+                "variant",
+                NOTE,
+                "a variant's imports do not resolve but a sibling's do: it is for another environment",
+            ),
             Rule(
                 "unused_imports",
                 WARNING,

@@ -17,10 +17,11 @@ from cudaship.checks.records import AuditReport
 from cudaship.cli.common import format_option, output_option
 from cudaship.cli.progress import ByteProgress
 from cudaship.config import load_config
-from cudaship.errors import UsageError
+from cudaship.errors import KnowledgeError, UsageError
 from cudaship.exitcodes import ExitCode
 from cudaship.formats import audit_json, audit_junit, audit_markdown, audit_text
 from cudaship.formats.output import write_report
+from cudaship.knowledge.trains import Train, parse_train
 from cudaship.providers.index import DEFAULT_INDEX
 from cudaship.providers.options import ProviderOptions
 
@@ -44,6 +45,15 @@ def _parse_report_option(value: str) -> tuple[str, str]:
     if not sep or not path or fmt not in _FORMATS:
         raise UsageError(f"--report {value!r}: expected FORMAT=FILE with FORMAT one of {', '.join(_FORMATS)}")
     return fmt, path
+
+
+def _parse_train_option(value: str | None) -> Train | None:
+    if value is None:
+        return None
+    try:
+        return parse_train(value)
+    except KnowledgeError as e:
+        raise UsageError(f"--train: {e.message}") from e
 
 
 def _render(report: AuditReport, fmt: str, *, color: bool, verbose: bool) -> str:
@@ -118,6 +128,14 @@ def _render(report: AuditReport, fmt: str, *, color: bool, verbose: bool) -> str
     help="On-disk cache of index answers (default: $CUDASHIP_CACHE_DIR, else ~/.cache/cudaship).",
 )
 @click.option(
+    "--train",
+    "train_text",
+    default=None,
+    metavar="TRAIN",
+    help="The CUDA train the wheels are built for (13.0, cu130), for wheels whose version has no +cuXYZ tag: "
+    "overrides the tag and the inference (default: the tag, else inferred; the report says from what).",
+)
+@click.option(
     "--jobs",
     "-j",
     type=click.IntRange(1, 64),
@@ -138,6 +156,7 @@ def command(
     index_url: str,
     offline: bool,
     cache_dir: Path | None,
+    train_text: str | None,
 ) -> int:
     """Audit WHEEL(s) against their CUDA contract: files, imports, archs, requirements, ownership, closure."""
     for w in wheels:
@@ -156,14 +175,17 @@ def command(
             raise UsageError("not a directory", path=d)
     if env is not None and not Path(env).exists():
         raise UsageError("no such file or directory", path=env)
+    train = _parse_train_option(train_text)
     config = load_config(policy_file)
     policy = load_policy(config)
     show_progress = progress if progress is not None else sys.stderr.isatty()
     if show_progress:
         with _ProgressBar() as bar:
-            report = audit_wheels(wheels, policy, observer=bar, workers=jobs, providers=providers)
+            report = audit_wheels(
+                wheels, policy, observer=bar, workers=jobs, providers=providers, train=train
+            )
     else:
-        report = audit_wheels(wheels, policy, workers=jobs, providers=providers)
+        report = audit_wheels(wheels, policy, workers=jobs, providers=providers, train=train)
 
     for error in report.errors:
         click.echo(f"cudaship: error: {error}", err=True)
