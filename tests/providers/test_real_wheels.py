@@ -79,8 +79,7 @@ def test_torch_names_the_provider_of_each_import(
     _code, report, _err = audit(capsys, *online(), str(torch_linux_wheel))
     lines = evidence(report, "closure")
     assert any(
-        line.startswith("libcublas.so.13 ← nvidia-cublas 13.1.1.3 via cuda-toolkit[")
-        and "]==13.0.3" in line
+        line.startswith("libcublas.so.13 ← nvidia-cublas 13.1.1.3 via cuda-toolkit[") and "]==13.0.3" in line
         for line in lines
     ), lines[:20]
     assert any(line.startswith("libnvshmem_host.so.3 ← nvidia-nvshmem-cu13 3.4.5") for line in lines)
@@ -99,7 +98,9 @@ def test_extra_only_providers_pass_with_a_note(
 ) -> None:
     code, report, _err = audit(capsys, *online(), str(onnxruntime_linux_wheel))
     notes = [n for w in report["wheels"] for n in w.get("notes", [])]
-    assert any("provided when installed as onnxruntime-gpu[cuda]" in n and "libcudart.so.13" in n for n in notes)
+    assert any(
+        "provided when installed as onnxruntime-gpu[cuda]" in n and "libcudart.so.13" in n for n in notes
+    )
     assert any("TensorRT execution provider" in n for n in notes)
     assert code == ExitCode.OK, failures(report)
 
@@ -148,7 +149,11 @@ def test_planted_removed_requirement_fails(
         for e in c["evidence"]
         if e.get("symbol") == "libnvshmem_host.so.3"
     ]
-    assert ("closure: torch/lib/libtorch_nvshmem.so", "torch/lib/libtorch_nvshmem.so", "libnvshmem_host.so.3") in hits
+    assert (
+        "closure: torch/lib/libtorch_nvshmem.so",
+        "torch/lib/libtorch_nvshmem.so",
+        "libnvshmem_host.so.3",
+    ) in hits
 
 
 def test_planted_needed_library_nothing_provides_fails(
@@ -156,7 +161,9 @@ def test_planted_needed_library_nothing_provides_fails(
 ) -> None:
     lib = "onnxruntime/capi/libonnxruntime_providers_cuda.so"
     planted = plant(
-        onnxruntime_linux_wheel, tmp_path, replace={lib: replace_bytes(b"libcurand.so.10\0", b"libcuranx.so.10\0")}
+        onnxruntime_linux_wheel,
+        tmp_path,
+        replace={lib: replace_bytes(b"libcurand.so.10\0", b"libcuranx.so.10\0")},
     )
     code, report, _err = audit(capsys, "--find-links", str(wheelhouse), *NO_INDEX, str(planted))
     assert code == ExitCode.FINDINGS
@@ -173,7 +180,9 @@ def _move_extra(old: str, new: str, project: str) -> Any:
             if line.startswith("Requires-Dist:") and project in line:
                 line = line.replace(f'extra == "{old}"', f'extra == "{new}"')
             lines.append(line)
-        out = "".join(lines).replace(f"Provides-Extra: {old}\n", f"Provides-Extra: {old}\nProvides-Extra: {new}\n")
+        out = "".join(lines).replace(
+            f"Provides-Extra: {old}\n", f"Provides-Extra: {old}\nProvides-Extra: {new}\n"
+        )
         assert out != text
         return out.encode()
 
@@ -190,7 +199,9 @@ def test_planted_extra_only_provider_under_required_extras_fails(
     code, report, _err = audit(capsys, *base, str(onnxruntime_linux_wheel))
     assert [f for f in failures(report) if f.startswith("closure: onnx")] == []
     planted = plant(
-        onnxruntime_linux_wheel, tmp_path / "planted", replace={meta: _move_extra("cuda", "gpu", "nvidia-cuda-runtime")}
+        onnxruntime_linux_wheel,
+        tmp_path / "planted",
+        replace={meta: _move_extra("cuda", "gpu", "nvidia-cuda-runtime")},
     )
     code, report, _err = audit(capsys, *base, str(planted))
     assert code == ExitCode.FINDINGS

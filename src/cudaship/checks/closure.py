@@ -80,7 +80,9 @@ def run(ctx: AuditContext) -> list[CheckResult]:
                 continue
             if res.via in _PROVIDED:
                 provided.append(
-                    Finding(res.detail + (f" ({res.note})" if res.note else ""), file=path, symbol=imp.library)
+                    Finding(
+                        res.detail + (f" ({res.note})" if res.note else ""), file=path, symbol=imp.library
+                    )
                 )
                 if res.note:
                     notes.setdefault(res.note, []).append(imp.library)
@@ -94,7 +96,9 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         if findings:
             results.append(verdict(FAMILY, name, findings, ""))
         else:
-            results.append(passed(FAMILY, name, f"{len(resolved)} imports resolve ({summary})", tuple(provided)))
+            results.append(
+                passed(FAMILY, name, f"{len(resolved)} imports resolve ({summary})", tuple(provided))
+            )
         if ctx.policy.closure.unused_imports:
             unused = _unused(path, report, resolved, exports)
             results.append(

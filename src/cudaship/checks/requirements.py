@@ -111,7 +111,9 @@ def _imports_provided(ctx: AuditContext) -> CheckResult:
                 continue
             if res.via in (Via.UNRESOLVED, Via.SYSTEM, Via.PYTHON, Via.DRIVER):
                 problem = nvidia.provided_by(lib, ctx.declared, ctx.os)
-                findings.append(Finding(problem or f"imports {imp.library}: {res.detail}", file=path, symbol=imp.library))
+                findings.append(
+                    Finding(problem or f"imports {imp.library}: {res.detail}", file=path, symbol=imp.library)
+                )
             else:
                 evidence.append(Finding(res.detail, file=path, symbol=imp.library))
     if findings:

@@ -161,7 +161,9 @@ def _major_of(spec: SpecifierSet) -> int | None:
     return None
 
 
-def _component_files(component: str, major: int, os: Literal["linux", "windows"], in_dir: str | None) -> list[str]:
+def _component_files(
+    component: str, major: int, os: Literal["linux", "windows"], in_dir: str | None
+) -> list[str]:
     pkg = pypi_package(component, major, os)
     name = library_file(component, major, os)
     if pkg is None or name is None:
@@ -197,7 +199,9 @@ def known_distribution(name: str, spec: SpecifierSet, os: str) -> KnownDistribut
                 files.extend(_component_files(comp, major, osl, None))
     if not files:
         return None
-    return KnownDistribution(name, "(any version)", (), tuple(sorted(set(files))), (), "nvidia_libraries.toml")
+    return KnownDistribution(
+        name, "(any version)", (), tuple(sorted(set(files))), (), "nvidia_libraries.toml"
+    )
 
 
 def builds_providing(project: str, basename: str, os: str) -> Build | None:

@@ -159,7 +159,11 @@ def resolve_closure(
                 r.notes.append(f"stopped after {MAX_DISTRIBUTIONS} distributions")
                 todo = dict(list(todo.items())[: max(0, MAX_DISTRIBUTIONS - len(r.reached))])
             found = dict(
-                zip(todo, pool.map(lambda j: r.lookup(j.req.name, j.req.specifier), todo.values()), strict=True)
+                zip(
+                    todo,
+                    pool.map(lambda j: r.lookup(j.req.name, j.req.specifier), todo.values()),
+                    strict=True,
+                )
             )
             next_level: list[_Job] = []
             for job in level:
@@ -169,7 +173,9 @@ def resolve_closure(
                 if name in found:
                     dist, why = found.pop(name)
                     if dist is None:
-                        r.unresolved.append(Unresolved(str(job.req), job.chain, why or "not found", job.extra))
+                        r.unresolved.append(
+                            Unresolved(str(job.req), job.chain, why or "not found", job.extra)
+                        )
                         seen_names.add(name)
                         continue
                     r.reached[name] = Reached(dist, job.chain, job.extra)

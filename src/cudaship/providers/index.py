@@ -155,4 +155,3 @@ def _dist_from_json(v: dict[str, Any], source: str) -> Distribution:
         source,
         tuple(v.get("provides_extra", ())),
     )
-

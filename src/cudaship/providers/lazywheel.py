@@ -18,7 +18,9 @@ from typing import IO, cast
 from cudaship.providers.http import Client, IndexUnavailable
 
 CHUNK = 64 * 1024  #: the smallest range fetched
-TAIL = 256 * 1024  #: fetched first from the end: the end-of-central-directory record and, usually, the directory
+TAIL = (
+    256 * 1024
+)  #: fetched first from the end: the end-of-central-directory record and, usually, the directory
 
 
 class RangeFile(io.RawIOBase):
@@ -75,7 +77,7 @@ class RangeFile(io.RawIOBase):
         memoryview(buffer)[: len(data)] = data
         return len(data)
 
-    # --- spans -----------------------------------------------------------------------------------------------
+    # --- spans ----------------------------------------------------------------------------------------
 
     def _covering(self, start: int, end: int) -> bytes | None:
         i = bisect.bisect_right(self._starts, start) - 1
