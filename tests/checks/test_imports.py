@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from cudaship.checks.context import AuditContext
 from cudaship.checks.records import Status
 from tests.checks.handmade import by_name, context, host, library, run
 
@@ -9,7 +10,7 @@ MODULE = "pkg/_C.so"
 BACKEND = "pkg/lib/libbackend.so"
 
 
-def _ctx(policy: dict[str, object]) -> object:
+def _ctx(policy: dict[str, object]) -> AuditContext:
     return context(
         [
             library(MODULE, host(imports=["libbackend.so", "libc.so.6"], runpath=["$ORIGIN/lib"])),
@@ -23,7 +24,7 @@ def _ctx(policy: dict[str, object]) -> object:
 
 def test_no_cuda_follows_shipped_libraries() -> None:
     ctx = _ctx({"forbidden_imports": [{"libraries": [MODULE], "no_cuda": True}]})
-    (result,) = run(ctx, "forbidden_imports")  # type: ignore[arg-type]
+    (result,) = run(ctx, "forbidden_imports")
     assert result.status is Status.FAIL
     messages = [f.message for f in result.evidence]
     assert any("libcudart.so.13" in m and "through" in m for m in messages)
@@ -39,7 +40,7 @@ def test_forbidden_pattern_and_unmatched_rule() -> None:
             ]
         }
     )
-    results = run(ctx, "forbidden_imports")  # type: ignore[arg-type]
+    results = run(ctx, "forbidden_imports")
     assert [r.status for r in results] == [Status.FAIL, Status.SKIP]
     assert results[0].evidence[0].symbol == "libcudart.so.13"
 
@@ -53,7 +54,7 @@ def test_required_imports_direct_or_by_name() -> None:
             ]
         }
     )
-    results = list(by_name(run(ctx, "required_imports")).values())  # type: ignore[arg-type]
+    results = list(by_name(run(ctx, "required_imports")).values())
     assert results[0].status is Status.PASS
     assert results[0].reason == "imports libcudart.so.13; loads libcuda.so.1 by name"
     assert results[1].status is Status.FAIL
