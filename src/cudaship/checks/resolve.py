@@ -173,9 +173,7 @@ def resolve(ctx: AuditContext, path: str, report: FileReport, imp: Import) -> Re
     # 7. the importing library is loaded only on demand
     what = providers.on_demand(path)
     if what is not None:
-        return Resolution(
-            Via.ON_DEMAND, None, f"{path} is loaded only by {what}", f"{name}: needed only by {what}"
-        )
+        return Resolution(Via.ON_DEMAND, None, f"{path} is loaded only by {what}", f"needed only by {what}")
     # 8. not found: say why, as precisely as possible
     shipped_elsewhere = ctx.by_name.get(posixpath.basename(name).lower(), [])
     where = ", ".join(dirs) if dirs else "none"

@@ -100,6 +100,10 @@ class _Resolver:
         )
 
 
+def _from(reached: Reached, kind: str) -> bool:
+    return reached.dist.source.startswith(kind)
+
+
 def requirements_of(
     requires_dist: Sequence[str], env: dict[str, str], extras: Sequence[str]
 ) -> list[tuple[Requirement, str | None, str]]:
@@ -200,5 +204,10 @@ def resolve_closure(
         reached=tuple(r.reached.values()),
         unresolved=tuple(r.unresolved),
         notes=tuple(r.notes),
-        sources=tuple(s.label for s in sources) + ((fallback.label,) if fallback is not None else ()),
+        sources=tuple(s.label for s in sources)
+        + (
+            (fallback.label,)
+            if fallback is not None and any(_from(x, "knowledge") for x in r.reached.values())
+            else ()
+        ),
     )

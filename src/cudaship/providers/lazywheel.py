@@ -17,10 +17,10 @@ from typing import IO, cast
 
 from cudaship.providers.http import Client, IndexUnavailable
 
-CHUNK = 64 * 1024  #: the smallest range fetched
-TAIL = (
-    256 * 1024
-)  #: fetched first from the end: the end-of-central-directory record and, usually, the directory
+CHUNK = 16 * 1024  #: the smallest range fetched
+#: fetched first from the end: the end-of-central-directory record, usually the whole directory and the
+#: dist-info members (written last by every wheel builder)
+TAIL = 64 * 1024
 
 
 class RangeFile(io.RawIOBase):
