@@ -118,19 +118,21 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         try:
             expected_isa = release_for(train).ptx_isa
         except CudashipError as e:
-            findings.append(Finding(f"+{ctx.local}: {e.message}", requirement=ctx.local))
+            where = f"+{ctx.local}" if ctx.train_override is None else "--train"
+            findings.append(Finding(f"{where}: {e.message}", requirement=ctx.local))
     else:
         shown.insert(0, "no train tag")
     for path, s in libs.items():
         labelled = s.labelled()
         parts = [label for label, _ in labelled]
-        # PTX newer than cudaship's data: shown; a failure only when it is newer than the tag's release
+        # PTX newer than cudaship's data: shown; a failure only when it is newer than the claimed release
         for isa in sorted(s.unknown_isa):
             parts.append(f"PTX ISA {isa} (newer than cudaship's release data)")
             if expected_isa is not None and isa_tuple(isa) > isa_tuple(expected_isa):
                 findings.append(
                     Finding(
-                        f"PTX ISA {isa} is newer than the tag's release writes (PTX ISA {expected_isa})",
+                        f"PTX ISA {isa} is newer than CUDA {train.version} writes (PTX ISA {expected_isa}): "
+                        f"the wheel is {claim}",
                         file=path,
                     )
                 )
