@@ -100,6 +100,12 @@ class _Resolver:
         )
 
 
+def _short(req: Requirement) -> str:
+    """A requirement as written without its marker: ``cuda-toolkit[cublas]==13.0.3``."""
+    extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
+    return f"{req.name}{extras}{req.specifier}" + (f" @ {req.url}" if req.url else "")
+
+
 def _from(reached: Reached, kind: str) -> bool:
     return reached.dist.source.startswith(kind)
 
@@ -147,7 +153,8 @@ def resolve_closure(
     r = _Resolver(sources, fallback, target, env)
     root_extras = wheel_extras(requires_dist, provides_extra)
     level: list[_Job] = [
-        _Job(req, (text,), extra, 1) for req, extra, text in requirements_of(requires_dist, env, root_extras)
+        _Job(req, (_short(req),), extra, 1)
+        for req, extra, _text in requirements_of(requires_dist, env, root_extras)
     ]
     seen_names = {canonicalize_name(own_name)} if own_name else set()
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
@@ -178,7 +185,7 @@ def resolve_closure(
                     dist, why = found.pop(name)
                     if dist is None:
                         r.unresolved.append(
-                            Unresolved(str(job.req), job.chain, why or "not found", job.extra)
+                            Unresolved(_short(job.req), job.chain, why or "not found", job.extra)
                         )
                         seen_names.add(name)
                         continue
@@ -196,8 +203,8 @@ def resolve_closure(
                     continue
                 r.extras_done[name] |= new
                 dist = reached.dist
-                for sub, _extra, text in requirements_of(dist.requires_dist, env, sorted(new - {""})):
-                    next_level.append(_Job(sub, (*job.chain, text), reached.extra, job.depth + 1))
+                for sub, _extra, _text in requirements_of(dist.requires_dist, env, sorted(new - {""})):
+                    next_level.append(_Job(sub, (*job.chain, _short(sub)), reached.extra, job.depth + 1))
             level = next_level
     return Closure(
         target=target,
