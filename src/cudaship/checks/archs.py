@@ -154,7 +154,22 @@ def _expected(ctx: AuditContext, libraries: dict[str, FileReport]) -> list[Check
     policy = ctx.policy.archs
     archlist, source = expected_arch_list(ctx)
     results: list[CheckResult] = []
+    targets = {p: r for p, r in libraries.items() if any_match(policy.libraries, p)}
+    own_trains = {p: ctx.variants[p].train for p in targets if p in ctx.variants}
     if archlist is None:
+        if targets and all(own_trains.get(p) is not None for p in targets):
+            # every library is a variant judged against its own train: the wheel needs none
+            trains = ", ".join(sorted({t.tag for t in own_trains.values() if t is not None}))
+            results.append(
+                passed(
+                    FAMILY,
+                    "archs: expected arch list",
+                    f"each library is a variant with its own train ({trains}); the wheel has none: {source}",
+                )
+            )
+            want_sass: set[str] = set()
+            want_ptx: set[str] = set()
+            return results + _per_library(ctx, targets, None, want_sass, want_ptx)
         results.append(
             failed(FAMILY, "archs: expected arch list", source, [Finding(source, requirement=ctx.local)])
         )
@@ -163,7 +178,6 @@ def _expected(ctx: AuditContext, libraries: dict[str, FileReport]) -> list[Check
     want_ptx = set(archlist.ptx_names()) if policy.ptx == "newest" else set()
     shown = _names(want_sass) + (f" + PTX {_names(want_ptx)}" if want_ptx else "")
     results.append(passed(FAMILY, "archs: expected arch list", f"{source}: {shown}"))
-    targets = {p: r for p, r in libraries.items() if any_match(policy.libraries, p)}
     if not targets:
         results.append(
             failed(
@@ -174,6 +188,19 @@ def _expected(ctx: AuditContext, libraries: dict[str, FileReport]) -> list[Check
             )
         )
         return results
+    return results + _per_library(ctx, targets, archlist, want_sass, want_ptx)
+
+
+def _per_library(
+    ctx: AuditContext,
+    targets: dict[str, FileReport],
+    archlist: ArchList | None,
+    wheel_sass: set[str],
+    wheel_ptx: set[str],
+) -> list[CheckResult]:
+    """``archs: <library>``: each target against the wheel's list, or a variant against its own train's."""
+    policy = ctx.policy.archs
+    results: list[CheckResult] = []
     for path, report in targets.items():
         variant = ctx.variants.get(path)
         label = ctx.local
@@ -191,8 +218,8 @@ def _expected(ctx: AuditContext, libraries: dict[str, FileReport]) -> list[Check
             want_ptx = set(own.ptx_names()) if policy.ptx == "newest" else set()
             label = f"{variant.train.tag} variant's"
         else:
-            want_sass = set(archlist.sass_names())
-            want_ptx = set(archlist.ptx_names()) if policy.ptx == "newest" else set()
+            assert archlist is not None  # only variants are judged without the wheel's list
+            want_sass, want_ptx = wheel_sass, wheel_ptx
         sass, ptx, rsass, rptx = _arch_sets(report)
         findings: list[Finding] = []
         for arch in sort_arch_names(want_sass - sass):
