@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.plant import record_hash
+
 
 @dataclass
 class LocalIndex:
@@ -146,10 +148,12 @@ def make_wheel(
     meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
     meta += [f"Provides-Extra: {e}" for e in extras]
     meta += [f"Requires-Dist: {r}" for r in requires]
+    members = dict(files)
+    members[f"{info}/METADATA"] = ("\n".join(meta) + "\n").encode()
+    members[f"{info}/WHEEL"] = f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {tag}\n".encode()
+    record = [f"{m},{record_hash(d)},{len(d)}" for m, d in members.items()] + [f"{info}/RECORD,,"]
+    members[f"{info}/RECORD"] = ("\n".join(record) + "\n").encode()
     with zipfile.ZipFile(path, "w") as zf:
-        for member, data in files.items():
+        for member, data in members.items():
             zf.writestr(member, data)
-        zf.writestr(f"{info}/METADATA", "\n".join(meta) + "\n")
-        zf.writestr(f"{info}/WHEEL", f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {tag}\n")
-        zf.writestr(f"{info}/RECORD", "")
     return path

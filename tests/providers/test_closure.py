@@ -158,3 +158,12 @@ def test_knowledge_table() -> None:
     assert conventions_for("anything", ("cuda-pathfinder",))
     build = builds_providing("torch", "CUDART64_12.DLL", "windows")
     assert build is not None and build.cuda == 12
+
+
+def test_installed_environment_of_an_interpreter() -> None:
+    import sys
+
+    env = EnvSource(sys.executable)
+    found = env.find("packaging", SpecifierSet(), LINUX)
+    assert found is not None and found.source.startswith("env ")
+    assert "packaging/version.py" in found.files
