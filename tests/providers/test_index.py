@@ -123,3 +123,24 @@ def test_pep691_json_is_required(local_index: LocalIndex, tmp_path: Path) -> Non
     source = IndexSource(local_index.url.rsplit("/", 1)[0] + "/html", DiskCache(None), Client())
     with pytest.raises(IndexUnavailable):
         source.find("x", SpecifierSet(), LINUX)
+
+
+def test_a_malformed_wheel_does_not_silence_the_index(local_index: LocalIndex, tmp_path: Path) -> None:
+    bad = tmp_path / "broken-1.0-py3-none-any.whl"
+    bad.write_bytes(b"not a zip at all" * 100)
+    local_index.add(bad)
+    local_index.pep658 = False  # the broken file has no METADATA to serve
+    local_index.add(
+        make_wheel(
+            tmp_path,
+            "nvidia-curand",
+            "10.4.0.35",
+            "py3-none-manylinux_2_27_x86_64",
+            {"nvidia/cu13/lib/libcurand.so.10": b"x"},
+        )
+    )
+    source = IndexSource(local_index.url, DiskCache(None), Client())
+    closure = resolve_closure(["broken", "nvidia-curand"], LINUX, [source], fallback=KnowledgeSource())
+    assert [r.dist.name for r in closure.reached] == ["nvidia-curand"]
+    assert closure.reached[0].dist.source.startswith("index ")
+    assert len(closure.unresolved) == 1 and "not a readable zip" in closure.unresolved[0].reason

@@ -141,4 +141,4 @@ def remote_wheel(client: Client, url: str, size: int) -> zipfile.ZipFile:
     try:
         return zipfile.ZipFile(cast(IO[bytes], RangeFile(client, url, size)))
     except zipfile.BadZipFile as e:
-        raise IndexUnavailable(f"{url}: not a readable zip: {e}") from None
+        raise ValueError(f"{url}: not a readable zip: {e}") from None
