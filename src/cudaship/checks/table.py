@@ -99,7 +99,7 @@ FAMILIES: tuple[Family, ...] = (
             Rule(
                 "forward_ptx",
                 WARNING,
-                "no loadable PTX for a library's newest SASS arch or newer: GPUs after it cannot JIT",
+                "SASS, no loadable generic PTX: a GPU none of its SASS runs on (a newer one) cannot run it",
                 "archs: forward-compatible PTX in ",
             ),
             Rule(
