@@ -61,7 +61,7 @@ def _resolve(requires: tuple[str, ...], name: str, options: ProviderOptions) -> 
         requires,
         Target("linux", "x86_64", "3.11"),
         options,
-        provides_extra=wheel_extras(requires),
+        extras=wheel_extras(requires),
         own_name=name,
     )
     return {

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from cudaship.knowledge.providers import Convention, conventions_for
+from cudaship.knowledge.providers import Convention, conventions_for, development_extras
 from cudaship.providers.closure import wheel_extras
 from cudaship.providers.options import closure_for, target_python
 from cudaship.providers.records import Closure, Fetched, Provided, Reached, Target
@@ -88,7 +88,7 @@ def wheel_providers(ctx: AuditContext) -> WheelProviders:
         meta.requires_dist,
         target,
         ctx.provider_options,
-        provides_extra=wheel_extras(meta.requires_dist),
+        extras=[e for e in wheel_extras(meta.requires_dist) if e not in development_extras()],
         own_name=own,
     )
     files: dict[str, list[Provided]] = closure.files()

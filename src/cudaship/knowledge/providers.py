@@ -153,6 +153,13 @@ def _known() -> tuple[_Known, ...]:
     return tuple(out)
 
 
+@once
+def development_extras() -> frozenset[str]:
+    """Extras of an audited wheel that install development tools (``dev``, ``test``, ``docs``, ...)."""
+    table = _data.load(_FILE).get("extras", {})
+    return frozenset(_strs(table.get("development"), "extras.development"))
+
+
 def _major_of(spec: SpecifierSet) -> int | None:
     for s in spec:
         head = s.version.split(".")[0]

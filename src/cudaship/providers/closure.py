@@ -144,14 +144,15 @@ def resolve_closure(
     target: Target,
     sources: Sequence[Source],
     *,
-    provides_extra: Sequence[str] = (),
+    extras: Sequence[str] | None = None,
     fallback: Source | None = None,
     own_name: str | None = None,
 ) -> Closure:
-    """The distributions the wheel's requirements install on ``target``, breadth first."""
+    """The distributions the wheel's requirements install on ``target``, breadth first; ``extras``: the
+    wheel's extras whose requirements are followed too (None: every extra its markers name)."""
     env = marker_environment(target.os, target.machine, target.python)
     r = _Resolver(sources, fallback, target, env)
-    root_extras = wheel_extras(requires_dist, provides_extra)
+    root_extras = wheel_extras(requires_dist) if extras is None else [canonicalize_name(e) for e in extras]
     level: list[_Job] = [
         _Job(req, (_short(req),), extra, 1)
         for req, extra, _text in requirements_of(requires_dist, env, root_extras)
