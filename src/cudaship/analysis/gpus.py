@@ -293,6 +293,8 @@ def combine_wheel(path: str, files: Sequence[FileVerdicts], capabilities: Sequen
             continue
         others = combine(path, serving, [cap]).verdicts[0]
         names = _names([u.label for u in failing])
+        if any(_base(u.path) == _base(f.path) for u in failing for f in serving):
+            names = ", ".join(u.path for u in failing)  # the same base name serves: say which one fails
         reason = (
             f"{others.verdict.reason}; except {names} (loaded on demand: no other file imports it), "
             f"which does not run here: {failing[0].verdicts[index].verdict.reason}"
@@ -318,6 +320,8 @@ def _base(path: str) -> str:
 
 def _names(labels: Sequence[str]) -> str:
     short = [label.rsplit("!", 1)[-1].rsplit("/", 1)[-1] for label in labels]
+    if len(set(short)) < len(short):  # two _C.pyd: name them by their path in the wheel
+        short = [label.rsplit("!", 1)[-1] for label in labels]
     if len(short) <= 2:
         return " and ".join(short)
     return f"{short[0]}, {short[1]} and {len(short) - 2} more"
