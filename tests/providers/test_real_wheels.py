@@ -102,6 +102,11 @@ def test_extra_only_providers_pass_with_a_note(
         "provided when installed as onnxruntime-gpu[cuda]" in n and "libcudart.so.13" in n for n in notes
     )
     assert any("TensorRT execution provider" in n for n in notes)
+    # names stored for dlopen are reported with their provider
+    assert any(
+        line.startswith("libnvrtc.so.13 loaded by name (dlopen/LoadLibrary) ← nvidia-cuda-nvrtc ")
+        for line in evidence(report, "closure")
+    )
     assert code == ExitCode.OK, failures(report)
 
 
