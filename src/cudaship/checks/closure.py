@@ -155,9 +155,7 @@ def _loaded_by_name(ctx: AuditContext) -> CheckResult | None:
         FAMILY,
         "closure: libraries loaded by name",
         f"{len(evidence)} NVIDIA library names stored for dlopen/LoadLibrary"
-        + (
-            f", {len(missing)} installed by nothing declared" if missing else ", each provided"
-        ),
+        + (f", {len(missing)} installed by nothing declared" if missing else ", each provided"),
         tuple(evidence),
     )
 
@@ -184,7 +182,7 @@ def _extra_problem(ctx: AuditContext, res: Resolution) -> str | None:
     wanted = ctx.policy.closure.required_extras
     if wanted is None or res.via not in (Via.OPTIONAL, Via.PRELOADED, Via.RUNTIME):
         return None
-    extra = _extra_of(res)
+    extra = canonicalize_name(res.extra) if res.extra else None
     if extra is None or extra in {canonicalize_name(e) for e in wanted}:
         return None
     listed = ", ".join(wanted) if wanted else "none"
@@ -192,13 +190,6 @@ def _extra_problem(ctx: AuditContext, res: Resolution) -> str | None:
         f"provided only when installed as {ctx.scan.dist.metadata.name}[{extra}] ({res.detail}); "
         f"the policy's required extras: {listed}"
     )
-
-
-def _extra_of(res: Resolution) -> str | None:
-    if not res.note:
-        return None
-    m = re.search(r"installed as [^\[]+\[([^\]]+)\]", res.note)
-    return canonicalize_name(m.group(1)) if m else None
 
 
 def _required_extras(ctx: AuditContext) -> list[CheckResult]:

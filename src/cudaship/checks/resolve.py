@@ -55,6 +55,7 @@ class Resolution:
     target: str | None = None  #: installed path for SHIPPED / REQUIREMENT
     detail: str = ""  #: one phrase explaining the result (requirement name, why not found)
     note: str | None = None  #: passes, but worth saying (an extra is needed, found at run time, ...)
+    extra: str | None = None  #: the wheel's extra under which the provider is installed (None: always)
 
     @property
     def ok(self) -> bool:
@@ -149,6 +150,7 @@ def resolve(ctx: AuditContext, path: str, report: FileReport, imp: Import) -> Re
             file.path,
             f"{name} ← {who}, loaded by `import {loader.dist.name}` first ({file.path})",
             note,
+            loader.extra,
         )
     # 5. found at run time by name wherever a requirement installs it
     lookup = providers.runtime_lookup
@@ -158,7 +160,11 @@ def resolve(ctx: AuditContext, path: str, report: FileReport, imp: Import) -> Re
         if anywhere.reached.extra:
             note = f"provided when installed as {_own(ctx)}[{anywhere.reached.extra}]; {note}"
         return Resolution(
-            Via.RUNTIME, anywhere.path, f"{name} ← {anywhere.reached.label()} at {anywhere.path}", note
+            Via.RUNTIME,
+            anywhere.path,
+            f"{name} ← {anywhere.reached.label()} at {anywhere.path}",
+            note,
+            anywhere.reached.extra,
         )
     # 6. another build of a requirement that is loaded first (torch's CUDA builds)
     for r in providers.closure.reached:
@@ -224,9 +230,8 @@ def _from_requirement(ctx: AuditContext, name: str, provided: Provided) -> Resol
     reached = provided.reached
     detail = f"{name} ← {reached.label()} at {provided.path}"
     if reached.extra:
-        return Resolution(
-            Via.OPTIONAL, provided.path, detail, f"provided when installed as {_own(ctx)}[{reached.extra}]"
-        )
+        note = f"provided when installed as {_own(ctx)}[{reached.extra}]"
+        return Resolution(Via.OPTIONAL, provided.path, detail, note, reached.extra)
     return Resolution(Via.REQUIREMENT, provided.path, detail)
 
 
