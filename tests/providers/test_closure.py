@@ -154,6 +154,7 @@ def test_knowledge_table() -> None:
     files = {f for r in closure.reached for f in r.dist.files}
     assert "nvidia/cu13/lib/libcublas.so.13" in files and "nvidia/cu13/lib/libnvrtc.so.13" in files
     assert any(c.preloads for c in conventions_for("torch"))
+    assert any("torch/lib/libtorch_global_deps.so" in c.shims for c in conventions_for("torch"))
     assert conventions_for("cupy-cuda12x")[0].runtime_lookup
     assert conventions_for("anything", ("cuda-pathfinder",))
     build = builds_providing("torch", "CUDART64_12.DLL", "windows")
