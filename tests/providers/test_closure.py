@@ -168,3 +168,17 @@ def test_installed_environment_of_an_interpreter() -> None:
     found = env.find("packaging", SpecifierSet(), LINUX)
     assert found is not None and found.source.startswith("env ")
     assert "packaging/version.py" in found.files
+
+
+def test_pre_releases_only_when_nothing_else_fits() -> None:
+    from cudaship.providers.select import Candidate, best
+
+    def cand(v: str) -> Candidate:
+        return Candidate(f"protobuf-{v}-py3-none-any.whl", Version(v), "x")
+
+    got = best([cand("6.33.0"), cand("7.37.0rc1")], SpecifierSet(">=4.25.8"), LINUX)
+    assert got is not None and str(got.version) == "6.33.0"
+    got = best([cand("6.33.0"), cand("7.37.0rc1")], SpecifierSet(">=7.0rc1"), LINUX)
+    assert got is not None and str(got.version) == "7.37.0rc1"
+    got = best([cand("7.37.0rc1")], SpecifierSet(">=7"), LINUX)
+    assert got is not None and str(got.version) == "7.37.0rc1"
