@@ -282,3 +282,51 @@ def test_planted_torch_pin_of_another_cuda_major_fails(
     assert closure and closure[0]["status"] == "fail"
     hit = [e for e in closure[0]["evidence"] if e["symbol"] == "libcudart.so.12"]
     assert hit and "torch 2.14.1 from index is a CUDA 13 build" in hit[0]["message"]
+
+
+@pytest.fixture(scope="session")
+def windows_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real installed environment: torch 2.10.0 for Windows installed by pip into a target directory
+    (``pip install --target --platform win_amd64 --no-deps``), so its RECORD is pip's."""
+    import subprocess
+    import sys
+
+    torch = fetch(TORCH_210["windows"])
+    site = tmp_path_factory.mktemp("site-packages")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            "--only-binary=:all:",
+            "--platform",
+            "win_amd64",
+            "--python-version",
+            "3.12",
+            "--target",
+            str(site),
+            str(torch),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"pip install --target failed: {done.stderr.strip().splitlines()[-1:]}")
+    return site
+
+
+def test_default_audit_passes_against_an_installed_environment(
+    xformers_windows_wheel: Path, windows_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, report, _err = audit(capsys, "--env", str(windows_env), *NO_INDEX, str(xformers_windows_wheel))
+    assert code == ExitCode.OK, failures(report)
+    notes = [n for w in report["wheels"] for n in w.get("notes", [])]
+    assert any(n.startswith("providers: 1 distributions from env ") for n in notes), notes
+    lines = evidence(report, "closure")
+    assert any(line.startswith("torch_cpu.dll ← torch 2.10.0 at torch/lib/torch_cpu.dll") for line in lines)
