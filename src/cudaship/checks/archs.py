@@ -9,7 +9,13 @@ from
 the environment. An unknown train is a failure naming the trains the table knows.
 
 PTX in a relocatable fatbin (``__nv_relfatbin``, from ``-rdc``) is linked, never loaded, so it does not count;
-the built-in default flags libraries whose PTX is only there.
+the built-in default flags libraries whose PTX is only there (rule ``relocatable_ptx``, a warning by default),
+and, without an ``[audit.archs]`` table, libraries with SASS but no loadable generic PTX (rule
+``forward_ptx``, a warning by default: a GPU none of their SASS runs on, such as any newer one, cannot JIT
+them).
+
+The train is the wheel's (``--train``, its tag, else inferred: :mod:`cudaship.checks.context`); a library
+that is a variant (one of several alternatives, one per CUDA version) is judged against its own train.
 """
 
 from __future__ import annotations
@@ -20,7 +26,8 @@ from cudaship.checks.policy import any_match
 from cudaship.checks.records import CheckResult, Finding, failed, passed, verdict
 from cudaship.errors import CudashipError
 from cudaship.inspection.records import FileReport
-from cudaship.knowledge.archs import ArchList, sort_arch_names
+from cudaship.knowledge.archs import ArchList, parse_arch, sort_arch_names
+from cudaship.knowledge.trains import Train
 
 FAMILY = "archs"
 
@@ -49,6 +56,42 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         results.extend(_relocatable_ptx(libraries))
     if "archs" in ctx.policy.configured:
         results.extend(_expected(ctx, libraries))
+    else:
+        results.extend(_forward_ptx(libraries))
+    return results
+
+
+def _arch_number(name: str) -> int | None:
+    try:
+        arch = parse_arch(name)
+    except (CudashipError, ValueError):
+        return None
+    return arch.sm if not arch.variant else None
+
+
+def _forward_ptx(libraries: dict[str, FileReport]) -> list[CheckResult]:
+    """Each library with SASS also carries loadable generic PTX (``compute_XY``, no a/f variant), which the
+    driver JIT-compiles on any GPU of capability X.Y or newer: without it, a GPU none of its SASS runs on (a
+    newer one) cannot run the library at all."""
+    results = []
+    for path, report in libraries.items():
+        sass, ptx, _rsass, rptx = _arch_sets(report)
+        if not sass:
+            continue
+        name = f"archs: forward-compatible PTX in {path}"
+        generic = sort_arch_names({a for a in ptx if _arch_number(a) is not None})
+        if generic:
+            results.append(passed(FAMILY, name, f"PTX {' '.join(generic)} JIT-compiles on newer GPUs"))
+            continue
+        if any(_arch_number(a) is not None for a in rptx):
+            continue  # only relocatable: the relocatable_ptx check says so, and why it does not count
+        numbers = [n for n in (_arch_number(a) for a in sass) if n is not None]
+        suggest = f"compute_{max(numbers)}" if numbers else None
+        message = (
+            f"no loadable generic PTX (SASS only: {_names(sass)}): a GPU none of these runs on, such as any "
+            "newer one, cannot run it" + (f" (add PTX {suggest})" if suggest else "")
+        )
+        results.append(failed(FAMILY, name, message, [Finding(message, file=path, arch=suggest)]))
     return results
 
 
@@ -75,10 +118,12 @@ def _relocatable_ptx(libraries: dict[str, FileReport]) -> list[CheckResult]:
     return results
 
 
-def expected_arch_list(ctx: AuditContext) -> tuple[ArchList | None, str]:
-    """The expected list for this wheel and a one-line account of where it came from (or why there is
-    none)."""
-    train = ctx.train_or_error
+def expected_arch_list(ctx: AuditContext, train: Train | str | None = None) -> tuple[ArchList | None, str]:
+    """The expected list for this wheel (or for ``train``: a variant's own) and a one-line account of where
+    it came from (or why there is none)."""
+    own = train is not None
+    if train is None:
+        train = ctx.train_or_error
     if isinstance(train, str):
         return None, train
     if ctx.machine is None:
@@ -90,17 +135,40 @@ def expected_arch_list(ctx: AuditContext) -> tuple[ArchList | None, str]:
     try:
         archlist = table.lookup(train, ctx.machine)
     except CudashipError as e:
-        return None, f"+{ctx.local}: {e.message}"
+        return None, f"{train.tag} ({'its own train' if own else ctx.train_source}): {e.message}"
     if not archlist.sass_names():
         return None, f"the arch list for {train.tag} {ctx.machine} in {table.source} is empty"
-    return archlist, f"{train.tag} {ctx.machine} (from +{ctx.local}) in {table.source}"
+    where = "its own train" if own else _from(ctx)
+    return archlist, f"{train.tag} {ctx.machine} (from {where}) in {table.source}"
+
+
+def _from(ctx: AuditContext) -> str:
+    source = ctx.train_source
+    if source.startswith("local tag "):
+        return source[len("local tag ") :]
+    return source
 
 
 def _expected(ctx: AuditContext, libraries: dict[str, FileReport]) -> list[CheckResult]:
     policy = ctx.policy.archs
     archlist, source = expected_arch_list(ctx)
     results: list[CheckResult] = []
+    targets = {p: r for p, r in libraries.items() if any_match(policy.libraries, p)}
+    own_trains = {p: ctx.variants[p].train for p in targets if p in ctx.variants}
     if archlist is None:
+        if targets and all(own_trains.get(p) is not None for p in targets):
+            # every library is a variant judged against its own train: the wheel needs none
+            trains = ", ".join(sorted({t.tag for t in own_trains.values() if t is not None}))
+            results.append(
+                passed(
+                    FAMILY,
+                    "archs: expected arch list",
+                    f"each library is a variant with its own train ({trains}); the wheel has none: {source}",
+                )
+            )
+            want_sass: set[str] = set()
+            want_ptx: set[str] = set()
+            return results + _per_library(ctx, targets, None, want_sass, want_ptx)
         results.append(
             failed(FAMILY, "archs: expected arch list", source, [Finding(source, requirement=ctx.local)])
         )
@@ -109,7 +177,6 @@ def _expected(ctx: AuditContext, libraries: dict[str, FileReport]) -> list[Check
     want_ptx = set(archlist.ptx_names()) if policy.ptx == "newest" else set()
     shown = _names(want_sass) + (f" + PTX {_names(want_ptx)}" if want_ptx else "")
     results.append(passed(FAMILY, "archs: expected arch list", f"{source}: {shown}"))
-    targets = {p: r for p, r in libraries.items() if any_match(policy.libraries, p)}
     if not targets:
         results.append(
             failed(
@@ -120,7 +187,38 @@ def _expected(ctx: AuditContext, libraries: dict[str, FileReport]) -> list[Check
             )
         )
         return results
+    return results + _per_library(ctx, targets, archlist, want_sass, want_ptx)
+
+
+def _per_library(
+    ctx: AuditContext,
+    targets: dict[str, FileReport],
+    archlist: ArchList | None,
+    wheel_sass: set[str],
+    wheel_ptx: set[str],
+) -> list[CheckResult]:
+    """``archs: <library>``: each target against the wheel's list, or a variant against its own train's."""
+    policy = ctx.policy.archs
+    results: list[CheckResult] = []
     for path, report in targets.items():
+        variant = ctx.variants.get(path)
+        label = ctx.local
+        if variant is not None:
+            if variant.train is None:
+                results.append(
+                    passed(FAMILY, f"archs: {path}", f"a {variant.label} variant: no CUDA train to judge")
+                )
+                continue
+            own, own_source = expected_arch_list(ctx, variant.train)
+            if own is None:
+                results.append(failed(FAMILY, f"archs: {path}", own_source, [Finding(own_source, file=path)]))
+                continue
+            want_sass = set(own.sass_names())
+            want_ptx = set(own.ptx_names()) if policy.ptx == "newest" else set()
+            label = f"{variant.train.tag} variant's"
+        else:
+            assert archlist is not None  # only variants are judged without the wheel's list
+            want_sass, want_ptx = wheel_sass, wheel_ptx
         sass, ptx, rsass, rptx = _arch_sets(report)
         findings: list[Finding] = []
         for arch in sort_arch_names(want_sass - sass):
@@ -128,7 +226,7 @@ def _expected(ctx: AuditContext, libraries: dict[str, FileReport]) -> list[Check
             findings.append(Finding(f"missing SASS {arch}{extra}", file=path, arch=arch))
         for arch in sort_arch_names(sass - want_sass):
             findings.append(
-                Finding(f"unexpected SASS {arch} (not in the {ctx.local} list)", file=path, arch=arch)
+                Finding(f"unexpected SASS {arch} (not in the {label} list)", file=path, arch=arch)
             )
         for arch in sort_arch_names(want_ptx - ptx):
             if arch in rptx:

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from functools import cache
 from importlib import resources
 from typing import Any
 
 from cudaship.errors import KnowledgeError
 from cudaship.loaders import load_toml
+from cudaship.once import once
 
 
-@cache
+@once
 def load(name: str) -> dict[str, Any]:
     """Parse ``data/<name>`` (shipped with the package). A broken data file is a KnowledgeError naming it."""
     try:
