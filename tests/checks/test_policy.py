@@ -7,13 +7,12 @@ from pathlib import Path
 import pytest
 
 from cudaship.checks.policy import (
-    DEFAULT_FAMILIES,
-    FAMILIES,
     expand_template,
     glob_match,
     load_policy,
     name_match,
 )
+from cudaship.checks.table import default_families, family_names
 from cudaship.config import load_config
 from cudaship.errors import PolicyError
 
@@ -23,7 +22,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "policies"
 @pytest.mark.parametrize("platform", ["windows", "linux"], ids=["windows", "linux"])
 def test_example_policies_load(platform: str) -> None:
     policy = load_policy(load_config(EXAMPLES / f"{platform}.toml"))
-    assert set(policy.families) == set(FAMILIES)
+    assert set(policy.families) == set(family_names())
     assert policy.archs_table is not None
     assert policy.arch_table().lookup("cu132", "x86_64").sass_names()[-1] == "sm_120"
     assert {c.name for c in policy.components} == {"cuda_backend", "cuda_allocator", "aoti_shims"}
@@ -32,7 +31,7 @@ def test_example_policies_load(platform: str) -> None:
 def test_no_configuration_is_the_default(tmp_path: Path) -> None:
     policy = load_policy(load_config(start=tmp_path))
     assert policy.is_default
-    assert policy.families == DEFAULT_FAMILIES
+    assert policy.families == default_families()
     assert policy.source is None
 
 

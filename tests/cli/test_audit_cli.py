@@ -322,10 +322,19 @@ def test_real_multi_cuda_wheel(
     for lib in libs:
         digits = lib.rsplit("_cuda", 1)[1].split(".")[0]
         assert f"{lib}: cudart {digits[:2]}" in consistency["reason"]
-    # the Intel XPU builds need oneAPI runtime libraries that nothing in the wheel provides: a real finding
-    xpu = [c for n, c in by_name.items() if n.startswith("closure: bitsandbytes/libbitsandbytes_xpu")]
-    assert xpu and all(c["status"] == "fail" for c in xpu)
-    assert code == ExitCode.FINDINGS
+    # the Intel XPU and ROCm builds are variants for other environments (oneAPI, ROCm): where their libraries
+    # do not resolve from the requirements while a sibling's do, that is a note, not a failure
+    others = [
+        c
+        for n, c in by_name.items()
+        if n.startswith(
+            ("closure: bitsandbytes/libbitsandbytes_xpu", "closure: bitsandbytes/libbitsandbytes_rocm")
+        )
+    ]
+    assert others
+    for c in others:
+        assert c["status"] == "pass" or (c["severity"], c["rule"]) == ("note", "variant"), c
+    assert code == ExitCode.OK
 
 
 # -- bad input: one line, exit 2 --

@@ -11,6 +11,12 @@ compiled regex for objects without one, is used: same results, only slower and w
 
 Use :func:`open_finder` as a context manager; the finder it yields raises once the context has ended, so a
 released buffer is never read.
+
+Thread safety: the native functions are loaded once, under a lock (scan workers call :func:`open_finder` at
+the same time on first use), and they are private function pointers (``CDLL(...)["name"]`` makes a new one)
+whose ``argtypes`` no other code shares: setting ``argtypes`` on the cached ``ctypes.pythonapi`` attributes
+would let one thread's ``Py_buffer`` class replace another's mid-call (``ArgumentError: expected LP_PyBuffer
+instance``).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -65,15 +72,17 @@ class _Native:
                 ("internal", ctypes.c_void_p),
             ]
 
-        memmem = ctypes.CDLL(None).memmem
-        memmem_held = ctypes.PyDLL(None).memmem
+        # Indexing (not attribute access) gives function pointers of our own: attributes of a CDLL are cached
+        # and shared with any other code that uses them, including their argtypes.
+        memmem = ctypes.CDLL(None)["memmem"]
+        memmem_held = ctypes.PyDLL(None)["memmem"]
         for function in (memmem, memmem_held):
             function.restype = ctypes.c_void_p
             function.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
-        get_buffer = ctypes.pythonapi.PyObject_GetBuffer
+        get_buffer = ctypes.pythonapi["PyObject_GetBuffer"]
         get_buffer.restype = ctypes.c_int
         get_buffer.argtypes = [ctypes.py_object, ctypes.POINTER(PyBuffer), ctypes.c_int]
-        release_buffer = ctypes.pythonapi.PyBuffer_Release
+        release_buffer = ctypes.pythonapi["PyBuffer_Release"]
         release_buffer.restype = None
         release_buffer.argtypes = [ctypes.POINTER(PyBuffer)]
         # A self-test on a known buffer: a libc whose memmem misbehaves is not used.
@@ -99,13 +108,19 @@ class _Native:
 
 
 _native: _Native | None = None
+_native_lock = threading.Lock()
 
 
 def _load_native() -> _Native:
+    """The native functions, loaded by the first caller; concurrent first callers wait for that one."""
     global _native
-    if _native is None:
-        _native = _Native()
-    return _native
+    loaded = _native
+    if loaded is not None:
+        return loaded
+    with _native_lock:
+        if _native is None:
+            _native = _Native()
+        return _native
 
 
 def native_available() -> bool:

@@ -9,7 +9,12 @@ from
 the environment. An unknown train is a failure naming the trains the table knows.
 
 PTX in a relocatable fatbin (``__nv_relfatbin``, from ``-rdc``) is linked, never loaded, so it does not count;
-the built-in default flags libraries whose PTX is only there.
+the built-in default flags libraries whose PTX is only there (rule ``relocatable_ptx``, a warning by default),
+and, without an ``[audit.archs]`` table, libraries with no loadable PTX for their newest SASS arch or newer
+(rule ``forward_ptx``, a warning by default: GPUs newer than every SASS cannot JIT them).
+
+The train is the wheel's (``--train``, its tag, else inferred: :mod:`cudaship.checks.context`); a library
+that is a variant (one of several alternatives, one per CUDA version) is judged against its own train.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ from cudaship.checks.policy import any_match
 from cudaship.checks.records import CheckResult, Finding, failed, passed, verdict
 from cudaship.errors import CudashipError
 from cudaship.inspection.records import FileReport
-from cudaship.knowledge.archs import ArchList, sort_arch_names
+from cudaship.knowledge.archs import ArchList, parse_arch, sort_arch_names
+from cudaship.knowledge.trains import Train
 
 FAMILY = "archs"
 
@@ -49,6 +55,44 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         results.extend(_relocatable_ptx(libraries))
     if "archs" in ctx.policy.configured:
         results.extend(_expected(ctx, libraries))
+    else:
+        results.extend(_forward_ptx(libraries))
+    return results
+
+
+def _arch_number(name: str) -> int | None:
+    try:
+        arch = parse_arch(name)
+    except (CudashipError, ValueError):
+        return None
+    return arch.sm if not arch.variant else None
+
+
+def _forward_ptx(libraries: dict[str, FileReport]) -> list[CheckResult]:
+    """Each library with SASS also carries loadable PTX for its newest generic SASS arch or a newer one."""
+    results = []
+    for path, report in libraries.items():
+        sass, ptx, _rsass, rptx = _arch_sets(report)
+        sass_numbers = [n for n in (_arch_number(a) for a in sass) if n is not None]
+        if not sass_numbers:
+            continue
+        newest = max(sass_numbers)
+        name = f"archs: forward-compatible PTX in {path}"
+        ptx_numbers = [n for n in (_arch_number(a) for a in ptx) if n is not None]
+        good = sort_arch_names({a for a in ptx if (_arch_number(a) or 0) >= newest})
+        if good:
+            results.append(
+                passed(FAMILY, name, f"PTX {' '.join(good)} JIT-compiles on GPUs after sm_{newest}")
+            )
+            continue
+        if any((_arch_number(a) or 0) >= newest for a in rptx):
+            continue  # only relocatable: the relocatable_ptx check says so, and why it does not count
+        have = f"loadable PTX {_names(ptx)}" if ptx_numbers else "no loadable PTX"
+        message = (
+            f"newest SASS is sm_{newest} and {have}: GPUs newer than sm_{newest} cannot run it "
+            f"(add PTX compute_{newest})"
+        )
+        results.append(failed(FAMILY, name, message, [Finding(message, file=path, arch=f"compute_{newest}")]))
     return results
 
 
@@ -75,10 +119,12 @@ def _relocatable_ptx(libraries: dict[str, FileReport]) -> list[CheckResult]:
     return results
 
 
-def expected_arch_list(ctx: AuditContext) -> tuple[ArchList | None, str]:
-    """The expected list for this wheel and a one-line account of where it came from (or why there is
-    none)."""
-    train = ctx.train_or_error
+def expected_arch_list(ctx: AuditContext, train: Train | str | None = None) -> tuple[ArchList | None, str]:
+    """The expected list for this wheel (or for ``train``: a variant's own) and a one-line account of where
+    it came from (or why there is none)."""
+    own = train is not None
+    if train is None:
+        train = ctx.train_or_error
     if isinstance(train, str):
         return None, train
     if ctx.machine is None:
@@ -90,10 +136,18 @@ def expected_arch_list(ctx: AuditContext) -> tuple[ArchList | None, str]:
     try:
         archlist = table.lookup(train, ctx.machine)
     except CudashipError as e:
-        return None, f"+{ctx.local}: {e.message}"
+        return None, f"{train.tag} ({'its own train' if own else ctx.train_source}): {e.message}"
     if not archlist.sass_names():
         return None, f"the arch list for {train.tag} {ctx.machine} in {table.source} is empty"
-    return archlist, f"{train.tag} {ctx.machine} (from +{ctx.local}) in {table.source}"
+    where = "its own train" if own else _from(ctx)
+    return archlist, f"{train.tag} {ctx.machine} (from {where}) in {table.source}"
+
+
+def _from(ctx: AuditContext) -> str:
+    source = ctx.train_source
+    if source.startswith("local tag "):
+        return source[len("local tag ") :]
+    return source
 
 
 def _expected(ctx: AuditContext, libraries: dict[str, FileReport]) -> list[CheckResult]:
@@ -121,6 +175,24 @@ def _expected(ctx: AuditContext, libraries: dict[str, FileReport]) -> list[Check
         )
         return results
     for path, report in targets.items():
+        variant = ctx.variants.get(path)
+        label = ctx.local
+        if variant is not None:
+            if variant.train is None:
+                results.append(
+                    passed(FAMILY, f"archs: {path}", f"a {variant.label} variant: no CUDA train to judge")
+                )
+                continue
+            own, own_source = expected_arch_list(ctx, variant.train)
+            if own is None:
+                results.append(failed(FAMILY, f"archs: {path}", own_source, [Finding(own_source, file=path)]))
+                continue
+            want_sass = set(own.sass_names())
+            want_ptx = set(own.ptx_names()) if policy.ptx == "newest" else set()
+            label = f"{variant.train.tag} variant's"
+        else:
+            want_sass = set(archlist.sass_names())
+            want_ptx = set(archlist.ptx_names()) if policy.ptx == "newest" else set()
         sass, ptx, rsass, rptx = _arch_sets(report)
         findings: list[Finding] = []
         for arch in sort_arch_names(want_sass - sass):
@@ -128,7 +200,7 @@ def _expected(ctx: AuditContext, libraries: dict[str, FileReport]) -> list[Check
             findings.append(Finding(f"missing SASS {arch}{extra}", file=path, arch=arch))
         for arch in sort_arch_names(sass - want_sass):
             findings.append(
-                Finding(f"unexpected SASS {arch} (not in the {ctx.local} list)", file=path, arch=arch)
+                Finding(f"unexpected SASS {arch} (not in the {label} list)", file=path, arch=arch)
             )
         for arch in sort_arch_names(want_ptx - ptx):
             if arch in rptx:

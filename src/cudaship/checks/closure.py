@@ -16,12 +16,16 @@ from __future__ import annotations
 import posixpath
 import re
 
+from packaging.utils import canonicalize_name
+
 from cudaship.binary.records import FileFormat, Import, ImportKind
 from cudaship.checks.context import AuditContext
 from cudaship.checks.policy import DEFAULT_CUDA_PATTERNS, name_match
-from cudaship.checks.records import CheckResult, Finding, verdict
+from cudaship.checks.records import CheckResult, Finding, passed, verdict
 from cudaship.checks.resolve import Resolution, Via, resolve
 from cudaship.inspection.records import FileReport
+from cudaship.knowledge.libraries import identify
+from cudaship.providers.closure import wheel_extras
 
 FAMILY = "closure"
 
@@ -37,7 +41,8 @@ _SPECIAL_PREFIXES = {
 
 
 def _nvidia_prefixes(library: str) -> tuple[str, ...] | None:
-    if name_match(DEFAULT_CUDA_PATTERNS, library) is None:
+    # only NVIDIA's own libraries: libtorch_cuda.so matches "*cuda*" but is torch's, with C++ symbols
+    if name_match(DEFAULT_CUDA_PATTERNS, library) is None or identify(library) is None:
         return None
     m = _SONAME_STEM.match(posixpath.basename(library))
     if m is None:
@@ -47,13 +52,19 @@ def _nvidia_prefixes(library: str) -> tuple[str, ...] | None:
     return special if special is not None else (stem,)
 
 
+_LINKER_SYMBOLS = frozenset({"_init", "_fini", "_edata", "_end", "__bss_start"})
+_PROVIDED = (Via.REQUIREMENT, Via.OPTIONAL, Via.PRELOADED, Via.RUNTIME, Via.BUILD, Via.ON_DEMAND)
+
+
 def run(ctx: AuditContext) -> list[CheckResult]:
     results: list[CheckResult] = []
     exports = ctx.exports
+    notes: dict[str, list[str]] = {}
     for path, report in sorted(ctx.libraries.items()):
         host = report.host
         assert host is not None
         findings: list[Finding] = []
+        provided: list[Finding] = []
         resolved: list[tuple[Import, Resolution]] = []
         for imp in host.imports:
             res = resolve(ctx, path, report, imp)
@@ -62,15 +73,28 @@ def run(ctx: AuditContext) -> list[CheckResult]:
                 findings.append(
                     Finding(f"{imp.library} does not resolve: {res.detail}", file=path, symbol=imp.library)
                 )
+                continue
+            problem = _extra_problem(ctx, res)
+            if problem is not None:
+                findings.append(Finding(f"{imp.library}: {problem}", file=path, symbol=imp.library))
+                continue
+            if res.via in _PROVIDED:
+                provided.append(
+                    Finding(res.detail + (f" ({res.note})" if res.note else ""), file=path, symbol=imp.library)
+                )
+                if res.note:
+                    notes.setdefault(res.note, []).append(imp.library)
             elif res.via is Via.SHIPPED and res.target is not None and ctx.policy.closure.exports:
                 findings.extend(_missing_exports(path, imp, res.target, exports.get(res.target, frozenset())))
         counts: dict[str, int] = {}
         for _imp, res in resolved:
             counts[res.via.value] = counts.get(res.via.value, 0) + 1
         summary = ", ".join(f"{n} {via}" for via, n in counts.items()) or "no imports"
-        results.append(
-            verdict(FAMILY, f"closure: {path}", findings, f"{len(resolved)} imports resolve ({summary})")
-        )
+        name = f"closure: {path}"
+        if findings:
+            results.append(verdict(FAMILY, name, findings, ""))
+        else:
+            results.append(passed(FAMILY, name, f"{len(resolved)} imports resolve ({summary})", tuple(provided)))
         if ctx.policy.closure.unused_imports:
             unused = _unused(path, report, resolved, exports)
             results.append(
@@ -81,7 +105,55 @@ def run(ctx: AuditContext) -> list[CheckResult]:
                     f"every needed library of {len(resolved)} is used",
                 )
             )
+    results.extend(_required_extras(ctx))
+    for note, libraries in notes.items():
+        names = sorted(set(libraries))
+        shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+        ctx.notes.append(f"{note}: {shown}")
     return results
+
+
+def _extra_problem(ctx: AuditContext, res: Resolution) -> str | None:
+    """With ``required_extras`` set, a provider that only an unlisted extra installs is a failure."""
+    wanted = ctx.policy.closure.required_extras
+    if wanted is None or res.via not in (Via.OPTIONAL, Via.PRELOADED, Via.RUNTIME):
+        return None
+    extra = _extra_of(res)
+    if extra is None or extra in {canonicalize_name(e) for e in wanted}:
+        return None
+    listed = ", ".join(wanted) if wanted else "none"
+    return (
+        f"provided only when installed as {ctx.scan.dist.metadata.name}[{extra}] ({res.detail}); "
+        f"the policy's required extras: {listed}"
+    )
+
+
+def _extra_of(res: Resolution) -> str | None:
+    if not res.note:
+        return None
+    m = re.search(r"installed as [^\[]+\[([^\]]+)\]", res.note)
+    return canonicalize_name(m.group(1)) if m else None
+
+
+def _required_extras(ctx: AuditContext) -> list[CheckResult]:
+    wanted = ctx.policy.closure.required_extras
+    if not wanted:
+        return []
+    meta = ctx.scan.dist.metadata
+    offered = set(wheel_extras(meta.requires_dist))
+    findings = [
+        Finding(f"the policy requires the extra {e!r}, which {meta.name} does not offer", requirement=e)
+        for e in wanted
+        if canonicalize_name(e) not in offered
+    ]
+    return [
+        verdict(
+            FAMILY,
+            "closure: required extras",
+            findings,
+            f"offers the extras the policy requires: {', '.join(wanted)}",
+        )
+    ]
 
 
 def _missing_exports(path: str, imp: Import, target: str, exported: frozenset[str]) -> list[Finding]:
@@ -121,6 +193,8 @@ def _unused(
     if report.format is not FileFormat.ELF:
         return findings
     undefined = [s for s in host.undefined_symbols if s.name]
+    if not (set(host.exports) - _LINKER_SYMBOLS):
+        return findings  # a loader shim (torch's libtorch_global_deps.so): its DT_NEEDED exist to be loaded
     for imp, res in resolved:
         if imp.kind is not ImportKind.NEEDED or imp.symbols:
             continue

@@ -1,18 +1,30 @@
-"""What every check reads: the scanned wheel seen as installed, its target platform, train and
-requirements."""
+"""What every check reads: the scanned wheel seen as installed, its target platform, train, variants and
+requirements.
+
+The train (the CUDA release line the wheel is built for) is, in order: ``--train`` (the caller's word); the
+local version tag (``+cu132``); else inferred, and the report says from what: an exact ``cuda-toolkit==X.Y.Z``
+requirement; an exact pin of an NVIDIA component (``nvidia-cuda-runtime==13.0.96``); the major of
+``nvidia-*-cuNN`` requirements, the CUDA runtime imported, with the minor from the newest PTX ISA or cubin
+toolkit of that major; else the PTX ISA and cubin toolkits alone. Libraries that are variants (alternatives,
+one per CUDA version) are left out of the inference and judged against their own trains.
+"""
 
 from __future__ import annotations
 
 import posixpath
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from cudaship.binary.records import FileFormat
-from cudaship.checks.policy import Policy
+from cudaship.binary.records import DeviceCodeKind, FileFormat
+from cudaship.checks.policy import Policy, any_match
+from cudaship.checks.providers import WheelProviders, wheel_providers
 from cudaship.checks.wheelscan import ScannedWheel
 from cudaship.errors import CudashipError
 from cudaship.inspection.records import FileReport
 from cudaship.knowledge.trains import Train, parse_train
+from cudaship.knowledge.variants import Variant, declared, recognise
+from cudaship.providers.options import ProviderOptions
 from cudaship.wheel.metadata import (
     DeclaredRequirement,
     TargetPlatform,
@@ -33,6 +45,9 @@ class AuditContext:
     policy: Policy
     platform: TargetPlatform
     notes: list[str] = field(default_factory=list)
+    train_override: Train | None = None  #: ``--train``
+    #: where declared requirements are looked up (see :mod:`cudaship.checks.providers`)
+    provider_options: ProviderOptions = field(default_factory=ProviderOptions)
 
     # --- the wheel's files ------------------------------------------------------------------------------
 
@@ -94,8 +109,11 @@ class AuditContext:
         return self.scan.dist.metadata.local
 
     @cached_property
-    def train_or_error(self) -> Train | str:
-        """The CUDA train named by the local version tag, or a one-line reason why there is none."""
+    def tag_train_or_error(self) -> Train | str:
+        """The CUDA train named by ``--train`` or by the local version tag, or a one-line reason why there is
+        none (the train the wheel *claims*; :attr:`train_or_error` also infers one)."""
+        if self.train_override is not None:
+            return self.train_override
         local = self.local
         if not local:
             return (
@@ -107,6 +125,63 @@ class AuditContext:
         except CudashipError as e:
             return f"local tag +{local}: {e.message}"
 
+    @cached_property
+    def _train_and_source(self) -> tuple[Train | str, str]:
+        claimed = self.tag_train_or_error
+        if isinstance(claimed, Train):
+            if self.train_override is not None:
+                return claimed, f"--train {claimed.version}"
+            return claimed, f"local tag +{self.local}"
+        inferred = infer_train(self)
+        if inferred is not None:
+            return inferred
+        own = sorted({v.train for v in self.variants.values() if v.train is not None})
+        if own:
+            trains = ", ".join(t.version for t in own)
+            return (
+                claimed,
+                f"none for the wheel: its CUDA libraries are variants, each with its own train ({trains})",
+            )
+        return claimed, f"none: {claimed}, and none could be inferred"
+
+    @property
+    def train_or_error(self) -> Train | str:
+        """The wheel's CUDA train (``--train``, the tag, else inferred; see the module's docstring), or why
+        there is none."""
+        return self._train_and_source[0]
+
+    @property
+    def train_source(self) -> str:
+        """Where :attr:`train_or_error` came from, one line: ``local tag +cu130``, ``inferred from
+        cuda-toolkit==13.0.3``."""
+        return self._train_and_source[1]
+
+    @property
+    def train_label(self) -> str:
+        """``cu130 (local tag +cu130)``: the train and its source, for messages."""
+        train = self.train_or_error
+        return f"{train.tag} ({self.train_source})" if isinstance(train, Train) else self.train_source
+
+    @cached_property
+    def variants(self) -> dict[str, Variant]:
+        """Libraries that are alternatives (one per CUDA version...), by installed path: recognised by name
+        unless the policy says not to, plus the policy's groups."""
+        paths = sorted(self.libraries)
+        found = recognise(paths) if self.policy.variants.by_name else {}
+        for group in self.policy.variants.groups:
+            for glob, train in group.members:
+                for path in paths:
+                    if any_match((glob,), path):
+                        found[path] = declared(group.name, path, train)
+        return found
+
+    def train_of(self, path: str) -> Train | str:
+        """The train a library is judged against: its own when it is a CUDA variant, else the wheel's."""
+        variant = self.variants.get(path)
+        if variant is not None and variant.train is not None:
+            return variant.train
+        return self.train_or_error
+
     @property
     def train(self) -> Train | None:
         value = self.train_or_error
@@ -114,6 +189,12 @@ class AuditContext:
 
     def declared_for(self, os_name: str, machine: str | None = None) -> tuple[DeclaredRequirement, ...]:
         return requirements_for(self.scan.dist.metadata.requires_dist, os_name, machine or self.machine)
+
+    @cached_property
+    def providers(self) -> WheelProviders:
+        """The installed closure of the declared requirements (computed on first use: it may read the
+        index)."""
+        return wheel_providers(self)
 
     @cached_property
     def declared(self) -> tuple[DeclaredRequirement, ...]:
@@ -135,3 +216,80 @@ def wheel_platform(scan: ScannedWheel) -> tuple[TargetPlatform, list[str]]:
         labels = ", ".join(sorted({p.label for p in specific}))
         notes.append(f"the wheel's tags name several platforms ({labels}); audited for {specific[0].label}")
     return specific[0], notes
+
+
+_CUDA_TOOLKIT = "cuda-toolkit"
+_NVIDIA_CU = re.compile(r"^nvidia-.+-cu(\d+)$")
+_EXACT = re.compile(r"^==(\d+)\.(\d+)(?:\.\d+)*$")
+
+
+def _exact_train(specifier: str) -> Train | None:
+    m = _EXACT.match(specifier)
+    return Train(int(m.group(1)), int(m.group(2))) if m else None
+
+
+def _device_releases(ctx: AuditContext) -> list[Train]:
+    """CUDA releases the non-variant libraries' device code proves: PTX ISA introducers and cubin toolkits."""
+    from cudaship.knowledge.releases import release_for_ptx_isa
+
+    found: list[Train] = []
+    for path, report in sorted(ctx.reports.items()):
+        if path in ctx.variants:
+            continue
+        for d in report.device_code:
+            try:
+                if d.kind is DeviceCodeKind.PTX and d.version:
+                    rel = release_for_ptx_isa(d.version)
+                    if rel is not None:
+                        found.append(Train(rel.train.major, rel.train.minor))
+                elif d.kind is DeviceCodeKind.SASS and d.toolkit_version:
+                    found.append(parse_train(d.toolkit_version))
+            except (CudashipError, ValueError):
+                continue
+    return found
+
+
+def infer_train(ctx: AuditContext) -> tuple[Train, str] | None:
+    """The train of a wheel without a tag, and a one-line account of the evidence, or None."""
+    declared_reqs = ctx.declared
+    for req in declared_reqs:
+        if req.name == _CUDA_TOOLKIT:
+            train = _exact_train(req.specifier)
+            if train is not None:
+                return train, f"inferred from the requirement {req.name}{req.specifier}"
+    for req in declared_reqs:
+        if req.name.startswith("nvidia-cuda-runtime") or req.name.startswith("nvidia-cuda-nvrtc"):
+            train = _exact_train(req.specifier)
+            if train is not None:
+                return train, f"inferred from the requirement {req.name}{req.specifier}"
+    majors: dict[int, str] = {}
+    for req in declared_reqs:
+        m = _NVIDIA_CU.match(req.name)
+        if m:
+            majors.setdefault(int(m.group(1)), f"the requirement {req.name}")
+    if not majors:
+        for path, report in sorted(ctx.libraries.items()):
+            link = report.linkage
+            if path not in ctx.variants and link is not None and link.cudart_major is not None:
+                majors.setdefault(
+                    link.cudart_major,
+                    f"{posixpath.basename(path)} importing CUDA runtime {link.cudart_major}",
+                )
+    releases = _device_releases(ctx)
+    if len(majors) > 1:
+        return None  # several majors: no one train (variants are judged each against its own)
+    if majors:
+        ((major, why),) = majors.items()
+        same = sorted(t for t in releases if t.major == major)
+        if same:
+            newest = same[-1]
+            return (
+                newest,
+                f"inferred from {why}, minor from the newest device code of CUDA {major} ({newest.version})",
+            )
+        return Train(major, 0), f"inferred from {why} (minor unknown: {major}.0 assumed)"
+    if releases:
+        newest = max(releases)
+        if len({t.major for t in releases}) == 1:
+            return newest, f"inferred from the device code (PTX ISA / cubin toolkit of CUDA {newest.version})"
+    return None

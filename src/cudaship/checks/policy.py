@@ -19,33 +19,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from cudaship.checks.records import SEVERITIES, Severity
 from cudaship.config import ProjectConfig
-from cudaship.errors import PolicyError
+from cudaship.errors import KnowledgeError, PolicyError
 from cudaship.knowledge.arch_table import ArchTable, default_arch_table
-
-#: Check families, in report order.
-FAMILIES: tuple[str, ...] = (
-    "record",
-    "ships",
-    "forbidden_imports",
-    "required_imports",
-    "archs",
-    "requirements",
-    "ownership",
-    "closure",
-    "collisions",
-    "consistency",
-)
-
-#: Families the built-in default runs (those that need no project knowledge).
-DEFAULT_FAMILIES: tuple[str, ...] = (
-    "record",
-    "archs",  # only the relocatable-only PTX part without an [audit.archs] table
-    "requirements",  # only the consistency part without an [audit.requirements] table
-    "closure",
-    "collisions",
-    "consistency",
-)
 
 #: Import names that count as "a CUDA library" for ``no_cuda`` unless a rule gives its own list.
 DEFAULT_CUDA_PATTERNS: tuple[str, ...] = (
@@ -122,11 +99,29 @@ class ClosurePolicy:
     system_libraries: tuple[str, ...] = ()  #: extra names counted as system libraries
     unused_imports: bool = True
     exports: bool = True  #: symbols imported from a sibling library must be exported by it
+    #: the extras the wheel is meant to be installed with: None (not set): a provider needed only under an
+    #: extra passes with a note; a list: each extra must exist, and providers under other extras fail
+    required_extras: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
 class CollisionsPolicy:
     soname_matches_filename: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class VariantGroup:
+    """Libraries that are alternatives: one of them is loaded at run time (one per CUDA version, say).
+    ``members``: (glob, train or None: from the name) pairs."""
+
+    name: str
+    members: tuple[tuple[str, str | None], ...]
+
+
+@dataclass(frozen=True)
+class VariantsPolicy:
+    by_name: bool = True  #: recognise ``*_cuda118.so``, ``*_cu128.dll``... by their names
+    groups: tuple[VariantGroup, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -146,6 +141,9 @@ class Policy:
     components: tuple[Component, ...] = ()
     closure: ClosurePolicy = field(default_factory=ClosurePolicy)
     collisions: CollisionsPolicy = field(default_factory=CollisionsPolicy)
+    #: ``[audit.severity]``: (``family`` or ``family.rule``, severity), as written
+    severities: tuple[tuple[str, Severity], ...] = ()
+    variants: VariantsPolicy = field(default_factory=VariantsPolicy)
 
     @property
     def is_default(self) -> bool:
@@ -154,6 +152,18 @@ class Policy:
     def runs(self, family: str) -> bool:
         return family in self.families
 
+    def severity(self, family: str, rule: str | None) -> Severity:
+        """The severity of a check: the policy's ``family.rule``, else its ``family``, else the checks table's
+        default for the rule, else for the family."""
+        from cudaship.checks.table import default_severity
+
+        given = dict(self.severities)
+        if rule is not None and f"{family}.{rule}" in given:
+            return given[f"{family}.{rule}"]
+        if family in given:
+            return given[family]
+        return default_severity(family, rule)
+
     def arch_table(self) -> ArchTable:
         """The policy's arch table, else the built-in one."""
         return self.archs_table if self.archs_table is not None else default_arch_table()
@@ -161,7 +171,9 @@ class Policy:
 
 def default_policy() -> Policy:
     """The built-in default: every check that needs no project knowledge."""
-    return Policy(source=None, families=DEFAULT_FAMILIES)
+    from cudaship.checks.table import default_families
+
+    return Policy(source=None, families=default_families())
 
 
 # --- validation
@@ -276,142 +288,218 @@ def load_policy(config: ProjectConfig) -> Policy:
 def parse_audit_table(
     audit: Mapping[str, Any], source: str | None, archs_table: ArchTable | None = None
 ) -> Policy:
+    """Validate ``[audit]``: each check family's section is read by the parser the checks table names for it
+    (:mod:`cudaship.checks.table`); ``severity`` and ``variants`` are read here."""
+    from cudaship.checks.table import FAMILIES, default_families, family_names
+
     root = _Reader(audit, "audit", source)
     configured: set[str] = set()
+    fields: dict[str, Any] = {}
+    for family in FAMILIES:
+        if family.section is None:
+            r = root.sub(family.name)
+            if r is not None:
+                r.unknown(())
+            continue
+        parsed = family.section(root)
+        if parsed is not None:
+            configured.add(family.name)
+            fields.update(parsed)
 
-    ships = ShipsPolicy()
-    r = root.sub("ships")
-    if r is not None:
-        configured.add("ships")
-        pairs_raw = r.get("import_libraries") or {}
-        if not isinstance(pairs_raw, dict):
-            raise r.fail(
-                r.dotted("import_libraries"), f"must be a table of LIB = DLL paths, not {_type(pairs_raw)}"
-            )
-        pairs: list[tuple[str, str]] = []
-        for lib, dll in pairs_raw.items():
-            if not isinstance(dll, str) or not dll:
-                raise r.fail(
-                    f"{r.dotted('import_libraries')}.{lib}", "must be the path of the DLL it imports"
-                )
-            if not lib.lower().endswith(".lib"):
-                raise r.fail(f"{r.dotted('import_libraries')}.{lib}", "the key must be a .lib path")
-            pairs.append((lib, dll))
-        ships = ShipsPolicy(
-            required=r.strings("required", globs=True),
-            import_libraries=tuple(pairs),
-            pair_siblings=r.boolean("pair_siblings", True),
-        )
-        r.unknown({"required", "import_libraries", "pair_siblings"})
-
-    forbidden = _import_rules(root, "forbidden_imports", forbidden=True)
-    if forbidden:
-        configured.add("forbidden_imports")
-    required = _import_rules(root, "required_imports", forbidden=False)
-    if required:
-        configured.add("required_imports")
-
-    archs = ArchsPolicy()
-    r = root.sub("archs")
-    if r is not None:
-        configured.add("archs")
-        archs = ArchsPolicy(
-            libraries=r.strings("libraries", ("**",), globs=True),
-            ptx=r.string("ptx", "newest", ("newest", "none")) or "newest",
-            relocatable_ptx=r.boolean("relocatable_ptx", True),
-        )
-        r.unknown({"libraries", "ptx", "relocatable_ptx"})
-
-    requirements = RequirementsPolicy()
-    r = root.sub("requirements")
-    if r is not None:
-        configured.add("requirements")
-        platforms: list[tuple[str, tuple[str, ...]]] = []
-        for os_name in ("linux", "windows", "macos"):
-            if os_name in r.data:
-                templates = r.strings(os_name)
-                for i, t in enumerate(templates):
-                    _check_template(t, f"{r.dotted(os_name)}[{i}]", r)
-                platforms.append((os_name, templates))
-        requirements = RequirementsPolicy(tuple(platforms), r.strings("prefixes", ("nvidia-",)))
-        r.unknown({"linux", "windows", "macos", "prefixes"})
-
-    components: list[Component] = []
-    r = root.sub("ownership")
-    if r is not None:
-        configured.add("ownership")
-        comps = r.sub("components")
-        if comps is None or not comps.data:
-            raise r.fail(r.dotted("components"), "must be a table with one sub-table per component")
-        for name in comps.data:
-            c = comps.sub(name)
-            assert c is not None
-            owner = c.string("owner")
-            if not owner:
-                raise c.fail(c.dotted("owner"), "is required: the name the owning library's file starts with")
-            sentinels = c.strings("sentinels")
-            if not sentinels:
-                raise c.fail(c.dotted("sentinels"), "is required: at least one symbol")
-            c.unknown({"owner", "sentinels"})
-            components.append(Component(name, owner, sentinels))
-        r.unknown({"components"})
-
-    closure = ClosurePolicy()
-    r = root.sub("closure")
-    if r is not None:
-        configured.add("closure")
-        closure = ClosurePolicy(
-            runtime_dirs=tuple(d.strip("/") for d in r.strings("runtime_dirs", globs=True)),
-            allow=r.strings("allow"),
-            system_libraries=r.strings("system_libraries"),
-            unused_imports=r.boolean("unused_imports", True),
-            exports=r.boolean("exports", True),
-        )
-        r.unknown({"runtime_dirs", "allow", "system_libraries", "unused_imports", "exports"})
-
-    collisions = CollisionsPolicy()
-    r = root.sub("collisions")
-    if r is not None:
-        configured.add("collisions")
-        collisions = CollisionsPolicy(r.strings("soname_matches_filename", globs=True))
-        r.unknown({"soname_matches_filename"})
-
-    r = root.sub("consistency")
-    if r is not None:
-        r.unknown(())
-    r = root.sub("record")
-    if r is not None:
-        r.unknown(())
-
-    families = _family_list(root, "checks")
-    skip = _family_list(root, "skip")
+    severities = parse_severity(root)
+    variants = parse_variants(root)
+    names = family_names()
+    families = _family_list(root, "checks", names)
+    skip = _family_list(root, "skip", names)
     if not families:
-        families = tuple(f for f in FAMILIES if f in DEFAULT_FAMILIES or f in configured)
-    families = tuple(f for f in FAMILIES if f in families and f not in skip)
-    root.unknown({"checks", "skip", *FAMILIES})
+        families = tuple(f for f in names if f in default_families() or f in configured)
+    families = tuple(f for f in names if f in families and f not in skip)
+    root.unknown({"checks", "skip", "severity", "variants", *names})
     return Policy(
         source=source,
         families=families,
         configured=frozenset(configured),
         archs_table=archs_table,
-        ships=ships,
-        forbidden_imports=forbidden,
-        required_imports=required,
-        archs=archs,
-        requirements=requirements,
-        components=tuple(components),
-        closure=closure,
-        collisions=collisions,
+        severities=severities,
+        variants=variants,
+        **fields,
     )
 
 
-def _family_list(root: _Reader, name: str) -> tuple[str, ...]:
+Section = dict[str, Any]
+
+
+def parse_ships(root: _Reader) -> Section | None:
+    r = root.sub("ships")
+    if r is None:
+        return None
+    pairs_raw = r.get("import_libraries") or {}
+    if not isinstance(pairs_raw, dict):
+        raise r.fail(
+            r.dotted("import_libraries"), f"must be a table of LIB = DLL paths, not {_type(pairs_raw)}"
+        )
+    pairs: list[tuple[str, str]] = []
+    for lib, dll in pairs_raw.items():
+        if not isinstance(dll, str) or not dll:
+            raise r.fail(f"{r.dotted('import_libraries')}.{lib}", "must be the path of the DLL it imports")
+        if not lib.lower().endswith(".lib"):
+            raise r.fail(f"{r.dotted('import_libraries')}.{lib}", "the key must be a .lib path")
+        pairs.append((lib, dll))
+    ships = ShipsPolicy(
+        required=r.strings("required", globs=True),
+        import_libraries=tuple(pairs),
+        pair_siblings=r.boolean("pair_siblings", True),
+    )
+    r.unknown({"required", "import_libraries", "pair_siblings"})
+    return {"ships": ships}
+
+
+def parse_forbidden_imports(root: _Reader) -> Section | None:
+    rules = _import_rules(root, "forbidden_imports", forbidden=True)
+    return {"forbidden_imports": rules} if rules else None
+
+
+def parse_required_imports(root: _Reader) -> Section | None:
+    rules = _import_rules(root, "required_imports", forbidden=False)
+    return {"required_imports": rules} if rules else None
+
+
+def parse_archs(root: _Reader) -> Section | None:
+    r = root.sub("archs")
+    if r is None:
+        return None
+    archs = ArchsPolicy(
+        libraries=r.strings("libraries", ("**",), globs=True),
+        ptx=r.string("ptx", "newest", ("newest", "none")) or "newest",
+        relocatable_ptx=r.boolean("relocatable_ptx", True),
+    )
+    r.unknown({"libraries", "ptx", "relocatable_ptx"})
+    return {"archs": archs}
+
+
+def parse_requirements(root: _Reader) -> Section | None:
+    r = root.sub("requirements")
+    if r is None:
+        return None
+    platforms: list[tuple[str, tuple[str, ...]]] = []
+    for os_name in ("linux", "windows", "macos"):
+        if os_name in r.data:
+            templates = r.strings(os_name)
+            for i, t in enumerate(templates):
+                _check_template(t, f"{r.dotted(os_name)}[{i}]", r)
+            platforms.append((os_name, templates))
+    requirements = RequirementsPolicy(tuple(platforms), r.strings("prefixes", ("nvidia-",)))
+    r.unknown({"linux", "windows", "macos", "prefixes"})
+    return {"requirements": requirements}
+
+
+def parse_ownership(root: _Reader) -> Section | None:
+    r = root.sub("ownership")
+    if r is None:
+        return None
+    components: list[Component] = []
+    comps = r.sub("components")
+    if comps is None or not comps.data:
+        raise r.fail(r.dotted("components"), "must be a table with one sub-table per component")
+    for name in comps.data:
+        c = comps.sub(name)
+        assert c is not None
+        owner = c.string("owner")
+        if not owner:
+            raise c.fail(c.dotted("owner"), "is required: the name the owning library's file starts with")
+        sentinels = c.strings("sentinels")
+        if not sentinels:
+            raise c.fail(c.dotted("sentinels"), "is required: at least one symbol")
+        c.unknown({"owner", "sentinels"})
+        components.append(Component(name, owner, sentinels))
+    r.unknown({"components"})
+    return {"components": tuple(components)}
+
+
+def parse_closure(root: _Reader) -> Section | None:
+    r = root.sub("closure")
+    if r is None:
+        return None
+    closure = ClosurePolicy(
+        runtime_dirs=tuple(d.strip("/") for d in r.strings("runtime_dirs", globs=True)),
+        allow=r.strings("allow"),
+        system_libraries=r.strings("system_libraries"),
+        unused_imports=r.boolean("unused_imports", True),
+        exports=r.boolean("exports", True),
+        required_extras=tuple(r.strings("required_extras")) if "required_extras" in r.data else None,
+    )
+    r.unknown({"runtime_dirs", "allow", "system_libraries", "unused_imports", "exports", "required_extras"})
+    return {"closure": closure}
+
+
+def parse_collisions(root: _Reader) -> Section | None:
+    r = root.sub("collisions")
+    if r is None:
+        return None
+    collisions = CollisionsPolicy(r.strings("soname_matches_filename", globs=True))
+    r.unknown({"soname_matches_filename"})
+    return {"collisions": collisions}
+
+
+def parse_severity(root: _Reader) -> tuple[tuple[str, Severity], ...]:
+    """``[audit.severity]``: ``family`` or ``"family.rule"`` = ``"error"`` | ``"warning"`` | ``"note"``; each
+    key must name a family or rule of the checks table."""
+    from cudaship.checks.table import severity_keys
+
+    r = root.sub("severity")
+    if r is None:
+        return ()
+    known = severity_keys()
+    out: list[tuple[str, Severity]] = []
+    for key in r.data:
+        if key not in known:
+            raise r.fail(r.dotted(key), f"unknown check family or rule (known: {', '.join(known)})")
+        value = r.string(key, choices=SEVERITIES)
+        assert value is not None
+        out.append((key, Severity(value)))
+    return tuple(out)
+
+
+def parse_variants(root: _Reader) -> VariantsPolicy:
+    """``[audit.variants]``: ``by_name`` (recognise ``*_cuda118.so`` names, default true) and ``groups``, one
+    table per group of alternatives: ``"glob" = "12.8"`` (its CUDA train; ``""``: from the name)."""
+    from cudaship.knowledge.trains import parse_train
+
+    r = root.sub("variants")
+    if r is None:
+        return VariantsPolicy()
+    by_name = r.boolean("by_name", True)
+    groups: list[VariantGroup] = []
+    g = r.sub("groups")
+    if g is not None:
+        for name in g.data:
+            members_reader = g.sub(name)
+            assert members_reader is not None
+            if len(members_reader.data) < 2:
+                raise g.fail(g.dotted(name), "a group of alternatives needs at least two libraries")
+            members: list[tuple[str, str | None]] = []
+            for glob in members_reader.data:
+                key = members_reader.dotted(glob)
+                _check_glob(glob, key, members_reader)
+                train = members_reader.string(glob)
+                if train:
+                    try:
+                        parse_train(train)
+                    except KnowledgeError as e:
+                        raise members_reader.fail(key, f"{train!r} is not a CUDA train (12.8, cu128)") from e
+                members.append((glob, train or None))
+            groups.append(VariantGroup(name, tuple(members)))
+    r.unknown({"by_name", "groups"})
+    return VariantsPolicy(by_name, tuple(groups))
+
+
+def _family_list(root: _Reader, name: str, known: tuple[str, ...]) -> tuple[str, ...]:
     """``audit.checks`` / ``audit.skip``: names of check families, each one known."""
     families = root.strings(name)
     for i, fam in enumerate(families):
-        if fam not in FAMILIES:
+        if fam not in known:
             raise root.fail(
-                f"{root.dotted(name)}[{i}]", f"unknown check family {fam!r} (known: {', '.join(FAMILIES)})"
+                f"{root.dotted(name)}[{i}]", f"unknown check family {fam!r} (known: {', '.join(known)})"
             )
     return families
 

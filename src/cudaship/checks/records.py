@@ -17,6 +17,18 @@ class Status(str, Enum):
     SKIP = "skip"
 
 
+class Severity(str, Enum):
+    """How much a check's failure matters, as the policy sets it (``[audit.severity]``): only a failed check
+    of severity ``error`` fails the audit (exit 1); ``warning`` and ``note`` are reported and do not."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    NOTE = "note"
+
+
+SEVERITIES: tuple[str, ...] = tuple(s.value for s in Severity)
+
+
 @dataclass(frozen=True)
 class Finding:
     """One piece of evidence: what is wrong (or, for informative checks, what was seen) and where."""
@@ -39,64 +51,121 @@ class Finding:
 @dataclass(frozen=True)
 class CheckResult:
     """A named check: ``family`` is the check family (``ships``, ``archs``, ...), ``name`` is unique per
-    wheel."""
+    wheel. ``rule`` names the kind of check inside its family when the family has several
+    (``closure.unused_imports``: ``rule="unused_imports"``), so the policy can set its severity;
+    ``severity`` is set by the engine from the policy (checks leave the default)."""
 
     name: str
     family: str
     status: Status
     reason: str  #: one line
     evidence: tuple[Finding, ...] = ()
+    rule: str | None = None
+    severity: Severity = Severity.ERROR
 
     @property
     def failed(self) -> bool:
+        """Failed, whatever its severity (see :attr:`is_error`)."""
         return self.status is Status.FAIL
 
+    @property
+    def is_error(self) -> bool:
+        """Failed with severity ``error``: fails the audit."""
+        return self.status is Status.FAIL and self.severity is Severity.ERROR
 
-def passed(family: str, name: str, reason: str, evidence: tuple[Finding, ...] = ()) -> CheckResult:
-    return CheckResult(name, family, Status.PASS, reason, evidence)
+    @property
+    def key(self) -> str:
+        """``family`` or ``family.rule``: what ``[audit.severity]`` keys name."""
+        return f"{self.family}.{self.rule}" if self.rule else self.family
 
 
-def failed(family: str, name: str, reason: str, evidence: tuple[Finding, ...] | list[Finding]) -> CheckResult:
-    return CheckResult(name, family, Status.FAIL, reason, tuple(evidence))
+def passed(
+    family: str, name: str, reason: str, evidence: tuple[Finding, ...] = (), *, rule: str | None = None
+) -> CheckResult:
+    return CheckResult(name, family, Status.PASS, reason, evidence, rule)
 
 
-def skipped(family: str, name: str, reason: str) -> CheckResult:
-    return CheckResult(name, family, Status.SKIP, reason)
+def failed(
+    family: str,
+    name: str,
+    reason: str,
+    evidence: tuple[Finding, ...] | list[Finding],
+    *,
+    rule: str | None = None,
+) -> CheckResult:
+    return CheckResult(name, family, Status.FAIL, reason, tuple(evidence), rule)
+
+
+def skipped(family: str, name: str, reason: str, *, rule: str | None = None) -> CheckResult:
+    return CheckResult(name, family, Status.SKIP, reason, (), rule)
 
 
 def verdict(
-    family: str, name: str, findings: list[Finding], ok_reason: str, fail_reason: str | None = None
+    family: str,
+    name: str,
+    findings: list[Finding],
+    ok_reason: str,
+    fail_reason: str | None = None,
+    *,
+    rule: str | None = None,
 ) -> CheckResult:
     """PASS with ``ok_reason`` when ``findings`` is empty, else FAIL with ``fail_reason`` (default: the
     first)."""
     if not findings:
-        return passed(family, name, ok_reason)
+        return passed(family, name, ok_reason, rule=rule)
     reason = fail_reason or findings[0].message
     if fail_reason is None and len(findings) > 1:
         reason = f"{reason} (and {len(findings) - 1} more)"
-    return failed(family, name, reason, findings)
+    return failed(family, name, reason, findings, rule=rule)
 
 
 @dataclass(frozen=True)
 class Summary:
+    """Counts of a set of checks. ``failed`` counts failures of severity error only (they fail the audit);
+    ``warnings`` and ``notes`` count failures of those severities."""
+
     total: int
     passed: int
     failed: int
     skipped: int
+    warnings: int = 0
+    notes: int = 0
 
     @classmethod
     def of(cls, checks: tuple[CheckResult, ...] | list[CheckResult]) -> Summary:
-        p = sum(1 for c in checks if c.status is Status.PASS)
-        f = sum(1 for c in checks if c.status is Status.FAIL)
-        s = sum(1 for c in checks if c.status is Status.SKIP)
-        return cls(len(checks), p, f, s)
+        def count(status: Status, severity: Severity | None = None) -> int:
+            return sum(
+                1 for c in checks if c.status is status and (severity is None or c.severity is severity)
+            )
+
+        return cls(
+            total=len(checks),
+            passed=count(Status.PASS),
+            failed=count(Status.FAIL, Severity.ERROR),
+            skipped=count(Status.SKIP),
+            warnings=count(Status.FAIL, Severity.WARNING),
+            notes=count(Status.FAIL, Severity.NOTE),
+        )
 
     def line(self) -> str:
         noun = "check" if self.total == 1 else "checks"
-        return f"{self.total} {noun}: {self.passed} passed, {self.failed} failed, {self.skipped} skipped"
+        parts = [f"{self.passed} passed", f"{self.failed} failed"]
+        if self.warnings:
+            parts.append(f"{self.warnings} warning{'s' if self.warnings != 1 else ''}")
+        if self.notes:
+            parts.append(f"{self.notes} note{'s' if self.notes != 1 else ''}")
+        parts.append(f"{self.skipped} skipped")
+        return f"{self.total} {noun}: {', '.join(parts)}"
 
     def as_dict(self) -> dict[str, int]:
-        return {"total": self.total, "passed": self.passed, "failed": self.failed, "skipped": self.skipped}
+        return {
+            "total": self.total,
+            "passed": self.passed,
+            "failed": self.failed,
+            "warnings": self.warnings,
+            "notes": self.notes,
+            "skipped": self.skipped,
+        }
 
 
 @dataclass(frozen=True)
@@ -107,7 +176,8 @@ class WheelFacts:
     name: str | None = None
     version: str | None = None
     local: str | None = None
-    train: str | None = None  #: ``13.2`` from ``+cu132``
+    train: str | None = None  #: ``13.2``: from ``--train``, the local tag (``+cu132``) or inferred
+    train_source: str | None = None  #: where :attr:`train` came from, one line (or why there is none)
     platform: str | None = None  #: ``linux``, ``windows``, ``macos`` or ``any``
     machine: str | None = None  #: ``x86_64``, ``aarch64`` or None for pure wheels
     tags: tuple[str, ...] = ()
@@ -151,4 +221,5 @@ class AuditReport:
 
     @property
     def ok(self) -> bool:
+        """No check failed with severity error (warnings and notes do not fail the audit)."""
         return self.summary.failed == 0

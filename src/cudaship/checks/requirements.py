@@ -12,7 +12,8 @@ from packaging.utils import canonicalize_name
 from cudaship.checks import nvidia
 from cudaship.checks.context import AuditContext
 from cudaship.checks.policy import expand_template
-from cudaship.checks.records import CheckResult, Finding, failed, verdict
+from cudaship.checks.records import CheckResult, Finding, failed, passed, verdict
+from cudaship.checks.resolve import Via, resolve
 from cudaship.errors import CudashipError
 from cudaship.wheel.metadata import DeclaredRequirement, normalize_specifier, parse_requirement
 
@@ -89,12 +90,13 @@ def _list(values: Iterable[str]) -> str:
 
 
 def _imports_provided(ctx: AuditContext) -> CheckResult:
-    """Every CUDA library imported dynamically is shipped or comes from a declared requirement of its
-    major."""
+    """Every CUDA library imported dynamically is shipped or comes from a declared requirement (directly,
+    through an extra, transitively, or loaded first by a required package), of the right CUDA major: the
+    provider is found by the library's exact file name, which carries the major."""
     name = "requirements: CUDA imports provided"
     findings: list[Finding] = []
+    evidence: list[Finding] = []
     seen = 0
-    declared = ctx.declared
     for path, report in sorted(ctx.libraries.items()):
         assert report.host is not None
         for imp in report.host.imports:
@@ -104,14 +106,21 @@ def _imports_provided(ctx: AuditContext) -> CheckResult:
             seen += 1
             if ctx.by_name.get(imp.library.lower()):
                 continue
-            problem = nvidia.provided_by(lib, declared, ctx.os)
-            if problem is not None:
-                findings.append(Finding(problem, file=path, symbol=imp.library))
-    return verdict(
+            res = resolve(ctx, path, report, imp)
+            if res.via is Via.ALLOWED:
+                continue
+            if res.via in (Via.UNRESOLVED, Via.SYSTEM, Via.PYTHON, Via.DRIVER):
+                problem = nvidia.provided_by(lib, ctx.declared, ctx.os)
+                findings.append(Finding(problem or f"imports {imp.library}: {res.detail}", file=path, symbol=imp.library))
+            else:
+                evidence.append(Finding(res.detail, file=path, symbol=imp.library))
+    if findings:
+        return verdict(FAMILY, name, findings, "")
+    return passed(
         FAMILY,
         name,
-        findings,
         f"{seen} CUDA library imports, each shipped or provided by a declared requirement"
         if seen
         else "no shipped library imports a CUDA library dynamically",
+        tuple(evidence),
     )

@@ -1,11 +1,16 @@
-"""Where each import of a shipped library is found once the wheel is installed.
+"""Where each import of a shipped library is found once the wheel is installed with its requirements.
 
 ELF: through the library's RUNPATH (or RPATH when it has no RUNPATH), ``$ORIGIN`` being its installed
 directory; a name with a ``/`` is a path. PE: the DLL's own directory, then the directories the policy says
-are
-added at run time (``os.add_dll_directory``). Mach-O: ``@loader_path`` / ``@rpath``. A directory can hold a
-shipped file, or a file a declared requirement installs (NVIDIA's wheels install into known directories).
-Names no search finds may still be the NVIDIA driver, the interpreter or an operating-system library.
+are added at run time and those a requirement's import adds (``os.add_dll_directory``: torch/lib). Mach-O:
+``@loader_path`` / ``@rpath``. A directory can hold a shipped file, or a file a declared requirement installs
+(the closure of :mod:`cudaship.checks.providers`), possibly only under an extra (then it passes with a note).
+
+Then, in order: the NVIDIA driver, the interpreter, the operating system, the policy's allow list; a library
+a required package loads on import before ours (torch preloads its libraries and their CUDA dependencies;
+the loader reuses a loaded library of the same soname / DLL name); a library the package finds at run time
+by name (cuda-pathfinder, ``onnxruntime.preload_dlls()``) that a requirement installs; a library of a build
+of a requirement other than the index's (torch's CUDA builds); a library loaded only on demand.
 """
 
 from __future__ import annotations
@@ -18,8 +23,11 @@ from cudaship.binary.records import FileFormat, Import
 from cudaship.checks import nvidia
 from cudaship.checks.context import AuditContext
 from cudaship.checks.policy import name_match
+from cudaship.checks.providers import WheelProviders
 from cudaship.inspection.records import FileReport
+from cudaship.knowledge.providers import builds_providing, conventions_for
 from cudaship.knowledge.system_libraries import Provider, provider_of
+from cudaship.providers.records import Provided, Reached
 
 _BINARY_OS = {FileFormat.PE: "windows", FileFormat.ELF: "linux", FileFormat.MACHO: "macos"}
 
@@ -27,6 +35,11 @@ _BINARY_OS = {FileFormat.PE: "windows", FileFormat.ELF: "linux", FileFormat.MACH
 class Via(str, Enum):
     SHIPPED = "shipped"
     REQUIREMENT = "requirement"
+    OPTIONAL = "optional"  #: installed by a requirement under one of the wheel's extras
+    PRELOADED = "preloaded"  #: loaded on import of a required package (torch) before ours
+    RUNTIME = "runtime"  #: found at run time by name (cuda-pathfinder, preload_dlls), a requirement installs it
+    BUILD = "build"  #: installed by another build of a requirement (torch's CUDA builds)
+    ON_DEMAND = "on-demand"  #: the importing library itself is loaded only when a feature is used
     DRIVER = "driver"
     SYSTEM = "system"
     PYTHON = "python"
@@ -39,6 +52,7 @@ class Resolution:
     via: Via
     target: str | None = None  #: installed path for SHIPPED / REQUIREMENT
     detail: str = ""  #: one phrase explaining the result (requirement name, why not found)
+    note: str | None = None  #: passes, but worth saying (an extra is needed, found at run time, ...)
 
     @property
     def ok(self) -> bool:
@@ -64,7 +78,9 @@ def search_dirs(ctx: AuditContext, path: str, report: FileReport) -> tuple[str, 
                     dirs.append("/" + d.lstrip("/") if d.startswith("/") else d)
         return tuple(dict.fromkeys(dirs))
     if report.format is FileFormat.PE:
-        return tuple(dict.fromkeys((origin, *ctx.policy.closure.runtime_dirs)))
+        return tuple(
+            dict.fromkeys((origin, *ctx.policy.closure.runtime_dirs, *ctx.providers.dll_directories))
+        )
     # Mach-O: @loader_path and @rpath entries
     dirs = [origin]
     for entry in host.rpath:
@@ -105,10 +121,11 @@ def resolve(ctx: AuditContext, path: str, report: FileReport, imp: Import) -> Re
         found = _in_dir(ctx, d, name, pe)
         if found is not None:
             return Resolution(Via.SHIPPED, found, f"shipped at {found}")
+    providers = ctx.providers
     for d in dirs:
-        req = nvidia.installed_by(ctx, d, name)
-        if req is not None:
-            return Resolution(Via.REQUIREMENT, posixpath.join(d, name), f"installed at {d} by {req}")
+        provided = _provided_in(providers, d, name, pe)
+        if provided is not None:
+            return _from_requirement(ctx, name, provided)
     # 3. the driver, the interpreter, the operating system, the policy's allow list
     provider = provider_of(name, platform, ctx.policy.closure.system_libraries)
     if provider is Provider.DRIVER:
@@ -118,7 +135,42 @@ def resolve(ctx: AuditContext, path: str, report: FileReport, imp: Import) -> Re
     allowed = name_match(ctx.policy.closure.allow, name)
     if allowed is not None:
         return Resolution(Via.ALLOWED, None, f"allowed by policy ({allowed})")
-    # 4. not found: say why, as precisely as possible
+    # 4. loaded before ours by a required package's import
+    base = posixpath.basename(name).lower()
+    pre = providers.preloaded.get(base)
+    if pre is not None:
+        file, loader = pre
+        who = f"{file.reached.label()}" if file.reached is not loader else loader.label()
+        note = f"provided when installed as {_own(ctx)}[{loader.extra}]" if loader.extra else None
+        return Resolution(
+            Via.PRELOADED,
+            file.path,
+            f"{name} ← {who}, loaded by `import {loader.dist.name}` first ({file.path})",
+            note,
+        )
+    # 5. found at run time by name wherever a requirement installs it
+    lookup = providers.runtime_lookup
+    anywhere = providers.named(name)
+    if lookup is not None and anywhere is not None:
+        note = f"found at run time by {lookup}"
+        if anywhere.reached.extra:
+            note = f"provided when installed as {_own(ctx)}[{anywhere.reached.extra}]; {note}"
+        return Resolution(
+            Via.RUNTIME, anywhere.path, f"{name} ← {anywhere.reached.label()} at {anywhere.path}", note
+        )
+    # 6. another build of a requirement that is loaded first (torch's CUDA builds)
+    for r in providers.closure.reached:
+        if not any(c.preloads for c in conventions_for(r.dist.name)):
+            continue
+        build = builds_providing(r.dist.name, posixpath.basename(name), platform)
+        if build is not None:
+            note = f"provided by {build.note}, not by {r.dist.name} {r.dist.version} from {_source_kind(r)}"
+            return Resolution(Via.BUILD, None, f"{name} ← {r.dist.name} (CUDA {build.cuda} build) via {r.via}", note)
+    # 7. the importing library is loaded only on demand
+    what = providers.on_demand(path)
+    if what is not None:
+        return Resolution(Via.ON_DEMAND, None, f"{path} is loaded only by {what}", f"{name}: needed only by {what}")
+    # 8. not found: say why, as precisely as possible
     shipped_elsewhere = ctx.by_name.get(posixpath.basename(name).lower(), [])
     where = ", ".join(dirs) if dirs else "none"
     if shipped_elsewhere:
@@ -127,12 +179,47 @@ def resolve(ctx: AuditContext, path: str, report: FileReport, imp: Import) -> Re
             None,
             f"shipped at {shipped_elsewhere[0]} but not on the search path (searched: {where})",
         )
+    if anywhere is not None:
+        return Resolution(
+            Via.UNRESOLVED,
+            None,
+            f"{anywhere.reached.label()} installs it at {anywhere.path}, which the search path does not reach "
+            f"(searched: {where})",
+        )
     hint = nvidia.requirement_hint(ctx, name)
     if hint:
         return Resolution(Via.UNRESOLVED, None, f"{hint}; searched: {where}")
     return Resolution(
-        Via.UNRESOLVED, None, f"not shipped, not a system library, not declared (searched: {where})"
+        Via.UNRESOLVED, None, f"not shipped, not a system library, no requirement provides it (searched: {where})"
     )
+
+
+def _own(ctx: AuditContext) -> str:
+    return ctx.scan.dist.metadata.name
+
+
+def _source_kind(r: Reached) -> str:
+    return r.dist.source.split(" ", 1)[0]
+
+
+def _provided_in(providers: WheelProviders, directory: str, name: str, case_insensitive: bool) -> Provided | None:
+    candidate = posixpath.normpath(posixpath.join(directory, name)) if directory != "." else name
+    if not case_insensitive:
+        return providers.installed(candidate)
+    for p in providers.by_name.get(posixpath.basename(name).lower(), ()):
+        if p.path.lower() == candidate.lower():
+            return p
+    return None
+
+
+def _from_requirement(ctx: AuditContext, name: str, provided: Provided) -> Resolution:
+    reached = provided.reached
+    detail = f"{name} ← {reached.label()} at {provided.path}"
+    if reached.extra:
+        return Resolution(
+            Via.OPTIONAL, provided.path, detail, f"provided when installed as {_own(ctx)}[{reached.extra}]"
+        )
+    return Resolution(Via.REQUIREMENT, provided.path, detail)
 
 
 def _macho_name(name: str) -> str:

@@ -20,7 +20,6 @@ import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from cudaship.ci.archs import TrainInfo, normalize_machine
 from cudaship.errors import KnowledgeError, ToolkitError, UsageError
 from cudaship.knowledge import _data
 from cudaship.knowledge.archs import ArchList
+from cudaship.once import once
 from cudaship.toolkit.records import TOOLKIT_MANIFEST as TOOLKIT_MANIFEST  # at every toolkit root
 
 SCHEMA_VERSION = 1
@@ -106,7 +106,7 @@ class CMakePlan:
 # ---------------------------------------------------------------------------------------------- rules
 
 
-@cache
+@once
 def rules() -> dict[str, Any]:
     """``knowledge/data/cmake_rules.toml``."""
     return _data.load("cmake_rules.toml")

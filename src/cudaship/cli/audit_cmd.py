@@ -17,10 +17,13 @@ from cudaship.checks.records import AuditReport
 from cudaship.cli.common import format_option, output_option
 from cudaship.cli.progress import ByteProgress
 from cudaship.config import load_config
-from cudaship.errors import UsageError
+from cudaship.errors import KnowledgeError, UsageError
 from cudaship.exitcodes import ExitCode
 from cudaship.formats import audit_json, audit_junit, audit_markdown, audit_text
 from cudaship.formats.output import write_report
+from cudaship.knowledge.trains import Train, parse_train
+from cudaship.providers.index import DEFAULT_INDEX
+from cudaship.providers.options import ProviderOptions
 
 
 class _ProgressBar(ByteProgress, AuditObserver):
@@ -42,6 +45,15 @@ def _parse_report_option(value: str) -> tuple[str, str]:
     if not sep or not path or fmt not in _FORMATS:
         raise UsageError(f"--report {value!r}: expected FORMAT=FILE with FORMAT one of {', '.join(_FORMATS)}")
     return fmt, path
+
+
+def _parse_train_option(value: str | None) -> Train | None:
+    if value is None:
+        return None
+    try:
+        return parse_train(value)
+    except KnowledgeError as e:
+        raise UsageError(f"--train: {e.message}") from e
 
 
 def _render(report: AuditReport, fmt: str, *, color: bool, verbose: bool) -> str:
@@ -79,6 +91,51 @@ def _render(report: AuditReport, fmt: str, *, color: bool, verbose: bool) -> str
     "--progress/--no-progress", default=None, help="Progress bar on stderr (default: when a terminal)."
 )
 @click.option(
+    "--env",
+    "env",
+    metavar="PYTHON|DIR",
+    default=None,
+    help="Look requirements up first in this installed environment: a Python interpreter or a "
+    "site-packages directory (RECORD files of installed distributions).",
+)
+@click.option(
+    "--find-links",
+    "find_links",
+    multiple=True,
+    metavar="DIR",
+    help="Then in this wheelhouse (a directory of wheels); repeatable.",
+)
+@click.option(
+    "--index-url",
+    "index_url",
+    default=DEFAULT_INDEX,
+    show_default=True,
+    envvar="CUDASHIP_INDEX_URL",
+    metavar="URL",
+    help="Then in this package index (PEP 691 JSON; PEP 658 metadata; wheels read with HTTP range requests).",
+)
+@click.option(
+    "--offline",
+    is_flag=True,
+    envvar="CUDASHIP_OFFLINE",
+    help="Do not use the network: the index only through the on-disk cache, then the knowledge table.",
+)
+@click.option(
+    "--cache-dir",
+    "cache_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="On-disk cache of index answers (default: $CUDASHIP_CACHE_DIR, else ~/.cache/cudaship).",
+)
+@click.option(
+    "--train",
+    "train_text",
+    default=None,
+    metavar="TRAIN",
+    help="The CUDA train the wheels are built for (13.0, cu130), for wheels whose version has no +cuXYZ tag: "
+    "overrides the tag and the inference (default: the tag, else inferred; the report says from what).",
+)
+@click.option(
     "--jobs",
     "-j",
     type=click.IntRange(1, 64),
@@ -94,20 +151,41 @@ def command(
     verbose: bool,
     progress: bool | None,
     jobs: int | None,
+    env: str | None,
+    find_links: tuple[str, ...],
+    index_url: str,
+    offline: bool,
+    cache_dir: Path | None,
+    train_text: str | None,
 ) -> int:
     """Audit WHEEL(s) against their CUDA contract: files, imports, archs, requirements, ownership, closure."""
     for w in wheels:
         if not Path(w).is_file():
             raise UsageError("no such file" if not Path(w).exists() else "not a file", path=w)
     extras = [_parse_report_option(value) for value in extra_reports]
+    providers = ProviderOptions(
+        env=env,
+        find_links=find_links,
+        index_url=index_url or None,
+        offline=offline,
+        cache_dir=cache_dir,
+    )
+    for d in find_links:
+        if not Path(d).is_dir():
+            raise UsageError("not a directory", path=d)
+    if env is not None and not Path(env).exists():
+        raise UsageError("no such file or directory", path=env)
+    train = _parse_train_option(train_text)
     config = load_config(policy_file)
     policy = load_policy(config)
     show_progress = progress if progress is not None else sys.stderr.isatty()
     if show_progress:
         with _ProgressBar() as bar:
-            report = audit_wheels(wheels, policy, observer=bar, workers=jobs)
+            report = audit_wheels(
+                wheels, policy, observer=bar, workers=jobs, providers=providers, train=train
+            )
     else:
-        report = audit_wheels(wheels, policy, workers=jobs)
+        report = audit_wheels(wheels, policy, workers=jobs, providers=providers, train=train)
 
     for error in report.errors:
         click.echo(f"cudaship: error: {error}", err=True)

@@ -15,7 +15,10 @@ from typing import Any
 from cudaship import __version__
 from cudaship.checks.records import AuditReport, CheckResult, WheelAudit
 
-SCHEMA_VERSION = 1
+#: 2: every check has ``severity`` (error|warning|note) and ``rule``; ``summary.failed`` counts failures of
+#: severity error only (``warnings`` and ``notes`` count the others); wheels have ``train_source``, and
+#: ``train`` may be given by ``--train`` or inferred, not only read from the local tag.
+SCHEMA_VERSION = 2
 
 
 def _check(check: CheckResult, wheel: WheelAudit) -> dict[str, Any]:
@@ -24,6 +27,8 @@ def _check(check: CheckResult, wheel: WheelAudit) -> dict[str, Any]:
         "name": check.name,
         "family": check.family,
         "status": check.status.value,
+        "severity": check.severity.value,
+        "rule": check.rule,
         "reason": check.reason,
         "evidence": [f.as_dict() for f in check.evidence],
     }
@@ -38,6 +43,7 @@ def _wheel(wheel: WheelAudit) -> dict[str, Any]:
         "version": f.version,
         "local": f.local,
         "train": f.train,
+        "train_source": f.train_source,
         "platform": f.platform,
         "machine": f.machine,
         "tags": list(f.tags),

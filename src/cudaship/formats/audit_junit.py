@@ -1,11 +1,15 @@
 """``cudaship audit --format junit``: JUnit XML with one testcase per check (one testsuite per wheel), so CI
-dashboards list every check; failures carry the reason as message and the evidence as text."""
+dashboards list every check; failures carry the reason as message and the evidence as text.
+
+Only checks that failed with severity error are ``<failure>``s: a warning or a note is a passing testcase
+whose ``<system-out>`` starts with ``warning:`` / ``note:`` and that carries a ``severity`` property (JUnit
+has no warning outcome; a dashboard that counted them as failures would fail builds the audit passes)."""
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from cudaship.checks.records import AuditReport, Status
+from cudaship.checks.records import AuditReport, Severity, Status
 from cudaship.formats.audit_text import finding_text
 
 
@@ -43,7 +47,17 @@ def render(report: AuditReport) -> str:
             case = ET.SubElement(
                 suite, "testcase", classname=f"cudaship.audit.{check.family}", name=check.name
             )
-            if check.status is Status.FAIL:
+            if check.status is Status.FAIL:  # what the severity of a passing check would be is noise
+                case_props = ET.SubElement(case, "properties")
+                ET.SubElement(case_props, "property", name="severity", value=check.severity.value)
+                if check.rule:
+                    ET.SubElement(case_props, "property", name="rule", value=check.rule)
+            if check.status is Status.FAIL and check.severity is not Severity.ERROR:
+                out = ET.SubElement(case, "system-out")
+                lines = [f"{check.severity.value}: {check.reason}"]
+                lines += [finding_text(f) for f in check.evidence]
+                out.text = "\n".join(lines)
+            elif check.status is Status.FAIL:
                 failure = ET.SubElement(case, "failure", message=check.reason, type=check.family)
                 failure.text = "\n".join(finding_text(f) for f in check.evidence) or check.reason
             elif check.status is Status.SKIP:

@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
-from cudaship.checks.records import AuditReport, Status
+from cudaship.checks.records import AuditReport, CheckResult, Severity, Status
 from cudaship.formats.audit_text import finding_text
 
-_ICON = {Status.PASS: "✅ pass", Status.FAIL: "❌ fail", Status.SKIP: "⏭️ skip"}
+_ICON = {Status.PASS: "✅ pass", Status.SKIP: "⏭️ skip"}
+_FAILED = {Severity.ERROR: "❌ fail", Severity.WARNING: "⚠️ warning", Severity.NOTE: "📝 note"}
+
+
+def _icon(check: CheckResult) -> str:
+    return _FAILED[check.severity] if check.status is Status.FAIL else _ICON[check.status]
 
 
 def _cell(text: str) -> str:
@@ -19,7 +24,7 @@ def render(report: AuditReport) -> str:
     policy = f"`{_cell(report.policy_source)}`" if report.policy_source else "none"
     if report.policy_default:
         policy += " (built-in default checks)"
-    mark = "❌" if summary.failed else "✅"
+    mark = "❌" if summary.failed else ("⚠️" if summary.warnings else "✅")
     out += [f"{mark} **{summary.line()}** · policy: {policy}", ""]
     for wheel in report.wheels:
         f = wheel.facts
@@ -27,16 +32,20 @@ def render(report: AuditReport) -> str:
         out.append("")
         facts = [x for x in (f"{f.name} {f.version}" if f.name else None, f.platform, f.machine) if x]
         if f.train:
-            facts.append(f"train {f.train}")
+            inferred = f.train_source and not (f.local and f.train_source.startswith("local tag"))
+            facts.append(f"train {f.train}" + (f" ({f.train_source})" if inferred else ""))
         facts.append(wheel.summary.line())
         out += [" · ".join(_cell(x) for x in facts), ""]
         out += ["| result | check | reason |", "|---|---|---|"]
         for check in wheel.checks:
-            out.append(f"| {_ICON[check.status]} | {_cell(check.name)} | {_cell(check.reason)} |")
+            out.append(f"| {_icon(check)} | {_cell(check.name)} | {_cell(check.reason)} |")
         out.append("")
         failures = [c for c in wheel.checks if c.status is Status.FAIL and c.evidence]
         if failures:
-            out += [f"<details><summary>Evidence for {len(failures)} failed checks</summary>", ""]
+            out += [
+                f"<details><summary>Evidence for {len(failures)} failed checks (any severity)</summary>",
+                "",
+            ]
             for check in failures:
                 out.append(f"**{_cell(check.name)}**")
                 out.append("")

@@ -1,6 +1,6 @@
-"""``cudaship audit --format text``: per wheel, one line per check (PASS/FAIL/SKIP, name, reason), the
-evidence
-under each failure, and as the very last line the count: ``55 checks: 54 passed, 1 failed, 0 skipped``."""
+"""``cudaship audit --format text``: per wheel, one line per check (PASS, FAIL, WARN, NOTE or SKIP: a failed
+check shows its severity; only FAIL fails the audit), the evidence under each failure, and as the very last
+line the count: ``55 checks: 50 passed, 1 failed, 4 warnings, 0 skipped``."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import io
 from rich.console import Console
 from rich.markup import escape
 
-from cudaship.checks.records import AuditReport, CheckResult, Finding, Status, WheelAudit
+from cudaship.checks.records import AuditReport, CheckResult, Finding, Severity, Status, WheelAudit
 from cudaship.formats.console import text_console
 
-_STYLE = {Status.PASS: "green", Status.FAIL: "bold red", Status.SKIP: "yellow"}
-_LABEL = {Status.PASS: "PASS", Status.FAIL: "FAIL", Status.SKIP: "SKIP"}
+_STYLE = {"PASS": "green", "FAIL": "bold red", "WARN": "bold yellow", "NOTE": "cyan", "SKIP": "yellow"}
+_FAILED_LABEL = {Severity.ERROR: "FAIL", Severity.WARNING: "WARN", Severity.NOTE: "NOTE"}
 #: Evidence lines shown per failed check before "... and N more".
 EVIDENCE_SHOWN = 20
 
@@ -33,7 +33,7 @@ def render(report: AuditReport, *, color: bool = False, width: int = 120, verbos
         console.print(f"note: {escape(note)}")
     console.print()
     summary = report.summary
-    style = "bold red" if summary.failed else "bold green"
+    style = "bold red" if summary.failed else ("bold yellow" if summary.warnings else "bold green")
     console.print(f"[{style}]{escape(summary.line())}[/]")
     return buffer.getvalue()
 
@@ -48,15 +48,24 @@ def _wheel(console: Console, wheel: WheelAudit, verbose: bool) -> None:
     ]
     bits.append(f"{f.files} files, {f.native_files} native")
     console.print(f"[bold]{escape(f.filename)}[/]  ({escape(' · '.join(b for b in bits if b))})")
+    if f.train_source and not (f.local and f.train_source.startswith("local tag")):
+        console.print(f"  train: {escape(f.train_source)}")
     for note in wheel.notes:
         console.print(f"  note: {escape(note)}")
     for check in wheel.checks:
         _check(console, check, verbose)
 
 
+def status_label(check: CheckResult) -> str:
+    """``PASS``, ``SKIP``, or for a failed check its severity: ``FAIL`` (error), ``WARN``, ``NOTE``."""
+    if check.status is Status.FAIL:
+        return _FAILED_LABEL[check.severity]
+    return "PASS" if check.status is Status.PASS else "SKIP"
+
+
 def _check(console: Console, check: CheckResult, verbose: bool) -> None:
-    label = _LABEL[check.status]
-    console.print(f"  [{_STYLE[check.status]}]{label}[/]  {escape(check.name)} — {escape(check.reason)}")
+    label = status_label(check)
+    console.print(f"  [{_STYLE[label]}]{label}[/]  {escape(check.name)} — {escape(check.reason)}")
     if check.status is Status.FAIL or verbose:
         shown = check.evidence if verbose else check.evidence[:EVIDENCE_SHOWN]
         for finding in shown:
@@ -74,8 +83,12 @@ def finding_text(f: Finding) -> str:
     return f.message + (f"  [{', '.join(where)}]" if where else "")
 
 
+_ANNOTATION = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: "notice"}
+
+
 def github_annotations(report: AuditReport) -> str:
-    """``::error`` workflow commands, one per failed check (GitHub Actions shows them on the run)."""
+    """``::error`` / ``::warning`` / ``::notice`` workflow commands, one per failed check by its severity
+    (GitHub Actions shows them on the run)."""
     lines = []
     for wheel in report.wheels:
         for check in wheel.checks:
@@ -85,7 +98,8 @@ def github_annotations(report: AuditReport) -> str:
             detail = check.reason
             if check.evidence:
                 detail += "\n" + "\n".join(finding_text(f) for f in check.evidence[:EVIDENCE_SHOWN])
-            lines.append(f"::error title={title}::{_escape_data(f'{wheel.facts.filename}: {detail}')}")
+            command = _ANNOTATION[check.severity]
+            lines.append(f"::{command} title={title}::{_escape_data(f'{wheel.facts.filename}: {detail}')}")
     return "\n".join(lines) + ("\n" if lines else "")
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import sys
-from functools import cache
 from importlib import resources
 from typing import Any
 
 from cudaship.errors import KnowledgeError
+from cudaship.once import once
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -15,7 +15,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 
-@cache
+@once
 def load(name: str) -> dict[str, Any]:
     """Parse ``data/<name>`` (shipped with the package). A broken data file is a KnowledgeError naming it."""
     try:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from cudaship.config import ProjectConfig
@@ -24,6 +23,7 @@ from cudaship.errors import KnowledgeError, PolicyError, UnknownTrainError
 from cudaship.knowledge import _data
 from cudaship.knowledge.archs import ArchList, parse_arch, parse_arch_list
 from cudaship.knowledge.trains import Train, as_train, parse_train
+from cudaship.once import once
 
 #: Machine spellings accepted in tables and on the command line → the table's key.
 MACHINE_ALIASES: dict[str, str] = {
@@ -138,7 +138,7 @@ class ArchTable:
         return row[key]
 
 
-@cache
+@once
 def default_arch_table() -> ArchTable:
     """The built-in table of data/arch_tables.toml (the release contract's lists; cu134 assumed as cu132)."""
     return ArchTable.from_mapping(_data.table("arch_tables.toml", "archs"), "the built-in arch table")

@@ -29,11 +29,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import cache
 from typing import TYPE_CHECKING
 
 from cudaship.errors import KnowledgeError
 from cudaship.knowledge import _data
+from cudaship.once import once
 
 if TYPE_CHECKING:
     from cudaship.knowledge.trains import Train
@@ -105,17 +105,17 @@ class Arch:
         return self.sass_name
 
 
-@cache
+@once
 def _capabilities() -> dict[str, str]:
     return {str(k): str(v) for k, v in _data.table("arch_names.toml", "capabilities").items()}
 
 
-@cache
+@once
 def _variant_floors() -> dict[str, int]:
     return {str(k): int(v) for k, v in _data.table("arch_names.toml", "variants").items()}
 
 
-@cache
+@once
 def _torch_names() -> dict[str, str]:
     return {str(k).lower(): str(v) for k, v in _data.table("arch_names.toml", "torch_names").items()}
 

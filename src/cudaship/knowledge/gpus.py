@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cache
 
 from cudaship.errors import KnowledgeError
 from cudaship.knowledge import _data
 from cudaship.knowledge.archs import Arch, parse_arch
+from cudaship.once import once
 
 DATA_FILE = "gpus.toml"
 
@@ -34,7 +34,7 @@ class GpuGroup:
         return f"{head} ({names})" if names else head
 
 
-@cache
+@once
 def gpu_groups() -> tuple[GpuGroup, ...]:
     """Every capability in gpus.toml, oldest first."""
     groups = []

@@ -7,13 +7,13 @@ Every fact lives in the data file; these functions only read and validate it. Lo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from cudaship.errors import KnowledgeError, UnknownTrainError
 from cudaship.knowledge import _data
 from cudaship.knowledge.archs import Arch, ArchList, Target
 from cudaship.knowledge.trains import Train, as_train, parse_train
+from cudaship.once import once
 
 DATA_FILE = "releases.toml"
 
@@ -121,7 +121,7 @@ def _release(key: str, raw: Any) -> Release:
         raise KnowledgeError(f"{where}: {e}") from e
 
 
-@cache
+@once
 def releases() -> tuple[Release, ...]:
     """Every release the data knows, oldest first."""
     table = _data.table(DATA_FILE, "releases")

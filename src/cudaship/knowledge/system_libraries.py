@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import fnmatch
 from enum import Enum
-from functools import cache
 
 from cudaship.errors import KnowledgeError
 from cudaship.knowledge import _data, libraries
+from cudaship.once import once
 
 _FILE = "system_libraries.toml"
 PLATFORMS = ("linux", "windows", "macos")
@@ -30,7 +30,7 @@ def _strings(value: object, where: str) -> tuple[str, ...]:
     return tuple(v.lower() for v in value)
 
 
-@cache
+@once
 def _tables() -> tuple[dict[str, tuple[str, ...]], tuple[str, ...]]:
     """(system library names per platform, the interpreter's library names: the same on every platform)."""
     system = {

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from cudaship.errors import KnowledgeError, UnknownTrainError
 from cudaship.knowledge import _data
 from cudaship.knowledge.trains import parse_train
+from cudaship.once import once
 
 RELEASES_FILE = "toolkit_releases.toml"
 COMPONENTS_FILE = "toolkit_components.toml"
@@ -34,7 +34,7 @@ class SourceName:
     note: str | None = None  #: what a user should know about this source's package in that release
 
 
-@cache
+@once
 def trains() -> dict[str, str]:
     """Known trains (``"13.2"``) -> their default release (``"13.2.2"``), oldest first."""
     raw = _data.table(RELEASES_FILE, "trains")
@@ -46,7 +46,7 @@ def trains() -> dict[str, str]:
     return dict(sorted(result.items(), key=lambda item: _key(item[0])))
 
 
-@cache
+@once
 def releases() -> dict[str, dict[str, Any]]:
     """Known exact releases -> their table (``notes``), oldest first."""
     raw = _data.table(RELEASES_FILE, "releases")
@@ -76,7 +76,7 @@ def release_notes(release: str) -> str | None:
     return notes if isinstance(notes, str) else None
 
 
-@cache
+@once
 def _components() -> dict[str, dict[str, Any]]:
     raw = _data.table(COMPONENTS_FILE, "components")
     for name, info in raw.items():
@@ -85,7 +85,7 @@ def _components() -> dict[str, dict[str, Any]]:
     return raw
 
 
-@cache
+@once
 def component_sets() -> dict[str, tuple[str, ...]]:
     raw = _data.table(COMPONENTS_FILE, "sets")
     known = _components()

@@ -1,0 +1,207 @@
+"""The checks table: every check family of the audit in one place.
+
+Each row names the family, says in one line what it checks, gives its run function, its default severity,
+whether the built-in default policy runs it, the parser of its ``[audit.<family>]`` policy section, and the
+rules inside it that the policy can give their own severity (``[audit.severity] "closure.unused_imports" =
+"error"``). The engine runs the families in this order; the policy parser, the JSON schema's ``family`` enum,
+the ``[audit.severity]`` keys and docs/policy.md's list of families all come from here (tests/checks/
+test_table.py ties them together).
+
+A result names its rule itself (``CheckResult.rule``) or, for families that do not, the rule whose ``prefix``
+starts the check's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cudaship.checks import (
+    archs,
+    closure,
+    collisions,
+    consistency,
+    imports,
+    ownership,
+    policy,
+    record,
+    requirements,
+    ships,
+)
+from cudaship.checks.context import AuditContext
+from cudaship.checks.records import CheckResult, Severity
+
+CheckFn = Callable[[AuditContext], list[CheckResult]]
+SectionParser = Callable[["policy._Reader"], "policy.Section | None"]
+
+ERROR, WARNING, NOTE = Severity.ERROR, Severity.WARNING, Severity.NOTE
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A kind of check inside a family whose severity the policy can set on its own."""
+
+    name: str
+    severity: Severity
+    what: str
+    prefix: str | None = None  #: a check name starting with this is of this rule (when it names none)
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    what: str  #: one line, for docs and ``--help``
+    run: CheckFn
+    severity: Severity = ERROR  #: default severity of its results (rules may differ)
+    default: bool = False  #: the built-in default policy runs it (it needs no project knowledge)
+    section: SectionParser | None = None  #: parser of ``[audit.<name>]``; None: the family takes no options
+    rules: tuple[Rule, ...] = ()
+
+
+FAMILIES: tuple[Family, ...] = (
+    Family(
+        "record",
+        "every file matches RECORD (hash and size), none missing or unlisted; every native file readable",
+        record.run,
+        default=True,
+    ),
+    Family(
+        "ships",
+        "required files are in the wheel; import libraries pair with their DLLs",
+        ships.run,
+        section=policy.parse_ships,
+    ),
+    Family(
+        "forbidden_imports",
+        "libraries do not import what a rule forbids (e.g. no CUDA library in the Python module)",
+        imports.run_forbidden,
+        section=policy.parse_forbidden_imports,
+    ),
+    Family(
+        "required_imports",
+        "libraries import (or load by name) what a rule requires",
+        imports.run_required,
+        section=policy.parse_required_imports,
+    ),
+    Family(
+        "archs",
+        "device code: the expected SASS per library, PTX loaded at run time, forward-compatible PTX",
+        archs.run,
+        default=True,
+        section=policy.parse_archs,
+        rules=(
+            Rule(
+                "relocatable_ptx",
+                WARNING,
+                "a library's PTX is only in relocatable fatbins (linked, never loaded at run time)",
+                "archs: loadable PTX in ",
+            ),
+            Rule(
+                "forward_ptx",
+                WARNING,
+                "no loadable PTX for a library's newest SASS arch or newer: GPUs after it cannot JIT",
+                "archs: forward-compatible PTX in ",
+            ),
+            Rule(
+                "expected", ERROR, "the expected arch list for the wheel's train", "archs: expected arch list"
+            ),
+            Rule("sass", ERROR, "a library carries exactly the expected archs", "archs: "),
+        ),
+    ),
+    Family(
+        "requirements",
+        "declared requirements match the policy's per platform and provide the CUDA libraries imported",
+        requirements.run,
+        default=True,
+        section=policy.parse_requirements,
+        rules=(
+            Rule(
+                "variant",
+                NOTE,
+                "CUDA imports not provided only for variants whose siblings are (another environment's)",
+            ),
+        ),
+    ),
+    Family(
+        "ownership",
+        "each component's sentinel symbols are defined by its owning library only",
+        ownership.run,
+        section=policy.parse_ownership,
+    ),
+    Family(
+        "closure",
+        "every library's imports resolve as the loader would resolve them; no needed library goes unused",
+        closure.run,
+        default=True,
+        section=policy.parse_closure,
+        rules=(
+            Rule(
+                "variant",
+                NOTE,
+                "a variant's imports do not resolve but a sibling's do: it is for another environment",
+            ),
+            Rule(
+                "unused_imports",
+                WARNING,
+                "a DT_NEEDED / imported DLL none of whose symbols is used",
+                "closure: unused imports in ",
+            ),
+        ),
+    ),
+    Family(
+        "collisions",
+        "no paths differing only by case; distinct import library names; SONAMEs match file names",
+        collisions.run,
+        default=True,
+        section=policy.parse_collisions,
+    ),
+    Family(
+        "consistency",
+        "the CUDA train named by the tag, cudart imports, PTX ISA and cubin toolkits agree",
+        consistency.run,
+        default=True,
+    ),
+)
+
+_BY_NAME = {f.name: f for f in FAMILIES}
+
+
+def family_names() -> tuple[str, ...]:
+    return tuple(f.name for f in FAMILIES)
+
+
+def default_families() -> tuple[str, ...]:
+    return tuple(f.name for f in FAMILIES if f.default)
+
+
+def severity_keys() -> tuple[str, ...]:
+    """Every key ``[audit.severity]`` accepts: each family, and ``family.rule`` for each rule."""
+    keys: list[str] = []
+    for f in FAMILIES:
+        keys.append(f.name)
+        keys.extend(f"{f.name}.{r.name}" for r in f.rules)
+    return tuple(keys)
+
+
+def rule_of(result: CheckResult) -> str | None:
+    """The rule a result belongs to: its own, else the first of its family whose prefix starts its name."""
+    if result.rule is not None:
+        return result.rule
+    family = _BY_NAME.get(result.family)
+    if family is None:
+        return None
+    for rule in family.rules:
+        if rule.prefix is not None and result.name.startswith(rule.prefix):
+            return rule.name
+    return None
+
+
+def default_severity(family: str, rule: str | None) -> Severity:
+    """The table's severity for ``family`` (and ``rule`` in it); an unknown family is an error."""
+    row = _BY_NAME.get(family)
+    if row is None:
+        return ERROR
+    for r in row.rules:
+        if r.name == rule:
+            return r.severity
+    return row.severity

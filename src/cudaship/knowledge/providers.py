@@ -1,0 +1,218 @@
+"""Provider knowledge (``data/providers.toml``): loader conventions of packages, and, for offline use, what
+NVIDIA's and a few major packages install.
+
+* :func:`conventions_for` — the conventions of a project (torch preloads; cupy and onnxruntime-gpu find CUDA
+  libraries at run time; libraries loaded on demand).
+* :func:`known_distribution` — an offline stand-in for a distribution: NVIDIA component projects from
+  ``nvidia_libraries.toml``; the ``cuda-toolkit`` metapackage's extras; torch's files.
+* :func:`builds_providing` — a build of a project other than the one on the index (torch's CUDA builds on
+  download.pytorch.org) known to install a file.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from packaging.specifiers import SpecifierSet
+
+from cudaship.errors import KnowledgeError
+from cudaship.knowledge import _data
+from cudaship.knowledge.libraries import components, library_file, pypi_package
+from cudaship.once import once
+
+_FILE = "providers.toml"
+
+
+@dataclass(frozen=True)
+class Convention:
+    project: str  #: glob over canonical project names
+    preloads: bool = False
+    dll_directories: tuple[str, ...] = ()
+    runtime_lookup: str | None = None
+    on_demand: tuple[tuple[str, str], ...] = ()  #: (glob of a library path, what loads it)
+    requirement: str | None = None  #: applies to any project declaring this requirement
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class KnownDistribution:
+    name: str
+    version: str
+    requires_dist: tuple[str, ...]
+    files: tuple[str, ...]
+    extras: tuple[str, ...]
+    source: str
+
+
+@dataclass(frozen=True)
+class Build:
+    """A build of ``project`` known to install ``files`` (not necessarily the one on the index)."""
+
+    project: str
+    os: str
+    cuda: int
+    files: tuple[str, ...]
+    note: str
+    source: str
+
+
+def _strs(value: Any, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise KnowledgeError(f"{_FILE}: {where} must be a list of strings")
+    return tuple(value)
+
+
+@once
+def _conventions() -> tuple[Convention, ...]:
+    rows = _data.load(_FILE).get("conventions", [])
+    out = []
+    for i, row in enumerate(rows):
+        where = f"conventions[{i}]"
+        if not isinstance(row, dict) or not isinstance(row.get("project"), str) or not row.get("source"):
+            raise KnowledgeError(f"{_FILE}: {where} needs a project and a source")
+        pairs = []
+        for pair in row.get("on_demand", []):
+            if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
+                raise KnowledgeError(f"{_FILE}: {where}.on_demand entries are [glob, what] pairs")
+            pairs.append((pair[0], pair[1]))
+        out.append(
+            Convention(
+                project=row["project"],
+                preloads=bool(row.get("preloads", False)),
+                dll_directories=_strs(row.get("dll_directories"), f"{where}.dll_directories"),
+                runtime_lookup=row.get("runtime_lookup"),
+                on_demand=tuple(pairs),
+                requirement=row.get("requirement"),
+                source=str(row["source"]),
+            )
+        )
+    return tuple(out)
+
+
+def conventions_for(project: str, requirements: tuple[str, ...] = ()) -> tuple[Convention, ...]:
+    """The conventions that apply to ``project`` (canonical name) declaring ``requirements`` (canonical
+    names)."""
+    out = []
+    for c in _conventions():
+        if not fnmatch.fnmatchcase(project, c.project):
+            continue
+        if c.requirement is not None and c.requirement not in requirements:
+            continue
+        out.append(c)
+    return tuple(out)
+
+
+@once
+def _toolkit_extras() -> dict[int, dict[str, tuple[str, ...]]]:
+    table = _data.load(_FILE).get("cuda_toolkit", {})
+    out: dict[int, dict[str, tuple[str, ...]]] = {}
+    for major, extras in table.items():
+        if not str(major).isdigit() or not isinstance(extras, dict):
+            raise KnowledgeError(f"{_FILE}: [cuda_toolkit.{major}] must be a table named by a CUDA major")
+        out[int(major)] = {k: _strs(v, f"cuda_toolkit.{major}.{k}") for k, v in extras.items()}
+    return out
+
+
+@dataclass(frozen=True)
+class _Known:
+    project: str
+    os: str
+    cuda: int
+    files: tuple[str, ...]
+    requires: tuple[str, ...]
+    build: bool
+    components: tuple[str, ...]
+    note: str
+    source: str
+
+
+@once
+def _known() -> tuple[_Known, ...]:
+    out = []
+    for i, row in enumerate(_data.load(_FILE).get("known", [])):
+        where = f"known[{i}]"
+        if not isinstance(row, dict) or not row.get("source") or not isinstance(row.get("cuda"), int):
+            raise KnowledgeError(f"{_FILE}: {where} needs a project, os, cuda major and a source")
+        out.append(
+            _Known(
+                str(row["project"]),
+                str(row["os"]),
+                int(row["cuda"]),
+                _strs(row.get("files"), f"{where}.files"),
+                _strs(row.get("requires"), f"{where}.requires"),
+                bool(row.get("build", False)),
+                _strs(row.get("cuda_components"), f"{where}.cuda_components"),
+                str(row.get("note", "")),
+                str(row["source"]),
+            )
+        )
+    return tuple(out)
+
+
+def _major_of(spec: SpecifierSet) -> int | None:
+    for s in spec:
+        head = s.version.split(".")[0]
+        if s.operator in ("==", "~=", ">=", "===") and head.isdigit():
+            return int(head)
+    return None
+
+
+def _component_files(component: str, major: int, os: Literal["linux", "windows"], in_dir: str | None) -> list[str]:
+    pkg = pypi_package(component, major, os)
+    name = library_file(component, major, os)
+    if pkg is None or name is None:
+        return []
+    return [f"{in_dir or pkg.directory}/{name}"]
+
+
+def known_distribution(name: str, spec: SpecifierSet, os: str) -> KnownDistribution | None:
+    """An offline stand-in for project ``name`` on ``os`` (linux/windows), or None when nothing is known."""
+    if os not in ("linux", "windows"):
+        return None
+    osl: Literal["linux", "windows"] = "linux" if os == "linux" else "windows"
+    if name == "cuda-toolkit":
+        major = _major_of(spec)
+        extras = _toolkit_extras().get(major or -1)
+        if extras is None:
+            return None
+        requires = tuple(f'{p}; extra == "{extra}"' for extra, projects in extras.items() for p in projects)
+        return KnownDistribution(
+            name, f"{major}.*", requires, (), tuple(extras), f"{_FILE} [cuda_toolkit.{major}]"
+        )
+    for row in _known():
+        if row.project == name and row.os == os and not row.build:
+            return KnownDistribution(name, f"(CUDA {row.cuda})", row.requires, row.files, (), row.source)
+    files: list[str] = []
+    for comp in components():
+        for major in (11, 12, 13):
+            try:
+                pkg = pypi_package(comp, major, osl)
+            except KnowledgeError:
+                continue
+            if pkg is not None and pkg.project == name:
+                files.extend(_component_files(comp, major, osl, None))
+    if not files:
+        return None
+    return KnownDistribution(name, "(any version)", (), tuple(sorted(set(files))), (), "nvidia_libraries.toml")
+
+
+def builds_providing(project: str, basename: str, os: str) -> Build | None:
+    """A known build of ``project`` for ``os`` that installs a file named ``basename`` (case-insensitive on
+    Windows); None when none is known."""
+    want = basename.lower() if os == "windows" else basename
+    osl: Literal["linux", "windows"] = "linux" if os == "linux" else "windows"
+    for row in _known():
+        if row.project != project or row.os != os or not row.build:
+            continue
+        files = list(row.files)
+        for comp in row.components:
+            files.extend(_component_files(comp, row.cuda, osl, "torch/lib" if os == "windows" else None))
+        for f in files:
+            base = f.rsplit("/", 1)[-1]
+            if (base.lower() if os == "windows" else base) == want:
+                return Build(project, os, row.cuda, tuple(files), row.note, row.source)
+    return None

@@ -1,0 +1,68 @@
+"""The on-disk cache of index answers: JSON files under one directory, written atomically.
+
+Two kinds of entries: a project's page (PEP 691 JSON), kept for :data:`PAGE_TTL_S` seconds unless offline;
+a wheel's METADATA and file list, keyed by the wheel's sha256 and kept for good (a file never changes).
+The default directory is ``$CUDASHIP_CACHE_DIR``, else ``$XDG_CACHE_HOME/cudaship``, else ``~/.cache/cudaship``;
+entries go under ``index/``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+PAGE_TTL_S = 24 * 3600.0
+
+
+def default_cache_dir() -> Path:
+    env = os.environ.get("CUDASHIP_CACHE_DIR")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "cudaship"
+
+
+class DiskCache:
+    """JSON entries by key; reads never raise (a damaged entry is a miss), writes are atomic renames."""
+
+    def __init__(self, root: Path | None) -> None:
+        self.root = root / "index" if root is not None else None
+
+    def _path(self, kind: str, key: str) -> Path | None:
+        if self.root is None:
+            return None
+        digest = hashlib.sha256(key.encode()).hexdigest()
+        return self.root / kind / digest[:2] / f"{digest}.json"
+
+    def get(self, kind: str, key: str, max_age_s: float | None = None) -> Any:
+        path = self._path(kind, key)
+        if path is None:
+            return None
+        try:
+            if max_age_s is not None and time.time() - path.stat().st_mtime > max_age_s:
+                return None
+            with path.open("rb") as f:
+                entry = json.load(f)
+        except (OSError, ValueError):
+            return None
+        if not isinstance(entry, dict) or entry.get("key") != key:
+            return None
+        return entry.get("value")
+
+    def put(self, kind: str, key: str, value: Any) -> None:
+        path = self._path(kind, key)
+        if path is None:
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump({"key": key, "value": value}, f)
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a cache that cannot be written only costs time

@@ -1,0 +1,198 @@
+"""The installed closure of a wheel's requirements, as ``pip install`` would lay it out, for the wheel's own
+target platform.
+
+Requires-Dist markers are evaluated for the target (OS, machine, Python of the wheel's tags). A requirement
+whose marker needs one of the wheel's extras is followed too, remembering the extra: what it installs is
+"provided when installed as name[extra]". Extras of a requirement (``cuda-toolkit[cublas]``) select that
+distribution's extra-only requirements. Each project gets one version: the first requirement that reaches it
+decides (the audited wheel's own requirements come first, breadth first). Work is bounded: at most
+:data:`MAX_DISTRIBUTIONS` distributions, :data:`MAX_DEPTH` levels.
+
+Sources are asked in order; the first that has a fitting distribution wins. The index is read from
+:data:`WORKERS` threads per level. A source that cannot answer (index unreachable, not in the cache offline)
+is skipped for the rest of the run with a note, and the knowledge table answers instead.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from packaging.markers import Marker
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+
+from cudaship.errors import CudashipError
+from cudaship.providers.http import IndexUnavailable
+from cudaship.providers.records import Closure, Distribution, Reached, Target, Unresolved
+from cudaship.providers.sources import Source
+from cudaship.wheel.metadata import marker_environment
+
+MAX_DISTRIBUTIONS = 400
+MAX_DEPTH = 8
+WORKERS = 8
+
+_EXTRA_IN_MARKER = re.compile(r"""\bextra\s*==\s*['"]([^'"]+)['"]""")
+
+
+def _holds(marker: Marker | None, env: dict[str, str], extra: str) -> bool:
+    if marker is None:
+        return True
+    try:
+        return bool(marker.evaluate({**env, "extra": extra}))
+    except Exception:  # an unevaluable marker does not apply (pip warns and skips it)
+        return False
+
+
+@dataclass
+class _Job:
+    req: Requirement
+    chain: tuple[str, ...]
+    extra: str | None
+    depth: int
+
+
+@dataclass
+class _Resolver:
+    sources: Sequence[Source]
+    fallback: Source | None
+    target: Target
+    env: dict[str, str] = field(default_factory=dict)
+    reached: dict[str, Reached] = field(default_factory=dict)
+    extras_done: dict[str, set[str]] = field(default_factory=dict)
+    unresolved: list[Unresolved] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    dead: set[int] = field(default_factory=set)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def lookup(self, name: str, spec: SpecifierSet) -> tuple[Distribution | None, str | None]:
+        """(distribution, None) or (None, why not)."""
+        problems = []
+        for i, source in enumerate(self.sources):
+            with self.lock:
+                if i in self.dead:
+                    continue
+            try:
+                found = source.find(name, spec, self.target)
+            except IndexUnavailable as e:
+                with self.lock:
+                    if i not in self.dead:
+                        self.dead.add(i)
+                        self.notes.append(f"{source.label} cannot answer ({e.message}); not asked again")
+                problems.append(e.message)
+                continue
+            except CudashipError as e:
+                problems.append(e.message)
+                continue
+            if found is not None:
+                return found, None
+        if self.fallback is not None and (self.dead or not self.sources):
+            found = self.fallback.find(name, spec, self.target)
+            if found is not None:
+                return found, None
+        labels = ", ".join(s.label for s in self.sources) or "no source"
+        return None, f"no distribution of {name}{spec} for {self.target.os} in {labels}" + (
+            f" ({problems[0]})" if problems else ""
+        )
+
+
+def requirements_of(
+    requires_dist: Sequence[str], env: dict[str, str], extras: Sequence[str]
+) -> list[tuple[Requirement, str | None, str]]:
+    """(requirement, extra it needs or None, text) for each entry that applies to ``env`` with no extra, or
+    with one of ``extras`` (the first that makes the marker hold)."""
+    out: list[tuple[Requirement, str | None, str]] = []
+    for text in requires_dist:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            continue
+        if _holds(req.marker, env, ""):
+            out.append((req, None, text))
+            continue
+        for extra in extras:
+            if _holds(req.marker, env, extra):
+                out.append((req, extra, text))
+                break
+    return out
+
+
+def wheel_extras(requires_dist: Sequence[str], provides_extra: Sequence[str] = ()) -> list[str]:
+    """The extras a distribution offers: Provides-Extra, plus those its markers name."""
+    names = [canonicalize_name(e) for e in provides_extra]
+    for text in requires_dist:
+        names.extend(canonicalize_name(m) for m in _EXTRA_IN_MARKER.findall(text))
+    return list(dict.fromkeys(names))
+
+
+def resolve_closure(
+    requires_dist: Sequence[str],
+    target: Target,
+    sources: Sequence[Source],
+    *,
+    provides_extra: Sequence[str] = (),
+    fallback: Source | None = None,
+    own_name: str | None = None,
+) -> Closure:
+    """The distributions the wheel's requirements install on ``target``, breadth first."""
+    env = marker_environment(target.os, target.machine, target.python)
+    r = _Resolver(sources, fallback, target, env)
+    root_extras = wheel_extras(requires_dist, provides_extra)
+    level: list[_Job] = [
+        _Job(req, (text,), extra, 1) for req, extra, text in requirements_of(requires_dist, env, root_extras)
+    ]
+    seen_names = {canonicalize_name(own_name)} if own_name else set()
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        while level:
+            # one lookup per new project of this level, in parallel; the first job for a project decides
+            todo: dict[str, _Job] = {}
+            for job in level:
+                name = canonicalize_name(job.req.name)
+                if name in seen_names or name in r.reached or name in todo:
+                    continue
+                todo[name] = job
+            if len(r.reached) + len(todo) > MAX_DISTRIBUTIONS:
+                r.notes.append(f"stopped after {MAX_DISTRIBUTIONS} distributions")
+                todo = dict(list(todo.items())[: max(0, MAX_DISTRIBUTIONS - len(r.reached))])
+            found = dict(
+                zip(todo, pool.map(lambda j: r.lookup(j.req.name, j.req.specifier), todo.values()), strict=True)
+            )
+            next_level: list[_Job] = []
+            for job in level:
+                name = canonicalize_name(job.req.name)
+                if name in seen_names:
+                    continue
+                if name in found:
+                    dist, why = found.pop(name)
+                    if dist is None:
+                        r.unresolved.append(Unresolved(str(job.req), job.chain, why or "not found", job.extra))
+                        seen_names.add(name)
+                        continue
+                    r.reached[name] = Reached(dist, job.chain, job.extra)
+                    r.extras_done[name] = set()
+                reached = r.reached.get(name)
+                if reached is None:
+                    continue
+                if reached.extra is not None and job.extra is None:  # also required unconditionally
+                    r.reached[name] = reached = Reached(reached.dist, job.chain, None)
+                    r.extras_done[name] = set()  # follow its requirements again as always installed
+                wanted = {canonicalize_name(e) for e in job.req.extras} | {""}
+                new = wanted - r.extras_done[name]
+                if not new or job.depth >= MAX_DEPTH:
+                    continue
+                r.extras_done[name] |= new
+                dist = reached.dist
+                for sub, _extra, text in requirements_of(dist.requires_dist, env, sorted(new - {""})):
+                    next_level.append(_Job(sub, (*job.chain, text), reached.extra, job.depth + 1))
+            level = next_level
+    return Closure(
+        target=target,
+        reached=tuple(r.reached.values()),
+        unresolved=tuple(r.unresolved),
+        notes=tuple(r.notes),
+        sources=tuple(s.label for s in sources) + ((fallback.label,) if fallback is not None else ()),
+    )

@@ -1,0 +1,158 @@
+"""The package index as a provider source: PEP 691 JSON project pages, PEP 658 metadata, lazy wheels.
+
+For a requirement: the project's page (``Accept: application/vnd.pypi.simple.v1+json``) lists its files;
+the newest wheel that fits the target platform and the specifier is chosen; its METADATA comes from the
+PEP 658 file next to it when the page advertises one (``core-metadata``), else from the wheel itself; the
+file list always comes from the wheel's central directory, read with HTTP range requests
+(:mod:`.lazywheel`). Answers are cached on disk (:mod:`.cache`); ``offline`` uses only the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import urllib.parse
+from typing import Any
+
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+
+from cudaship.providers.cache import PAGE_TTL_S, DiskCache
+from cudaship.providers.distinfo import from_wheel_zip
+from cudaship.providers.http import Client, IndexUnavailable, NotFound
+from cudaship.providers.lazywheel import remote_wheel
+from cudaship.providers.records import Distribution, Target
+from cudaship.providers.select import Candidate, best, wheel_version
+
+DEFAULT_INDEX = "https://pypi.org/simple"
+JSON_ACCEPT = "application/vnd.pypi.simple.v1+json"
+
+
+class IndexSource:
+    """Distributions from a PEP 691 index; thread-safe (the client counts under a lock)."""
+
+    def __init__(self, url: str, cache: DiskCache, client: Client, *, offline: bool = False) -> None:
+        self.url = url.rstrip("/")
+        self.cache = cache
+        self.client = client
+        self.offline = offline
+
+    @property
+    def label(self) -> str:
+        return f"index {self.url}" + (" (offline: cache only)" if self.offline else "")
+
+    def _page(self, name: str) -> list[Candidate]:
+        page_url = f"{self.url}/{canonicalize_name(name)}/"
+        cached = self.cache.get("page", page_url, None if self.offline else PAGE_TTL_S)
+        if cached is None:
+            if self.offline:
+                raise IndexUnavailable(f"{page_url}: not in the cache (offline)")
+            resp = self.client.get(page_url, accept=JSON_ACCEPT)
+            if "json" not in resp.content_type:
+                raise IndexUnavailable(
+                    f"{page_url}: answered {resp.content_type or 'no content type'}, not PEP 691 JSON"
+                )
+            try:
+                cached = _files_of(json.loads(resp.body), resp.url)
+            except (ValueError, TypeError, KeyError) as e:
+                raise IndexUnavailable(f"{page_url}: not a PEP 691 project page: {e}") from None
+            self.cache.put("page", page_url, cached)
+        else:
+            self.client.hit()
+        out = []
+        for f in cached:
+            version = wheel_version(f["filename"])
+            if version is None:
+                continue
+            out.append(
+                Candidate(
+                    f["filename"],
+                    version,
+                    f["url"],
+                    f.get("size"),
+                    f.get("sha256"),
+                    f.get("metadata_url"),
+                    f.get("metadata_sha256"),
+                )
+            )
+        return out
+
+    def find(self, name: str, spec: SpecifierSet, target: Target) -> Distribution | None:
+        """The newest fitting distribution, or None when the project has no fitting wheel; raises
+        IndexUnavailable when the index cannot answer."""
+        try:
+            candidates = self._page(name)
+        except NotFound:
+            return None
+        chosen = best(candidates, spec, target)
+        if chosen is None:
+            return None
+        return self._read(chosen)
+
+    def _read(self, c: Candidate) -> Distribution:
+        key = c.sha256 or c.location
+        cached = self.cache.get("wheel", key)
+        if isinstance(cached, dict):
+            self.client.hit()
+            return _dist_from_json(cached, f"index {c.location}")
+        if self.offline:
+            raise IndexUnavailable(f"{c.filename}: not in the cache (offline)")
+        metadata: bytes | None = None
+        if c.metadata_url:
+            resp = self.client.get(c.metadata_url)
+            if c.metadata_sha256 and hashlib.sha256(resp.body).hexdigest() != c.metadata_sha256:
+                raise IndexUnavailable(f"{c.metadata_url}: sha256 does not match the index's")
+            metadata = resp.body
+        if c.size is None:
+            raise IndexUnavailable(f"{c.location}: the index gives no size; cannot read its end")
+        zf = remote_wheel(self.client, c.location, c.size)
+        try:
+            dist = from_wheel_zip(zf, c.filename, f"index {c.location}", metadata)
+        except Exception as e:  # a malformed remote wheel is that wheel's problem
+            raise IndexUnavailable(f"{c.filename}: {e}") from None
+        self.cache.put("wheel", key, _dist_to_json(dist))
+        return dist
+
+
+def _files_of(page: Any, base: str) -> list[dict[str, Any]]:
+    files = []
+    for f in page["files"]:
+        filename = f["filename"]
+        if not filename.endswith(".whl") or f.get("yanked"):
+            continue
+        url = urllib.parse.urljoin(base, f["url"])
+        entry: dict[str, Any] = {"filename": filename, "url": url}
+        if isinstance(f.get("size"), int):
+            entry["size"] = f["size"]
+        sha = (f.get("hashes") or {}).get("sha256")
+        if sha:
+            entry["sha256"] = sha
+        meta = f.get("core-metadata", f.get("data-dist-info-metadata"))
+        if meta:
+            entry["metadata_url"] = url.split("#", 1)[0] + ".metadata"
+            if isinstance(meta, dict) and meta.get("sha256"):
+                entry["metadata_sha256"] = meta["sha256"]
+        files.append(entry)
+    return files
+
+
+def _dist_to_json(d: Distribution) -> dict[str, Any]:
+    return {
+        "name": d.name,
+        "version": d.version,
+        "requires_dist": list(d.requires_dist),
+        "provides_extra": list(d.provides_extra),
+        "files": list(d.files),
+    }
+
+
+def _dist_from_json(v: dict[str, Any], source: str) -> Distribution:
+    return Distribution(
+        v["name"],
+        v["version"],
+        tuple(v["requires_dist"]),
+        tuple(v["files"]),
+        source,
+        tuple(v.get("provides_extra", ())),
+    )
+
