@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from cudaship.binary import strings
+from cudaship.binary import strings as _strings
 from cudaship.binary._bounded import MAX_NAME, Bounded, decode
 from cudaship.binary.magic import ELF_MAGIC, EM_CUDA
 from cudaship.binary.records import (
@@ -135,9 +135,12 @@ class _Symbol(NamedTuple):
     shndx: int
 
 
-def read_elf(buf: Buffer) -> HostBinary:
-    """Read an ELF file's host-side facts. Raises BinaryFormatError on anything truncated or inconsistent."""
-    return _ElfReader(buf).read()
+def read_elf(buf: Buffer, *, strings: bool = True) -> HostBinary:
+    """Read an ELF file's host-side facts. Raises BinaryFormatError on anything truncated or inconsistent.
+
+    ``strings=False`` skips the scan of read-only data for library names and CUDA runtime markers
+    (``embedded_library_names`` and ``cuda_markers`` stay empty): what a loader question does not need."""
+    return _ElfReader(buf).read(strings=strings)
 
 
 class _ElfReader:
@@ -238,7 +241,7 @@ class _ElfReader:
 
     # -- main ---------------------------------------------------------------------------------------------
 
-    def read(self) -> HostBinary:
+    def read(self, *, strings: bool = True) -> HostBinary:
         headers = self.section_headers()
         names = self.section_names(headers)
         phdrs = self.program_headers()
@@ -304,8 +307,8 @@ class _ElfReader:
             version_definitions=definitions,
             versioned_exports=versioned,
             sections=sections,
-            embedded_library_names=strings.library_names(self.b.buf, ranges),
-            cuda_markers=strings.runtime_markers(self.b.buf, ranges),
+            embedded_library_names=_strings.library_names(self.b.buf, ranges) if strings else (),
+            cuda_markers=_strings.runtime_markers(self.b.buf, ranges) if strings else (),
         )
 
     def _machine(self) -> Machine:

@@ -203,3 +203,12 @@ class ImportLibrary:
 
     dlls: tuple[str, ...]
     members: tuple[ImportLibraryMember, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class LdCacheEntry:
+    """One library of the dynamic loader's cache (``/etc/ld.so.cache``): a name and the file it maps to."""
+
+    name: str  #: the SONAME (or file name) ``ldconfig`` recorded: ``libcudart.so.12``
+    path: str  #: ``/usr/local/cuda-12.8/targets/x86_64-linux/lib/libcudart.so.12``
+    machine: Machine  #: from the entry's flags: a 32-bit x86 entry is not used by a 64-bit process
