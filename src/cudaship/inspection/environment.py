@@ -77,17 +77,16 @@ def read_environment(env: Sequence[str], *, device: bool = False, jobs: int = 4)
             owner = InstalledDistribution(root, dist)
             installed.append(owner)
             for rel in dist.files:
-                path = posixpath.join(root, rel)
-                files.add(path)
+                files.add(posixpath.join(root, rel))
                 if NATIVE_NAME.search(rel):
                     native.append((site / rel, owner))
     seen: set[str] = set()
     todo = []
-    for path, owner in native:
-        key = _posix(path)
-        if key not in seen and path.is_file():
+    for native_path, owner in native:
+        key = _posix(native_path)
+        if key not in seen and native_path.is_file():
             seen.add(key)
-            todo.append((path, owner))
+            todo.append((native_path, owner))
 
     def read(item: tuple[Path, InstalledDistribution]) -> EnvLibrary:
         path, owner = item

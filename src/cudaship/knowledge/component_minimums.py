@@ -108,7 +108,7 @@ def first_version(project: str, minor: str) -> str | None:
 
 def violations(installed: Mapping[str, str]) -> list[Violation]:
     """The rules broken by ``installed`` (canonical project name → version)."""
-    versions = {canonicalize_name(k): v for k, v in installed.items()}
+    versions: dict[str, str] = {canonicalize_name(k): v for k, v in installed.items()}
     out = []
     for rule in rules():
         have, need = versions.get(rule.component), versions.get(rule.needs)
