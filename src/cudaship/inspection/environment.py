@@ -7,12 +7,16 @@ Nothing is imported or executed from the environment: a Linux environment can be
 
 from __future__ import annotations
 
+import os
 import posixpath
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from cudaship.binary.ldcache import read_ld_cache
+from cudaship.binary.records import HostBinary, Machine
 from cudaship.inspection.records import FileReport
 from cudaship.inspection.walk import inspect_file
 from cudaship.probe.environment import NATIVE_NAME
@@ -102,3 +106,50 @@ def read_environment(env: Sequence[str], *, device: bool = False, jobs: int = 4)
         files=frozenset(files),
         os="windows" if windows > len(libraries) - windows else "linux",
     )
+
+
+def ld_cache_names(path: str, machine: Machine) -> dict[str, str]:
+    """Name → path of the loader cache at ``path`` for processes of ``machine`` (first entry wins, as in the
+    loader); empty when the file is missing. A file that is not a cache raises BinaryFormatError."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return {}
+    out: dict[str, str] = {}
+    for entry in read_ld_cache(data):
+        if entry.machine is machine:
+            out.setdefault(entry.name, entry.path)
+    return out
+
+
+class SystemFiles:
+    """This machine's files, for a local environment: existence and host records, each read once."""
+
+    def __init__(self, env: Environment) -> None:
+        self._env = env.files
+        self._exists: dict[str, bool] = {}
+        self._hosts: dict[str, HostBinary | None] = {}
+        self._lock = threading.Lock()
+
+    def exists(self, path: str) -> bool:
+        if path in self._env:
+            return True
+        with self._lock:
+            if path not in self._exists:
+                self._exists[path] = os.path.isfile(path)
+            return self._exists[path]
+
+    def host(self, path: str) -> HostBinary | None:
+        with self._lock:
+            if path not in self._hosts:
+                report = inspect_file(Path(path), path, device=False)
+                self._hosts[path] = report.host if report.error is None else None
+            return self._hosts[path]
+
+
+def env_files_exist(env: Environment, *, case_insensitive: bool = False) -> Callable[[str], bool]:
+    """Existence among the environment's own files only (a foreign environment, or the system left out)."""
+    if not case_insensitive:
+        return env.files.__contains__
+    lowered = frozenset(f.lower() for f in env.files)
+    return lambda path: path.lower() in lowered
