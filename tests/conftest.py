@@ -8,3 +8,17 @@ pytest_plugins = [
     "tests.fixtures.wheels",
     "tests.fixtures.synthetic_wheels",
 ]
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _hermetic_providers(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """``cudaship audit`` looks requirements up on PyPI by default; tests not marked ``network`` run it
+    offline with an empty cache, so only the knowledge table answers (``network`` tests pass --online)."""
+    if request.node.get_closest_marker("network") is None:
+        monkeypatch.setenv("CUDASHIP_OFFLINE", "1")
+        monkeypatch.setenv("CUDASHIP_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cudaship-cache"))

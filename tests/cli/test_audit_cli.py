@@ -321,7 +321,7 @@ def test_real_multi_cuda_wheel(
     assert libs
     for lib in libs:
         digits = lib.rsplit("_cuda", 1)[1].split(".")[0]
-        assert f"{lib}: cudart {digits[:2]}" in consistency["reason"]
+        assert f"{lib} (variant, {digits[:-1]}.{digits[-1]}): cudart {digits[:2]}" in consistency["reason"]
     # the Intel XPU and ROCm builds are variants for other environments (oneAPI, ROCm): where their libraries
     # do not resolve from the requirements while a sibling's do, that is a note, not a failure
     others = [

@@ -3,6 +3,15 @@
 A wheel (or the whole input) runs on a GPU only where every library with device code does: its verdict for a
 capability is the worst of its libraries' (``no`` over ``jit`` over ``native``). Files without device code do
 not constrain it. The minimum driver of a group is the highest any of its verdicts needs.
+
+Two exceptions, both about libraries that are not all loaded together:
+
+* Variants (:mod:`cudaship.knowledge.variants`: ``libbitsandbytes_cuda118.so`` ... ``_cuda132.so``, one of
+  which is loaded) count as one unit whose verdict for a GPU is the *best* of its CUDA variants'; the wheel's
+  report says which variant serves which GPU and with which minimum driver.
+* A library no other file of the wheel imports (loaded on demand, like torch's ``libtorch_cuda_linalg.so``)
+  that does not run on a GPU that the wheel's other libraries run on does not sink the wheel's verdict for
+  that GPU: the verdict is the others', and its reason names the library that does not run there.
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ from cudaship.knowledge.driver import Driver, driver_key
 from cudaship.knowledge.gpus import shown_capabilities
 from cudaship.knowledge.runs_on import Verdict, VerdictKind, build_cuda_of, runs_on
 from cudaship.knowledge.trains import Train
+from cudaship.knowledge.variants import Variant, recognise
 
 _RANK = {VerdictKind.NATIVE: 0, VerdictKind.JIT: 1, VerdictKind.NO: 2}
 
@@ -41,6 +51,7 @@ class FileVerdicts:
     build_cuda: Train | None  #: the CUDA release the file proves it was built with, when it does
     verdicts: tuple[CapabilityVerdict, ...]
     error: str | None = None
+    imports: tuple[str, ...] = ()  #: lower-cased base names of the libraries it imports
 
     @property
     def has_device_code(self) -> bool:
@@ -52,14 +63,36 @@ class FileVerdicts:
 
 
 @dataclass(frozen=True)
+class VariantService:
+    """One variant of a group: the GPUs it serves (native or JIT) and the oldest driver it needs."""
+
+    label: str  #: the file's label
+    name: str  #: ``cuda128``
+    build_cuda: Train | None
+    serves: tuple[str, ...]  #: capabilities (``"12.0"``) it runs on
+    min_driver: str | None
+    min_driver_reason: str | None
+
+
+@dataclass(frozen=True)
+class VariantGroupVerdicts:
+    """A group of alternatives in a wheel (``bitsandbytes/libbitsandbytes_*.so``): what each serves."""
+
+    group: str
+    variants: tuple[VariantService, ...]
+
+
+@dataclass(frozen=True)
 class GroupVerdicts:
-    """A wheel or the whole input: the worst verdict per capability over its libraries with device code."""
+    """A wheel or the whole input: the worst verdict per capability over its libraries with device code
+    (variants and on-demand libraries as the module's docstring says)."""
 
     path: str | None  #: the wheel's path; None for the whole input
     files: tuple[str, ...]  #: labels of the libraries with device code it covers
     verdicts: tuple[CapabilityVerdict, ...]
     min_driver: str | None
     min_driver_reason: str | None
+    variant_groups: tuple[VariantGroupVerdicts, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -102,6 +135,11 @@ def file_verdicts(
             )
             for cap in capabilities
         )
+    imports = tuple(
+        sorted({imp.library.replace("\\", "/").rsplit("/", 1)[-1].lower() for imp in report.host.imports})
+        if report.host is not None
+        else ()
+    )
     return FileVerdicts(
         path=report.path,
         container=report.container,
@@ -109,6 +147,7 @@ def file_verdicts(
         build_cuda=build,
         verdicts=verdicts,
         error=report.error,
+        imports=imports,
     )
 
 
@@ -171,8 +210,118 @@ def combine(path: str | None, files: Sequence[FileVerdicts], capabilities: Seque
     )
 
 
+def _best(per_file: Sequence[tuple[str, CapabilityVerdict]]) -> tuple[str, CapabilityVerdict]:
+    """The best verdict among alternatives; among equals, the one needing the oldest driver."""
+
+    def key(pair: tuple[str, CapabilityVerdict]) -> tuple[int, tuple[float, ...]]:
+        minimum = pair[1].verdict.min_driver
+        return (_RANK[pair[1].verdict.verdict], driver_key(minimum) if minimum else ())
+
+    return min(per_file, key=key)
+
+
+def _variant_unit(
+    members: Sequence[FileVerdicts], variants: dict[str, Variant], capabilities: Sequence[Arch]
+) -> tuple[FileVerdicts, VariantGroupVerdicts]:
+    """A group of variants as one unit (best verdict per capability) and what each variant serves."""
+    cuda = [f for f in members if variants[f.path].is_cuda] or list(members)
+    group = variants[members[0].path].group
+    verdicts = []
+    for index, cap in enumerate(capabilities):
+        per_file = [(f.label, f.verdicts[index]) for f in cuda]
+        label, best = _best(per_file)
+        names = {f.label: variants[f.path].label for f in cuda}
+        serving = [names[lab] for lab, cv in per_file if cv.verdict.verdict is best.verdict.verdict]
+        if best.verdict.verdict is VerdictKind.NO:
+            reason = f"no variant of {group} runs: {best.verdict.reason}"
+        else:
+            shown = ", ".join(serving)
+            reason = f"{best.verdict.verdict.value} with the {shown} variant{'s' if len(serving) > 1 else ''}"
+        verdict = Verdict(
+            best.verdict.verdict,
+            best.verdict.entry,
+            reason,
+            best.verdict.min_driver,
+            best.verdict.min_driver_reason,
+        )
+        verdicts.append(CapabilityVerdict(cap, verdict, label))
+    unit = FileVerdicts(
+        path=group,
+        container=members[0].container,
+        platform=members[0].platform,
+        build_cuda=None,
+        verdicts=tuple(verdicts),
+        imports=tuple(sorted({i for f in members for i in f.imports})),
+    )
+    services = []
+    for f in sorted(members, key=lambda m: (variants[m.path].train or Train(0, 0), m.path)):
+        serves = tuple(cv.capability.capability for cv in f.verdicts if cv.verdict.runs)
+        minimum, why = _max_driver((f.label, cv) for cv in f.verdicts)
+        services.append(
+            VariantService(
+                f.label, variants[f.path].label, variants[f.path].train or f.build_cuda, serves, minimum, why
+            )
+        )
+    return unit, VariantGroupVerdicts(group, tuple(services))
+
+
+def combine_wheel(path: str, files: Sequence[FileVerdicts], capabilities: Sequence[Arch]) -> GroupVerdicts:
+    """A wheel's verdicts: variants as one unit each, and on-demand libraries (imported by no other file of
+    the wheel) that fail alone on a GPU the others serve leave that GPU's verdict to the others."""
+    carrying = [f for f in files if f.has_device_code]
+    variants = recognise(f.path for f in carrying)
+    units: list[FileVerdicts] = [f for f in carrying if f.path not in variants]
+    groups: dict[str, list[FileVerdicts]] = {}
+    for f in carrying:
+        if f.path in variants:
+            groups.setdefault(variants[f.path].group, []).append(f)
+    variant_groups = []
+    for members in groups.values():
+        unit, services = _variant_unit(members, variants, capabilities)
+        units.append(unit)
+        variant_groups.append(services)
+    imported = {name for f in files for name in f.imports}
+    on_demand = {
+        u.label for u in units if len(units) > 1 and _base(u.path) not in imported and u.path not in groups
+    }
+    base = combine(path, units, capabilities)
+    verdicts = list(base.verdicts)
+    for index, cap in enumerate(capabilities):
+        failing = [u for u in units if not u.verdicts[index].verdict.runs]
+        serving = [u for u in units if u.verdicts[index].verdict.runs]
+        if not failing or not serving or any(u.label not in on_demand for u in failing):
+            continue
+        others = combine(path, serving, [cap]).verdicts[0]
+        names = _names([u.label for u in failing])
+        if any(_base(u.path) == _base(f.path) for u in failing for f in serving):
+            names = ", ".join(u.path for u in failing)  # the same base name serves: say which one fails
+        reason = (
+            f"{others.verdict.reason}; except {names} (loaded on demand: no other file imports it), "
+            f"which does not run here: {failing[0].verdicts[index].verdict.reason}"
+        )
+        v = others.verdict
+        verdicts[index] = CapabilityVerdict(
+            cap, Verdict(v.verdict, v.entry, reason, v.min_driver, v.min_driver_reason), failing[0].label
+        )
+    minimum, why = _max_driver((u.label, cv) for u in units for cv in u.verdicts)
+    return GroupVerdicts(
+        path=path,
+        files=tuple(f.label for f in carrying),
+        verdicts=tuple(verdicts),
+        min_driver=minimum,
+        min_driver_reason=why,
+        variant_groups=tuple(variant_groups),
+    )
+
+
+def _base(path: str) -> str:
+    return path.replace("\\", "/").rsplit("/", 1)[-1].lower()
+
+
 def _names(labels: Sequence[str]) -> str:
     short = [label.rsplit("!", 1)[-1].rsplit("/", 1)[-1] for label in labels]
+    if len(set(short)) < len(short):  # two _C.pyd: name them by their path in the wheel
+        short = [label.rsplit("!", 1)[-1] for label in labels]
     if len(short) <= 2:
         return " and ".join(short)
     return f"{short[0]}, {short[1]} and {len(short) - 2} more"
@@ -190,12 +339,29 @@ def gpu_report(
     wheels = []
     for wheel in report.wheels:
         members = [f for f in files if f.container == wheel.path]
-        wheels.append(combine(wheel.path, members, caps))
+        wheels.append(combine_wheel(wheel.path, members, caps))
+    loose = [f for f in files if f.container is None]
+    units = [_as_unit(w) for w in wheels if w.files] + loose
+    overall = combine(None, units, caps)
+    if len(wheels) == 1 and not [f for f in loose if f.has_device_code]:
+        only = wheels[0]
+        overall = GroupVerdicts(None, only.files, only.verdicts, only.min_driver, only.min_driver_reason)
     return GpuReport(
         inputs=report.inputs,
         capabilities=caps,
         driver=driver,
         files=files,
         wheels=tuple(wheels),
-        overall=combine(None, files, caps),
+        overall=overall,
+    )
+
+
+def _as_unit(group: GroupVerdicts) -> FileVerdicts:
+    """A wheel's verdicts as one unit of the whole input (its variants and on-demand libraries resolved)."""
+    return FileVerdicts(
+        path=group.path or "",
+        container=None,
+        platform="linux",
+        build_cuda=None,
+        verdicts=group.verdicts,
     )

@@ -10,8 +10,9 @@ the environment. An unknown train is a failure naming the trains the table knows
 
 PTX in a relocatable fatbin (``__nv_relfatbin``, from ``-rdc``) is linked, never loaded, so it does not count;
 the built-in default flags libraries whose PTX is only there (rule ``relocatable_ptx``, a warning by default),
-and, without an ``[audit.archs]`` table, libraries with no loadable PTX for their newest SASS arch or newer
-(rule ``forward_ptx``, a warning by default: GPUs newer than every SASS cannot JIT them).
+and, without an ``[audit.archs]`` table, libraries with SASS but no loadable generic PTX (rule
+``forward_ptx``, a warning by default: a GPU none of their SASS runs on, such as any newer one, cannot JIT
+them).
 
 The train is the wheel's (``--train``, its tag, else inferred: :mod:`cudaship.checks.context`); a library
 that is a variant (one of several alternatives, one per CUDA version) is judged against its own train.
@@ -69,30 +70,28 @@ def _arch_number(name: str) -> int | None:
 
 
 def _forward_ptx(libraries: dict[str, FileReport]) -> list[CheckResult]:
-    """Each library with SASS also carries loadable PTX for its newest generic SASS arch or a newer one."""
+    """Each library with SASS also carries loadable generic PTX (``compute_XY``, no a/f variant), which the
+    driver JIT-compiles on any GPU of capability X.Y or newer: without it, a GPU none of its SASS runs on (a
+    newer one) cannot run the library at all."""
     results = []
     for path, report in libraries.items():
         sass, ptx, _rsass, rptx = _arch_sets(report)
-        sass_numbers = [n for n in (_arch_number(a) for a in sass) if n is not None]
-        if not sass_numbers:
+        if not sass:
             continue
-        newest = max(sass_numbers)
         name = f"archs: forward-compatible PTX in {path}"
-        ptx_numbers = [n for n in (_arch_number(a) for a in ptx) if n is not None]
-        good = sort_arch_names({a for a in ptx if (_arch_number(a) or 0) >= newest})
-        if good:
-            results.append(
-                passed(FAMILY, name, f"PTX {' '.join(good)} JIT-compiles on GPUs after sm_{newest}")
-            )
+        generic = sort_arch_names({a for a in ptx if _arch_number(a) is not None})
+        if generic:
+            results.append(passed(FAMILY, name, f"PTX {' '.join(generic)} JIT-compiles on newer GPUs"))
             continue
-        if any((_arch_number(a) or 0) >= newest for a in rptx):
+        if any(_arch_number(a) is not None for a in rptx):
             continue  # only relocatable: the relocatable_ptx check says so, and why it does not count
-        have = f"loadable PTX {_names(ptx)}" if ptx_numbers else "no loadable PTX"
+        numbers = [n for n in (_arch_number(a) for a in sass) if n is not None]
+        suggest = f"compute_{max(numbers)}" if numbers else None
         message = (
-            f"newest SASS is sm_{newest} and {have}: GPUs newer than sm_{newest} cannot run it "
-            f"(add PTX compute_{newest})"
+            f"no loadable generic PTX (SASS only: {_names(sass)}): a GPU none of these runs on, such as any "
+            "newer one, cannot run it" + (f" (add PTX {suggest})" if suggest else "")
         )
-        results.append(failed(FAMILY, name, message, [Finding(message, file=path, arch=f"compute_{newest}")]))
+        results.append(failed(FAMILY, name, message, [Finding(message, file=path, arch=suggest)]))
     return results
 
 
@@ -154,7 +153,22 @@ def _expected(ctx: AuditContext, libraries: dict[str, FileReport]) -> list[Check
     policy = ctx.policy.archs
     archlist, source = expected_arch_list(ctx)
     results: list[CheckResult] = []
+    targets = {p: r for p, r in libraries.items() if any_match(policy.libraries, p)}
+    own_trains = {p: ctx.variants[p].train for p in targets if p in ctx.variants}
     if archlist is None:
+        if targets and all(own_trains.get(p) is not None for p in targets):
+            # every library is a variant judged against its own train: the wheel needs none
+            trains = ", ".join(sorted({t.tag for t in own_trains.values() if t is not None}))
+            results.append(
+                passed(
+                    FAMILY,
+                    "archs: expected arch list",
+                    f"each library is a variant with its own train ({trains}); the wheel has none: {source}",
+                )
+            )
+            want_sass: set[str] = set()
+            want_ptx: set[str] = set()
+            return results + _per_library(ctx, targets, None, want_sass, want_ptx)
         results.append(
             failed(FAMILY, "archs: expected arch list", source, [Finding(source, requirement=ctx.local)])
         )
@@ -163,7 +177,6 @@ def _expected(ctx: AuditContext, libraries: dict[str, FileReport]) -> list[Check
     want_ptx = set(archlist.ptx_names()) if policy.ptx == "newest" else set()
     shown = _names(want_sass) + (f" + PTX {_names(want_ptx)}" if want_ptx else "")
     results.append(passed(FAMILY, "archs: expected arch list", f"{source}: {shown}"))
-    targets = {p: r for p, r in libraries.items() if any_match(policy.libraries, p)}
     if not targets:
         results.append(
             failed(
@@ -174,6 +187,19 @@ def _expected(ctx: AuditContext, libraries: dict[str, FileReport]) -> list[Check
             )
         )
         return results
+    return results + _per_library(ctx, targets, archlist, want_sass, want_ptx)
+
+
+def _per_library(
+    ctx: AuditContext,
+    targets: dict[str, FileReport],
+    archlist: ArchList | None,
+    wheel_sass: set[str],
+    wheel_ptx: set[str],
+) -> list[CheckResult]:
+    """``archs: <library>``: each target against the wheel's list, or a variant against its own train's."""
+    policy = ctx.policy.archs
+    results: list[CheckResult] = []
     for path, report in targets.items():
         variant = ctx.variants.get(path)
         label = ctx.local
@@ -191,8 +217,8 @@ def _expected(ctx: AuditContext, libraries: dict[str, FileReport]) -> list[Check
             want_ptx = set(own.ptx_names()) if policy.ptx == "newest" else set()
             label = f"{variant.train.tag} variant's"
         else:
-            want_sass = set(archlist.sass_names())
-            want_ptx = set(archlist.ptx_names()) if policy.ptx == "newest" else set()
+            assert archlist is not None  # only variants are judged without the wheel's list
+            want_sass, want_ptx = wheel_sass, wheel_ptx
         sass, ptx, rsass, rptx = _arch_sets(report)
         findings: list[Finding] = []
         for arch in sort_arch_names(want_sass - sass):

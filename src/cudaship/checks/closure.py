@@ -80,7 +80,9 @@ def run(ctx: AuditContext) -> list[CheckResult]:
                 continue
             if res.via in _PROVIDED:
                 provided.append(
-                    Finding(res.detail + (f" ({res.note})" if res.note else ""), file=path, symbol=imp.library)
+                    Finding(
+                        res.detail + (f" ({res.note})" if res.note else ""), file=path, symbol=imp.library
+                    )
                 )
                 if res.note:
                     notes.setdefault(res.note, []).append(imp.library)
@@ -94,7 +96,9 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         if findings:
             results.append(verdict(FAMILY, name, findings, ""))
         else:
-            results.append(passed(FAMILY, name, f"{len(resolved)} imports resolve ({summary})", tuple(provided)))
+            results.append(
+                passed(FAMILY, name, f"{len(resolved)} imports resolve ({summary})", tuple(provided))
+            )
         if ctx.policy.closure.unused_imports:
             unused = _unused(path, report, resolved, exports)
             results.append(
@@ -106,11 +110,30 @@ def run(ctx: AuditContext) -> list[CheckResult]:
                 )
             )
     results.extend(_required_extras(ctx))
+    if ctx.scan.dist.metadata.requires_dist:
+        ctx.notes.append(_providers_line(ctx))
     for note, libraries in notes.items():
         names = sorted(set(libraries))
         shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
         ctx.notes.append(f"{note}: {shown}")
     return results
+
+
+def _providers_line(ctx: AuditContext) -> str:
+    p = ctx.providers
+    c = p.closure
+    fetched = p.fetched
+    cost = (
+        f"{fetched.requests} requests, {fetched.bytes / 1024:.0f} KiB fetched, "
+        f"{fetched.cache_hits} from the cache"
+        if fetched.requests or fetched.cache_hits
+        else "no network"
+    )
+    line = f"providers: {len(c.reached)} distributions from {', '.join(c.sources) or 'no source'} ({cost})"
+    extra = list(p.notes)
+    if extra:
+        line += "; " + "; ".join(extra[:3]) + (f" (and {len(extra) - 3} more)" if len(extra) > 3 else "")
+    return line
 
 
 def _extra_problem(ctx: AuditContext, res: Resolution) -> str | None:

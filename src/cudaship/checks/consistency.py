@@ -77,11 +77,25 @@ def _major(value: str) -> int:
 
 
 def run(ctx: AuditContext) -> list[CheckResult]:
-    train = ctx.train_or_error
+    # the train the wheel claims (tag or --train): an inferred one comes from these very sources
+    train = ctx.tag_train_or_error
     findings: list[Finding] = []
     shown: list[str] = []
     libs = {p: _sources(r) for p, r in sorted(ctx.reports.items())}
     libs = {p: s for p, s in libs.items() if s.labelled() or s.unknown_isa}
+    # variants (one per CUDA version) agree with their own train, not the wheel's
+    for path in [p for p in libs if p in ctx.variants and ctx.variants[p].train is not None]:
+        own = ctx.variants[path].train
+        assert own is not None
+        s = libs.pop(path)
+        shown.append(f"{path} (variant, {own.version}): {', '.join(label for label, _ in s.labelled())}")
+        for label, value in s.labelled():
+            if _major(value) != own.major:
+                findings.append(
+                    Finding(
+                        f"{label}: CUDA {_major(value)}, the variant's name says {own.version}", file=path
+                    )
+                )
     reqs: list[tuple[DeclaredRequirement, int]] = []
     for r in nvidia_requirements(ctx.declared, ("nvidia-",)):
         m = requirement_major(r)
@@ -89,24 +103,36 @@ def run(ctx: AuditContext) -> list[CheckResult]:
             reqs.append((r, m))
 
     expected_isa: str | None = None
+    claim = (
+        f"tagged +{ctx.local}"
+        if ctx.train_override is None
+        else f"built for CUDA {ctx.train_override.version} (--train)"
+    )
     if not isinstance(train, str):
-        shown.append(f"tag +{ctx.local} = {train.version}")
+        shown.insert(
+            0,
+            f"tag +{ctx.local} = {train.version}"
+            if ctx.train_override is None
+            else f"--train {train.version}",
+        )
         try:
             expected_isa = release_for(train).ptx_isa
         except CudashipError as e:
-            findings.append(Finding(f"+{ctx.local}: {e.message}", requirement=ctx.local))
+            where = f"+{ctx.local}" if ctx.train_override is None else "--train"
+            findings.append(Finding(f"{where}: {e.message}", requirement=ctx.local))
     else:
-        shown.append("no train tag")
+        shown.insert(0, "no train tag")
     for path, s in libs.items():
         labelled = s.labelled()
         parts = [label for label, _ in labelled]
-        # PTX newer than cudaship's data: shown; a failure only when it is newer than the tag's release
+        # PTX newer than cudaship's data: shown; a failure only when it is newer than the claimed release
         for isa in sorted(s.unknown_isa):
             parts.append(f"PTX ISA {isa} (newer than cudaship's release data)")
             if expected_isa is not None and isa_tuple(isa) > isa_tuple(expected_isa):
                 findings.append(
                     Finding(
-                        f"PTX ISA {isa} is newer than the tag's release writes (PTX ISA {expected_isa})",
+                        f"PTX ISA {isa} is newer than CUDA {train.version} writes (PTX ISA {expected_isa}): "
+                        f"the wheel is {claim}",
                         file=path,
                     )
                 )
@@ -116,13 +142,13 @@ def run(ctx: AuditContext) -> list[CheckResult]:
             for label, value in labelled:
                 if _major(value) != train.major:
                     findings.append(
-                        Finding(f"{label}: CUDA {_major(value)}, the wheel is tagged +{ctx.local}", file=path)
+                        Finding(f"{label}: CUDA {_major(value)}, the wheel is {claim}", file=path)
                     )
             for isa in sorted(s.ptx):
                 if expected_isa is not None and isa != expected_isa and _major(s.ptx[isa]) == train.major:
                     findings.append(
                         Finding(
-                            f"PTX ISA {isa} (CUDA {s.ptx[isa]}), the wheel is tagged +{ctx.local} "
+                            f"PTX ISA {isa} (CUDA {s.ptx[isa]}), the wheel is {claim} "
                             f"(CUDA {train.version} writes PTX ISA {expected_isa})",
                             file=path,
                         )
@@ -130,9 +156,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
             for release in sorted(s.toolkit):
                 if _major(release) == train.major and release != train.version:
                     findings.append(
-                        Finding(
-                            f"cubins built by CUDA {release}, the wheel is tagged +{ctx.local}", file=path
-                        )
+                        Finding(f"cubins built by CUDA {release}, the wheel is {claim}", file=path)
                     )
         else:
             majors = {_major(v) for _, v in labelled}
@@ -145,7 +169,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         if not isinstance(train, str) and major != train.major:
             findings.append(
                 Finding(
-                    f"requires CUDA {major} ({req.text}), the wheel is tagged +{ctx.local}",
+                    f"requires CUDA {major} ({req.text}), the wheel is {claim}",
                     requirement=req.text,
                 )
             )

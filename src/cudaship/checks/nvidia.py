@@ -1,5 +1,6 @@
-"""NVIDIA library facts the checks need, over :mod:`cudaship.knowledge.libraries`: which declared requirement
-provides an imported CUDA library (of the right CUDA major), and where that requirement installs it."""
+"""NVIDIA library facts the checks need, over :mod:`cudaship.knowledge.libraries`: which NVIDIA project would
+provide an imported CUDA library (of the right CUDA major), to say what to declare when nothing provides it.
+Which declared requirement actually provides a file is :mod:`cudaship.checks.providers`' business."""
 
 from __future__ import annotations
 
@@ -98,20 +99,6 @@ def provided_by(lib: NvidiaLibrary, declared: tuple[DeclaredRequirement, ...], o
         return f"imports {what}, but the declared {wrong[0].text} is for another CUDA major"
     wanted = " or ".join(sorted({f"{p} (CUDA {m})" for m, p, _ in packages}))
     return f"imports {what}: not shipped, and no declared requirement provides it (declare {wanted})"
-
-
-def installed_by(ctx: AuditContext, directory: str, name: str) -> str | None:
-    """The declared requirement that installs library ``name`` into ``directory`` (site-packages relative)."""
-    lib = library(name)
-    if lib is None:
-        return None
-    for major, project, pkg_dir in _packages(lib, ctx.os):
-        if pkg_dir.strip("/") != directory.strip("/"):
-            continue
-        req = _declared(ctx.declared, project, major)
-        if req is not None:
-            return req.text
-    return None
 
 
 def requirement_hint(ctx: AuditContext, name: str) -> str | None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from cudaship.knowledge.providers import Convention, conventions_for
+from cudaship.knowledge.providers import Convention, conventions_for, development_extras
 from cudaship.providers.closure import wheel_extras
 from cudaship.providers.options import closure_for, target_python
 from cudaship.providers.records import Closure, Fetched, Provided, Reached, Target
@@ -35,7 +35,9 @@ class WheelProviders:
     fetched: Fetched
     files: dict[str, list[Provided]]  #: installed path -> who installs it
     by_name: dict[str, list[Provided]]  #: lower-cased base name -> installed files with that name
-    preloaded: dict[str, tuple[Provided, Reached]]  #: base name -> (the file, the package whose import loads it)
+    preloaded: dict[
+        str, tuple[Provided, Reached]
+    ]  #: base name -> (the file, the package whose import loads it)
     conventions: tuple[Convention, ...]  #: the audited wheel's own
     dll_directories: tuple[str, ...]  #: Windows: added by requirements' imports (torch/lib)
     notes: tuple[str, ...] = field(default=())
@@ -86,7 +88,7 @@ def wheel_providers(ctx: AuditContext) -> WheelProviders:
         meta.requires_dist,
         target,
         ctx.provider_options,
-        provides_extra=wheel_extras(meta.requires_dist),
+        extras=[e for e in wheel_extras(meta.requires_dist) if e not in development_extras()],
         own_name=own,
     )
     files: dict[str, list[Provided]] = closure.files()
@@ -101,7 +103,9 @@ def wheel_providers(ctx: AuditContext) -> WheelProviders:
             dll_dirs.extend(c.dll_directories)
         # its own libraries, and those of what it requires (reached through the same requirement of ours)
         for other in closure.reached:
-            if other is not r and (other.chain[: len(r.chain)] != r.chain or len(other.chain) <= len(r.chain)):
+            if other is not r and (
+                other.chain[: len(r.chain)] != r.chain or len(other.chain) <= len(r.chain)
+            ):
                 continue
             for f in other.dist.files:
                 if is_native(f):

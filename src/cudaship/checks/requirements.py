@@ -109,9 +109,17 @@ def _imports_provided(ctx: AuditContext) -> CheckResult:
             res = resolve(ctx, path, report, imp)
             if res.via is Via.ALLOWED:
                 continue
-            if res.via in (Via.UNRESOLVED, Via.SYSTEM, Via.PYTHON, Via.DRIVER):
+            anywhere = ctx.providers.named(imp.library)
+            if res.via is Via.UNRESOLVED and anywhere is not None:
+                # declared and installed, but out of the loader's reach: the closure check says so
+                evidence.append(
+                    Finding(f"{imp.library} ← {anywhere.reached.label()}", file=path, symbol=imp.library)
+                )
+            elif res.via in (Via.UNRESOLVED, Via.SYSTEM, Via.PYTHON, Via.DRIVER):
                 problem = nvidia.provided_by(lib, ctx.declared, ctx.os)
-                findings.append(Finding(problem or f"imports {imp.library}: {res.detail}", file=path, symbol=imp.library))
+                findings.append(
+                    Finding(problem or f"imports {imp.library}: {res.detail}", file=path, symbol=imp.library)
+                )
             else:
                 evidence.append(Finding(res.detail, file=path, symbol=imp.library))
     if findings:

@@ -37,7 +37,9 @@ class Via(str, Enum):
     REQUIREMENT = "requirement"
     OPTIONAL = "optional"  #: installed by a requirement under one of the wheel's extras
     PRELOADED = "preloaded"  #: loaded on import of a required package (torch) before ours
-    RUNTIME = "runtime"  #: found at run time by name (cuda-pathfinder, preload_dlls), a requirement installs it
+    RUNTIME = (
+        "runtime"  #: found at run time by name (cuda-pathfinder, preload_dlls), a requirement installs it
+    )
     BUILD = "build"  #: installed by another build of a requirement (torch's CUDA builds)
     ON_DEMAND = "on-demand"  #: the importing library itself is loaded only when a feature is used
     DRIVER = "driver"
@@ -165,11 +167,13 @@ def resolve(ctx: AuditContext, path: str, report: FileReport, imp: Import) -> Re
         build = builds_providing(r.dist.name, posixpath.basename(name), platform)
         if build is not None:
             note = f"provided by {build.note}, not by {r.dist.name} {r.dist.version} from {_source_kind(r)}"
-            return Resolution(Via.BUILD, None, f"{name} ← {r.dist.name} (CUDA {build.cuda} build) via {r.via}", note)
+            return Resolution(
+                Via.BUILD, None, f"{name} ← {r.dist.name} (CUDA {build.cuda} build) via {r.via}", note
+            )
     # 7. the importing library is loaded only on demand
     what = providers.on_demand(path)
     if what is not None:
-        return Resolution(Via.ON_DEMAND, None, f"{path} is loaded only by {what}", f"{name}: needed only by {what}")
+        return Resolution(Via.ON_DEMAND, None, f"{path} is loaded only by {what}", f"needed only by {what}")
     # 8. not found: say why, as precisely as possible
     shipped_elsewhere = ctx.by_name.get(posixpath.basename(name).lower(), [])
     where = ", ".join(dirs) if dirs else "none"
@@ -183,14 +187,16 @@ def resolve(ctx: AuditContext, path: str, report: FileReport, imp: Import) -> Re
         return Resolution(
             Via.UNRESOLVED,
             None,
-            f"{anywhere.reached.label()} installs it at {anywhere.path}, which the search path does not reach "
-            f"(searched: {where})",
+            f"{anywhere.reached.label()} installs it at {anywhere.path}, which the search path does not "
+            f"reach (searched: {where})",
         )
     hint = nvidia.requirement_hint(ctx, name)
     if hint:
         return Resolution(Via.UNRESOLVED, None, f"{hint}; searched: {where}")
     return Resolution(
-        Via.UNRESOLVED, None, f"not shipped, not a system library, no requirement provides it (searched: {where})"
+        Via.UNRESOLVED,
+        None,
+        f"not shipped, not a system library, no requirement provides it (searched: {where})",
     )
 
 
@@ -202,7 +208,9 @@ def _source_kind(r: Reached) -> str:
     return r.dist.source.split(" ", 1)[0]
 
 
-def _provided_in(providers: WheelProviders, directory: str, name: str, case_insensitive: bool) -> Provided | None:
+def _provided_in(
+    providers: WheelProviders, directory: str, name: str, case_insensitive: bool
+) -> Provided | None:
     candidate = posixpath.normpath(posixpath.join(directory, name)) if directory != "." else name
     if not case_insensitive:
         return providers.installed(candidate)

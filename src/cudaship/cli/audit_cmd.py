@@ -115,10 +115,11 @@ def _render(report: AuditReport, fmt: str, *, color: bool, verbose: bool) -> str
     help="Then in this package index (PEP 691 JSON; PEP 658 metadata; wheels read with HTTP range requests).",
 )
 @click.option(
-    "--offline",
-    is_flag=True,
+    "--offline/--online",
+    default=False,
     envvar="CUDASHIP_OFFLINE",
-    help="Do not use the network: the index only through the on-disk cache, then the knowledge table.",
+    help="--offline: no network; the index only through the on-disk cache, then the knowledge table "
+    "(also $CUDASHIP_OFFLINE=1).",
 )
 @click.option(
     "--cache-dir",

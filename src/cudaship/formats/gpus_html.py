@@ -26,6 +26,7 @@ td.no { background: #d64545; color: #fff; }
 p.meta { color: #555; }
 """
 
+
 def _cell(cv: CapabilityVerdict) -> str:
     verdict = cv.verdict
     tip = verdict.reason

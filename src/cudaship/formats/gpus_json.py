@@ -9,7 +9,9 @@ from typing import Any
 from cudaship.analysis.gpus import CapabilityVerdict, FileVerdicts, GpuReport, GroupVerdicts
 from cudaship.knowledge.gpus import group_for
 
-SCHEMA_VERSION = 1
+#: 2: a wheel's verdicts count variants (alternatives, one loaded) by their best and do not let a library no
+#: other file imports sink a GPU the others serve; groups have ``variants``.
+SCHEMA_VERSION = 2
 
 
 def _verdicts(verdicts: tuple[CapabilityVerdict, ...]) -> dict[str, Any]:
@@ -45,6 +47,23 @@ def _group(g: GroupVerdicts) -> dict[str, Any]:
         "verdicts": _verdicts(g.verdicts),
         "min_driver": g.min_driver,
         "min_driver_reason": g.min_driver_reason,
+        "variants": [
+            {
+                "group": vg.group,
+                "variants": [
+                    {
+                        "file": v.label,
+                        "name": v.name,
+                        "build_cuda": v.build_cuda.version if v.build_cuda else None,
+                        "serves": list(v.serves),
+                        "min_driver": v.min_driver,
+                        "min_driver_reason": v.min_driver_reason,
+                    }
+                    for v in vg.variants
+                ],
+            }
+            for vg in g.variant_groups
+        ],
     }
 
 

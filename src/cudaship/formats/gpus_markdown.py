@@ -18,6 +18,15 @@ def _group(title: str, group: GroupVerdicts) -> list[str]:
     for cv in group.verdicts:
         lines.append(f"| {_cell(gpu_label(cv))} | {EMOJI[cv.verdict.verdict]} | {_cell(cv.verdict.reason)} |")
     lines += ["", f"**{_cell(min_driver_line(group))}**", ""]
+    for vg in group.variant_groups:
+        lines += [f"Variants `{_cell(vg.group)}` (one is loaded at run time):", ""]
+        lines += ["| variant | CUDA | minimum driver | GPUs |", "|---|---|---|---|"]
+        for v in vg.variants:
+            cuda = v.build_cuda.version if v.build_cuda else "?"
+            lines.append(
+                f"| {_cell(v.name)} | {cuda} | {v.min_driver or 'any'} | {' '.join(v.serves) or 'none'} |"
+            )
+        lines.append("")
     return lines
 
 

@@ -45,6 +45,21 @@ def _group(title: str, group: GroupVerdicts) -> list[str]:
     for label, cv in zip(labels, group.verdicts, strict=True):
         lines.append(f"  {label:<{width}}  {cv.verdict.verdict.value:<6}  {cv.verdict.reason}")
     lines.append(f"  {min_driver_line(group)}")
+    lines.extend(variant_lines(group))
+    return lines
+
+
+def variant_lines(group: GroupVerdicts) -> list[str]:
+    """Per group of alternatives: each variant, the GPUs it runs on and the oldest driver it needs."""
+    lines: list[str] = []
+    for vg in group.variant_groups:
+        lines.append(f"  variants {vg.group} (one is loaded at run time):")
+        width = max(len(v.name) for v in vg.variants)
+        for v in vg.variants:
+            cuda = f"CUDA {v.build_cuda.version}" if v.build_cuda else "CUDA ?"
+            gpus = " ".join(v.serves) or "no GPU"
+            driver = f"driver >= {v.min_driver}" if v.min_driver else "any driver"
+            lines.append(f"    {v.name:<{width}}  {cuda:<9}  {driver:<22}  GPUs {gpus}")
     return lines
 
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cache
 from typing import Any, Literal
 
 from cudaship.errors import KnowledgeError
 from cudaship.knowledge import _data
+from cudaship.once import once
 
 OS = Literal["linux", "windows"]
 _FILE = "nvidia_libraries.toml"
@@ -75,7 +75,7 @@ def _text(value: Any, where: str) -> str | None:
     return value
 
 
-@cache
+@once
 def _components() -> tuple[_Component, ...]:
     table = _data.table(_FILE, "components")
     out = []

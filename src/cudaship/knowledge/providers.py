@@ -153,6 +153,13 @@ def _known() -> tuple[_Known, ...]:
     return tuple(out)
 
 
+@once
+def development_extras() -> frozenset[str]:
+    """Extras of an audited wheel that install development tools (``dev``, ``test``, ``docs``, ...)."""
+    table = _data.load(_FILE).get("extras", {})
+    return frozenset(_strs(table.get("development"), "extras.development"))
+
+
 def _major_of(spec: SpecifierSet) -> int | None:
     for s in spec:
         head = s.version.split(".")[0]
@@ -161,7 +168,9 @@ def _major_of(spec: SpecifierSet) -> int | None:
     return None
 
 
-def _component_files(component: str, major: int, os: Literal["linux", "windows"], in_dir: str | None) -> list[str]:
+def _component_files(
+    component: str, major: int, os: Literal["linux", "windows"], in_dir: str | None
+) -> list[str]:
     pkg = pypi_package(component, major, os)
     name = library_file(component, major, os)
     if pkg is None or name is None:
@@ -197,7 +206,9 @@ def known_distribution(name: str, spec: SpecifierSet, os: str) -> KnownDistribut
                 files.extend(_component_files(comp, major, osl, None))
     if not files:
         return None
-    return KnownDistribution(name, "(any version)", (), tuple(sorted(set(files))), (), "nvidia_libraries.toml")
+    return KnownDistribution(
+        name, "(any version)", (), tuple(sorted(set(files))), (), "nvidia_libraries.toml"
+    )
 
 
 def builds_providing(project: str, basename: str, os: str) -> Build | None:

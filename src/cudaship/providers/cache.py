@@ -2,8 +2,8 @@
 
 Two kinds of entries: a project's page (PEP 691 JSON), kept for :data:`PAGE_TTL_S` seconds unless offline;
 a wheel's METADATA and file list, keyed by the wheel's sha256 and kept for good (a file never changes).
-The default directory is ``$CUDASHIP_CACHE_DIR``, else ``$XDG_CACHE_HOME/cudaship``, else ``~/.cache/cudaship``;
-entries go under ``index/``.
+The default directory is ``$CUDASHIP_CACHE_DIR``, else ``$XDG_CACHE_HOME/cudaship``, else
+``~/.cache/cudaship``; entries go under ``index/``.
 """
 
 from __future__ import annotations

@@ -100,6 +100,16 @@ class _Resolver:
         )
 
 
+def _short(req: Requirement) -> str:
+    """A requirement as written without its marker: ``cuda-toolkit[cublas]==13.0.3``."""
+    extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
+    return f"{req.name}{extras}{req.specifier}" + (f" @ {req.url}" if req.url else "")
+
+
+def _from(reached: Reached, kind: str) -> bool:
+    return reached.dist.source.startswith(kind)
+
+
 def requirements_of(
     requires_dist: Sequence[str], env: dict[str, str], extras: Sequence[str]
 ) -> list[tuple[Requirement, str | None, str]]:
@@ -134,16 +144,18 @@ def resolve_closure(
     target: Target,
     sources: Sequence[Source],
     *,
-    provides_extra: Sequence[str] = (),
+    extras: Sequence[str] | None = None,
     fallback: Source | None = None,
     own_name: str | None = None,
 ) -> Closure:
-    """The distributions the wheel's requirements install on ``target``, breadth first."""
+    """The distributions the wheel's requirements install on ``target``, breadth first; ``extras``: the
+    wheel's extras whose requirements are followed too (None: every extra its markers name)."""
     env = marker_environment(target.os, target.machine, target.python)
     r = _Resolver(sources, fallback, target, env)
-    root_extras = wheel_extras(requires_dist, provides_extra)
+    root_extras = wheel_extras(requires_dist) if extras is None else [canonicalize_name(e) for e in extras]
     level: list[_Job] = [
-        _Job(req, (text,), extra, 1) for req, extra, text in requirements_of(requires_dist, env, root_extras)
+        _Job(req, (_short(req),), extra, 1)
+        for req, extra, _text in requirements_of(requires_dist, env, root_extras)
     ]
     seen_names = {canonicalize_name(own_name)} if own_name else set()
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
@@ -159,7 +171,11 @@ def resolve_closure(
                 r.notes.append(f"stopped after {MAX_DISTRIBUTIONS} distributions")
                 todo = dict(list(todo.items())[: max(0, MAX_DISTRIBUTIONS - len(r.reached))])
             found = dict(
-                zip(todo, pool.map(lambda j: r.lookup(j.req.name, j.req.specifier), todo.values()), strict=True)
+                zip(
+                    todo,
+                    pool.map(lambda j: r.lookup(j.req.name, j.req.specifier), todo.values()),
+                    strict=True,
+                )
             )
             next_level: list[_Job] = []
             for job in level:
@@ -169,7 +185,9 @@ def resolve_closure(
                 if name in found:
                     dist, why = found.pop(name)
                     if dist is None:
-                        r.unresolved.append(Unresolved(str(job.req), job.chain, why or "not found", job.extra))
+                        r.unresolved.append(
+                            Unresolved(_short(job.req), job.chain, why or "not found", job.extra)
+                        )
                         seen_names.add(name)
                         continue
                     r.reached[name] = Reached(dist, job.chain, job.extra)
@@ -186,13 +204,18 @@ def resolve_closure(
                     continue
                 r.extras_done[name] |= new
                 dist = reached.dist
-                for sub, _extra, text in requirements_of(dist.requires_dist, env, sorted(new - {""})):
-                    next_level.append(_Job(sub, (*job.chain, text), reached.extra, job.depth + 1))
+                for sub, _extra, _text in requirements_of(dist.requires_dist, env, sorted(new - {""})):
+                    next_level.append(_Job(sub, (*job.chain, _short(sub)), reached.extra, job.depth + 1))
             level = next_level
     return Closure(
         target=target,
         reached=tuple(r.reached.values()),
         unresolved=tuple(r.unresolved),
         notes=tuple(r.notes),
-        sources=tuple(s.label for s in sources) + ((fallback.label,) if fallback is not None else ()),
+        sources=tuple(s.label for s in sources)
+        + (
+            (fallback.label,)
+            if fallback is not None and any(_from(x, "knowledge") for x in r.reached.values())
+            else ()
+        ),
     )

@@ -24,7 +24,9 @@ def parse_core_metadata(data: bytes) -> tuple[str, str, tuple[str, ...], tuple[s
     return canonicalize_name(name), version, requires, extras
 
 
-def from_wheel_zip(zf: zipfile.ZipFile, filename: str, source: str, metadata: bytes | None = None) -> Distribution:
+def from_wheel_zip(
+    zf: zipfile.ZipFile, filename: str, source: str, metadata: bytes | None = None
+) -> Distribution:
     """A distribution from a wheel's central directory; METADATA is read from it unless given (PEP 658)."""
     names = zf.namelist()
     directory = find_dist_info(names, filename)

@@ -45,10 +45,12 @@ class Client:
         self.fetched = Fetched()
         self._lock = threading.Lock()
 
-    def _count(self, n: int) -> None:
+    def _count(self, n: int, page: bool = False) -> None:
         with self._lock:
             self.fetched.requests += 1
             self.fetched.bytes += n
+            if page:
+                self.fetched.page_bytes += n
 
     def hit(self) -> None:
         """Count an answer the on-disk cache gave instead of the network."""
@@ -64,9 +66,9 @@ class Client:
             headers["Range"] = byte_range
         request = urllib.request.Request(url, headers=headers)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as resp:  # noqa: S310 (index URLs)
+            with urllib.request.urlopen(request, timeout=self.timeout) as resp:
                 body = resp.read()
-                self._count(len(body))
+                self._count(len(body), page=accept is not None)
                 return Response(
                     resp.status,
                     body,

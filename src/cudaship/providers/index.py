@@ -17,6 +17,7 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
+from cudaship.errors import CudashipError
 from cudaship.providers.cache import PAGE_TTL_S, DiskCache
 from cudaship.providers.distinfo import from_wheel_zip
 from cudaship.providers.http import Client, IndexUnavailable, NotFound
@@ -26,6 +27,11 @@ from cudaship.providers.select import Candidate, best, wheel_version
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 JSON_ACCEPT = "application/vnd.pypi.simple.v1+json"
+
+
+class BadDistribution(CudashipError):
+    """One file on the index cannot be read (malformed zip, wrong hash): that project is not found, the
+    index still answers for the others."""
 
 
 class IndexSource:
@@ -99,17 +105,23 @@ class IndexSource:
             raise IndexUnavailable(f"{c.filename}: not in the cache (offline)")
         metadata: bytes | None = None
         if c.metadata_url:
-            resp = self.client.get(c.metadata_url)
-            if c.metadata_sha256 and hashlib.sha256(resp.body).hexdigest() != c.metadata_sha256:
-                raise IndexUnavailable(f"{c.metadata_url}: sha256 does not match the index's")
-            metadata = resp.body
+            try:
+                resp = self.client.get(c.metadata_url)
+            except NotFound:  # advertised but absent: the wheel's own METADATA will do
+                resp = None
+            if resp is not None:
+                if c.metadata_sha256 and hashlib.sha256(resp.body).hexdigest() != c.metadata_sha256:
+                    raise BadDistribution(f"{c.metadata_url}: sha256 does not match the index's")
+                metadata = resp.body
         if c.size is None:
-            raise IndexUnavailable(f"{c.location}: the index gives no size; cannot read its end")
-        zf = remote_wheel(self.client, c.location, c.size)
+            raise BadDistribution(f"{c.location}: the index gives no size; cannot read its end")
         try:
+            zf = remote_wheel(self.client, c.location, c.size)
             dist = from_wheel_zip(zf, c.filename, f"index {c.location}", metadata)
-        except Exception as e:  # a malformed remote wheel is that wheel's problem
-            raise IndexUnavailable(f"{c.filename}: {e}") from None
+        except IndexUnavailable:
+            raise
+        except Exception as e:  # a malformed remote wheel is that wheel's problem, not the index's
+            raise BadDistribution(f"{c.filename}: {e}") from None
         self.cache.put("wheel", key, _dist_to_json(dist))
         return dist
 
@@ -155,4 +167,3 @@ def _dist_from_json(v: dict[str, Any], source: str) -> Distribution:
         source,
         tuple(v.get("provides_extra", ())),
     )
-

@@ -17,8 +17,10 @@ from typing import IO, cast
 
 from cudaship.providers.http import Client, IndexUnavailable
 
-CHUNK = 64 * 1024  #: the smallest range fetched
-TAIL = 256 * 1024  #: fetched first from the end: the end-of-central-directory record and, usually, the directory
+CHUNK = 16 * 1024  #: the smallest range fetched
+#: fetched first from the end: the end-of-central-directory record, usually the whole directory and the
+#: dist-info members (written last by every wheel builder)
+TAIL = 64 * 1024
 
 
 class RangeFile(io.RawIOBase):
@@ -75,7 +77,7 @@ class RangeFile(io.RawIOBase):
         memoryview(buffer)[: len(data)] = data
         return len(data)
 
-    # --- spans -----------------------------------------------------------------------------------------------
+    # --- spans ----------------------------------------------------------------------------------------
 
     def _covering(self, start: int, end: int) -> bytes | None:
         i = bisect.bisect_right(self._starts, start) - 1
@@ -139,4 +141,4 @@ def remote_wheel(client: Client, url: str, size: int) -> zipfile.ZipFile:
     try:
         return zipfile.ZipFile(cast(IO[bytes], RangeFile(client, url, size)))
     except zipfile.BadZipFile as e:
-        raise IndexUnavailable(f"{url}: not a readable zip: {e}") from None
+        raise ValueError(f"{url}: not a readable zip: {e}") from None

@@ -52,7 +52,7 @@ def closure_for(
     target: Target,
     options: ProviderOptions,
     *,
-    provides_extra: Sequence[str] = (),
+    extras: Sequence[str] | None = None,
     own_name: str | None = None,
 ) -> tuple[Closure, Fetched]:
     """The wheel's closure from ``options``' sources (the knowledge table answers when none can), and what
@@ -63,7 +63,7 @@ def closure_for(
         requires_dist,
         target,
         sources,
-        provides_extra=provides_extra,
+        extras=extras,
         fallback=KnowledgeSource(),
         own_name=own_name,
     )

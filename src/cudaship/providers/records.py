@@ -80,7 +80,8 @@ class Fetched:
     """What the index cost: requests and bytes over the network, answers from the on-disk cache."""
 
     requests: int = 0
-    bytes: int = 0
+    bytes: int = 0  #: everything received
+    page_bytes: int = 0  #: of which project pages (PEP 691 JSON); the rest is wheel ranges and metadata
     cache_hits: int = 0
 
 

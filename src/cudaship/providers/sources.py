@@ -41,7 +41,10 @@ def site_packages(env: str) -> list[Path]:
         return [path]
     if not path.exists():
         raise UsageError("no such file or directory", path=env)
-    code = "import json, sysconfig; print(json.dumps([sysconfig.get_path('purelib'), sysconfig.get_path('platlib')]))"
+    code = (
+        "import json, sysconfig; "
+        "print(json.dumps([sysconfig.get_path('purelib'), sysconfig.get_path('platlib')]))"
+    )
     try:
         done = subprocess.run([env, "-c", code], capture_output=True, text=True, timeout=60, check=True)
         dirs = json.loads(done.stdout)
@@ -101,7 +104,7 @@ class EnvSource:
         return dist
 
 
-# --- a wheelhouse -----------------------------------------------------------------------------------------------
+# --- a wheelhouse ---------------------------------------------------------------------------------------
 
 
 class WheelhouseSource:

@@ -1,0 +1,88 @@
+"""A wheel's GPU verdicts on hand-built per-library verdicts: variants count by their best, and a library no
+other file imports that fails alone does not sink a GPU the others serve (issue 12: torch on a T4,
+bitsandbytes on an RTX 5090)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from cudaship.analysis.gpus import CapabilityVerdict, FileVerdicts, combine_wheel
+from cudaship.knowledge.archs import Arch
+from cudaship.knowledge.runs_on import Verdict, VerdictKind
+from cudaship.knowledge.trains import Train
+
+CAPS = (Arch(7, 5), Arch(9, 0), Arch(12, 0))
+N, J, X = VerdictKind.NATIVE, VerdictKind.JIT, VerdictKind.NO
+DRIVER = {11: "450.80.02", 12: "525.60.13", 13: "580.65.06"}
+
+
+def lib(
+    path: str, kinds: tuple[VerdictKind, ...], *, imports: tuple[str, ...] = (), major: int = 13
+) -> FileVerdicts:
+    verdicts = tuple(
+        CapabilityVerdict(
+            cap, Verdict(kind, None, f"{path} {kind.value}", DRIVER[major] if kind is not X else None)
+        )
+        for cap, kind in zip(CAPS, kinds, strict=True)
+    )
+    return FileVerdicts(path, "w.whl", "linux", Train(major, 0), verdicts, imports=imports)
+
+
+def kinds(files: list[FileVerdicts]) -> Mapping[str, VerdictKind]:
+    group = combine_wheel("w.whl", files, CAPS)
+    return {cv.capability.capability: cv.verdict.verdict for cv in group.verdicts}
+
+
+def test_libraries_loaded_together_take_the_worst() -> None:
+    files = [lib("t/libcore.so", (N, N, N)), lib("t/libuser.so", (X, N, N), imports=("libcore.so",))]
+    # libcore.so is imported by libuser.so; libuser.so is imported by nothing but the core fails nowhere:
+    assert kinds(files) == {"7.5": N, "9.0": N, "12.0": N}  # libuser.so alone fails 7.5: on demand
+    files = [lib("t/libcore.so", (X, N, N)), lib("t/libuser.so", (N, N, N), imports=("libcore.so",))]
+    assert kinds(files)["7.5"] is X  # an imported library that fails sinks the wheel
+
+
+def test_on_demand_library_names_itself_in_the_reason() -> None:
+    files = [
+        lib("torch/lib/libtorch_cuda.so", (N, N, N)),
+        lib("torch/lib/libtorch_cuda_linalg.so", (X, N, N)),
+    ]
+    group = combine_wheel("w.whl", files, CAPS)
+    t4 = group.verdicts[0]
+    assert t4.verdict.verdict is N
+    assert "except libtorch_cuda_linalg.so (loaded on demand" in t4.verdict.reason
+    assert t4.file == "w.whl!torch/lib/libtorch_cuda_linalg.so"
+
+
+def test_every_library_failing_is_no() -> None:
+    files = [lib("t/liba.so", (X, N, N)), lib("t/libb.so", (X, N, N))]
+    assert kinds(files)["7.5"] is X
+
+
+def test_variants_take_the_best_and_say_who_serves() -> None:
+    files = [
+        lib("b/libk_cuda118.so", (N, N, X), major=11),
+        lib("b/libk_cuda128.so", (N, N, N), major=12),
+        lib("b/libk_cuda130.so", (N, J, N), major=13),
+        lib("b/libk_cpu.so", (X, X, X)),
+    ]
+    group = combine_wheel("w.whl", files, CAPS)
+    rtx = group.verdicts[2]
+    assert rtx.verdict.verdict is N
+    assert rtx.verdict.reason == "native with the cuda128, cuda130 variants"
+    assert rtx.verdict.min_driver == DRIVER[12]  # the served variant needing the oldest driver
+    (variants,) = group.variant_groups
+    served = {v.name: v.serves for v in variants.variants}
+    assert served == {
+        "cpu": (),
+        "cuda118": ("7.5", "9.0"),
+        "cuda128": ("7.5", "9.0", "12.0"),
+        "cuda130": ("7.5", "9.0", "12.0"),
+    }
+    assert [v.name for v in variants.variants][:1] == ["cpu"]  # sorted by train, the CPU variant has none
+
+
+def test_no_variant_serving_is_no() -> None:
+    files = [lib("b/libk_cuda118.so", (N, N, X), major=11), lib("b/libk_cuda121.so", (N, N, X), major=12)]
+    group = combine_wheel("w.whl", files, CAPS)
+    assert group.verdicts[2].verdict.verdict is X
+    assert group.verdicts[2].verdict.reason.startswith("no variant of b/libk_*.so runs")

@@ -1,0 +1,178 @@
+"""Hand-built audit inputs: an :class:`AuditContext` made from records written in the test, no wheel, no
+reader. Each check family's unit tests (tests/checks/test_<family>.py) build exactly the facts they need.
+
+    ctx = context(libs={"pkg/lib/libfoo.so": elf(imports=["libcudart.so.13"], exports=["foo"])},
+                  version="1.0+cu130", requires=["nvidia-cuda-runtime>=13,<14"])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from cudaship.binary.records import (
+    Compression,
+    DeviceCode,
+    DeviceCodeKind,
+    FileFormat,
+    HostBinary,
+    Import,
+    ImportedSymbol,
+    ImportKind,
+    Machine,
+)
+from cudaship.checks.context import AuditContext, wheel_platform
+from cudaship.checks.engine import with_severity
+from cudaship.checks.policy import Policy, default_policy, parse_audit_table
+from cudaship.checks.records import CheckResult
+from cudaship.checks.table import FAMILIES
+from cudaship.checks.variants import mark_alternatives
+from cudaship.checks.wheelscan import MemberFacts, ScannedWheel
+from cudaship.inspection.records import CudaLinkage, DriverAccess, FileReport, RuntimeLinkage
+from cudaship.knowledge.trains import Train
+from cudaship.wheel.metadata import DistInfo, Metadata, RecordEntry, RecordProblem, WheelFile
+
+TAGS = {"linux": "cp312-cp312-manylinux_2_28_x86_64", "windows": "cp312-cp312-win_amd64"}
+
+
+def sass(arch: str, *, relocatable: bool = False, toolkit: str | None = None) -> DeviceCode:
+    number = int(arch.split("_")[1].rstrip("af"))
+    return DeviceCode(
+        DeviceCodeKind.SASS,
+        arch,
+        number,
+        arch[-1] if arch[-1] in "af" else "",
+        ".nv_fatbin" if not relocatable else "__nv_relfatbin",
+        relocatable,
+        Compression.NONE,
+        100,
+        100,
+        0,
+        toolkit_version=toolkit,
+    )
+
+
+def ptx(arch: str, *, relocatable: bool = False, isa: str | None = None) -> DeviceCode:
+    number = int(arch.split("_")[1].rstrip("af"))
+    return DeviceCode(
+        DeviceCodeKind.PTX,
+        arch,
+        number,
+        "",
+        ".nv_fatbin" if not relocatable else "__nv_relfatbin",
+        relocatable,
+        Compression.NONE,
+        100,
+        100,
+        0,
+        version=isa,
+    )
+
+
+def host(
+    fmt: FileFormat = FileFormat.ELF,
+    *,
+    imports: Iterable[str | Import] = (),
+    exports: Iterable[str] = (),
+    undefined: Iterable[str] = (),
+    soname: str | None = None,
+    runpath: Iterable[str] = (),
+    embedded: Iterable[str] = (),
+) -> HostBinary:
+    kind = ImportKind.NEEDED if fmt is FileFormat.ELF else ImportKind.IMPORT
+    return HostBinary(
+        format=fmt,
+        machine=Machine.X86_64,
+        bits=64,
+        kind="shared-library",
+        soname=soname,
+        runpath=tuple(runpath),
+        imports=tuple(i if isinstance(i, Import) else Import(i, kind) for i in imports),
+        exports=tuple(exports),
+        undefined_symbols=tuple(ImportedSymbol(s) for s in undefined),
+        embedded_library_names=tuple(embedded),
+    )
+
+
+def library(
+    path: str,
+    binary: HostBinary | None = None,
+    *,
+    device: Iterable[DeviceCode] = (),
+    cudart: int | None = None,
+    error: str | None = None,
+) -> FileReport:
+    binary = binary or host()
+    linkage = None
+    if cudart is not None:
+        linkage = CudaLinkage(
+            RuntimeLinkage.DYNAMIC, cudart, (f"imports cudart {cudart}",), DriverAccess.NONE, ()
+        )
+    return FileReport(
+        path=path,
+        format=binary.format,
+        size=1000,
+        container="pkg.whl",
+        host=binary,
+        linkage=linkage,
+        device_code=tuple(device),
+        error=error,
+    )
+
+
+def context(
+    libs: Mapping[str, FileReport] | Iterable[FileReport] = (),
+    *,
+    files: Iterable[str] = (),
+    name: str = "pkg",
+    version: str = "1.0",
+    requires: Iterable[str] = (),
+    platform: str = "linux",
+    policy: Policy | Mapping[str, Any] | None = None,
+    record_problems: Iterable[RecordProblem] = (),
+    unreadable: Iterable[tuple[str, str]] = (),
+    train: Train | None = None,
+) -> AuditContext:
+    """A context for one hand-built wheel: ``libs`` (native files by path in the wheel), other ``files``,
+    METADATA fields and a policy (a :class:`Policy`, an ``[audit]`` mapping, or None for the default)."""
+    reports = dict(libs) if isinstance(libs, Mapping) else {r.path: r for r in libs}
+    local = version.split("+", 1)[1] if "+" in version else None
+    dist_dir = f"{name}-{version}.dist-info"
+    tag = TAGS[platform]
+    dist = DistInfo(
+        directory=dist_dir,
+        metadata=Metadata(name, version, local, tuple(requires)),
+        wheel=WheelFile("1.0", False, (tag,)),
+        record=tuple(RecordEntry(p, "sha256", "x", 1) for p in [*reports, *files]),
+        record_path=f"{dist_dir}/RECORD",
+    )
+    members = tuple(MemberFacts(p, 1000, 500) for p in [*reports, *files, f"{dist_dir}/METADATA"])
+    scan = ScannedWheel(
+        path=f"/tmp/{name}-{version}-{tag}.whl",
+        filename=f"{name}-{version}-{tag}.whl",
+        dist=dist,
+        members=members,
+        reports=reports,
+        record_problems=tuple(record_problems),
+        unreadable=tuple(unreadable),
+    )
+    if policy is None:
+        policy = default_policy()
+    elif not isinstance(policy, Policy):
+        policy = parse_audit_table(policy, "test.toml")
+    target, notes = wheel_platform(scan)
+    return AuditContext(scan=scan, policy=policy, platform=target, notes=notes, train_override=train)
+
+
+def run(ctx: AuditContext, family: str) -> list[CheckResult]:
+    """One family's results, with rules and severities as the engine sets them."""
+    (row,) = [f for f in FAMILIES if f.name == family]
+    return [with_severity(r, ctx.policy) for r in mark_alternatives(ctx, row.run(ctx))]
+
+
+def by_name(results: Iterable[CheckResult]) -> dict[str, CheckResult]:
+    out: dict[str, CheckResult] = {}
+    for r in results:
+        assert r.name not in out, f"duplicate check name {r.name}"
+        out[r.name] = r
+    return out

@@ -1,0 +1,83 @@
+"""closure family on hand-built records (the providers themselves are tested in tests/providers): shipped and
+system libraries resolve, a DT_NEEDED nothing provides fails, an unused DT_NEEDED is a warning by default."""
+
+from __future__ import annotations
+
+from cudaship.binary.records import Import, ImportedSymbol, ImportKind
+from cudaship.checks.records import Severity, Status
+from tests.checks.handmade import by_name, context, host, library, run
+
+MOD = "pkg/_C.so"
+LIB = "pkg/lib/libhelper.so"
+
+
+def test_shipped_and_system_libraries_resolve() -> None:
+    needed = Import("libhelper.so", ImportKind.NEEDED, (ImportedSymbol("helper", version=None),))
+    ctx = context(
+        [
+            library(MOD, host(imports=[needed, "libc.so.6"], runpath=["$ORIGIN/lib"], undefined=["helper"])),
+            library(LIB, host(soname="libhelper.so", exports=["helper"], imports=["libc.so.6"])),
+        ]
+    )
+    results = by_name(run(ctx, "closure"))
+    assert results[f"closure: {MOD}"].status is Status.PASS
+    assert results[f"closure: {LIB}"].status is Status.PASS
+
+
+def test_a_needed_library_nothing_provides_fails_naming_it() -> None:
+    ctx = context([library(MOD, host(imports=["libnowhere.so.3"]))])
+    result = by_name(run(ctx, "closure"))[f"closure: {MOD}"]
+    assert (result.status, result.severity) == (Status.FAIL, Severity.ERROR)
+    assert result.evidence[0].symbol == "libnowhere.so.3"
+    assert result.evidence[0].file == MOD
+
+
+def test_an_unused_needed_library_is_a_warning_by_default() -> None:
+    ctx = context(
+        [
+            library(
+                MOD,
+                host(
+                    imports=["libhelper.so"],
+                    runpath=["$ORIGIN/lib"],
+                    undefined=["other"],
+                    exports=["PyInit__C"],
+                ),
+            ),
+            library(LIB, host(soname="libhelper.so", exports=["helper"])),
+        ]
+    )
+    result = by_name(run(ctx, "closure"))[f"closure: unused imports in {MOD}"]
+    assert (result.status, result.severity, result.rule) == (Status.FAIL, Severity.WARNING, "unused_imports")
+    strict = context(
+        [
+            library(
+                MOD,
+                host(
+                    imports=["libhelper.so"],
+                    runpath=["$ORIGIN/lib"],
+                    undefined=["other"],
+                    exports=["PyInit__C"],
+                ),
+            ),
+            library(LIB, host(soname="libhelper.so", exports=["helper"])),
+        ],
+        policy={"severity": {"closure.unused_imports": "error"}},
+    )
+    assert by_name(run(strict, "closure"))[f"closure: unused imports in {MOD}"].severity is Severity.ERROR
+
+
+def test_variants_for_another_environment_are_notes() -> None:
+    libs = [
+        library("pkg/libk_cuda130.so", host(imports=["libc.so.6"])),
+        library("pkg/libk_rocm64.so", host(imports=["libhipblas.so.2"])),
+    ]
+    results = by_name(run(context(libs), "closure"))
+    rocm = results["closure: pkg/libk_rocm64.so"]
+    assert (rocm.status, rocm.severity, rocm.rule) == (Status.FAIL, Severity.NOTE, "variant")
+    assert "rocm64 variant" in rocm.reason
+    # when no variant resolves, the failures stay errors
+    alone = [library("pkg/libk_cuda130.so", host(imports=["libnowhere.so"])), libs[1]]
+    results = by_name(run(context(alone), "closure"))
+    assert results["closure: pkg/libk_rocm64.so"].severity is Severity.ERROR
+    assert results["closure: pkg/libk_cuda130.so"].severity is Severity.ERROR

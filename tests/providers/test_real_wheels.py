@@ -1,0 +1,212 @@
+"""Issue 12's acceptance on real PyPI wheels: the default audit passes known-good wheels whose CUDA
+libraries come through their requirements, against the package index and against a wheelhouse, and names the
+provider of each import; planted defects fail naming the check, the file and the library."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cudaship.cli.main import main
+from cudaship.exitcodes import ExitCode
+from tests.fixtures import cache_dir
+from tests.fixtures.plant import dist_info, drop_requirement, plant, replace_bytes
+from tests.fixtures.wheels import RealWheel, fetch
+
+pytestmark = [pytest.mark.network, pytest.mark.slow]
+
+ACCEPTANCE = [
+    "torch_linux_wheel",
+    "cupy_linux_wheel",
+    "cupy_windows_wheel",
+    "onnxruntime_linux_wheel",
+    "onnxruntime_windows_wheel",
+    "xformers_linux_wheel",
+    "xformers_windows_wheel",
+    "bitsandbytes_linux_wheel",
+    "bitsandbytes_windows_wheel",
+]
+#: torch 2.14.1's CUDA 13 requirements and onnxruntime-gpu's, as real wheels on this machine's local mirror
+MIRROR = Path("/opt/pypi-more/files")
+CUDA_RUNTIME_13 = RealWheel("nvidia-cuda-runtime", "13.0.96", "manylinux_2_17_x86_64")
+
+
+def audit(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any], str]:
+    code = main(["audit", "--no-progress", "--format", "json", *args])
+    out, err = capsys.readouterr()
+    assert code in (ExitCode.OK, ExitCode.FINDINGS), err
+    return code, json.loads(out), err
+
+
+def online() -> list[str]:
+    return ["--online", "--cache-dir", str(cache_dir() / "index-cache")]
+
+
+def checks(report: dict[str, Any]) -> list[dict[str, Any]]:
+    result: list[dict[str, Any]] = report["checks"]
+    return result
+
+
+def failures(report: dict[str, Any]) -> list[str]:
+    return [
+        f"{c['name']}: {c['reason']}"
+        for c in checks(report)
+        if c["status"] == "fail" and c.get("severity", "error") == "error"
+    ]
+
+
+def evidence(report: dict[str, Any], family: str) -> list[str]:
+    return [e["message"] for c in checks(report) if c["family"] == family for e in c.get("evidence", [])]
+
+
+@pytest.mark.parametrize("fixture", ACCEPTANCE)
+def test_default_audit_passes_against_the_index(
+    fixture: str, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wheel: Path = request.getfixturevalue(fixture)
+    code, report, _err = audit(capsys, *online(), str(wheel))
+    mine = [f for f in failures(report) if f.startswith(("closure", "requirements"))]
+    assert mine == []
+    assert code == ExitCode.OK, failures(report)
+
+
+def test_torch_names_the_provider_of_each_import(
+    torch_linux_wheel: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _code, report, _err = audit(capsys, *online(), str(torch_linux_wheel))
+    lines = evidence(report, "closure")
+    assert any(
+        line.startswith("libcublas.so.13 ← nvidia-cublas 13.1.1.3 via cuda-toolkit[") and "]==13.0.3" in line
+        for line in lines
+    ), lines[:20]
+    assert any(line.startswith("libnvshmem_host.so.3 ← nvidia-nvshmem-cu13 3.4.5") for line in lines)
+
+
+def test_extension_imports_come_from_torch_loaded_first(
+    xformers_linux_wheel: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _code, report, _err = audit(capsys, *online(), str(xformers_linux_wheel))
+    lines = evidence(report, "closure")
+    assert any(line.startswith("libc10.so ← torch 2.10.0, loaded by `import torch` first") for line in lines)
+
+
+def test_extra_only_providers_pass_with_a_note(
+    onnxruntime_linux_wheel: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, report, _err = audit(capsys, *online(), str(onnxruntime_linux_wheel))
+    notes = [n for w in report["wheels"] for n in w.get("notes", [])]
+    assert any(
+        "provided when installed as onnxruntime-gpu[cuda]" in n and "libcudart.so.13" in n for n in notes
+    )
+    assert any("TensorRT execution provider" in n for n in notes)
+    assert code == ExitCode.OK, failures(report)
+
+
+@pytest.fixture(scope="session")
+def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The real requirement wheels of torch 2.14.1 and onnxruntime-gpu 1.31.1 (Linux): the local mirror's,
+    plus nvidia-cuda-runtime 13.0.96 downloaded once."""
+    if not MIRROR.is_dir():
+        pytest.skip(f"{MIRROR} is not on this machine")
+    house = tmp_path_factory.mktemp("wheelhouse")
+    for whl in MIRROR.glob("*.whl"):
+        if whl.name.startswith(("nvidia_", "cuda_toolkit", "cuda_pathfinder")):
+            (house / whl.name).symlink_to(whl)
+    runtime = fetch(CUDA_RUNTIME_13)
+    (house / runtime.name).symlink_to(runtime)
+    return house
+
+
+NO_INDEX = ["--index-url", ""]
+
+
+@pytest.mark.parametrize("fixture", ["torch_linux_wheel", "onnxruntime_linux_wheel"])
+def test_default_audit_passes_against_a_wheelhouse(
+    fixture: str, wheelhouse: Path, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wheel: Path = request.getfixturevalue(fixture)
+    code, report, _err = audit(capsys, "--find-links", str(wheelhouse), *NO_INDEX, str(wheel))
+    assert [f for f in failures(report) if f.startswith(("closure", "requirements"))] == []
+    lines = evidence(report, "closure") + evidence(report, "requirements")
+    assert lines and all("knowledge" not in line for line in lines)
+    assert code == ExitCode.OK, failures(report)
+
+
+def test_planted_removed_requirement_fails(
+    torch_linux_wheel: Path, wheelhouse: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    meta = f"{dist_info(torch_linux_wheel)}/METADATA"
+    planted = plant(torch_linux_wheel, tmp_path, replace={meta: drop_requirement("nvidia-nvshmem-cu13")})
+    code, report, _err = audit(capsys, "--find-links", str(wheelhouse), *NO_INDEX, str(planted))
+    assert code == ExitCode.FINDINGS
+    failed = [c for c in checks(report) if c["status"] == "fail"]
+    hits = [
+        (c["name"], e["file"], e["symbol"])
+        for c in failed
+        for e in c["evidence"]
+        if e.get("symbol") == "libnvshmem_host.so.3"
+    ]
+    assert (
+        "closure: torch/lib/libtorch_nvshmem.so",
+        "torch/lib/libtorch_nvshmem.so",
+        "libnvshmem_host.so.3",
+    ) in hits
+
+
+def test_planted_needed_library_nothing_provides_fails(
+    onnxruntime_linux_wheel: Path, wheelhouse: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lib = "onnxruntime/capi/libonnxruntime_providers_cuda.so"
+    planted = plant(
+        onnxruntime_linux_wheel,
+        tmp_path,
+        replace={lib: replace_bytes(b"libcurand.so.10\0", b"libcuranx.so.10\0")},
+    )
+    code, report, _err = audit(capsys, "--find-links", str(wheelhouse), *NO_INDEX, str(planted))
+    assert code == ExitCode.FINDINGS
+    closure = [c for c in checks(report) if c["name"] == f"closure: {lib}"]
+    assert closure and closure[0]["status"] == "fail"
+    assert any(e["symbol"] == "libcuranx.so.10" and e["file"] == lib for e in closure[0]["evidence"])
+
+
+def _move_extra(old: str, new: str, project: str) -> Any:
+    def edit(metadata: bytes) -> bytes:
+        text = metadata.decode()
+        lines = []
+        for line in text.splitlines(keepends=True):
+            if line.startswith("Requires-Dist:") and project in line:
+                line = line.replace(f'extra == "{old}"', f'extra == "{new}"')
+            lines.append(line)
+        out = "".join(lines).replace(
+            f"Provides-Extra: {old}\n", f"Provides-Extra: {old}\nProvides-Extra: {new}\n"
+        )
+        assert out != text
+        return out.encode()
+
+    return edit
+
+
+def test_planted_extra_only_provider_under_required_extras_fails(
+    onnxruntime_linux_wheel: Path, wheelhouse: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    policy = tmp_path / "cudaship.toml"
+    policy.write_text('[audit.closure]\nrequired_extras = ["cuda", "cudnn"]\n')
+    meta = f"{dist_info(onnxruntime_linux_wheel)}/METADATA"
+    base = ["--policy", str(policy), "--find-links", str(wheelhouse), *NO_INDEX]
+    code, report, _err = audit(capsys, *base, str(onnxruntime_linux_wheel))
+    assert [f for f in failures(report) if f.startswith("closure: onnx")] == []
+    planted = plant(
+        onnxruntime_linux_wheel,
+        tmp_path / "planted",
+        replace={meta: _move_extra("cuda", "gpu", "nvidia-cuda-runtime")},
+    )
+    code, report, _err = audit(capsys, *base, str(planted))
+    assert code == ExitCode.FINDINGS
+    lib = "onnxruntime/capi/libonnxruntime_providers_cuda.so"
+    closure = [c for c in checks(report) if c["name"] == f"closure: {lib}"]
+    assert closure and closure[0]["status"] == "fail"
+    hit = [e for e in closure[0]["evidence"] if e["symbol"] == "libcudart.so.13"]
+    assert hit and "onnxruntime-gpu[gpu]" in hit[0]["message"] and hit[0]["file"] == lib
