@@ -415,11 +415,12 @@ def doctor_env(
     ld_cache: str | None = LD_CACHE,
     system: bool | None = None,
     probe: ProbeResult | None = None,
+    no_gpu: str | None = None,
 ) -> EnvReport:
     """Read the environment ``env_spec`` (an interpreter or site-packages directories), simulate one
     process and return every finding. ``system`` None: this machine's libraries are searched when it runs
     Linux and the environment is a Linux one. ``probe``: the GPUs and driver to check device code against
-    (None: skipped)."""
+    (None: skipped, ``no_gpu`` saying why)."""
     gpus = probe is not None and bool(probe.gpus)
     env = read_environment(env_spec, device=gpus)
     machine = _machine(env)
@@ -454,16 +455,16 @@ def doctor_env(
         else:
             graph = simulate(env, loader, env_files_exist(env), lambda _p: None, system_checked=False)
     findings = check_environment(env, graph)
-    gpu = _gpu_check(env, probe)
+    gpu = _gpu_check(env, probe, no_gpu)
     findings += _gpu_findings(env, gpu)
     order = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.NOTE: 2}
     findings.sort(key=lambda f: (order[f.severity], f.rule, f.file or "", f.library or ""))
     return EnvReport(env, graph, tuple(findings), settings, gpu)
 
 
-def _gpu_check(env: Environment, probe: ProbeResult | None) -> GpuCheck:
+def _gpu_check(env: Environment, probe: ProbeResult | None, no_gpu: str | None) -> GpuCheck:
     if probe is None:
-        return GpuCheck(None, note="device code not checked (no GPU probe was asked for)")
+        return GpuCheck(None, note=f"device code not checked: {no_gpu or 'no GPU probe was asked for'}")
     if not probe.gpus:
         return GpuCheck(probe, note="no NVIDIA GPU on this machine: device code not checked")
     caps = sorted({g.capability for g in probe.gpus})
