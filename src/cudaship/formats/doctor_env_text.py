@@ -36,7 +36,8 @@ def settings_lines(report: EnvReport) -> list[str]:
     if gpu.probe is not None and gpu.probe.gpus:
         caps = ", ".join(sorted({g.capability.capability for g in gpu.probe.gpus}))
         lines.append(
-            f"GPUs: {len(gpu.probe.gpus)} (compute capability {caps}); {len(gpu.checked)} libraries with device code checked"
+            f"GPUs: {len(gpu.probe.gpus)} (compute capability {caps}); "
+            f"{len(gpu.checked)} libraries with device code checked"
         )
     else:
         lines.append(f"GPUs: {gpu.note}")
@@ -64,7 +65,8 @@ def render_text(report: EnvReport, *, details: bool = False) -> str:
         by_importer: dict[str, list[str]] = {}
         for e in report.graph.edges:
             if e.target is not None:
-                where = f"{shown(report.env, e.target)} [{e.how.value if e.how else '?'}] {owners.get(e.target, 'system')}"
+                how = e.how.value if e.how else "?"
+                where = f"{shown(report.env, e.target)} [{how}] {owners.get(e.target, 'system')}"
             else:
                 where = f"({e.provider} library, not read)" if e.provider else "NOT FOUND"
             by_importer.setdefault(e.importer, []).append(f"    {e.name} -> {where}")
