@@ -111,3 +111,17 @@ def test_a_looping_definition_chain_is_a_format_error(built: tuple[Path, Path, P
     data[at + 16 : at + 20] = (verdef.offset - at).to_bytes(4, "little", signed=True)
     with pytest.raises(BinaryFormatError):
         read_elf(bytes(data))
+
+
+def test_the_loader_reading_keeps_versions_and_imports_only(built: tuple[Path, Path, Path]) -> None:
+    """``full=False`` (what doctor --env reads): the same imports, versions and versioned exports; no
+    unversioned export names, no read-only data scan."""
+    for path in built:
+        full = read_elf(path.read_bytes())
+        fast = read_elf(path.read_bytes(), full=False)
+        assert fast.imports == full.imports
+        assert fast.undefined_symbols == full.undefined_symbols
+        assert fast.version_definitions == full.version_definitions
+        assert fast.versioned_exports == full.versioned_exports
+        assert (fast.soname, fast.rpath, fast.runpath) == (full.soname, full.rpath, full.runpath)
+        assert fast.exports == () and fast.embedded_library_names == ()

@@ -135,12 +135,14 @@ class _Symbol(NamedTuple):
     shndx: int
 
 
-def read_elf(buf: Buffer, *, strings: bool = True) -> HostBinary:
+def read_elf(buf: Buffer, *, full: bool = True) -> HostBinary:
     """Read an ELF file's host-side facts. Raises BinaryFormatError on anything truncated or inconsistent.
 
-    ``strings=False`` skips the scan of read-only data for library names and CUDA runtime markers
-    (``embedded_library_names`` and ``cuda_markers`` stay empty): what a loader question does not need."""
-    return _ElfReader(buf).read(strings=strings)
+    ``full=False`` reads what a loader question needs: imports (with their symbols and versions), search
+    paths, SONAME, version definitions and versioned exports. ``exports``, ``embedded_library_names`` and
+    ``cuda_markers`` stay empty (no scan of read-only data, no name of an unversioned defined symbol read):
+    a big C++ library has 100,000 of those."""
+    return _ElfReader(buf).read(full=full)
 
 
 class _ElfReader:
@@ -241,7 +243,7 @@ class _ElfReader:
 
     # -- main ---------------------------------------------------------------------------------------------
 
-    def read(self, *, strings: bool = True) -> HostBinary:
+    def read(self, *, full: bool = True) -> HostBinary:
         headers = self.section_headers()
         names = self.section_names(headers)
         phdrs = self.program_headers()
@@ -286,7 +288,7 @@ class _ElfReader:
                 elif tag == DT_FLAGS_1:
                     flags_1 = value
 
-        imports, exports, undefined, definitions, versioned = self._symbols(headers, needed)
+        imports, exports, undefined, definitions, versioned = self._symbols(headers, needed, exports=full)
         has_interp = any(p[0] == PT_INTERP for p in phdrs)
         ranges = [
             (h.offset, h.offset + h.size)
@@ -307,8 +309,8 @@ class _ElfReader:
             version_definitions=definitions,
             versioned_exports=versioned,
             sections=sections,
-            embedded_library_names=_strings.library_names(self.b.buf, ranges) if strings else (),
-            cuda_markers=_strings.runtime_markers(self.b.buf, ranges) if strings else (),
+            embedded_library_names=_strings.library_names(self.b.buf, ranges) if full else (),
+            cuda_markers=_strings.runtime_markers(self.b.buf, ranges) if full else (),
         )
 
     def _machine(self) -> Machine:
@@ -382,7 +384,7 @@ class _ElfReader:
         return entries, strtab
 
     def _symbols(
-        self, headers: list[_Shdr], needed: list[str]
+        self, headers: list[_Shdr], needed: list[str], *, exports: bool = True
     ) -> tuple[
         tuple[Import, ...],
         tuple[str, ...],
@@ -392,14 +394,18 @@ class _ElfReader:
     ]:
         dynsym = next((h for h in headers if h.type == SHT_DYNSYM), None)
         symbols: list[_Symbol] = []
-        if dynsym is not None:
-            symbols = self._read_symbols(headers, dynsym)
         definitions = self._definitions(headers)
-        versym = self._versym(headers, dynsym, len(symbols))
+        versym: tuple[int, ...] = ()
+        if dynsym is not None:
+            entsize = dynsym.entsize or self.L.sym.size
+            versym = self._versym(headers, dynsym, dynsym.size // entsize if entsize else 0)
+            # without exports, a defined symbol is named only when it is bound to a defined version
+            keep = None if exports else frozenset(definitions)
+            symbols = self._read_symbols(headers, dynsym, versym, keep)
         needs = self._needs(headers) if versym else {}
 
         per_library: dict[str, list[ImportedSymbol]] = {name: [] for name in needed}
-        exports: set[str] = set()
+        exported: set[str] = set()
         versioned: set[tuple[str, str]] = set()
         undefined: list[ImportedSymbol] = []
         nversym = len(versym)
@@ -422,16 +428,30 @@ class _ElfReader:
                 STV_DEFAULT,
                 STV_PROTECTED,
             ):
-                exports.add(name)
+                exported.add(name)
                 if ndx > 1 and definitions:
                     defined = definitions.get(ndx)
                     if defined is not None:
                         versioned.add((name, defined))
         imports = tuple(Import(name, ImportKind.NEEDED, tuple(per_library[name])) for name in needed)
         names = tuple(dict.fromkeys(definitions.values()))
-        return imports, tuple(sorted(exports)), tuple(undefined), names, tuple(sorted(versioned))
+        return (
+            imports,
+            tuple(sorted(exported)) if exports else (),
+            tuple(undefined),
+            names,
+            tuple(sorted(versioned)),
+        )
 
-    def _read_symbols(self, headers: list[_Shdr], dynsym: _Shdr) -> list[_Symbol]:
+    def _read_symbols(
+        self,
+        headers: list[_Shdr],
+        dynsym: _Shdr,
+        versym: tuple[int, ...] = (),
+        keep: frozenset[int] | None = None,
+    ) -> list[_Symbol]:
+        """Every dynamic symbol; with ``keep``, a defined symbol whose version index is not in it is left
+        unnamed (its name is neither read nor checked)."""
         self._check_section(dynsym, "dynamic symbol table")
         entsize = dynsym.entsize or self.L.sym.size
         if entsize < self.L.sym.size:
@@ -453,11 +473,17 @@ class _ElfReader:
         else:
             rows = (self.L.sym.unpack_from(self.b.buf, dynsym.offset + i * entsize) for i in range(count))
         wide = self.L.bits == 64
+        nversym = len(versym)
         for index, v in enumerate(rows):
             if wide:  # st_name, st_info, st_other, st_shndx, st_value, st_size
                 name_off, info, other, shndx = v[0], v[1], v[2], v[3]
             else:  # st_name, st_value, st_size, st_info, st_other, st_shndx
                 name_off, info, other, shndx = v[0], v[3], v[4], v[5]
+            if keep is not None and shndx != SHN_UNDEF:
+                ndx = versym[index] & 0x7FFF if index < nversym else 0
+                if ndx not in keep:
+                    out.append(_Symbol("", info >> 4, info & 0xF, other & 3, shndx))
+                    continue
             name = names.get(name_off)
             if name is None:
                 stop = table.find(b"\0", name_off, name_off + MAX_NAME) if name_off < len(table) else -2

@@ -289,8 +289,11 @@ def _duplicates(owners: _Owners, graph: LoadGraph) -> list[EnvFinding]:
         for other in others:
             a, b = graph.hosts.get(first), graph.hosts.get(other)
             differ = ""
-            if a is not None and b is not None and set(a.exports) != set(b.exports):
-                differ = f" of different versions ({len(a.exports)} and {len(b.exports)} exported symbols)"
+            if a is not None and b is not None and set(a.versioned_exports) != set(b.versioned_exports):
+                differ = (
+                    f" of different versions ({len(a.versioned_exports)} and {len(b.versioned_exports)} "
+                    "versioned exports)"
+                )
             out.append(
                 EnvFinding(
                     "duplicate",

@@ -54,8 +54,8 @@ def inspect_buffer(
     """Read ``buf`` (the bytes of ``path``) and report everything inspect knows about it.
 
     ``details`` decompresses SASS entries to read the toolkit version each cubin records. ``device=False``
-    reads a host binary's imports, exports and search paths only: no device code, no CUDA runtime linkage,
-    no library names from read-only data (what a loader question needs).
+    reads what a loader question needs: imports, search paths, symbol versions (ELF: no unversioned exports,
+    no library names from read-only data), no device code, no CUDA runtime linkage.
     Never raises for bad input: the report's ``error`` says what went wrong.
     """
     size = len(buf)
@@ -146,7 +146,7 @@ def _read_host(fmt: FileFormat, buf: Buffer, *, full: bool = True) -> HostBinary
     if fmt is FileFormat.ELF:
         from cudaship.binary.elf import read_elf
 
-        return read_elf(buf, strings=full)
+        return read_elf(buf, full=full)
     if fmt is FileFormat.PE:
         from cudaship.binary.pe import read_pe
 
