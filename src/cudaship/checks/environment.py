@@ -82,6 +82,13 @@ class _Owners:
             return path[len(owner.site) + 1 :]
         return path
 
+    def show_dir(self, path: str) -> str:
+        """A searched directory: site-packages relative (``nvidia/cufile/lib``) when inside one."""
+        for site in self.sites:
+            if path == site or path.startswith(site + "/"):
+                return posixpath.relpath(path, site)
+        return path
+
     def described(self, path: str) -> str:
         label = self.label(path)
         return f"{self.show(path)} ({label})" if label else f"{self.show(path)} (system)"
@@ -128,7 +135,7 @@ def check_environment(env: Environment, graph: LoadGraph) -> list[EnvFinding]:
 
 def _unresolved(owners: _Owners, edge: Edge) -> EnvFinding:
     who = owners.described(edge.importer)
-    where = ", ".join(owners.show(d) if d.startswith("/") else d for d in edge.searched) or "nowhere"
+    where = ", ".join(owners.show_dir(d) for d in edge.searched) or "nowhere"
     message = f"{who} imports {edge.name}: not found (searched: {where})"
     severity = Severity.ERROR
     demand = _on_demand(owners, edge.importer)
