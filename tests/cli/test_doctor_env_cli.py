@@ -13,6 +13,7 @@ import jsonschema
 import pytest
 
 from cudaship.cli.main import main
+from cudaship.inspection.walk import inspect_file
 from tests.fixtures.envs import TORCH_CU12, install_wheel
 from tests.fixtures.wheels import fetch
 
@@ -57,8 +58,14 @@ def test_a_good_torch_cu12_environment_loads(
     code, doc = run_json(capsys, "--env", str(torch_cu12_env))
     assert code == 0
     assert doc["summary"]["error"] == 0
-    # every native library the wheels installed is read once: torch 2.8.0's closure has 57
+    # every native library the wheels installed is listed once (torch 2.8.0's closure has 57), and each
+    # DT_NEEDED entry of each is resolved exactly once
     assert len(doc["libraries"]) == 57
+    for lib in doc["libraries"]:
+        host = inspect_file(Path(lib["path"]), lib["path"], device=False).host
+        assert host is not None
+        needed = [i.library for i in host.imports]
+        assert [i["name"] for i in lib["imports"]] == needed
     assert {d["name"] for d in doc["environment"]["distributions"]} == {w.project for w in TORCH_CU12}
     # each import names the file the loader picks and its distribution
     cudart = _import(doc, "torch/lib/libtorch_cuda.so", "libcudart.so.12")
