@@ -69,3 +69,19 @@ def test_policy_declares_variants() -> None:
         [library("pkg/k_cuda118.so"), library("pkg/k_cuda128.so")], policy={"variants": {"by_name": False}}
     )
     assert off.variants == {}
+
+
+def test_bad_variant_declarations_name_the_key() -> None:
+    import pytest
+
+    from cudaship.checks.policy import parse_audit_table
+    from cudaship.errors import PolicyError
+
+    with pytest.raises(
+        PolicyError, match=r"audit\.variants\.groups\.k: a group of alternatives needs at least two"
+    ):
+        parse_audit_table({"variants": {"groups": {"k": {"a.so": "12.8"}}}}, "t.toml")
+    with pytest.raises(PolicyError, match=r"audit\.variants\.groups\.k\.b\.so: 'twelve' is not a CUDA train"):
+        parse_audit_table({"variants": {"groups": {"k": {"a.so": "12.8", "b.so": "twelve"}}}}, "t.toml")
+    with pytest.raises(PolicyError, match=r"audit\.variants\.nope: unknown key"):
+        parse_audit_table({"variants": {"nope": 1}}, "t.toml")

@@ -102,6 +102,11 @@ def test_extra_only_providers_pass_with_a_note(
         "provided when installed as onnxruntime-gpu[cuda]" in n and "libcudart.so.13" in n for n in notes
     )
     assert any("TensorRT execution provider" in n for n in notes)
+    # names stored for dlopen are reported with their provider
+    assert any(
+        line.startswith("libnvrtc.so.13 loaded by name (dlopen/LoadLibrary) ← nvidia-cuda-nvrtc ")
+        for line in evidence(report, "closure")
+    )
     assert code == ExitCode.OK, failures(report)
 
 
@@ -210,3 +215,21 @@ def test_planted_extra_only_provider_under_required_extras_fails(
     assert closure and closure[0]["status"] == "fail"
     hit = [e for e in closure[0]["evidence"] if e["symbol"] == "libcudart.so.13"]
     assert hit and "onnxruntime-gpu[gpu]" in hit[0]["message"] and hit[0]["file"] == lib
+
+
+def test_planted_torch_pin_of_another_cuda_major_fails(
+    xformers_linux_wheel: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # xformers 0.0.34 is built for CUDA 12 (libcudart.so.12) against torch 2.10.0, whose PyPI build is CUDA
+    # 12.8; pinned to torch 2.14.1 (a CUDA 13 build on PyPI) its runtime would be missing after pip install
+    meta = f"{dist_info(xformers_linux_wheel)}/METADATA"
+    planted = plant(
+        xformers_linux_wheel, tmp_path, replace={meta: replace_bytes(b"torch==2.10.0", b"torch==2.14.1")}
+    )
+    code, report, _err = audit(capsys, *online(), str(planted))
+    assert code == ExitCode.FINDINGS
+    lib = "xformers/_C.so"
+    closure = [c for c in checks(report) if c["name"] == f"closure: {lib}"]
+    assert closure and closure[0]["status"] == "fail"
+    hit = [e for e in closure[0]["evidence"] if e["symbol"] == "libcudart.so.12"]
+    assert hit and "torch 2.14.1 from index is a CUDA 13 build" in hit[0]["message"]

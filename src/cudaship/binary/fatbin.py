@@ -13,6 +13,7 @@ Layout details (verified on nvcc 13.0 output) are in docs/formats.md.
 from __future__ import annotations
 
 import struct
+import threading
 from enum import IntEnum, IntFlag
 from typing import NamedTuple
 
@@ -218,12 +219,22 @@ def entry_options(buf: Buffer, header: EntryHeader) -> bytes:
 
 
 _Traits = tuple[DeviceCodeKind, str, str, Compression, "str | None", bool, str]
-#: Per-(kind, sm, flags, version) facts, shared by the many entries of a library that agree on them.
+#: Per-(kind, sm, flags, version) facts, shared by the many entries of a library that agree on them. Scan
+#: threads share it: a hit is one atomic dict read; a miss fills it under the lock.
 _TRAITS: dict[tuple[int, int, int, int, int], _Traits] = {}
+_TRAITS_LOCK = threading.Lock()
 
 
 def _traits(header: EntryHeader) -> _Traits:
     key = (header.kind, header.sm, header.flags, header.major, header.minor)
+    found = _TRAITS.get(key)
+    if found is not None:
+        return found
+    with _TRAITS_LOCK:
+        return _fill_traits(key, header)
+
+
+def _fill_traits(key: tuple[int, int, int, int, int], header: EntryHeader) -> _Traits:
     found = _TRAITS.get(key)
     if found is None:
         kind = _KINDS.get(header.kind, DeviceCodeKind.UNKNOWN)  # type: ignore[call-overload]

@@ -110,6 +110,9 @@ def run(ctx: AuditContext) -> list[CheckResult]:
                 )
             )
     results.extend(_required_extras(ctx))
+    loaded = _loaded_by_name(ctx)
+    if loaded is not None:
+        results.append(loaded)
     if ctx.scan.dist.metadata.requires_dist:
         ctx.notes.append(_providers_line(ctx))
     for note, libraries in notes.items():
@@ -117,6 +120,44 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
         ctx.notes.append(f"{note}: {shown}")
     return results
+
+
+def _loaded_by_name(ctx: AuditContext) -> CheckResult | None:
+    """NVIDIA libraries a shipped binary loads by a stored name (dlopen / LoadLibrary): where each comes from.
+
+    Informative: a load by name is usually a fallback (another CUDA major's name) or an optional feature, so
+    one nothing provides is said in the evidence ("no requirement installs it"), not a failure."""
+    evidence: list[Finding] = []
+    missing: set[str] = set()
+    for path, report in sorted(ctx.libraries.items()):
+        assert report.host is not None
+        imported = {i.library.lower() for i in report.host.imports}
+        for stored in report.host.embedded_library_names:
+            lib = identify(stored)
+            if lib is None or lib.driver or stored.lower() in imported:
+                continue
+            base = posixpath.basename(stored)
+            shipped = ctx.by_name.get(base.lower())
+            provided = ctx.providers.named(base)
+            if shipped:
+                where = f"shipped at {shipped[0]}"
+            elif provided is not None:
+                where = f"{provided.reached.label()} at {provided.path}"
+            else:
+                missing.add(base)
+                where = "no requirement installs it: that load fails unless it is installed otherwise"
+            evidence.append(
+                Finding(f"{base} loaded by name (dlopen/LoadLibrary) ← {where}", file=path, symbol=base)
+            )
+    if not evidence:
+        return None
+    return passed(
+        FAMILY,
+        "closure: libraries loaded by name",
+        f"{len(evidence)} NVIDIA library names stored for dlopen/LoadLibrary"
+        + (f", {len(missing)} installed by nothing declared" if missing else ", each provided"),
+        tuple(evidence),
+    )
 
 
 def _providers_line(ctx: AuditContext) -> str:
@@ -141,7 +182,7 @@ def _extra_problem(ctx: AuditContext, res: Resolution) -> str | None:
     wanted = ctx.policy.closure.required_extras
     if wanted is None or res.via not in (Via.OPTIONAL, Via.PRELOADED, Via.RUNTIME):
         return None
-    extra = _extra_of(res)
+    extra = canonicalize_name(res.extra) if res.extra else None
     if extra is None or extra in {canonicalize_name(e) for e in wanted}:
         return None
     listed = ", ".join(wanted) if wanted else "none"
@@ -149,13 +190,6 @@ def _extra_problem(ctx: AuditContext, res: Resolution) -> str | None:
         f"provided only when installed as {ctx.scan.dist.metadata.name}[{extra}] ({res.detail}); "
         f"the policy's required extras: {listed}"
     )
-
-
-def _extra_of(res: Resolution) -> str | None:
-    if not res.note:
-        return None
-    m = re.search(r"installed as [^\[]+\[([^\]]+)\]", res.note)
-    return canonicalize_name(m.group(1)) if m else None
 
 
 def _required_extras(ctx: AuditContext) -> list[CheckResult]:

@@ -128,7 +128,11 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         # PTX newer than cudaship's data: shown; a failure only when it is newer than the claimed release
         for isa in sorted(s.unknown_isa):
             parts.append(f"PTX ISA {isa} (newer than cudaship's release data)")
-            if expected_isa is not None and isa_tuple(isa) > isa_tuple(expected_isa):
+            if (
+                not isinstance(train, str)
+                and expected_isa is not None
+                and isa_tuple(isa) > isa_tuple(expected_isa)
+            ):
                 findings.append(
                     Finding(
                         f"PTX ISA {isa} is newer than CUDA {train.version} writes (PTX ISA {expected_isa}): "

@@ -25,6 +25,7 @@ from cudaship.checks.context import AuditContext
 from cudaship.checks.policy import name_match
 from cudaship.checks.providers import WheelProviders
 from cudaship.inspection.records import FileReport
+from cudaship.knowledge.libraries import cudart_major
 from cudaship.knowledge.providers import builds_providing, conventions_for
 from cudaship.knowledge.system_libraries import Provider, provider_of
 from cudaship.providers.records import Provided, Reached
@@ -55,6 +56,7 @@ class Resolution:
     target: str | None = None  #: installed path for SHIPPED / REQUIREMENT
     detail: str = ""  #: one phrase explaining the result (requirement name, why not found)
     note: str | None = None  #: passes, but worth saying (an extra is needed, found at run time, ...)
+    extra: str | None = None  #: the wheel's extra under which the provider is installed (None: always)
 
     @property
     def ok(self) -> bool:
@@ -149,6 +151,7 @@ def resolve(ctx: AuditContext, path: str, report: FileReport, imp: Import) -> Re
             file.path,
             f"{name} ← {who}, loaded by `import {loader.dist.name}` first ({file.path})",
             note,
+            loader.extra,
         )
     # 5. found at run time by name wherever a requirement installs it
     lookup = providers.runtime_lookup
@@ -158,18 +161,35 @@ def resolve(ctx: AuditContext, path: str, report: FileReport, imp: Import) -> Re
         if anywhere.reached.extra:
             note = f"provided when installed as {_own(ctx)}[{anywhere.reached.extra}]; {note}"
         return Resolution(
-            Via.RUNTIME, anywhere.path, f"{name} ← {anywhere.reached.label()} at {anywhere.path}", note
+            Via.RUNTIME,
+            anywhere.path,
+            f"{name} ← {anywhere.reached.label()} at {anywhere.path}",
+            note,
+            anywhere.reached.extra,
         )
     # 6. another build of a requirement that is loaded first (torch's CUDA builds)
     for r in providers.closure.reached:
         if not any(c.preloads for c in conventions_for(r.dist.name)):
             continue
         build = builds_providing(r.dist.name, posixpath.basename(name), platform)
-        if build is not None:
-            note = f"provided by {build.note}, not by {r.dist.name} {r.dist.version} from {_source_kind(r)}"
+        if build is None:
+            continue
+        found = f"{r.dist.name} {r.dist.version} from {_source_kind(r)}"
+        variant = ctx.variants.get(path)
+        own_build = variant is not None and variant.train is not None and variant.train.major == build.cuda
+        other_cuda = _cuda_build_of(providers, r)
+        if not own_build and other_cuda is not None and other_cuda != build.cuda:
+            # `pip install` brings a CUDA build of another major: a real mismatch, unless this library is the
+            # variant chosen for a CUDA {build.cuda} torch
             return Resolution(
-                Via.BUILD, None, f"{name} ← {r.dist.name} (CUDA {build.cuda} build) via {r.via}", note
+                Via.UNRESOLVED,
+                None,
+                f"{found} is a CUDA {other_cuda} build; {name} comes with {build.note}",
             )
+        note = f"provided by {build.note}, not by {found}"
+        return Resolution(
+            Via.BUILD, None, f"{name} ← {r.dist.name} (CUDA {build.cuda} build) via {r.via}", note
+        )
     # 7. the importing library is loaded only on demand
     what = providers.on_demand(path)
     if what is not None:
@@ -204,6 +224,19 @@ def _own(ctx: AuditContext) -> str:
     return ctx.scan.dist.metadata.name
 
 
+def _cuda_build_of(providers: WheelProviders, r: Reached) -> int | None:
+    """The CUDA major of the build of ``r`` that ``pip install`` brings: the CUDA runtime among its files or
+    those of what it requires (torch's Linux builds require nvidia-cuda-runtime); None for a CPU build."""
+    for other in providers.closure.reached:
+        if other.chain[: len(r.chain)] != r.chain:
+            continue
+        for f in other.dist.files:
+            major = cudart_major(posixpath.basename(f))
+            if major is not None:
+                return major
+    return None
+
+
 def _source_kind(r: Reached) -> str:
     return r.dist.source.split(" ", 1)[0]
 
@@ -224,9 +257,8 @@ def _from_requirement(ctx: AuditContext, name: str, provided: Provided) -> Resol
     reached = provided.reached
     detail = f"{name} ← {reached.label()} at {provided.path}"
     if reached.extra:
-        return Resolution(
-            Via.OPTIONAL, provided.path, detail, f"provided when installed as {_own(ctx)}[{reached.extra}]"
-        )
+        note = f"provided when installed as {_own(ctx)}[{reached.extra}]"
+        return Resolution(Via.OPTIONAL, provided.path, detail, note, reached.extra)
     return Resolution(Via.REQUIREMENT, provided.path, detail)
 
 

@@ -39,6 +39,7 @@ def render(report: AuditReport) -> str:
             ("policy", report.policy_source or "built-in default"),
             ("version", wheel.facts.version),
             ("train", wheel.facts.train),
+            ("train_source", wheel.facts.train_source),
             ("platform", " ".join(x for x in (wheel.facts.platform, wheel.facts.machine) if x)),
         ):
             if value:

@@ -55,6 +55,19 @@ def render(report: GpuReport) -> str:
         f"<li>{escape(title)}: {escape(min_driver_line(group))}</li>"
         for title, group in groups_to_show(report)
     )
+    variants = "".join(
+        f"<li>{escape(vg.group)}: "
+        + "; ".join(
+            escape(
+                f"{v.name} (CUDA {v.build_cuda.version if v.build_cuda else '?'}, "
+                f"driver {v.min_driver or 'any'}): {' '.join(v.serves) or 'no GPU'}"
+            )
+            for v in vg.variants
+        )
+        + "</li>"
+        for _title, group in groups_to_show(report)
+        for vg in group.variant_groups
+    )
     errors = "".join(f"<li>{escape(f.label)}: {escape(f.error or '')}</li>" for f in report.failed)
     body = (
         f'<table class="heat"><thead><tr><th class="lib">library</th>{"".join(head)}</tr></thead>'
@@ -74,6 +87,7 @@ def render(report: GpuReport) -> str:
         '<span style="background:#f0b429">jit from PTX (first launch compiles)</span>'
         '<span style="background:#d64545;color:#fff">does not run</span></p>'
         f"<h2>Minimum driver</h2><ul>{drivers}</ul>"
+        + (f"<h2>Variants (one is loaded at run time)</h2><ul>{variants}</ul>" if variants else "")
         + (f"<h2>Unreadable files</h2><ul>{errors}</ul>" if errors else "")
         + "</body></html>\n"
     )
