@@ -221,43 +221,50 @@ def _versions(owners: _Owners, edge: Edge, scopes: _Scopes) -> list[EnvFinding]:
     how = f" ({edge.how.value})" if edge.how else ""
     out = []
     for version in missing_versions:
-        out.append(
-            EnvFinding(
-                "missing-version",
-                Severity.ERROR,
-                f"version `{version}' not found: {who} needs it from {edge.name}; "
-                f"the loader picks {picked}{how}, "
-                f"which defines {_some(target.version_definitions)}",
-                file=edge.importer,
-                distribution=owners.label(edge.importer),
-                library=edge.name,
-                target=edge.target,
-                target_distribution=owners.label(edge.target),
-                version=version,
-            )
+        message = (
+            f"version `{version}' not found: {who} needs it from {edge.name}; "
+            f"the loader picks {picked}{how}, "
+            f"which defines {_some(target.version_definitions)}"
         )
+        out.append(_about(owners, edge, "missing-version", Severity.ERROR, message, version=version))
     if missing_symbols:
         first, version = missing_symbols[0]
         names = ", ".join(s for s, _ in missing_symbols[:MAX_SYMBOLS])
         more = f" and {len(missing_symbols) - MAX_SYMBOLS} more" if len(missing_symbols) > MAX_SYMBOLS else ""
+        message = (
+            f"undefined symbol: {first}, version {version}: {who} imports {names}{more} (version {version}) "
+            f"from {edge.name}; the loader picks {picked}{how}, which does not define "
+            + ("it" if len(missing_symbols) == 1 else "them")
+        )
         out.append(
-            EnvFinding(
-                "missing-symbol",
-                Severity.ERROR,
-                f"undefined symbol: {first}, version {version}: "
-                f"{who} imports {names}{more} (version {version}) "
-                f"from {edge.name}; the loader picks {picked}{how}, which does not define "
-                + ("it" if len(missing_symbols) == 1 else "them"),
-                file=edge.importer,
-                distribution=owners.label(edge.importer),
-                library=edge.name,
-                target=edge.target,
-                target_distribution=owners.label(edge.target),
-                symbol=first,
-                version=version,
-            )
+            _about(owners, edge, "missing-symbol", Severity.ERROR, message, symbol=first, version=version)
         )
     return out
+
+
+def _about(
+    owners: _Owners,
+    edge: Edge,
+    rule: str,
+    severity: Severity,
+    message: str,
+    *,
+    symbol: str | None = None,
+    version: str | None = None,
+) -> EnvFinding:
+    """A finding about one import: the importer and the file picked, each with its distribution."""
+    return EnvFinding(
+        rule,
+        severity,
+        message,
+        file=edge.importer,
+        distribution=owners.label(edge.importer),
+        library=edge.name,
+        target=edge.target,
+        target_distribution=owners.label(edge.target),
+        symbol=symbol,
+        version=version,
+    )
 
 
 def _some(names: Iterable[str], limit: int = 4) -> str:
@@ -269,18 +276,12 @@ def _some(names: Iterable[str], limit: int = 4) -> str:
 def _shadowed(owners: _Owners, edge: Edge) -> EnvFinding:
     assert edge.packaged is not None and edge.target is not None
     how = edge.how.value if edge.how else "the search order"
-    return EnvFinding(
-        "shadowed",
-        Severity.WARNING,
+    message = (
         f"{owners.described(edge.importer)} imports {edge.name}: its package's copy "
         f"{owners.described(edge.packaged)} is not the one loaded; "
-        f"{how} gives {owners.described(edge.target)}",
-        file=edge.importer,
-        distribution=owners.label(edge.importer),
-        library=edge.name,
-        target=edge.target,
-        target_distribution=owners.label(edge.target),
+        f"{how} gives {owners.described(edge.target)}"
     )
+    return _about(owners, edge, "shadowed", Severity.WARNING, message)
 
 
 def _duplicates(owners: _Owners, graph: LoadGraph) -> list[EnvFinding]:
