@@ -144,8 +144,12 @@ def simulate(
         h = host(path)
         soname = h.soname if h is not None and h.soname else None
         name = soname or posixpath.basename(path)
-        # an object without a SONAME is known by its path only: two of them never stand for each other
-        key = library_key(soname) if soname else path
+        # an object without a SONAME is known by its path only: two of them never stand for each other. On
+        # Windows a DLL is known by its base name (what imports name), an extension module by its path.
+        if windows:
+            key = path if path.lower().endswith(".pyd") else library_key(posixpath.basename(path))
+        else:
+            key = library_key(soname) if soname else path
         objects[path] = LoadedObject(path, key, by_path, reachable, path not in env_paths)
         if reachable:
             for n in {posixpath.basename(path), name}:
@@ -222,7 +226,7 @@ def _searched(req: Requester, loader: LinuxLoader | WindowsLoader) -> list[str]:
         dirs = [posixpath.dirname(req.path)]
         if loader.app_dir:
             dirs.append(loader.app_dir)
-        return dirs + list(loader.dll_directories) + ["System32"]
+        return list(dict.fromkeys([*dirs, *loader.dll_directories, "System32"]))
     out = packaged_dirs(req, loader) + list(loader.ld_library_path)
     if loader.cache:
         out.append("ld.so.cache")
