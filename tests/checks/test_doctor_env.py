@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from cudaship.analysis.loader import How
 from cudaship.checks.environment import doctor_env
 from cudaship.checks.records import Severity
 from cudaship.knowledge.archs import parse_arch
@@ -50,3 +51,16 @@ def test_a_gpu_the_code_serves_and_no_gpu_give_no_device_finding(bnb_env: Path) 
     # the variants are loaded by path at run time, not on import: their missing CUDA libraries are warnings
     assert none.errors == 0
     assert {f.rule for f in none.findings} == {"unresolved"}
+
+
+def test_cupy_finds_its_cuda_libraries_at_run_time(cupy_nvrtc_env: Path) -> None:
+    """cupy's extension modules name libnvrtc.so.12 without a search path; cupy loads it through
+    cuda-pathfinder from the nvidia/ wheel, so it resolves; what no wheel installs stays an error that says
+    how cupy looks."""
+    report = doctor_env([str(cupy_nvrtc_env)], system=False)
+    (nvrtc,) = [e for e in report.graph.edges if e.name == "libnvrtc.so.12"]
+    assert nvrtc.how is How.RUNTIME and (nvrtc.target or "").endswith("nvidia/cuda_nvrtc/lib/libnvrtc.so.12")
+    unresolved = {f.library: f for f in report.findings if f.rule == "unresolved"}
+    assert "libnvrtc.so.12" not in unresolved
+    assert unresolved["libcublas.so.12"].severity is Severity.ERROR
+    assert "cuda-pathfinder" in unresolved["libcublas.so.12"].message

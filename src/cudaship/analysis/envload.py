@@ -68,6 +68,7 @@ class Edge:
     provider: str | None = None  #: ``system``/``driver``/``python`` when no file is read for it
     packaged: str | None = None  #: the copy the importer's own RUNPATH/RPATH reaches, when that is another
     searched: tuple[str, ...] = ()  #: where it was looked for, when not found
+    runtime_lookup: str | None = None  #: the importer's package loads libraries by name itself (how)
     reachable: bool = True  #: the importer is loaded in the simulated process (not only on demand)
 
 
@@ -128,6 +129,16 @@ def simulate(
     objects: dict[str, LoadedObject] = {}
     edges: list[Edge] = []
     env_paths = {lib.path for lib in env.libraries}
+    owner_of = {lib.path: lib.owner.dist.name for lib in env.libraries}
+    by_base: dict[str, list[str]] = {}
+    for lib in env.libraries:  # in sys.path order: the first site-packages wins, as a search of sys.path does
+        by_base.setdefault(posixpath.basename(lib.path).lower(), []).append(lib.path)
+
+    def runtime_lookup(importer: str) -> str | None:
+        owner = owner_of.get(importer)
+        if owner is None:
+            return None
+        return next((c.runtime_lookup for c in conventions_for(owner) if c.runtime_lookup), None)
 
     def host(path: str) -> HostBinary | None:
         if path not in hosts:
@@ -172,6 +183,10 @@ def simulate(
                 found = search_windows(imp.library, path, loader, exists, loaded_names)
             else:
                 found = search_linux(imp.library, req, loader, exists, loaded_names)
+            lookup = runtime_lookup(path) if found is None else None
+            if found is None and lookup is not None and by_base.get(imp.library.lower()):
+                # the package loads it by path before this import needs it (cuda-pathfinder, preload_dlls)
+                found = Found(by_base[imp.library.lower()][0], How.RUNTIME)
             if found is None:
                 provider = provider_of(imp.library, "windows" if windows else "linux")
                 searched = () if provider else tuple(_searched(req, loader))
@@ -183,6 +198,7 @@ def simulate(
                         provider=provider.value if provider else None,
                         searched=searched,
                         reachable=reachable,
+                        runtime_lookup=lookup,
                     )
                 )
                 continue

@@ -44,6 +44,7 @@ class How(str, Enum):
     DLL_DIRECTORY = "os.add_dll_directory"
     SYSTEM32 = "System32"
     PATH_ENV = "PATH (legacy search order only)"
+    RUNTIME = "loaded by the package at run time"  #: a loader convention: cuda-pathfinder, preload_dlls
 
 
 @dataclass(frozen=True)

@@ -139,6 +139,11 @@ def _unresolved(owners: _Owners, edge: Edge) -> EnvFinding:
     message = f"{who} imports {edge.name}: not found (searched: {where})"
     severity = Severity.ERROR
     demand = _on_demand(owners, edge.importer)
+    if edge.runtime_lookup is not None:
+        message += (
+            f"; {owners.label(edge.importer)} loads CUDA libraries itself through {edge.runtime_lookup}, "
+            "and no installed distribution has this one"
+        )
     if demand is not None:
         severity = Severity.NOTE
         message += f"; this library is loaded only by {demand}"
