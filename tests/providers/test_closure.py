@@ -154,6 +154,7 @@ def test_knowledge_table() -> None:
     files = {f for r in closure.reached for f in r.dist.files}
     assert "nvidia/cu13/lib/libcublas.so.13" in files and "nvidia/cu13/lib/libnvrtc.so.13" in files
     assert any(c.preloads for c in conventions_for("torch"))
+    assert any("torch/lib/libtorch_global_deps.so" in c.shims for c in conventions_for("torch"))
     assert conventions_for("cupy-cuda12x")[0].runtime_lookup
     assert conventions_for("anything", ("cuda-pathfinder",))
     build = builds_providing("torch", "CUDART64_12.DLL", "windows")
@@ -167,3 +168,17 @@ def test_installed_environment_of_an_interpreter() -> None:
     found = env.find("packaging", SpecifierSet(), LINUX)
     assert found is not None and found.source.startswith("env ")
     assert "packaging/version.py" in found.files
+
+
+def test_pre_releases_only_when_nothing_else_fits() -> None:
+    from cudaship.providers.select import Candidate, best
+
+    def cand(v: str) -> Candidate:
+        return Candidate(f"protobuf-{v}-py3-none-any.whl", Version(v), "x")
+
+    got = best([cand("6.33.0"), cand("7.37.0rc1")], SpecifierSet(">=4.25.8"), LINUX)
+    assert got is not None and str(got.version) == "6.33.0"
+    got = best([cand("6.33.0"), cand("7.37.0rc1")], SpecifierSet(">=7.0rc1"), LINUX)
+    assert got is not None and str(got.version) == "7.37.0rc1"
+    got = best([cand("7.37.0rc1")], SpecifierSet(">=7"), LINUX)
+    assert got is not None and str(got.version) == "7.37.0rc1"

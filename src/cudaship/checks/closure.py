@@ -100,6 +100,16 @@ def run(ctx: AuditContext) -> list[CheckResult]:
                 passed(FAMILY, name, f"{len(resolved)} imports resolve ({summary})", tuple(provided))
             )
         if ctx.policy.closure.unused_imports:
+            shim = ctx.providers.shim(path)
+            if shim is not None:
+                results.append(
+                    passed(
+                        FAMILY,
+                        f"closure: unused imports in {path}",
+                        f"a loader shim: its {len(resolved)} needed libraries exist to be loaded ({shim})",
+                    )
+                )
+                continue
             unused = _unused(path, report, resolved, exports)
             results.append(
                 verdict(

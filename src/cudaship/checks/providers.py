@@ -56,6 +56,14 @@ class WheelProviders:
                     return what
         return None
 
+    def shim(self, path: str) -> str | None:
+        """Why a library of the audited wheel is a loader shim (its DT_NEEDED exist to be loaded), or None."""
+        for c in self.conventions:
+            for pattern in c.shims:
+                if fnmatch.fnmatchcase(path, pattern):
+                    return f"{c.project}'s loader conventions, knowledge/data/providers.toml"
+        return None
+
     def installed(self, path: str) -> Provided | None:
         """The provider of an installed path, preferring one that is always installed over an extra's."""
         found = self.files.get(path)

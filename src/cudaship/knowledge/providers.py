@@ -33,6 +33,9 @@ class Convention:
     runtime_lookup: str | None = None
     on_demand: tuple[tuple[str, str], ...] = ()  #: (glob of a library path, what loads it)
     requirement: str | None = None  #: applies to any project declaring this requirement
+    shims: tuple[
+        str, ...
+    ] = ()  #: globs of the package's own loader shims (needed libraries exist to be loaded)
     source: str = ""
 
 
@@ -87,6 +90,7 @@ def _conventions() -> tuple[Convention, ...]:
                 runtime_lookup=row.get("runtime_lookup"),
                 on_demand=tuple(pairs),
                 requirement=row.get("requirement"),
+                shims=_strs(row.get("shims"), f"{where}.shims"),
                 source=str(row["source"]),
             )
         )

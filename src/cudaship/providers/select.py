@@ -71,13 +71,23 @@ class Candidate:
     metadata_sha256: str | None = None
 
 
+def _names_pre_release(text: str) -> bool:
+    """True when a specifier's version (``7.0rc1``, ``13.1.*``) is itself a pre-release."""
+    try:
+        return Version(text.rstrip(".*")).is_prerelease
+    except InvalidVersion:
+        return False
+
+
 def best(candidates: Iterable[Candidate], spec: SpecifierSet, target: Target) -> Candidate | None:
     """The newest candidate that fits ``target`` and satisfies ``spec`` (pre-releases only when the specifier
     names one or nothing else matches, as pip does)."""
     fitting = [c for c in candidates if wheel_fits(c.filename, target)]
-    allowed = [c for c in fitting if spec.contains(c.version, prereleases=None)]
-    if not allowed:
-        allowed = [c for c in fitting if spec.contains(c.version, prereleases=True)]
+    matching = [c for c in fitting if spec.contains(c.version, prereleases=True)]
+    explicit = any(_names_pre_release(s.version) for s in spec)
+    allowed = matching if explicit else [c for c in matching if not c.version.is_prerelease]
+    if not allowed:  # only pre-releases fit: pip takes them too
+        allowed = matching
     if not allowed:
         return None
     return max(allowed, key=lambda c: (c.version, c.filename))
