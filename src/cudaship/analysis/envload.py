@@ -33,7 +33,7 @@ from cudaship.analysis.loader import (
     search_windows,
 )
 from cudaship.binary.records import HostBinary, ImportKind
-from cudaship.inspection.environment import Environment, EnvLibrary, InstalledDistribution
+from cudaship.inspection.environment import Environment, EnvLibrary
 from cudaship.knowledge.providers import conventions_for
 from cudaship.knowledge.system_libraries import provider_of
 
@@ -248,8 +248,3 @@ def _searched(req: Requester, loader: LinuxLoader | WindowsLoader) -> list[str]:
         out.append("ld.so.cache")
     return out + list(loader.default_dirs)
 
-
-def owner_label(env: Environment, path: str | None) -> InstalledDistribution | None:
-    if path is None:
-        return None
-    return env.owner_of(path)

@@ -52,12 +52,6 @@ class Environment:
     files: frozenset[str]  #: every installed file (absolute, ``/``-separated), for the loader's searches
     os: str  #: ``linux`` or ``windows``: the kind of the native files
 
-    def owner_of(self, path: str) -> InstalledDistribution | None:
-        for lib in self.libraries:
-            if lib.path == path:
-                return lib.owner
-        return None
-
 
 def _posix(path: Path) -> str:
     return path.as_posix()
