@@ -51,3 +51,35 @@ def test_a_cuda_xformers_on_cpu_torch_does_not_load(
     # loaded by torch first, or found in the directory torch adds with os.add_dll_directory
     assert cpu["distribution"] == "torch 2.10.0"
     assert not [f for f in doc["findings"] if f["rule"] == "duplicate"]  # two _C.pyd by path are no conflict
+
+
+def test_a_dll_only_on_path_is_not_found_by_python(
+    capsys: pytest.CaptureFixture[str], torch_windows_cpu_xformers_env: Path, tmp_path: Path
+) -> None:
+    """cudart64_12.dll in a PATH directory (nvidia-cuda-runtime-cu12 12.9.79's bin/): Python 3.8+'s safe DLL
+    search does not read PATH, so both xformers modules still fail, and the report says where it is."""
+    import zipfile
+
+    from tests.fixtures.wheels import RealWheel, fetch
+
+    wheel = fetch(RealWheel("nvidia-cuda-runtime-cu12", "12.9.79", "win_amd64"))
+    with zipfile.ZipFile(wheel) as zf:
+        zf.extract("nvidia/cuda_runtime/bin/cudart64_12.dll", tmp_path)
+    bin_dir = (tmp_path / "nvidia" / "cuda_runtime" / "bin").as_posix()
+    code = main(
+        [
+            "doctor",
+            "--env",
+            str(torch_windows_cpu_xformers_env),
+            "--format",
+            "json",
+            "--dll-path",
+            f"C:\\x;{bin_dir}",
+        ]
+    )
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert doc["loader"]["dll_path"] == ["C:/x", bin_dir]
+    on_path = [f for f in doc["findings"] if f["library"] == "cudart64_12.dll"]
+    assert len(on_path) == 2  # xformers/_C.pyd and xformers/flash_attn_3/_C.pyd: nothing was loaded from PATH
+    assert all("found only on PATH" in f["message"] and f["severity"] == "error" for f in on_path)

@@ -213,6 +213,8 @@ def simulate(
                     path, imp.library, imp.kind, found.path, found.how, packaged=packaged, reachable=reachable
                 )
             )
+            if found.how is How.PATH_ENV:  # the safe DLL search does not read PATH: nothing is loaded from it
+                continue
             if found.path not in env_paths:  # a system file: read for its symbol versions, not followed
                 register(found.path, False, reachable)
                 continue

@@ -22,6 +22,7 @@ Rules (each finding carries one):
 from __future__ import annotations
 
 import fnmatch
+import os
 import posixpath
 import sys
 from collections.abc import Iterable, Sequence
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 
 from cudaship.analysis.envload import Edge, LoadGraph, simulate
 from cudaship.analysis.gpus import FileVerdicts, file_verdicts
-from cudaship.analysis.loader import LinuxLoader, WindowsLoader
+from cudaship.analysis.loader import How, LinuxLoader, WindowsLoader
 from cudaship.binary.records import ImportKind, Machine
 from cudaship.checks.records import Severity
 from cudaship.inspection.environment import (
@@ -124,6 +125,8 @@ def check_environment(env: Environment, graph: LoadGraph) -> list[EnvFinding]:
     for edge in graph.edges:
         if edge.target is None and edge.provider is None:
             findings.append(_unresolved(owners, edge))
+        elif edge.how is How.PATH_ENV:
+            findings.append(_only_on_path(owners, edge))
         elif edge.target is not None:
             findings += _versions(owners, edge, scopes)
             if edge.packaged is not None:
@@ -161,6 +164,17 @@ def _unresolved(owners: _Owners, edge: Edge) -> EnvFinding:
         distribution=owners.label(edge.importer),
         library=edge.name,
     )
+
+
+def _only_on_path(owners: _Owners, edge: Edge) -> EnvFinding:
+    """Windows: found only in a PATH directory, which the safe DLL search of Python 3.8+ does not read."""
+    message = (
+        f"{owners.described(edge.importer)} imports {edge.name}: found only on PATH ({edge.target}); "
+        "Python 3.8+ loads extension modules with the safe DLL search, which does not read PATH: the import "
+        "fails unless a package adds that directory with os.add_dll_directory"
+    )
+    severity = Severity.WARNING if edge.kind is ImportKind.DELAY or not edge.reachable else Severity.ERROR
+    return _about(owners, edge, "unresolved", severity, message)
 
 
 class _Scopes:
@@ -389,6 +403,7 @@ class LoaderSettings:
     ld_cache: str | None = None  #: the cache read, None when none was
     cache_entries: int = 0
     dll_directories: tuple[str, ...] = ()
+    dll_path: tuple[str, ...] = ()  #: Windows: PATH, read only to say what it would have given
 
 
 @dataclass(frozen=True)
@@ -430,6 +445,7 @@ def doctor_env(
     ld_library_path: str | None = None,
     ld_cache: str | None = LD_CACHE,
     system: bool | None = None,
+    dll_path: str | None = None,
     probe: ProbeResult | None = None,
     no_gpu: str | None = None,
 ) -> EnvReport:
@@ -448,11 +464,23 @@ def doctor_env(
             for c in conventions_for(d.dist.name)
             for rel in c.dll_directories
         )
-        loader = WindowsLoader(dll_directories=dirs)
-        settings = LoaderSettings("windows", False, dll_directories=dirs)
-        graph = simulate(
-            env, loader, env_files_exist(env, case_insensitive=True), lambda _p: None, system_checked=False
-        )
+        path_dirs = tuple(p.replace("\\", "/") for p in (dll_path or "").split(";") if p)
+        loader = WindowsLoader(dll_directories=dirs, path=path_dirs)
+        settings = LoaderSettings("windows", False, dll_directories=dirs, dll_path=path_dirs)
+        in_env = env_files_exist(env, case_insensitive=True)
+        outside: dict[str, bool] = {}
+
+        def exists(candidate: str) -> bool:
+            """The environment's files, and real files in the PATH directories given."""
+            if in_env(candidate):
+                return True
+            if path_dirs and candidate not in outside:
+                outside[candidate] = any(candidate.startswith(d.rstrip("/") + "/") for d in path_dirs) and (
+                    os.path.isfile(candidate)
+                )
+            return outside.get(candidate, False)
+
+        graph = simulate(env, loader, exists, lambda _p: None, system_checked=False)
     else:
         local = sys.platform.startswith("linux") if system is None else system
         paths = tuple(p for p in (ld_library_path or "").split(":") if p)

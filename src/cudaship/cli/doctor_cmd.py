@@ -179,6 +179,12 @@ def _json(result: ProbeResult, checked: list[Checked], scanned: int | None) -> s
     default=None,
     help="With --env: search and read this machine's system libraries (default: when running on Linux).",
 )
+@click.option(
+    "--dll-path",
+    default=None,
+    metavar="PATHS",
+    help="With --env, a Windows environment: PATH to report on (;-separated; default: $PATH on Windows).",
+)
 @click.option("--details", is_flag=True, help="With --env: list every import with the file the loader picks.")
 @click.option(
     "--require-gpu", is_flag=True, help="With --env: exit 3 when this machine has no GPU to check against."
@@ -191,6 +197,7 @@ def command(
     ld_library_path: str | None = None,
     ld_cache: str | None = None,
     system: bool | None = None,
+    dll_path: str | None = None,
     details: bool = False,
     require_gpu: bool = False,
 ) -> int:
@@ -223,6 +230,7 @@ def command(
             ld_library_path=ld_library_path,
             ld_cache=ld_cache,
             system=system,
+            dll_path=dll_path,
             details=details,
             require_gpu=require_gpu,
         )

@@ -22,6 +22,7 @@ def run_env(
     ld_library_path: str | None,
     ld_cache: str | None,
     system: bool | None,
+    dll_path: str | None,
     details: bool,
     require_gpu: bool,
 ) -> int:
@@ -39,6 +40,9 @@ def run_env(
         ld_library_path=os.environ.get("LD_LIBRARY_PATH") if ld_library_path is None else ld_library_path,
         ld_cache=ld_cache if ld_cache is not None else LD_CACHE,
         system=system,
+        dll_path=(os.environ.get("PATH") if sys.platform == "win32" else None)
+        if dll_path is None
+        else dll_path,
         probe=result,
         no_gpu=no_gpu,
     )

@@ -65,6 +65,7 @@ def render_json(report: EnvReport) -> str:
             "ld_cache": s.ld_cache,
             "ld_cache_entries": s.cache_entries,
             "dll_directories": list(s.dll_directories),
+            "dll_path": list(s.dll_path),
         },
         "gpus": {
             "checked": gpu.probe is not None and bool(gpu.probe.gpus),
