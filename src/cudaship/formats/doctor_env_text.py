@@ -29,8 +29,9 @@ def settings_lines(report: EnvReport) -> list[str]:
             )
     else:
         dirs = ", ".join(shown(env, d) for d in s.dll_directories) or "none"
+        path = "; PATH (not searched, reported on): " + ";".join(s.dll_path) if s.dll_path else ""
         lines.append(
-            f"loader: Windows safe DLL search (own directory, os.add_dll_directory: {dirs}, System32)"
+            f"loader: Windows safe DLL search (own directory, os.add_dll_directory: {dirs}, System32){path}"
         )
     gpu = report.gpu
     if gpu.probe is not None and gpu.probe.gpus:
