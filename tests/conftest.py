@@ -6,6 +6,7 @@ pytest_plugins = [
     "tests.fixtures.nvcc",
     "tests.fixtures.mingw",
     "tests.fixtures.wheels",
+    "tests.fixtures.envs",
     "tests.fixtures.synthetic_wheels",
 ]
 

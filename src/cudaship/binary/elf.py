@@ -15,12 +15,12 @@ one-line :class:`~cudaship.errors.BinaryFormatError`, never a huge allocation or
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import NamedTuple
 
-from cudaship.binary import strings
+from cudaship.binary import strings as _strings
 from cudaship.binary._bounded import MAX_NAME, Bounded, decode
 from cudaship.binary.magic import ELF_MAGIC, EM_CUDA
 from cudaship.binary.records import (
@@ -48,7 +48,8 @@ _MACHINES = {
 # sh_type
 SHF_EXECINSTR = 0x4
 SHT_NOBITS, SHT_DYNAMIC, SHT_DYNSYM = 8, 6, 11
-SHT_GNU_VERNEED, SHT_GNU_VERSYM = 0x6FFFFFFE, 0x6FFFFFFF
+SHT_GNU_VERDEF, SHT_GNU_VERNEED, SHT_GNU_VERSYM = 0x6FFFFFFD, 0x6FFFFFFE, 0x6FFFFFFF
+VER_FLG_BASE = 0x1
 # p_type
 PT_LOAD, PT_DYNAMIC, PT_INTERP = 1, 2, 3
 # d_tag
@@ -78,6 +79,8 @@ class _Layout:
     sym: struct.Struct
     verneed: struct.Struct
     vernaux: struct.Struct
+    verdef: struct.Struct
+    verdaux: struct.Struct
     u16: struct.Struct
 
 
@@ -92,6 +95,8 @@ def _layout(bits: int, order: str) -> _Layout:
             struct.Struct(order + "IBBHQQ"),
             struct.Struct(order + "HHIII"),
             struct.Struct(order + "IHHII"),
+            struct.Struct(order + "HHHHIII"),
+            struct.Struct(order + "II"),
             struct.Struct(order + "H"),
         )
     return _Layout(
@@ -103,6 +108,8 @@ def _layout(bits: int, order: str) -> _Layout:
         struct.Struct(order + "IIIBBH"),
         struct.Struct(order + "HHIII"),
         struct.Struct(order + "IHHII"),
+        struct.Struct(order + "HHHHIII"),
+        struct.Struct(order + "II"),
         struct.Struct(order + "H"),
     )
 
@@ -129,9 +136,14 @@ class _Symbol(NamedTuple):  # a tuple: built 100,000s of times per large library
     shndx: int
 
 
-def read_elf(buf: Buffer) -> HostBinary:
-    """Read an ELF file's host-side facts. Raises BinaryFormatError on anything truncated or inconsistent."""
-    return _ElfReader(buf).read()
+def read_elf(buf: Buffer, *, full: bool = True) -> HostBinary:
+    """Read an ELF file's host-side facts. Raises BinaryFormatError on anything truncated or inconsistent.
+
+    ``full=False`` reads what a loader question needs: imports (with their symbols and versions), search
+    paths, SONAME, version definitions and versioned exports. ``exports``, ``embedded_library_names`` and
+    ``cuda_markers`` stay empty (no scan of read-only data, no name of an unversioned defined symbol read):
+    a big C++ library has 100,000 of those."""
+    return _ElfReader(buf).read(full=full)
 
 
 class _ElfReader:
@@ -232,7 +244,7 @@ class _ElfReader:
 
     # -- main ---------------------------------------------------------------------------------------------
 
-    def read(self) -> HostBinary:
+    def read(self, *, full: bool = True) -> HostBinary:
         headers = self.section_headers()
         names = self.section_names(headers)
         phdrs = self.program_headers()
@@ -277,7 +289,7 @@ class _ElfReader:
                 elif tag == DT_FLAGS_1:
                     flags_1 = value
 
-        imports, exports, undefined = self._symbols(headers, needed)
+        imports, exports, undefined, definitions, versioned = self._symbols(headers, needed, exports=full)
         has_interp = any(p[0] == PT_INTERP for p in phdrs)
         ranges = [
             (h.offset, h.offset + h.size)
@@ -295,9 +307,11 @@ class _ElfReader:
             imports=imports,
             exports=exports,
             undefined_symbols=undefined,
+            version_definitions=definitions,
+            versioned_exports=versioned,
             sections=sections,
-            embedded_library_names=strings.library_names(self.b.buf, ranges),
-            cuda_markers=strings.runtime_markers(self.b.buf, ranges),
+            embedded_library_names=_strings.library_names(self.b.buf, ranges) if full else (),
+            cuda_markers=_strings.runtime_markers(self.b.buf, ranges) if full else (),
         )
 
     def _machine(self) -> Machine:
@@ -371,38 +385,74 @@ class _ElfReader:
         return entries, strtab
 
     def _symbols(
-        self, headers: list[_Shdr], needed: list[str]
-    ) -> tuple[tuple[Import, ...], tuple[str, ...], tuple[ImportedSymbol, ...]]:
+        self, headers: list[_Shdr], needed: list[str], *, exports: bool = True
+    ) -> tuple[
+        tuple[Import, ...],
+        tuple[str, ...],
+        tuple[ImportedSymbol, ...],
+        tuple[str, ...],
+        tuple[tuple[str, str], ...],
+    ]:
         dynsym = next((h for h in headers if h.type == SHT_DYNSYM), None)
         symbols: list[_Symbol] = []
+        definitions = self._definitions(headers)
+        versym: tuple[int, ...] = ()
         if dynsym is not None:
-            symbols = self._read_symbols(headers, dynsym)
-        versions = self._versions(headers, dynsym, len(symbols))
+            entsize = dynsym.entsize or self.L.sym.size
+            versym = self._versym(headers, dynsym, dynsym.size // entsize if entsize else 0)
+            # without exports, a defined symbol is named only when it is bound to a defined version
+            keep = None if exports else frozenset(definitions)
+            symbols = self._read_symbols(headers, dynsym, versym, keep)
+        needs = self._needs(headers) if versym else {}
 
         per_library: dict[str, list[ImportedSymbol]] = {name: [] for name in needed}
-        exports: set[str] = set()
+        exported: set[str] = set()
+        versioned: set[tuple[str, str]] = set()
         undefined: list[ImportedSymbol] = []
-        for index, sym in enumerate(symbols):
-            if index == 0 or not sym.name or sym.type in (STT_SECTION, STT_FILE):
+        nversym = len(versym)
+        for index, (name, bind, kind, visibility, shndx) in enumerate(symbols):
+            if index == 0 or not name or kind in (STT_SECTION, STT_FILE):
                 continue
-            if sym.shndx == SHN_UNDEF:
-                if sym.bind not in (STB_GLOBAL, STB_WEAK):
+            # the hidden bit marks a non-default version (sym@VER, not sym@@VER): still bound by a versioned
+            # reference, so it is kept
+            ndx = versym[index] & 0x7FFF if index < nversym else 0
+            if shndx == SHN_UNDEF:
+                if bind not in (STB_GLOBAL, STB_WEAK):
                     continue
-                file, version = versions.get(index, (None, None))
-                imported = ImportedSymbol(sym.name, version=version)
+                file, version = needs.get(ndx, (None, None))
+                imported = ImportedSymbol(name, version=version)
                 if file is not None and file in per_library:
                     per_library[file].append(imported)
-                if sym.bind == STB_GLOBAL:
+                if bind == STB_GLOBAL:
                     undefined.append(imported)
-            elif sym.bind in (STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE) and sym.visibility in (
+            elif bind in (STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE) and visibility in (
                 STV_DEFAULT,
                 STV_PROTECTED,
             ):
-                exports.add(sym.name)
+                exported.add(name)
+                if ndx > 1 and definitions:
+                    defined = definitions.get(ndx)
+                    if defined is not None:
+                        versioned.add((name, defined))
         imports = tuple(Import(name, ImportKind.NEEDED, tuple(per_library[name])) for name in needed)
-        return imports, tuple(sorted(exports)), tuple(undefined)
+        names = tuple(dict.fromkeys(definitions.values()))
+        return (
+            imports,
+            tuple(sorted(exported)) if exports else (),
+            tuple(undefined),
+            names,
+            tuple(sorted(versioned)),
+        )
 
-    def _read_symbols(self, headers: list[_Shdr], dynsym: _Shdr) -> list[_Symbol]:
+    def _read_symbols(
+        self,
+        headers: list[_Shdr],
+        dynsym: _Shdr,
+        versym: tuple[int, ...] = (),
+        keep: frozenset[int] | None = None,
+    ) -> list[_Symbol]:
+        """Every dynamic symbol; with ``keep``, a defined symbol whose version index is not in it is left
+        unnamed (its name is neither read nor checked)."""
         self._check_section(dynsym, "dynamic symbol table")
         entsize = dynsym.entsize or self.L.sym.size
         if entsize < self.L.sym.size:
@@ -434,11 +484,17 @@ class _ElfReader:
         else:
             rows = (sym.unpack_from(buf, dynsym.offset + i * entsize) for i in range(count))
         out = []
+        nversym = len(versym)
         for index, v in enumerate(rows):
             if wide:  # st_name, st_info, st_other, st_shndx, st_value, st_size
                 name_off, info, other, shndx = v[0], v[1], v[2], v[3]
             else:  # st_name, st_value, st_size, st_info, st_other, st_shndx
                 name_off, info, other, shndx = v[0], v[3], v[4], v[5]
+            if keep is not None and shndx != SHN_UNDEF:
+                ndx = versym[index] & 0x7FFF if index < nversym else 0
+                if ndx not in keep:
+                    out.append(_Symbol("", info >> 4, info & 0xF, other & 3, shndx))
+                    continue
             if name_off == 0:
                 name = ""
             elif name_off >= strtab.size:
@@ -464,27 +520,39 @@ class _ElfReader:
             out.append(_Symbol(name, info >> 4, info & 0xF, other & 3, shndx))
         return out
 
-    def _versions(self, headers: list[_Shdr], dynsym: _Shdr | None, count: int) -> dict[int, tuple[str, str]]:
-        """Symbol index → (library file, version name) for symbols versioned by a verneed entry."""
+    def _versym(self, headers: list[_Shdr], dynsym: _Shdr | None, count: int) -> tuple[int, ...]:
+        """The version index of each dynamic symbol (``.gnu.version``); empty when the file has none."""
         if dynsym is None or count == 0:
-            return {}
+            return ()
         versym = next((h for h in headers if h.type == SHT_GNU_VERSYM), None)
-        verneed = next((h for h in headers if h.type == SHT_GNU_VERNEED), None)
-        if versym is None or verneed is None:
-            return {}
+        if versym is None:
+            return ()
         self._check_section(versym, "symbol version table")
-        self._check_section(verneed, "version needs table")
-        if not 0 < verneed.link < len(headers):
-            raise self.b.fail(f"version needs table links to section {verneed.link}, which does not exist")
-        strtab = headers[verneed.link]
-        self._check_section(strtab, "version needs string table")
+        limit = min(count, versym.size // self.L.u16.size)
+        return struct.unpack_from(f"{self.order}{limit}H", self.b.buf, versym.offset)
+
+    def _version_strings(self, headers: list[_Shdr], table: _Shdr, what: str) -> Callable[[int, str], str]:
+        """A reader of names in the string table that the version section ``table`` links to."""
+        if not 0 < table.link < len(headers):
+            raise self.b.fail(f"{what} links to section {table.link}, which does not exist")
+        strtab = headers[table.link]
+        self._check_section(strtab, f"{what} string table")
         str_end = strtab.offset + strtab.size
 
-        def name_at(offset: int, what: str) -> str:
+        def name_at(offset: int, where: str) -> str:
             if offset >= strtab.size:
-                raise self.b.fail(f"{what}: name offset {offset:#x} out of range")
-            return self.b.cstring(strtab.offset + offset, str_end, what)
+                raise self.b.fail(f"{where}: name offset {offset:#x} out of range")
+            return self.b.cstring(strtab.offset + offset, str_end, where)
 
+        return name_at
+
+    def _needs(self, headers: list[_Shdr]) -> dict[int, tuple[str, str]]:
+        """Version index → (library file, version name) for the versions required (``.gnu.version_r``)."""
+        verneed = next((h for h in headers if h.type == SHT_GNU_VERNEED), None)
+        if verneed is None:
+            return {}
+        self._check_section(verneed, "version needs table")
+        name_at = self._version_strings(headers, verneed, "version needs table")
         by_index: dict[int, tuple[str, str]] = {}
         end = verneed.offset + verneed.size
         at = verneed.offset
@@ -513,13 +581,39 @@ class _ElfReader:
                 raise self.b.fail("version needs entry points before its section")
         else:
             raise self.b.fail("version needs table does not terminate")
+        return by_index
 
-        versions: dict[int, tuple[str, str]] = {}
-        step = self.L.u16.size
-        limit = min(count, versym.size // step)
-        for index in range(limit):
-            (value,) = self.L.u16.unpack_from(self.b.buf, versym.offset + index * step)
-            found = by_index.get(value & ~VERSYM_HIDDEN & 0xFFFF)
-            if found is not None:
-                versions[index] = found
-        return versions
+    def _definitions(self, headers: list[_Shdr]) -> dict[int, str]:
+        """Version index → name of each version the file defines (``.gnu.version_d``), the base entry (the
+        file's own name, VER_FLG_BASE) left out."""
+        verdef = next((h for h in headers if h.type == SHT_GNU_VERDEF), None)
+        if verdef is None:
+            return {}
+        self._check_section(verdef, "version definitions table")
+        name_at = self._version_strings(headers, verdef, "version definitions table")
+        out: dict[int, str] = {}
+        end = verdef.offset + verdef.size
+        at = verdef.offset
+        # Each definition is at least 20 bytes and names itself in an 8-byte aux record: the section size
+        # bounds the walk, so a looping chain ends.
+        budget = verdef.size // 20 + 1
+        while budget > 0:
+            budget -= 1
+            if at + self.L.verdef.size > end:
+                raise self.b.fail("version definition runs past its section")
+            _version, flags, ndx, cnt, _hash, aux, next_off = self.L.verdef.unpack_from(self.b.buf, at)
+            if cnt:
+                aux_at = at + aux
+                if aux_at < verdef.offset or aux_at + self.L.verdaux.size > end:
+                    raise self.b.fail("version definition name runs past its section")
+                name_off, _next = self.L.verdaux.unpack_from(self.b.buf, aux_at)
+                if not flags & VER_FLG_BASE:
+                    out[ndx & 0x7FFF] = name_at(name_off, "version definition name")
+            if next_off == 0:
+                break
+            at += next_off
+            if at < verdef.offset:
+                raise self.b.fail("version definition points before its section")
+        else:
+            raise self.b.fail("version definitions table does not terminate")
+        return out

@@ -94,6 +94,12 @@ class HostBinary:
     imports: tuple[Import, ...] = ()
     exports: tuple[str, ...] = ()  #: defined dynamic symbols (ELF), exports (PE, Mach-O)
     undefined_symbols: tuple[ImportedSymbol, ...] = ()  #: ELF: undefined dynamic symbols
+    #: ELF: the symbol versions this file defines (``.gnu.version_d``: ``GLIBC_2.34``,
+    #: ``libnvJitLink.so.12``), the base entry (the file's own name) left out; empty when none.
+    version_definitions: tuple[str, ...] = ()
+    #: ELF: (symbol, version) of each exported symbol bound to a defined version other than the base one,
+    #: sorted; what a versioned import (``__nvJitLinkComplete_12_4@libnvJitLink.so.12``) is checked against.
+    versioned_exports: tuple[tuple[str, str], ...] = ()
     sections: tuple[Section, ...] = ()
     #: Library names stored as strings in read-only data (``libcuda.so.1``, ``nvcuda.dll``, ...): evidence of
     #: dlopen / LoadLibrary. Only names matching a library-like pattern are kept.
@@ -197,3 +203,12 @@ class ImportLibrary:
 
     dlls: tuple[str, ...]
     members: tuple[ImportLibraryMember, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class LdCacheEntry:
+    """One library of the dynamic loader's cache (``/etc/ld.so.cache``): a name and the file it maps to."""
+
+    name: str  #: the SONAME (or file name) ``ldconfig`` recorded: ``libcudart.so.12``
+    path: str  #: ``/usr/local/cuda-12.8/targets/x86_64-linux/lib/libcudart.so.12``
+    machine: Machine  #: from the entry's flags: a 32-bit x86 entry is not used by a 64-bit process

@@ -11,6 +11,7 @@ import click
 
 from cudaship.analysis.gpus import FileVerdicts, file_verdicts
 from cudaship.cli.common import format_option, output_option
+from cudaship.errors import UsageError
 from cudaship.exitcodes import ExitCode
 from cudaship.formats.output import write_report
 from cudaship.inspection.records import FileReport
@@ -150,9 +151,56 @@ def _json(result: ProbeResult, checked: list[Checked], scanned: int | None) -> s
 
 @click.command("doctor")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
-@format_option(["text", "json"])
+@format_option(["text", "json", "markdown"])
 @output_option()
-def command(paths: tuple[str, ...], fmt: str, output: str | None) -> int:
+@click.option(
+    "--env",
+    "env",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[PYTHON|SITE-PACKAGES]",
+    help="Will the installed packages load together? Simulate the loader over an environment: an interpreter "
+    "(default: this one) or a site-packages directory (a Linux one can be read from any OS).",
+)
+@click.option(
+    "--ld-library-path",
+    default=None,
+    help="With --env: LD_LIBRARY_PATH to simulate (default: $LD_LIBRARY_PATH).",
+)
+@click.option(
+    "--ld-cache",
+    default=None,
+    metavar="FILE",
+    help="With --env: the loader cache to read (default: /etc/ld.so.cache).",
+)
+@click.option(
+    "--system/--no-system",
+    default=None,
+    help="With --env: search and read this machine's system libraries (default: when running on Linux).",
+)
+@click.option(
+    "--dll-path",
+    default=None,
+    metavar="PATHS",
+    help="With --env, a Windows environment: PATH to report on (;-separated; default: $PATH on Windows).",
+)
+@click.option("--details", is_flag=True, help="With --env: list every import with the file the loader picks.")
+@click.option(
+    "--require-gpu", is_flag=True, help="With --env: exit 3 when this machine has no GPU to check against."
+)
+def command(
+    paths: tuple[str, ...],
+    fmt: str,
+    output: str | None,
+    env: str | None = None,
+    ld_library_path: str | None = None,
+    ld_cache: str | None = None,
+    system: bool | None = None,
+    dll_path: str | None = None,
+    details: bool = False,
+    require_gpu: bool = False,
+) -> int:
     """Show this machine's GPUs and driver, and whether each PATH will run here.
 
     For each GPU: its name, compute capability, memory and whether it supports memory pools
@@ -160,9 +208,34 @@ def command(paths: tuple[str, ...], fmt: str, output: str | None) -> int:
     (libcuda.so.1 / nvcuda.dll) and NVML; PyTorch is not needed. Without PATH, every native library of the
     packages installed in this Python that carries device code is checked.
 
-    Exit status: 0 everything runs here; 1 something will not run on a GPU here; 2 a PATH could not be read;
-    3 no NVIDIA driver or no GPU on this machine.
+    With --env: every native library of the environment with each of its imports resolved the way the
+    loader will (RPATH/RUNPATH/$ORIGIN, LD_LIBRARY_PATH, the ld.so cache, packages that load their libraries
+    on import; Windows: os.add_dll_directory); reports imports found nowhere, symbol versions the picked file
+    does not define, two copies of one library in one process, NVIDIA component versions below what a
+    sibling needs, and device code that does not run on the GPUs here (skipped without a GPU).
+
+    Exit status: 0 everything runs here; 1 something will not run on a GPU here (--env: will not load); 2 a
+    PATH (a library of the environment) could not be read; 3 no NVIDIA driver or no GPU on this machine
+    (--env: only with --require-gpu).
     """
+    if env is not None:
+        if paths:
+            raise UsageError("--env checks an environment: give no PATH with it")
+        from cudaship.cli.doctor_env import run_env
+
+        return run_env(
+            env,
+            fmt=fmt,
+            output=output,
+            ld_library_path=ld_library_path,
+            ld_cache=ld_cache,
+            system=system,
+            dll_path=dll_path,
+            details=details,
+            require_gpu=require_gpu,
+        )
+    if fmt.lower() == "markdown":
+        raise UsageError("--format markdown is available with --env")
     result = probe()
     scanned: int | None = None
     if paths:

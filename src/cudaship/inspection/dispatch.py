@@ -49,10 +49,13 @@ def inspect_buffer(
     container: str | None = None,
     details: bool = False,
     notes: tuple[str, ...] = (),
+    device: bool = True,
 ) -> FileReport:
     """Read ``buf`` (the bytes of ``path``) and report everything inspect knows about it.
 
-    ``details`` decompresses SASS entries to read the toolkit version each cubin records.
+    ``details`` decompresses SASS entries to read the toolkit version each cubin records. ``device=False``
+    reads what a loader question needs: imports, search paths, symbol versions (ELF: no unversioned exports,
+    no library names from read-only data), no device code, no CUDA runtime linkage.
     Never raises for bad input: the report's ``error`` says what went wrong.
     """
     size = len(buf)
@@ -65,7 +68,7 @@ def inspect_buffer(
         return FileReport(path=path, format=None, size=size, container=container, error=reason, notes=notes)
     state = _Partial(path=path, format=fmt, size=size, container=container, notes=notes)
     try:
-        _read_into(state, buf, details=details)
+        _read_into(state, buf, details=details, device=device)
     except CudashipError as e:
         state.error = _one_line(e.message)
     except Exception as e:  # a reader bug must not hide the other files
@@ -105,11 +108,13 @@ class _Partial:
         )
 
 
-def _read_into(state: _Partial, buf: Buffer, *, details: bool) -> None:
+def _read_into(state: _Partial, buf: Buffer, *, details: bool, device: bool = True) -> None:
     fmt = state.format
     if fmt in (FileFormat.ELF, FileFormat.PE, FileFormat.MACHO):
-        host = _read_host(fmt, buf)
+        host = _read_host(fmt, buf, full=device)
         state.host = host
+        if not device:  # host-side facts only: no device code, no runtime linkage
+            return
         _scan_device_code(state, buf, host, details=details)
         from cudaship.analysis.linkage import cuda_linkage
 
@@ -137,11 +142,11 @@ def _read_device_file(state: _Partial, buf: Buffer, *, details: bool) -> None:
     state.containers = containers
 
 
-def _read_host(fmt: FileFormat, buf: Buffer) -> HostBinary:
+def _read_host(fmt: FileFormat, buf: Buffer, *, full: bool = True) -> HostBinary:
     if fmt is FileFormat.ELF:
         from cudaship.binary.elf import read_elf
 
-        return read_elf(buf)
+        return read_elf(buf, full=full)
     if fmt is FileFormat.PE:
         from cudaship.binary.pe import read_pe
 

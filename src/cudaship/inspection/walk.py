@@ -151,11 +151,11 @@ def _read_file(item: _Input, details: bool, hooks: InspectObserver, pool: Worker
     return report
 
 
-def inspect_file(path: Path, label: str, *, details: bool = False) -> FileReport:
-    """Map one file and inspect it."""
+def inspect_file(path: Path, label: str, *, details: bool = False, device: bool = True) -> FileReport:
+    """Map one file and inspect it (``device=False``: host-side facts only)."""
     try:
         with _mapped(path) as buf:
-            return inspect_buffer(buf, label, details=details)
+            return inspect_buffer(buf, label, details=details, device=device)
     except CudashipError as e:
         return FileReport(path=label, format=None, size=_size(path), error=e.message)
     except OSError as e:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import posixpath
 import subprocess
 import zipfile
 from pathlib import Path
@@ -69,6 +70,10 @@ class EnvSource:
     def label(self) -> str:
         return f"env {self.env}"
 
+    def distributions(self) -> tuple[Distribution, ...]:
+        """Every distribution found, in name order (the first site-packages directory holding a name wins)."""
+        return tuple(self._dists[name] for name in sorted(self._dists))
+
     def _read(self, root: Path, info: Path) -> Distribution | None:
         try:
             name, version, requires, extras = parse_core_metadata((info / "METADATA").read_bytes())
@@ -79,14 +84,12 @@ class EnvSource:
         for row in csv.reader(io.StringIO(record)):
             if not row or not row[0]:
                 continue
-            p = Path(row[0])
-            if p.is_absolute():
+            # RECORD paths are relative to site-packages, ``/``-separated; normalised lexically (a stat per
+            # file costs seconds on torch's 12,000 files): ``../../bin/x`` lies outside (scripts, headers)
+            rel = posixpath.normpath(row[0].replace("\\", "/"))
+            if rel.startswith(("/", "../")) or rel == ".." or (len(rel) > 1 and rel[1] == ":"):
                 continue
-            rel = (root / p).resolve()
-            try:
-                files.append(rel.relative_to(root.resolve()).as_posix())
-            except ValueError:
-                continue  # installed outside site-packages (scripts, headers)
+            files.append(rel)
         return Distribution(name, version, requires, tuple(sorted(files)), f"env {info}", extras)
 
     def find(self, name: str, spec: SpecifierSet, target: Target) -> Distribution | None:

@@ -1,0 +1,541 @@
+"""``doctor --env``: will these packages load together here? Findings over the simulated process
+(:mod:`cudaship.analysis.envload`) and NVIDIA's minimum versions between components.
+
+Rules (each finding carries one):
+
+* ``unresolved`` (error): an import the loader finds nowhere; a note when the importing library is loaded
+  only on demand (a package's documented optional feature), a warning for a Windows delay-load import.
+* ``missing-version`` (error): the file picked does not define a symbol version the importer needs
+  (``version `GLIBC_2.34' not found``).
+* ``missing-symbol`` (error): the file picked defines the version but not the versioned symbol
+  (``undefined symbol: __nvJitLinkComplete_12_8, version libnvJitLink.so.12``). Python loads extension
+  modules with ``RTLD_NOW``: every such symbol fails the import, not only its first call.
+* ``duplicate`` (warning): two different files known by one SONAME loaded in one process (two CUDA
+  runtimes, each with its own state; which one a library binds to depends on import order).
+* ``shadowed`` (warning): a library's own packaged copy is not the one loaded (``LD_LIBRARY_PATH``, the
+  cache or an earlier load win).
+* ``component-version`` (error): installed NVIDIA component wheels older than what a sibling needs, with the
+  source of the rule.
+* ``unreadable`` (error, exit 2): a native file that could not be read.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import posixpath
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from cudaship.analysis.envload import Edge, LoadGraph, simulate
+from cudaship.analysis.gpus import FileVerdicts, file_verdicts
+from cudaship.analysis.loader import How, LinuxLoader, WindowsLoader
+from cudaship.binary.records import ImportKind, Machine
+from cudaship.checks.records import Severity
+from cudaship.inspection.environment import (
+    Environment,
+    InstalledDistribution,
+    SystemFiles,
+    env_files_exist,
+    ld_cache_names,
+    read_environment,
+)
+from cudaship.knowledge.component_minimums import violations
+from cudaship.knowledge.providers import conventions_for
+from cudaship.knowledge.runs_on import VerdictKind
+from cudaship.probe.records import ProbeResult
+
+#: Missing symbols named in one finding before the rest are counted.
+MAX_SYMBOLS = 5
+
+
+@dataclass(frozen=True)
+class EnvFinding:
+    rule: str
+    severity: Severity
+    message: str
+    file: str | None = None  #: the importing (or concerned) file
+    distribution: str | None = None  #: ``nvidia-cusparse-cu12 12.5.8.93``
+    library: str | None = None  #: the import as written
+    target: str | None = None  #: the file the loader picks
+    target_distribution: str | None = None
+    symbol: str | None = None
+    version: str | None = None
+    source: str | None = None  #: where a knowledge rule comes from
+
+
+class _Owners:
+    def __init__(self, env: Environment) -> None:
+        self.by_path: dict[str, InstalledDistribution] = {lib.path: lib.owner for lib in env.libraries}
+        self.sites = env.sites
+
+    def label(self, path: str | None) -> str | None:
+        if path is None:
+            return None
+        owner = self.by_path.get(path)
+        return owner.label if owner is not None else None
+
+    def show(self, path: str) -> str:
+        """A path as a user reads it: site-packages relative for the environment's files."""
+        owner = self.by_path.get(path)
+        if owner is not None and path.startswith(owner.site + "/"):
+            return path[len(owner.site) + 1 :]
+        return path
+
+    def show_dir(self, path: str) -> str:
+        """A searched directory: site-packages relative (``nvidia/cufile/lib``) when inside one."""
+        for site in self.sites:
+            if path == site or path.startswith(site + "/"):
+                return posixpath.relpath(path, site)
+        return path
+
+    def described(self, path: str) -> str:
+        label = self.label(path)
+        return f"{self.show(path)} ({label})" if label else f"{self.show(path)} (system)"
+
+
+def _on_demand(owners: _Owners, path: str) -> str | None:
+    owner = owners.by_path.get(path)
+    if owner is None:
+        return None
+    rel = owners.show(path)
+    for convention in conventions_for(owner.dist.name):
+        for pattern, what in convention.on_demand:
+            if fnmatch.fnmatchcase(rel, pattern):
+                return what
+    return None
+
+
+def check_environment(env: Environment, graph: LoadGraph) -> list[EnvFinding]:
+    owners = _Owners(env)
+    findings: list[EnvFinding] = []
+    for lib in env.libraries:
+        if lib.report.error is not None:
+            findings.append(
+                EnvFinding(
+                    "unreadable",
+                    Severity.ERROR,
+                    f"{owners.show(lib.path)}: cannot read: {lib.report.error}",
+                    file=lib.path,
+                    distribution=lib.owner.label,
+                )
+            )
+    scopes = _Scopes(graph)
+    for edge in graph.edges:
+        if edge.target is None and edge.provider is None:
+            findings.append(_unresolved(owners, edge))
+        elif edge.how is How.PATH_ENV:
+            findings.append(_only_on_path(owners, edge))
+        elif edge.target is not None:
+            findings += _versions(owners, edge, scopes)
+            if edge.packaged is not None:
+                findings.append(_shadowed(owners, edge))
+    findings += _duplicates(owners, graph)
+    findings += _components(env)
+    return findings
+
+
+def _unresolved(owners: _Owners, edge: Edge) -> EnvFinding:
+    who = owners.described(edge.importer)
+    where = ", ".join(owners.show_dir(d) for d in edge.searched) or "nowhere"
+    message = f"{who} imports {edge.name}: not found (searched: {where})"
+    severity = Severity.ERROR
+    demand = _on_demand(owners, edge.importer)
+    if edge.runtime_lookup is not None:
+        message += (
+            f"; {owners.label(edge.importer)} loads CUDA libraries itself through {edge.runtime_lookup}, "
+            "and no installed distribution has this one"
+        )
+    if demand is not None:
+        severity = Severity.NOTE
+        message += f"; this library is loaded only by {demand}"
+    elif edge.kind is ImportKind.DELAY:
+        severity = Severity.WARNING
+        message += "; a delay-load import: fails on the first call into it, not at load"
+    elif not edge.reachable:
+        severity = Severity.WARNING
+        message += "; nothing imported loads this library by itself: it fails when loaded by name at run time"
+    return EnvFinding(
+        "unresolved",
+        severity,
+        message,
+        file=edge.importer,
+        distribution=owners.label(edge.importer),
+        library=edge.name,
+    )
+
+
+def _only_on_path(owners: _Owners, edge: Edge) -> EnvFinding:
+    """Windows: found only in a PATH directory, which the safe DLL search of Python 3.8+ does not read."""
+    message = (
+        f"{owners.described(edge.importer)} imports {edge.name}: found only on PATH ({edge.target}); "
+        "Python 3.8+ loads extension modules with the safe DLL search, which does not read PATH: the import "
+        "fails unless a package adds that directory with os.add_dll_directory"
+    )
+    severity = Severity.WARNING if edge.kind is ImportKind.DELAY or not edge.reachable else Severity.ERROR
+    return _about(owners, edge, "unresolved", severity, message)
+
+
+class _Scopes:
+    """What each file defines and needs, computed once per file (a big library is the importer of dozens of
+    edges, and glibc's libc.so.6 the target of hundreds)."""
+
+    def __init__(self, graph: LoadGraph) -> None:
+        self.graph = graph
+        self._exported: dict[str, frozenset[tuple[str, str]]] = {}
+        self._wanted: dict[str, dict[str, list[tuple[str, str]]]] = {}
+        self._deps: dict[str, list[str]] = {}
+        for edge in graph.edges:
+            if edge.target is not None:
+                self._deps.setdefault(edge.importer, []).append(edge.target)
+
+    def exported(self, path: str) -> frozenset[tuple[str, str]]:
+        if path not in self._exported:
+            host = self.graph.hosts.get(path)
+            self._exported[path] = frozenset(host.versioned_exports) if host is not None else frozenset()
+        return self._exported[path]
+
+    def in_scope(self, importer: str, symbol: tuple[str, str]) -> bool:
+        """glibc binds a versioned reference to the first object in the lookup scope that defines the symbol
+        with that version, not only to the file the version is needed from (libdl.so.2 of glibc 2.34+
+        defines GLIBC_2.2.5 while dlopen@GLIBC_2.2.5 lives in libc.so.6): the importer's dependencies."""
+        return any(symbol in self.exported(dep) for dep in self._deps.get(importer, ()))
+
+    def wanted(self, importer: str, library: str) -> list[tuple[str, str]]:
+        """(symbol, version) ``importer`` takes from ``library`` and cannot do without (weak ones left
+        out)."""
+        if importer not in self._wanted:
+            host = self.graph.hosts.get(importer)
+            per: dict[str, list[tuple[str, str]]] = {}
+            if host is not None:
+                strong = {(s.name, s.version) for s in host.undefined_symbols if s.name and s.version}
+                for imp in host.imports:
+                    per[imp.library] = [
+                        (s.name, s.version)
+                        for s in imp.symbols
+                        if s.name and s.version and (s.name, s.version) in strong
+                    ]
+            self._wanted[importer] = per
+        return self._wanted[importer].get(library, [])
+
+
+def _versions(owners: _Owners, edge: Edge, scopes: _Scopes) -> list[EnvFinding]:
+    target = scopes.graph.hosts.get(edge.target or "")
+    if target is None or edge.target is None or edge.kind is not ImportKind.NEEDED:
+        return []
+    wanted = scopes.wanted(edge.importer, edge.name)
+    if not wanted or not target.version_definitions:
+        return []  # an unversioned file satisfies any versioned reference (glibc only notes it with LD_DEBUG)
+    defined = set(target.version_definitions)
+    exported = scopes.exported(edge.target)
+    missing_versions = sorted({v for _, v in wanted if v not in defined})
+    missing_symbols = sorted(
+        (s, v)
+        for s, v in wanted
+        if v in defined and (s, v) not in exported and not scopes.in_scope(edge.importer, (s, v))
+    )
+    who = owners.described(edge.importer)
+    picked = owners.described(edge.target or "")
+    how = f" ({edge.how.value})" if edge.how else ""
+    out = []
+    for version in missing_versions:
+        message = (
+            f"version `{version}' not found: {who} needs it from {edge.name}; "
+            f"the loader picks {picked}{how}, "
+            f"which defines {_some(target.version_definitions)}"
+        )
+        out.append(_about(owners, edge, "missing-version", Severity.ERROR, message, version=version))
+    if missing_symbols:
+        first, version = missing_symbols[0]
+        names = ", ".join(s for s, _ in missing_symbols[:MAX_SYMBOLS])
+        more = f" and {len(missing_symbols) - MAX_SYMBOLS} more" if len(missing_symbols) > MAX_SYMBOLS else ""
+        message = (
+            f"undefined symbol: {first}, version {version}: {who} imports {names}{more} (version {version}) "
+            f"from {edge.name}; the loader picks {picked}{how}, which does not define "
+            + ("it" if len(missing_symbols) == 1 else "them")
+        )
+        out.append(
+            _about(owners, edge, "missing-symbol", Severity.ERROR, message, symbol=first, version=version)
+        )
+    return out
+
+
+def _about(
+    owners: _Owners,
+    edge: Edge,
+    rule: str,
+    severity: Severity,
+    message: str,
+    *,
+    symbol: str | None = None,
+    version: str | None = None,
+) -> EnvFinding:
+    """A finding about one import: the importer and the file picked, each with its distribution."""
+    return EnvFinding(
+        rule,
+        severity,
+        message,
+        file=edge.importer,
+        distribution=owners.label(edge.importer),
+        library=edge.name,
+        target=edge.target,
+        target_distribution=owners.label(edge.target),
+        symbol=symbol,
+        version=version,
+    )
+
+
+def _some(names: Iterable[str], limit: int = 4) -> str:
+    items = list(names)
+    shown = ", ".join(items[-limit:])
+    return (f"… {shown}" if len(items) > limit else shown) or "no version"
+
+
+def _shadowed(owners: _Owners, edge: Edge) -> EnvFinding:
+    assert edge.packaged is not None and edge.target is not None
+    how = edge.how.value if edge.how else "the search order"
+    message = (
+        f"{owners.described(edge.importer)} imports {edge.name}: its package's copy "
+        f"{owners.described(edge.packaged)} is not the one loaded; "
+        f"{how} gives {owners.described(edge.target)}"
+    )
+    return _about(owners, edge, "shadowed", Severity.WARNING, message)
+
+
+def _duplicates(owners: _Owners, graph: LoadGraph) -> list[EnvFinding]:
+    by_key: dict[str, list[str]] = {}
+    for obj in graph.loaded:
+        if obj.reachable:
+            by_key.setdefault(obj.key, []).append(obj.path)
+    out = []
+    for key, paths in sorted(by_key.items()):
+        if len(paths) < 2:
+            continue
+        first, *others = paths
+        for other in others:
+            a, b = graph.hosts.get(first), graph.hosts.get(other)
+            differ = ""
+            if a is not None and b is not None and set(a.versioned_exports) != set(b.versioned_exports):
+                differ = (
+                    f" of different versions ({len(a.versioned_exports)} and {len(b.versioned_exports)} "
+                    "versioned exports)"
+                )
+            out.append(
+                EnvFinding(
+                    "duplicate",
+                    Severity.WARNING,
+                    f"two different files known as {key}{differ} are loaded in one process: "
+                    f"{owners.described(first)} and {owners.described(other)}; each library binds to "
+                    "whichever its search finds first, and each copy keeps its own state",
+                    file=other,
+                    distribution=owners.label(other),
+                    library=key,
+                    target=first,
+                    target_distribution=owners.label(first),
+                )
+            )
+    return out
+
+
+def _components(env: Environment) -> list[EnvFinding]:
+    installed: dict[str, str] = {}
+    for d in env.distributions:
+        installed.setdefault(d.dist.name, d.dist.version)
+    out = []
+    for v in violations(installed):
+        r = v.rule
+        out.append(
+            EnvFinding(
+                "component-version",
+                Severity.ERROR,
+                f"{r.component} {v.component_version} (CUDA {v.component_cuda}) needs {r.needs} of CUDA "
+                f"{v.component_cuda} or newer (>= {v.minimum}); installed: {r.needs} {v.needs_version} "
+                f"(CUDA {v.needs_cuda})",
+                distribution=f"{r.component} {v.component_version}",
+                target_distribution=f"{r.needs} {v.needs_version}",
+                source=r.source,
+            )
+        )
+    return out
+
+
+def shown(env: Environment, path: str) -> str:
+    """``path`` relative to its site-packages when it is one of the environment's files."""
+    for site in env.sites:
+        if path.startswith(site + "/"):
+            return posixpath.relpath(path, site)
+    return path
+
+
+# --- the whole question ----------------------------------------------------------------------------------
+
+#: The loader's default directories, per machine (glibc's built-in list on multiarch distributions, then the
+#: FHS ones).
+DEFAULT_DIRS = {
+    Machine.X86_64: (
+        "/lib/x86_64-linux-gnu",
+        "/usr/lib/x86_64-linux-gnu",
+        "/lib64",
+        "/usr/lib64",
+        "/lib",
+        "/usr/lib",
+    ),
+    Machine.AARCH64: (
+        "/lib/aarch64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/lib64",
+        "/usr/lib64",
+        "/lib",
+        "/usr/lib",
+    ),
+}
+LD_CACHE = "/etc/ld.so.cache"
+
+
+@dataclass(frozen=True)
+class LoaderSettings:
+    """How the process was simulated, as the report states it."""
+
+    os: str
+    system_checked: bool  #: this machine's system libraries were searched and read
+    ld_library_path: tuple[str, ...] = ()
+    ld_cache: str | None = None  #: the cache read, None when none was
+    cache_entries: int = 0
+    dll_directories: tuple[str, ...] = ()
+    dll_path: tuple[str, ...] = ()  #: Windows: PATH, read only to say what it would have given
+
+
+@dataclass(frozen=True)
+class GpuCheck:
+    """The device-code part (today's ``doctor``): None gpus when the machine has none."""
+
+    probe: ProbeResult | None
+    checked: tuple[tuple[str, FileVerdicts], ...] = ()  #: (path, verdicts) of libraries with device code
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class EnvReport:
+    env: Environment
+    graph: LoadGraph
+    findings: tuple[EnvFinding, ...]
+    settings: LoaderSettings
+    gpu: GpuCheck
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for f in self.findings if f.severity is Severity.ERROR)
+
+    @property
+    def unreadable(self) -> bool:
+        return any(f.rule == "unreadable" for f in self.findings)
+
+
+def _machine(env: Environment) -> Machine:
+    for lib in env.libraries:
+        if lib.report.host is not None and lib.report.host.machine in DEFAULT_DIRS:
+            return lib.report.host.machine
+    return Machine.X86_64
+
+
+def doctor_env(
+    env_spec: Sequence[str],
+    *,
+    ld_library_path: str | None = None,
+    ld_cache: str | None = LD_CACHE,
+    system: bool | None = None,
+    dll_path: str | None = None,
+    probe: ProbeResult | None = None,
+    no_gpu: str | None = None,
+) -> EnvReport:
+    """Read the environment ``env_spec`` (an interpreter or site-packages directories), simulate one
+    process and return every finding. ``system`` None: this machine's libraries are searched when it runs
+    Linux and the environment is a Linux one. ``probe``: the GPUs and driver to check device code against
+    (None: skipped, ``no_gpu`` saying why)."""
+    gpus = probe is not None and bool(probe.gpus)
+    env = read_environment(env_spec, device=gpus)
+    machine = _machine(env)
+    loader: LinuxLoader | WindowsLoader
+    if env.os == "windows":
+        dirs = tuple(
+            posixpath.join(d.site, rel)
+            for d in env.distributions
+            for c in conventions_for(d.dist.name)
+            for rel in c.dll_directories
+        )
+        path_dirs = tuple(p.replace("\\", "/") for p in (dll_path or "").split(";") if p)
+        loader = WindowsLoader(dll_directories=dirs, path=path_dirs)
+        settings = LoaderSettings("windows", False, dll_directories=dirs, dll_path=path_dirs)
+        in_env = env_files_exist(env, case_insensitive=True)
+        outside: dict[str, bool] = {}
+
+        def exists(candidate: str) -> bool:
+            """The environment's files, and real files in the PATH directories given."""
+            if in_env(candidate):
+                return True
+            if path_dirs and candidate not in outside:
+                outside[candidate] = any(candidate.startswith(d.rstrip("/") + "/") for d in path_dirs) and (
+                    os.path.isfile(candidate)
+                )
+            return outside.get(candidate, False)
+
+        graph = simulate(env, loader, exists, lambda _p: None, system_checked=False)
+    else:
+        local = sys.platform.startswith("linux") if system is None else system
+        paths = tuple(p for p in (ld_library_path or "").split(":") if p)
+        cache = ld_cache_names(ld_cache, machine) if local and ld_cache else {}
+        loader = LinuxLoader(
+            ld_library_path=paths,
+            cache=cache,
+            default_dirs=DEFAULT_DIRS.get(machine, DEFAULT_DIRS[Machine.X86_64]) if local else (),
+            lib="lib64",
+            platform=machine.value,
+        )
+        settings = LoaderSettings("linux", local, paths, ld_cache if local and ld_cache else None, len(cache))
+        if local:
+            files = SystemFiles(env)
+            graph = simulate(env, loader, files.exists, files.host, system_checked=True)
+        else:
+            graph = simulate(env, loader, env_files_exist(env), lambda _p: None, system_checked=False)
+    findings = check_environment(env, graph)
+    gpu = _gpu_check(env, probe, no_gpu)
+    findings += _gpu_findings(env, gpu)
+    order = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.NOTE: 2}
+    findings.sort(key=lambda f: (order[f.severity], f.rule, f.file or "", f.library or ""))
+    return EnvReport(env, graph, tuple(findings), settings, gpu)
+
+
+def _gpu_check(env: Environment, probe: ProbeResult | None, no_gpu: str | None) -> GpuCheck:
+    if probe is None:
+        return GpuCheck(None, note=f"device code not checked: {no_gpu or 'no GPU probe was asked for'}")
+    if not probe.gpus:
+        return GpuCheck(probe, note="no NVIDIA GPU on this machine: device code not checked")
+    caps = sorted({g.capability for g in probe.gpus})
+    checked = tuple(
+        (lib.path, file_verdicts(lib.report, caps, probe.driver))
+        for lib in env.libraries
+        if lib.report.device_code
+    )
+    return GpuCheck(probe, checked)
+
+
+def _gpu_findings(env: Environment, gpu: GpuCheck) -> list[EnvFinding]:
+    if gpu.probe is None:
+        return []
+    owners = _Owners(env)
+    out = []
+    for path, verdicts in gpu.checked:
+        for cv in verdicts.verdicts:
+            if cv.verdict.verdict is VerdictKind.NO:
+                out.append(
+                    EnvFinding(
+                        "device-code",
+                        Severity.ERROR,
+                        f"{owners.described(path)} will not run on the GPUs of compute capability "
+                        f"{cv.capability.capability} here: {cv.verdict.reason}",
+                        file=path,
+                        distribution=owners.label(path),
+                    )
+                )
+    return out

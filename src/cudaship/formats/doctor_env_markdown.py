@@ -1,0 +1,21 @@
+"""``doctor --env`` as markdown (a CI job summary): the verdict, where it was simulated, the findings."""
+
+from __future__ import annotations
+
+from cudaship.checks.environment import EnvReport
+from cudaship.formats.doctor_env_text import settings_lines, verdict
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(report: EnvReport) -> str:
+    lines = ["## cudaship doctor --env", "", f"**{verdict(report)}**", ""]
+    lines += [f"- {line}" for line in settings_lines(report)]
+    if report.findings:
+        lines += ["", "| severity | rule | finding |", "|---|---|---|"]
+        for f in report.findings:
+            message = f.message + (f" (source: {f.source})" if f.source else "")
+            lines.append(f"| {f.severity.value} | {f.rule} | {_cell(message)} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,88 @@
+"""``doctor --env`` as text: where the process was simulated, every finding by severity, the verdict; with
+``details``, every import of every library with the file the loader picks and its distribution."""
+
+from __future__ import annotations
+
+from cudaship.checks.environment import EnvFinding, EnvReport, shown
+from cudaship.checks.records import Severity
+
+_TITLES = {Severity.ERROR: "errors", Severity.WARNING: "warnings", Severity.NOTE: "notes"}
+
+
+def settings_lines(report: EnvReport) -> list[str]:
+    env, s = report.env, report.settings
+    lines = [
+        f"environment: {', '.join(env.sites)} ({env.os}, {len(env.distributions)} distributions, "
+        f"{len(env.libraries)} native libraries)"
+    ]
+    if s.os == "linux":
+        if s.system_checked:
+            cache = f"{s.ld_cache} ({s.cache_entries} entries)" if s.ld_cache else "none"
+            lines.append(
+                f"loader: glibc search order; LD_LIBRARY_PATH: {':'.join(s.ld_library_path) or '(unset)'}; "
+                f"cache: {cache}; this machine's system libraries searched and read"
+            )
+        else:
+            lines.append(
+                f"loader: glibc search order; LD_LIBRARY_PATH: {':'.join(s.ld_library_path) or '(unset)'}; "
+                "system libraries not searched (known system, driver and Python libraries taken as present)"
+            )
+    else:
+        dirs = ", ".join(shown(env, d) for d in s.dll_directories) or "none"
+        path = "; PATH (not searched, reported on): " + ";".join(s.dll_path) if s.dll_path else ""
+        lines.append(
+            f"loader: Windows safe DLL search (own directory, os.add_dll_directory: {dirs}, System32){path}"
+        )
+    gpu = report.gpu
+    if gpu.probe is not None and gpu.probe.gpus:
+        caps = ", ".join(sorted({g.capability.capability for g in gpu.probe.gpus}))
+        lines.append(
+            f"GPUs: {len(gpu.probe.gpus)} (compute capability {caps}); "
+            f"{len(gpu.checked)} libraries with device code checked"
+        )
+    else:
+        lines.append(f"GPUs: {gpu.note}")
+    return lines
+
+
+def _finding(f: EnvFinding) -> list[str]:
+    out = [f"  {f.severity.value} [{f.rule}] {f.message}"]
+    if f.source:
+        out.append(f"      source: {f.source}")
+    return out
+
+
+def render_text(report: EnvReport, *, details: bool = False) -> str:
+    lines = settings_lines(report)
+    for severity, title in _TITLES.items():
+        found = [f for f in report.findings if f.severity is severity]
+        if found:
+            lines += ["", f"{title} ({len(found)}):"]
+            for f in found:
+                lines += _finding(f)
+    if details:
+        lines += ["", "imports (importer -> file the loader picks [rule] distribution):"]
+        owners = {lib.path: lib.owner.label for lib in report.env.libraries}
+        by_importer: dict[str, list[str]] = {}
+        for e in report.graph.edges:
+            if e.target is not None:
+                how = e.how.value if e.how else "?"
+                where = f"{shown(report.env, e.target)} [{how}] {owners.get(e.target, 'system')}"
+            else:
+                where = f"({e.provider} library, not read)" if e.provider else "NOT FOUND"
+            by_importer.setdefault(e.importer, []).append(f"    {e.name} -> {where}")
+        for importer, rows in by_importer.items():
+            lines.append(f"  {shown(report.env, importer)} ({owners.get(importer, 'system')})")
+            lines += rows
+    lines += ["", verdict(report)]
+    return "\n".join(lines) + "\n"
+
+
+def verdict(report: EnvReport) -> str:
+    counts = {s: sum(1 for f in report.findings if f.severity is s) for s in Severity}
+    summary = (
+        f"{counts[Severity.ERROR]} errors, {counts[Severity.WARNING]} warnings, {counts[Severity.NOTE]} notes"
+    )
+    if counts[Severity.ERROR]:
+        return f"WILL NOT LOAD: {summary}"
+    return f"loads: {summary}"

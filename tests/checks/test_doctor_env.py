@@ -1,0 +1,66 @@
+"""doctor --env's device-code part and its no-GPU path, on a real environment (bitsandbytes 0.50.2 unpacked
+from its PyPI wheel: seven CUDA variants with SASS from sm_60 to sm_120) with the GPUs given as records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cudaship.analysis.loader import How
+from cudaship.checks.environment import doctor_env
+from cudaship.checks.records import Severity
+from cudaship.knowledge.archs import parse_arch
+from cudaship.knowledge.driver import parse_driver
+from cudaship.probe.records import GpuInfo, ProbeResult
+from tests.fixtures.envs import build_env
+from tests.fixtures.wheels import WHEELS
+
+pytestmark = pytest.mark.network
+
+
+@pytest.fixture(scope="module")
+def bnb_env() -> Path:
+    return build_env("bitsandbytes-0.50.2", (WHEELS["bitsandbytes_linux_wheel"],))
+
+
+def _probe(capability: str) -> ProbeResult:
+    gpu = GpuInfo(0, "a test GPU", parse_arch(capability), None, None)
+    return ProbeResult(driver=parse_driver("595.45.04"), gpus=(gpu,), sources=("test",))
+
+
+def test_device_code_that_does_not_run_on_the_gpu_here_is_an_error(bnb_env: Path) -> None:
+    report = doctor_env([str(bnb_env)], system=False, probe=_probe("sm_37"))
+    device = [f for f in report.findings if f.rule == "device-code"]
+    assert len(report.gpu.checked) == 7  # the seven CUDA variants carry device code; the CPU/ROCm ones none
+    assert {Path(f.file or "").name for f in device} == {Path(p).name for p, _ in report.gpu.checked}
+    assert all(f.severity is Severity.ERROR and f.distribution == "bitsandbytes 0.50.2" for f in device)
+    assert all("compute capability 3.7" in f.message for f in device)
+    assert report.errors == len(device)
+
+
+def test_a_gpu_the_code_serves_and_no_gpu_give_no_device_finding(bnb_env: Path) -> None:
+    served = doctor_env([str(bnb_env)], system=False, probe=_probe("sm_90"))
+    assert not [f for f in served.findings if f.rule == "device-code"]
+    assert len(served.gpu.checked) == 7
+    none = doctor_env([str(bnb_env)], system=False, probe=None, no_gpu="no NVIDIA driver on this machine")
+    assert none.gpu.checked == () and "no NVIDIA driver" in (none.gpu.note or "")
+    # the loader part is the same with or without a GPU
+    loader_findings = [(f.rule, f.file, f.library) for f in none.findings]
+    assert loader_findings == [(f.rule, f.file, f.library) for f in served.findings]
+    # the variants are loaded by path at run time, not on import: their missing CUDA libraries are warnings
+    assert none.errors == 0
+    assert {f.rule for f in none.findings} == {"unresolved"}
+
+
+def test_cupy_finds_its_cuda_libraries_at_run_time(cupy_nvrtc_env: Path) -> None:
+    """cupy's extension modules name libnvrtc.so.12 without a search path; cupy loads it through
+    cuda-pathfinder from the nvidia/ wheel, so it resolves; what no wheel installs stays an error that says
+    how cupy looks."""
+    report = doctor_env([str(cupy_nvrtc_env)], system=False)
+    (nvrtc,) = [e for e in report.graph.edges if e.name == "libnvrtc.so.12"]
+    assert nvrtc.how is How.RUNTIME and (nvrtc.target or "").endswith("nvidia/cuda_nvrtc/lib/libnvrtc.so.12")
+    unresolved = {f.library: f for f in report.findings if f.rule == "unresolved"}
+    assert "libnvrtc.so.12" not in unresolved
+    assert unresolved["libcublas.so.12"].severity is Severity.ERROR
+    assert "cuda-pathfinder" in unresolved["libcublas.so.12"].message
