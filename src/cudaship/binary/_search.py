@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -70,10 +71,13 @@ class _Native:
         for function in (memmem, memmem_held):
             function.restype = ctypes.c_void_p
             function.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
-        get_buffer = ctypes.pythonapi.PyObject_GetBuffer
+        # Function objects of their own: ``ctypes.pythonapi``'s are shared with every other user of ctypes in
+        # the process, and setting argtypes on them would change those users' calls.
+        api = ctypes.PyDLL(None)
+        get_buffer = api.PyObject_GetBuffer
         get_buffer.restype = ctypes.c_int
         get_buffer.argtypes = [ctypes.py_object, ctypes.POINTER(PyBuffer), ctypes.c_int]
-        release_buffer = ctypes.pythonapi.PyBuffer_Release
+        release_buffer = api.PyBuffer_Release
         release_buffer.restype = None
         release_buffer.argtypes = [ctypes.POINTER(PyBuffer)]
         # A self-test on a known buffer: a libc whose memmem misbehaves is not used.
@@ -99,13 +103,17 @@ class _Native:
 
 
 _native: _Native | None = None
+_native_lock = threading.Lock()
 
 
 def _load_native() -> _Native:
+    """The one :class:`_Native` of the process. Loaded under a lock: threads scanning at once must not each
+    load their own (two loads gave two ``Py_buffer`` types to one shared function, and the search failed)."""
     global _native
-    if _native is None:
-        _native = _Native()
-    return _native
+    with _native_lock:
+        if _native is None:
+            _native = _Native()
+        return _native
 
 
 def native_available() -> bool:
