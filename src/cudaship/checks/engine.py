@@ -81,7 +81,13 @@ def audit_scanned(scan: ScannedWheel, policy: Policy) -> WheelAudit:
         native_files=len(scan.reports),
         uncompressed_size=scan.uncompressed_size,
     )
-    return WheelAudit(path=scan.path, facts=facts, checks=tuple(results), notes=tuple(ctx.notes))
+    return WheelAudit(
+        path=scan.path,
+        facts=facts,
+        checks=tuple(results),
+        notes=tuple(ctx.notes),
+        unreadable=tuple(scan.unreadable),
+    )
 
 
 def audit_wheel(

@@ -124,6 +124,9 @@ class WheelAudit:
     facts: WheelFacts
     checks: tuple[CheckResult, ...]
     notes: tuple[str, ...] = ()
+    #: members the archive could not give back (corrupt data, bad CRC, unsupported method), with the
+    #: reason: the wheel is damaged and those members went unchecked, so the audit exits 2 (bad input)
+    unreadable: tuple[tuple[str, str], ...] = ()
 
     @property
     def summary(self) -> Summary:
@@ -152,3 +155,12 @@ class AuditReport:
     @property
     def ok(self) -> bool:
         return self.summary.failed == 0
+
+    @property
+    def damaged(self) -> tuple[str, ...]:
+        """One ``wheel!member: cannot be read: reason`` line per member a wheel could not give back."""
+        return tuple(
+            f"{w.path}!{member}: cannot be read: {reason}"
+            for w in self.wheels
+            for member, reason in w.unreadable
+        )

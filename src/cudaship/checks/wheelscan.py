@@ -38,6 +38,7 @@ from cudaship.wheel.archive import (
     ZIP_OPEN_ERRORS,
     ZIP_READ_ERRORS,
     is_native_member,
+    zip_open_problem,
 )
 from cudaship.wheel.metadata import (
     DistInfo,
@@ -394,7 +395,7 @@ def scan_wheel(
     except FileNotFoundError:
         raise WheelError("no such file", path=label) from None
     except ZIP_OPEN_ERRORS as e:
-        raise WheelError(f"not a readable zip archive: {e}", path=label) from None
+        raise WheelError(f"not a readable zip archive: {zip_open_problem(e, path)}", path=label) from None
     with zf:
         infos = [i for i in zf.infolist() if not i.filename.endswith("/")]  # is_dir() fails on ""
         names = [i.filename for i in infos]

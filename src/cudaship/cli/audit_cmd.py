@@ -1,6 +1,7 @@
 """``cudaship audit WHEEL... [--policy FILE]``: check wheels against their CUDA contract.
 
-Exit 0 when every check passed, 1 when any failed, 2 for bad input (an unreadable wheel, an invalid policy).
+Exit 0 when every check passed, 1 when any failed, 2 for bad input (an unreadable wheel or wheel member, an
+invalid policy).
 """
 
 from __future__ import annotations
@@ -126,6 +127,10 @@ def command(
             stream = sys.stderr if to_stdout and fmt in ("json", "junit") else sys.stdout
             stream.write(annotations)
             stream.flush()
-    if report.errors:
+    # A damaged member (the archive cannot give its bytes back) leaves part of the wheel unchecked: bad input
+    # (2), as an unreadable wheel is, even though the report above also lists it as a failed check.
+    for line in report.damaged:
+        click.echo(f"cudaship: error: {line}", err=True)
+    if report.errors or report.damaged:
         return ExitCode.BAD_INPUT
     return ExitCode.OK if report.ok else ExitCode.FINDINGS

@@ -60,7 +60,10 @@ def inspect_paths(
         label = os.fspath(raw)
         path = Path(label)
         if path.is_dir():
-            plan.extend(_walk(path, label))
+            found = list(_walk(path, label))
+            plan.extend(found)
+            if not found:  # nothing checked is not a pass: the directory is the problem (exit 2)
+                plan.append(FileReport(path=label, format=None, size=0, error=_nothing_under(path)))
         elif path.exists():
             plan.append(_Input(path, label, explicit=True))
         else:
@@ -155,6 +158,14 @@ def _walk(root: Path, label: str) -> Iterator[_Input]:
             shown = os.path.join(label, os.path.relpath(path, root))
             if is_wheel(path) or looks_native(name, _head(path)):
                 yield _Input(path, shown, explicit=False)
+
+
+def _nothing_under(root: Path) -> str:
+    """Why a directory gave nothing to read: empty, or only files that are not binaries."""
+    count = sum(len(names) for _, _, names in os.walk(root))
+    if count == 0:
+        return "empty directory: nothing to check"
+    return f"no binary or wheel in this directory ({count} file(s), none cudaship reads): nothing to check"
 
 
 def _head(path: Path) -> bytes:

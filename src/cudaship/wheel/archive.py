@@ -127,7 +127,8 @@ class WheelArchive:
             )
         except ZIP_OPEN_ERRORS as e:
             self._file.close()
-            raise WheelError(f"not a readable zip archive: {_reason(e)}", path=self._label) from e
+            problem = zip_open_problem(e, self.path)
+            raise WheelError(f"not a readable zip archive: {problem}", path=self._label) from e
         self._members: tuple[Member, ...] | None = None
 
     # -- lifetime -------------------------------------------------------------------------------------------
@@ -373,6 +374,27 @@ def wheel_info(filename: str, archive: WheelArchive | None = None) -> WheelInfo:
 def is_wheel(path: Path) -> bool:
     """A ``.whl`` name (the zip check happens when it is opened)."""
     return path.suffix.lower() == ".whl"
+
+
+def zip_open_problem(error: BaseException, path: str | os.PathLike[str]) -> str:
+    """What is wrong with a file ``zipfile`` refused to open, in words a user acts on: an empty file, a zip
+    cut short (it starts like one but its central directory, at the end, is missing), or no zip at all."""
+    if not isinstance(error, zipfile.BadZipFile):
+        return _reason(error)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+            size = os.fstat(f.fileno()).st_size
+    except OSError:
+        return _reason(error)
+    if size == 0:
+        return "empty file (a wheel is a zip archive)"
+    if head == _LOCAL_MAGIC:
+        return (
+            f"truncated or damaged: it starts as a zip archive but its central directory, at the end, is "
+            f"missing or unreadable ({size:,} bytes: was the download or copy cut short?)"
+        )
+    return "the file is no zip at all (a wheel is one)"
 
 
 def _reason(error: BaseException) -> str:
