@@ -20,7 +20,7 @@ from cudaship.exitcodes import ExitCode
 from tests.fixtures.synthetic_wheels import VARIANTS
 
 REPO = Path(__file__).resolve().parents[2]
-SCHEMA = json.loads((REPO / "src" / "cudaship" / "formats" / "schemas" / "audit.schema.json").read_text())
+SCHEMA = json.loads((REPO / "src" / "cudaship" / "render" / "schemas" / "audit.schema.json").read_text())
 WIN = REPO / "examples" / "policies" / "windows.toml"
 LINUX = REPO / "examples" / "policies" / "linux.toml"
 

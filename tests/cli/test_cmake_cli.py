@@ -12,7 +12,7 @@ import pytest
 
 from cudaship.cli.main import main
 
-SCHEMAS = Path(__file__).resolve().parents[2] / "src" / "cudaship" / "formats" / "schemas"
+SCHEMAS = Path(__file__).resolve().parents[2] / "src" / "cudaship" / "render" / "schemas"
 
 
 def validate(data: object, name: str) -> None:

@@ -19,7 +19,7 @@ from cudaship.exitcodes import ExitCode
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "libvecadd.so"
 BUILD_SCRIPT = REPO / "examples" / "build_example.sh"
-SCHEMA = REPO / "src" / "cudaship" / "formats" / "schemas" / "inspect.schema.json"
+SCHEMA = REPO / "src" / "cudaship" / "render" / "schemas" / "inspect.schema.json"
 
 
 def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

@@ -1,7 +1,7 @@
 """Records of an audit: one :class:`CheckResult` per named check, grouped per wheel in an
 :class:`AuditReport`.
 
-Checks return these frozen dataclasses and never print; renderers in :mod:`cudaship.formats` turn them into
+Checks return these frozen dataclasses and never print; renderers in :mod:`cudaship.render` turn them into
 text, JSON, JUnit XML or markdown.
 """
 

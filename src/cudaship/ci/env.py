@@ -17,7 +17,7 @@ from pathlib import Path
 from cudaship.ci.archs import arch_table, host_machine, lookup, normalize_machine, syntaxes, train_info
 from cudaship.config import ProjectConfig
 from cudaship.errors import KnowledgeError, UsageError
-from cudaship.formats.output import write_report
+from cudaship.render.output import write_report
 from cudaship.knowledge.archs import ArchList, parse_arch_list
 
 #: The variables, in the order they are written.

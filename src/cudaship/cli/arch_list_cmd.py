@@ -11,7 +11,7 @@ import click
 from cudaship.config import load_config
 from cudaship.errors import KnowledgeError, UsageError
 from cudaship.exitcodes import ExitCode
-from cudaship.formats.output import write_report
+from cudaship.render.output import write_report
 from cudaship.knowledge.arch_table import arch_table_for, normalize_machine
 from cudaship.knowledge.archs import ArchList, format_arch_list
 from cudaship.knowledge.trains import parse_train

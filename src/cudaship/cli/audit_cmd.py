@@ -20,8 +20,8 @@ from cudaship.cli.progress import ByteProgress
 from cudaship.config import load_config
 from cudaship.errors import UsageError
 from cudaship.exitcodes import ExitCode
-from cudaship.formats import audit_json, audit_junit, audit_markdown, audit_text
-from cudaship.formats.output import write_report
+from cudaship.render import audit_json, audit_junit, audit_markdown, audit_text
+from cudaship.render.output import write_report
 
 
 class _ProgressBar(ByteProgress, AuditObserver):

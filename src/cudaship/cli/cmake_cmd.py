@@ -12,7 +12,7 @@ from cudaship.ci import archs as ci_archs
 from cudaship.ci import cmake
 from cudaship.config import load_config
 from cudaship.exitcodes import ExitCode
-from cudaship.formats.output import write_report
+from cudaship.render.output import write_report
 
 
 def _host_platform() -> str:

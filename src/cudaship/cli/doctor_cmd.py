@@ -12,7 +12,7 @@ import click
 from cudaship.analysis.gpus import FileVerdicts, file_verdicts
 from cudaship.cli.common import format_option, output_option
 from cudaship.exitcodes import ExitCode
-from cudaship.formats.output import write_report
+from cudaship.render.output import write_report
 from cudaship.inspection.records import FileReport
 from cudaship.inspection.walk import inspect_file, inspect_paths
 from cudaship.knowledge.runs_on import VerdictKind

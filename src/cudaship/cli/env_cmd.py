@@ -21,7 +21,7 @@ from cudaship.cli.arch_list_cmd import NoTrainError
 from cudaship.config import load_config
 from cudaship.errors import UsageError
 from cudaship.exitcodes import ExitCode
-from cudaship.formats.output import write_report
+from cudaship.render.output import write_report
 
 SCHEMA_VERSION = 1
 

@@ -8,8 +8,8 @@ from cudaship.analysis.gpus import gpu_report
 from cudaship.cli.common import format_option, output_option
 from cudaship.errors import KnowledgeError, UsageError
 from cudaship.exitcodes import ExitCode
-from cudaship.formats import gpus_html, gpus_json, gpus_markdown, gpus_text
-from cudaship.formats.output import write_report
+from cudaship.render import gpus_html, gpus_json, gpus_markdown, gpus_text
+from cudaship.render.output import write_report
 from cudaship.inspection.walk import inspect_paths
 from cudaship.knowledge.archs import Arch
 from cudaship.knowledge.driver import Driver, parse_driver

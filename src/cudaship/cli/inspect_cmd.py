@@ -9,7 +9,7 @@ import click
 
 from cudaship.cli.common import format_option, output_option
 from cudaship.cli.progress import ByteProgress
-from cudaship.formats.output import write_report
+from cudaship.render.output import write_report
 from cudaship.inspection.report import demangle
 from cudaship.inspection.walk import InspectObserver, inspect_paths
 
@@ -68,11 +68,11 @@ def command(
         report = inspect_paths(paths, details=details)
     demangler = demangle if demangle_names else None
     if fmt.lower() == "json":
-        from cudaship.formats import inspect_json
+        from cudaship.render import inspect_json
 
         text = inspect_json.render(report, exports=exports, demangle=demangler)
     else:
-        from cudaship.formats import inspect_text
+        from cudaship.render import inspect_text
 
         to_terminal = output in (None, "-") and sys.stdout.isatty()
         width = shutil.get_terminal_size().columns if to_terminal else 120

@@ -8,7 +8,7 @@ import click
 
 from cudaship.cli.common import format_option, output_option
 from cudaship.exitcodes import ExitCode
-from cudaship.formats.output import write_report
+from cudaship.render.output import write_report
 
 
 @click.group("program")
@@ -22,7 +22,7 @@ def command() -> None:
 @output_option()
 def inspect_command(paths: tuple[Path, ...], fmt: str, output: str | None) -> int:
     """What a .pt2 / .pte (or an export directory) holds: platform, imports, device code, train."""
-    from cudaship.formats import program_json, program_text
+    from cudaship.render import program_json, program_text
     from cudaship.program.reader import read_program
 
     infos = [read_program(p) for p in paths]
@@ -88,7 +88,7 @@ def check_command(
     output: str | None,
 ) -> int:
     """Check an export directory against a runtime: train, GPU arch, driver, package, reference."""
-    from cudaship.formats import program_json, program_markdown, program_text
+    from cudaship.render import program_json, program_markdown, program_text
     from cudaship.program.check import check_program
 
     report = check_program(directory, train=train, wheel=wheel, gpu=gpu, here=here, driver=driver)
@@ -137,7 +137,7 @@ def run_command(
 ) -> int:
     """Run the program in a fresh process with no compiler on PATH; compare with the reference and eager."""
     from cudaship.errors import NoGpuError
-    from cudaship.formats import program_json, program_markdown, program_text
+    from cudaship.render import program_json, program_markdown, program_text
     from cudaship.program.run import run_program
 
     report = run_program(

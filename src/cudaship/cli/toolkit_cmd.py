@@ -17,7 +17,7 @@ import click
 from cudaship.ci.github import append_github_file
 from cudaship.errors import ToolkitError, UsageError
 from cudaship.exitcodes import ExitCode
-from cudaship.formats.output import write_report
+from cudaship.render.output import write_report
 from cudaship.knowledge import toolkit_data
 from cudaship.toolkit import download, layout
 from cudaship.toolkit import install as installer

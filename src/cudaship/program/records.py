@@ -4,7 +4,7 @@ A *program* is a model compiled ahead of time: an AOTInductor package (``.pt2``,
 wrapper library, per-kernel cubins and metadata JSON) or an ExecuTorch program (``.pte``, a flatbuffer whose
 named data holds the compiled library, with weights in a ``.ptd`` beside it). The readers
 (:mod:`cudaship.program.pt2`, :mod:`cudaship.program.pte`) return :class:`ProgramInfo`; checks return
-:class:`CheckReport`; runs return :class:`RunReport`. Renderers in ``cudaship.formats.program_*`` print them.
+:class:`CheckReport`; runs return :class:`RunReport`. Renderers in ``cudaship.render.program_*`` print them.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cudaship.binary.records import DeviceCodeKind, HostBinary, ImportKind
-from cudaship.formats.console import text_console
+from cudaship.render.console import text_console
 from cudaship.inspection.records import FileReport
 from cudaship.inspection.report import (
     InspectReport,

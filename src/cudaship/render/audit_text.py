@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from cudaship.checks.records import AuditReport, CheckResult, Finding, Status, WheelAudit
-from cudaship.formats.console import text_console
+from cudaship.render.console import text_console
 
 _STYLE = {Status.PASS: "green", Status.FAIL: "bold red", Status.SKIP: "yellow"}
 _LABEL = {Status.PASS: "PASS", Status.FAIL: "FAIL", Status.SKIP: "SKIP"}
