@@ -28,7 +28,9 @@ def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
 
 
 @pytest.mark.parametrize("command", ["inspect", "gpus"])
-def test_empty_directory_is_bad_input(command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_empty_directory_is_bad_input(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     code, out, err = run([command, str(empty)], capsys)
@@ -74,7 +76,9 @@ def _small_wheel(path: Path) -> Path:
 
 
 @pytest.mark.parametrize("command", ["inspect", "gpus", "audit"])
-def test_truncated_wheel_says_truncated(command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_truncated_wheel_says_truncated(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     whole = _small_wheel(tmp_path / "whole.zip").read_bytes()
     cut = tmp_path / "pkg-1.0-py3-none-any.whl"
     cut.write_bytes(whole[: len(whole) // 2])  # an interrupted download
@@ -100,3 +104,82 @@ def test_not_a_zip_says_what_it_is(
     code, _, err = run(["audit", "--no-progress", str(bad)], capsys)
     assert code == ExitCode.BAD_INPUT
     assert err == f"cudaship: error: {bad}: not a readable zip archive: {problem}\n"
+
+
+# -- GPU names as people write them -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("gpu", "row"),
+    [
+        ("RTX 4090", "8.9 Ada"),
+        ("RTX 6000 Ada", "8.9 Ada"),
+        ("GeForce RTX 4090", "8.9 Ada"),
+        ("NVIDIA GeForce RTX 4090", "8.9 Ada"),
+        ("nvidia geforce rtx-4090", "8.9 Ada"),
+        ("4090", "8.9 Ada"),  # a part of exactly one capability's names
+        ("NVIDIA H100 80GB HBM3", "9.0 Hopper"),  # as nvidia-smi names it
+        ("Tesla T4", "7.5 Turing"),
+    ],
+)
+def test_gpu_names_with_spaces_and_vendor_words(
+    gpu: str, row: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(["gpus", "--gpu", gpu, str(EXAMPLE)], capsys)
+    assert code == ExitCode.OK, err
+    rows = [line for line in out.splitlines() if line.startswith("  ") and line.split()[0][0].isdigit()]
+    assert len(rows) == 1 and rows[0].lstrip().startswith(row), out
+
+
+def test_several_gpus_by_comma_or_space(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["gpus", "--gpu", "RTX 5090, H100", "--gpu", "8.6 8.0", str(EXAMPLE)], capsys)
+    assert code == ExitCode.OK
+    shown = [
+        line.split()[0] for line in out.splitlines() if line.startswith("  ") and line.split()[0][0].isdigit()
+    ]
+    assert shown[:4] == ["8.0", "8.6", "9.0", "12.0"]
+
+
+@pytest.mark.parametrize(
+    ("gpu", "suggested"),
+    [
+        ("rtx 409", "RTX 4090"),
+        ("6000", "RTX 6000 Ada, RTX PRO 6000 Blackwell"),  # several capabilities: ambiguous, so suggested
+        ("H10", "H100"),
+    ],
+)
+def test_unknown_gpu_suggests_close_names_and_never_a_data_file(
+    gpu: str, suggested: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(["gpus", "--gpu", gpu, str(EXAMPLE)], capsys)
+    assert code == ExitCode.BAD_INPUT and out == ""
+    assert err.startswith(f"cudaship: error: --gpu: unknown GPU '{gpu}' (did you mean {suggested}")
+    assert err.rstrip().endswith("give its compute capability instead, e.g. 8.6")
+    assert ".toml" not in err and err.count("\n") == 1
+
+
+# -- drivers old and unknown ------------------------------------------------------------------------------
+
+
+def test_old_driver_names_the_minimum_it_lacks(capsys: pytest.CaptureFixture[str]) -> None:
+    """A CUDA 13 library on a 535 driver: every row says no, and the minimum driver says what would run it."""
+    code, out, _ = run(["gpus", "--driver", "535.104.05", "--gpu", "8.6", str(EXAMPLE)], capsys)
+    assert code == ExitCode.OK
+    assert "no requirement found" not in out
+    assert "a newer CUDA major than driver 535.104.05 (CUDA 12.2) supports" in out
+    assert "minimum driver: 580.65.06 (" in out and "13.x minor-version compatibility floor" in out
+
+
+def test_driver_given_as_cuda_version_reads_as_english(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["gpus", "--driver", "12.2", "--gpu", "8.6", str(EXAMPLE)], capsys)
+    assert code == ExitCode.OK
+    assert "driver a driver" not in out
+    assert "a newer CUDA major than a driver for CUDA 12.2 supports" in out
+
+
+def test_unknown_future_driver_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["gpus", "--driver", "999.1", "--gpu", "8.6", str(EXAMPLE)], capsys)
+    assert code == ExitCode.OK
+    (header,) = [line for line in out.splitlines() if line.startswith("driver:")]
+    assert header.startswith("driver: 999.1 (a branch newer than cudaship knows: CUDA ")
+    assert header.endswith(" or newer)")

@@ -8,7 +8,7 @@ not constrain it. The minimum driver of a group is the highest any of its verdic
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cudaship.binary.records import FileFormat
 from cudaship.inspection.records import FileReport
@@ -95,7 +95,7 @@ def file_verdicts(
     verdicts: tuple[CapabilityVerdict, ...] = ()
     if report.device_code:
         if driver is not None and driver.platform != platform:
-            driver = Driver(driver.version, driver.cuda, platform)
+            driver = replace(driver, platform=platform)
         verdicts = tuple(
             CapabilityVerdict(
                 cap, runs_on(report.device_code, cap, driver, platform=platform, build_cuda=build)
@@ -115,8 +115,9 @@ def file_verdicts(
 def _max_driver(verdicts: Iterable[tuple[str, CapabilityVerdict]]) -> tuple[str | None, str | None]:
     best: tuple[str | None, str | None] = (None, None)
     for label, cv in verdicts:
+        # a "no" verdict carries a minimum only when the driver given is what stops it: that one counts too
         minimum = cv.verdict.min_driver
-        if minimum is None or cv.verdict.verdict is VerdictKind.NO:
+        if minimum is None:
             continue
         if best[0] is None or driver_key(minimum) > driver_key(best[0]):
             why = cv.verdict.min_driver_reason or "required"

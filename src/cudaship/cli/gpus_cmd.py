@@ -37,14 +37,28 @@ def _capabilities(values: tuple[str, ...]) -> list[Arch] | None:
         return None
     caps: list[Arch] = []
     for value in values:
-        for item in value.replace(",", " ").split():
-            try:
-                arch = capability_of(item)
-            except KnowledgeError as e:
-                raise UsageError(f"--gpu: {e.message}") from e
-            if arch not in caps:
-                caps.append(arch)
+        for item in (part.strip() for part in value.split(",")):
+            if not item:
+                continue
+            for arch in _gpu_item(item):
+                if arch not in caps:
+                    caps.append(arch)
     return sorted(caps)
+
+
+def _gpu_item(item: str) -> list[Arch]:
+    """One comma-separated item: a GPU name with spaces ("RTX 6000 Ada"), else space-separated names or
+    capabilities ("8.6 9.0", "A10G H100") when every word is one."""
+    try:
+        return [capability_of(item)]
+    except KnowledgeError as e:
+        words = item.split()
+        if len(words) > 1:
+            try:
+                return [capability_of(word) for word in words]
+            except KnowledgeError:
+                pass
+        raise UsageError(f"--gpu: {e.message}") from e
 
 
 @click.command("gpus")
@@ -60,7 +74,8 @@ def _capabilities(values: tuple[str, ...]) -> list[Arch] | None:
     "gpus",
     multiple=True,
     metavar="GPU",
-    help="Only these GPUs: a capability (8.6) or a name (A10G, H100); repeat or separate by commas.",
+    help="Only these GPUs: a capability (8.6) or a name (A10G, 'RTX 4090', 'NVIDIA GeForce RTX 4090'; "
+    "case and vendor words do not matter); repeat or separate by commas.",
 )
 @click.option(
     "--details",
