@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -30,7 +29,6 @@ from cudaship.knowledge import _data
 from cudaship.knowledge.archs import ArchList
 from cudaship.toolkit.records import TOOLKIT_MANIFEST as TOOLKIT_MANIFEST  # at every toolkit root
 
-SCHEMA_VERSION = 1
 PLATFORMS: dict[str, tuple[str, str]] = {
     "linux-x86_64": ("linux", "x86_64"),
     "linux-aarch64": ("linux", "aarch64"),
@@ -447,71 +445,3 @@ def check_toolkit(toolkit: Toolkit, train: TrainInfo) -> None:
             f"but train {train.tag} needs CUDA {train.version}",
             path=str(toolkit.root),
         )
-
-
-# ---------------------------------------------------------------------------------------------- renderers
-
-
-def _cmake_quote(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$") + '"'
-
-
-def render_args(p: CMakePlan) -> str:
-    """CMake command-line arguments, POSIX-shell quoted, one line."""
-    args = ["-G", p.generator]
-    if p.toolset:
-        args += ["-T", p.toolset]
-    args += [f"-D{e.name}:{e.type}={e.value}" for e in p.entries]
-    return " ".join(shlex.quote(a) for a in args)
-
-
-def render_initial_cache(p: CMakePlan) -> str:
-    """A ``cmake -C FILE`` script. The generator cannot be chosen in it: the header says what to pass."""
-    lines = [
-        f"# cudaship cmake: CUDA train {p.train} (CUDA {p.cuda}) for {p.platform}, machine {p.machine}",
-        "# Use: cmake -C THIS_FILE "
-        + " ".join(shlex.quote(a) for a in (["-G", p.generator] + (["-T", p.toolset] if p.toolset else [])))
-        + " -S . -B build",
-    ]
-    if p.toolkit is not None:
-        lines.append(
-            f"# Toolkit: {p.toolkit.root.as_posix()} (from {p.toolkit.source}; CUDA {p.toolkit.release} "
-            f"by {p.toolkit.release_from})"
-        )
-    for d in p.decisions:
-        if d.value is None or d.key in ("generator", "toolset"):
-            lines.append(f"# {d.key}: {d.value if d.value is not None else 'not set'}: {d.reason}")
-    for e in p.entries:
-        doc = e.reason if len(e.reason) < 200 else e.reason[:197] + "..."
-        lines.append(
-            f"set({e.name} {_cmake_quote(e.value)} CACHE {e.type} {_cmake_quote('cudaship: ' + doc)})"
-        )
-    return "\n".join(lines) + "\n"
-
-
-def to_json(p: CMakePlan) -> dict[str, Any]:
-    toolkit = None
-    if p.toolkit is not None:
-        toolkit = {
-            "root": p.toolkit.root.as_posix(),
-            "source": p.toolkit.source,
-            "nvcc": p.toolkit.nvcc.as_posix() if p.toolkit.nvcc else None,
-            "release": p.toolkit.release,
-            "release_from": p.toolkit.release_from,
-            "cudaship_toolkit": p.toolkit.cudaship_toolkit,
-        }
-    return {
-        "schema": SCHEMA_VERSION,
-        "train": p.train,
-        "cuda": p.cuda,
-        "platform": p.platform,
-        "os": p.os,
-        "machine": p.machine,
-        "generator": p.generator,
-        "toolset": p.toolset,
-        "multi_config": p.multi_config,
-        "toolkit": toolkit,
-        "cache": {e.name: {"value": e.value, "type": e.type} for e in p.entries},
-        "decisions": [{"key": d.key, "value": d.value, "reason": d.reason} for d in p.decisions],
-        "warnings": list(p.warnings),
-    }

@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 
 import click
 
+from cudaship.ci.archs import TrainArchs
+from cudaship.cli.common import format_option, output_option
 from cudaship.config import load_config
 from cudaship.errors import KnowledgeError, UsageError
 from cudaship.exitcodes import ExitCode
-from cudaship.render.output import write_report
 from cudaship.knowledge.arch_table import arch_table_for, normalize_machine
-from cudaship.knowledge.archs import ArchList, format_arch_list
 from cudaship.knowledge.trains import parse_train
-
-SCHEMA_VERSION = 1
-SYNTAXES = ("torch", "cmake", "gencode", "list", "plain")
+from cudaship.render.output import write_report
+from cudaship.render.table import render
 
 
 class NoTrainError(UsageError):
@@ -43,15 +41,12 @@ def _machine(value: str | None) -> str:
 @click.option(
     "--machine", default=None, help="Host machine of the build (x86_64, aarch64); default: this machine."
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice([*SYNTAXES, "json"], case_sensitive=False),
-    default="torch",
-    show_default=True,
-    help="torch: TORCH_CUDA_ARCH_LIST; cmake: CMAKE_CUDA_ARCHITECTURES; gencode: nvcc flags; list: sm_XY / "
-    "compute_XY names; plain: X.Y (SASS only, no PTX); json: all of them.",
+@format_option(
+    "arch-list",
+    help_text="torch: TORCH_CUDA_ARCH_LIST; cmake: CMAKE_CUDA_ARCHITECTURES; gencode: nvcc flags; list: "
+    "sm_XY / compute_XY names; plain: X.Y (SASS only, no PTX); json: all of them.",
 )
+@output_option()
 @click.option(
     "--policy",
     type=click.Path(dir_okay=False),
@@ -59,7 +54,7 @@ def _machine(value: str | None) -> str:
     help="Configuration holding the arch table; default: the nearest pyproject.toml / cudaship.toml, "
     "else the built-in table.",
 )
-def command(train: str | None, machine: str | None, fmt: str, policy: str | None) -> int:
+def command(train: str | None, machine: str | None, fmt: str, output: str | None, policy: str | None) -> int:
     """Print the arch list a build of TRAIN compiles for, in the syntax the build consumes.
 
     The list comes from the project's arch table (the ``archs`` key of [tool.cudaship] or cudaship.toml;
@@ -78,21 +73,6 @@ def command(train: str | None, machine: str | None, fmt: str, policy: str | None
     key = _machine(machine)
     table = arch_table_for(load_config(policy))
     archs = table.lookup(parsed, key)
-    fmt = fmt.lower()
-    if fmt == "json":
-        doc = {
-            "schema": SCHEMA_VERSION,
-            "train": parsed.tag,
-            "cuda": parsed.version,
-            "machine": key,
-            "source": table.source,
-            "sass": list(archs.sass_names()),
-            "ptx": list(archs.ptx_names()),
-            **{s: format_arch_list(archs, s) for s in ("torch", "cmake", "gencode", "list")},
-        }
-        write_report(json.dumps(doc, indent=2), None)
-    elif fmt == "plain":
-        write_report(format_arch_list(ArchList.of(archs.archs()), "plain"), None)
-    else:
-        write_report(format_arch_list(archs, fmt), None)
+    answer = TrainArchs(parsed.tag, parsed.version, key, table.source, archs)
+    write_report(render("arch-list", fmt, answer), output)
     return int(ExitCode.OK)

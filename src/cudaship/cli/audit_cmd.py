@@ -14,14 +14,14 @@ import click
 
 from cudaship.checks.engine import AuditObserver, audit_wheels
 from cudaship.checks.policy import load_policy
-from cudaship.checks.records import AuditReport
-from cudaship.cli.common import format_option, output_option
+from cudaship.cli.common import format_option, output_option, text_style
 from cudaship.cli.progress import ByteProgress
 from cudaship.config import load_config
 from cudaship.errors import UsageError
 from cudaship.exitcodes import ExitCode
-from cudaship.render import audit_json, audit_junit, audit_markdown, audit_text
+from cudaship.render import audit_text
 from cudaship.render.output import write_report
+from cudaship.render.table import Style, formats, render
 
 
 class _ProgressBar(ByteProgress, AuditObserver):
@@ -34,7 +34,7 @@ class _ProgressBar(ByteProgress, AuditObserver):
         self.label(Path(path).name, restart=True)
 
 
-_FORMATS = ("text", "json", "junit", "markdown")
+_FORMATS = formats("audit")
 
 
 def _parse_report_option(value: str) -> tuple[str, str]:
@@ -43,16 +43,6 @@ def _parse_report_option(value: str) -> tuple[str, str]:
     if not sep or not path or fmt not in _FORMATS:
         raise UsageError(f"--report {value!r}: expected FORMAT=FILE with FORMAT one of {', '.join(_FORMATS)}")
     return fmt, path
-
-
-def _render(report: AuditReport, fmt: str, *, color: bool, verbose: bool) -> str:
-    if fmt == "json":
-        return audit_json.render(report)
-    if fmt == "junit":
-        return audit_junit.render(report)
-    if fmt == "markdown":
-        return audit_markdown.render(report)
-    return audit_text.render(report, color=color, verbose=verbose)
 
 
 @click.command("audit")
@@ -65,7 +55,7 @@ def _render(report: AuditReport, fmt: str, *, color: bool, verbose: bool) -> str
     help="Policy file (a cudaship.toml, or a pyproject.toml with [tool.cudaship]). "
     "Default: [tool.cudaship] of ./pyproject.toml, else ./cudaship.toml, else the built-in default checks.",
 )
-@format_option(_FORMATS)
+@format_option("audit")
 @output_option()
 @click.option(
     "--report",
@@ -116,10 +106,9 @@ def command(
         return ExitCode.BAD_INPUT
     fmt = fmt.lower()
     to_stdout = output is None or output == "-"
-    color = to_stdout and fmt == "text" and sys.stdout.isatty() and "NO_COLOR" not in os.environ
-    write_report(_render(report, fmt, color=color, verbose=verbose), output)
+    write_report(render("audit", fmt, report, text_style(output, verbose=verbose)), output)
     for extra_fmt, path in extras:
-        write_report(_render(report, extra_fmt, color=False, verbose=verbose), path)
+        write_report(render("audit", extra_fmt, report, Style(verbose=verbose)), path)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         annotations = audit_text.github_annotations(report)
         if annotations:

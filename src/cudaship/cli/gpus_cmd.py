@@ -8,19 +8,12 @@ from cudaship.analysis.gpus import gpu_report
 from cudaship.cli.common import format_option, output_option
 from cudaship.errors import KnowledgeError, UsageError
 from cudaship.exitcodes import ExitCode
-from cudaship.render import gpus_html, gpus_json, gpus_markdown, gpus_text
-from cudaship.render.output import write_report
 from cudaship.inspection.walk import inspect_paths
 from cudaship.knowledge.archs import Arch
 from cudaship.knowledge.driver import Driver, parse_driver
 from cudaship.knowledge.gpus import capability_of
-
-RENDERERS = {
-    "text": gpus_text.render,
-    "json": gpus_json.render,
-    "markdown": gpus_markdown.render,
-    "html": gpus_html.render,
-}
+from cudaship.render.output import write_report
+from cudaship.render.table import render
 
 
 def _driver(text: str | None, platform: str) -> Driver | None:
@@ -83,7 +76,7 @@ def _gpu_item(item: str) -> list[Arch]:
     help="Also decompress SASS entries to read the toolkit each cubin records: better evidence of the CUDA "
     "release a library was built with (and so of its minimum driver), slower.",
 )
-@format_option(["text", "json", "markdown", "html"])
+@format_option("gpus")
 @output_option()
 def command(
     paths: tuple[str, ...],
@@ -106,7 +99,7 @@ def command(
     parsed_driver = _driver(driver, "linux")
     inspected = inspect_paths(paths, details=details)
     report = gpu_report(inspected, capabilities=capabilities, driver=parsed_driver)
-    write_report(RENDERERS[fmt.lower()](report), output)
+    write_report(render("gpus", fmt, report), output)
     for failed in report.failed:
         click.echo(f"cudaship: error: {failed.label}: {failed.error}", err=True)
     return int(ExitCode.BAD_INPUT if report.failed else ExitCode.OK)

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
 
 import click
 
-from cudaship.cli.common import format_option, output_option
+from cudaship.cli.common import format_option, output_option, text_style
 from cudaship.cli.progress import ByteProgress
-from cudaship.render.output import write_report
 from cudaship.inspection.report import demangle
 from cudaship.inspection.walk import InspectObserver, inspect_paths
+from cudaship.render.output import write_report
+from cudaship.render.table import render
 
 
 class _ProgressBar(ByteProgress, InspectObserver):
@@ -26,7 +26,7 @@ class _ProgressBar(ByteProgress, InspectObserver):
 
 @click.command("inspect")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
-@format_option(["text", "json"])
+@format_option("inspect")
 @output_option()
 @click.option("--demangle", "demangle_names", is_flag=True, help="Demangle exported C++ symbol names.")
 @click.option(
@@ -55,7 +55,8 @@ def command(
     """Report what each PATH needs and what GPU code it carries.
 
     PATH is a native library or program (.so, .dll, .pyd, .exe, .dylib), a device-code file (.cubin,
-    .fatbin, .ptx), a COFF import library (.lib), a wheel (read in place) or a directory (walked).
+    .fatbin, .ptx), a COFF import library (.lib), a wheel or an exported program (.pt2, .pte), read in
+    place with each member reported under the package's path, or a directory (walked).
     Formats are recognised by content, from any OS: Windows DLLs read on Linux and the other way round.
 
     Exit status: 0 when every input was read, 2 when any could not be (the others are still reported).
@@ -67,23 +68,8 @@ def command(
     else:
         report = inspect_paths(paths, details=details)
     demangler = demangle if demangle_names else None
-    if fmt.lower() == "json":
-        from cudaship.render import inspect_json
-
-        text = inspect_json.render(report, exports=exports, demangle=demangler)
-    else:
-        from cudaship.render import inspect_text
-
-        to_terminal = output in (None, "-") and sys.stdout.isatty()
-        width = shutil.get_terminal_size().columns if to_terminal else 120
-        text = inspect_text.render(
-            report,
-            width=max(width, 80),
-            color=to_terminal,
-            exports=exports,
-            demangle=demangler,
-            details=details,
-        )
+    style = text_style(output, exports=exports, demangle=demangler, details=details)
+    text = render("inspect", fmt, report, style)
     write_report(text, output)
     for failed in report.failed:
         where = f"{failed.container}!{failed.path}" if failed.container else failed.path

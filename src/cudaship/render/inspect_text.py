@@ -9,7 +9,6 @@ from rich.table import Table
 from rich.text import Text
 
 from cudaship.binary.records import DeviceCodeKind, HostBinary, ImportKind
-from cudaship.render.console import text_console
 from cudaship.inspection.records import FileReport
 from cudaship.inspection.report import (
     InspectReport,
@@ -18,6 +17,7 @@ from cudaship.inspection.report import (
     group_entries,
     summary_line,
 )
+from cudaship.render.console import text_console
 
 from .inspect_json import Demangler
 

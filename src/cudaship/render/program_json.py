@@ -5,9 +5,12 @@ from __future__ import annotations
 import dataclasses
 import json
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cudaship.program.records import CheckReport, ProgramInfo, RunReport
+
+if TYPE_CHECKING:
+    from cudaship.program.export import ExportResult
 
 SCHEMA = 1
 
@@ -60,6 +63,17 @@ def _program(info: ProgramInfo) -> dict[str, Any]:
 
 def render_inspect(infos: list[ProgramInfo]) -> str:
     return json.dumps({"schema": SCHEMA, "programs": [_program(i) for i in infos]}, indent=2) + "\n"
+
+
+def render_export(result: ExportResult) -> str:
+    data = {
+        "schema": SCHEMA,
+        "directory": str(result.directory),
+        "export_s": result.export_s,
+        "provenance": _plain(result.provenance),
+        "warnings": list(result.warnings),
+    }
+    return json.dumps(data, indent=2) + "\n"
 
 
 def render_check(report: CheckReport) -> str:
@@ -168,6 +182,14 @@ JSON_SCHEMA: dict[str, Any] = {
                     },
                 },
                 "program": {"oneOf": [{"type": "null"}, {"$ref": "#/$defs/program"}]},
+            },
+        },
+        {
+            "required": ["directory", "export_s", "provenance", "warnings"],
+            "properties": {
+                "export_s": {"type": "number"},
+                "provenance": {"type": "object"},
+                "warnings": {"type": "array", "items": {"type": "string"}},
             },
         },
         {
