@@ -6,6 +6,7 @@ Each test runs the command line as a user types it and asserts what the user rea
 
 from __future__ import annotations
 
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -183,3 +184,46 @@ def test_unknown_future_driver_says_so(capsys: pytest.CaptureFixture[str]) -> No
     (header,) = [line for line in out.splitlines() if line.startswith("driver:")]
     assert header.startswith("driver: 999.1 (a branch newer than cudaship knows: CUDA ")
     assert header.endswith(" or newer)")
+
+
+# -- arch lists: a default for every train, one spelling for CMake ------------------------------------------
+
+
+@pytest.mark.parametrize("train", ["cu118", "cu121", "cu124", "cu128", "cu129", "cu131", "cu133", "cu135"])
+def test_every_train_the_toolkit_knows_has_a_default_arch_list(
+    train: str, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no project configuration: the built-in table
+    code, out, err = run(["arch-list", "--train", train, "--machine", "x86_64"], capsys)
+    assert code == ExitCode.OK and err == ""
+    assert out.strip().endswith("+PTX")
+
+
+def test_arch_list_says_it_is_an_overridable_default_to_a_person(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True)
+    code, out, err = run(["arch-list", "--train", "cu128", "--machine", "x86_64"], capsys)
+    assert code == ExitCode.OK and out == "7.0;7.5;8.0;8.6;9.0;10.0;12.0+PTX\n"  # stdout stays the bare list
+    assert "the built-in default" in err and "[tool.cudaship.archs.cu128]" in err
+    # a project's own table is not called a default
+    (tmp_path / "cudaship.toml").write_text('[archs.cu128]\nx86_64 = "9.0"\n')
+    code, out, err = run(["arch-list", "--train", "cu128", "--machine", "x86_64"], capsys)
+    assert (code, out, err) == (ExitCode.OK, "9.0+PTX\n", "")
+
+
+def test_cmake_and_arch_list_spell_the_architectures_alike(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, listed, _ = run(
+        ["arch-list", "--train", "cu130", "--machine", "x86_64", "--format", "cmake"], capsys
+    )
+    assert code == ExitCode.OK
+    if shutil.which("nvcc") is None:
+        pytest.skip("cmake needs a CUDA toolkit: nvcc is not on PATH")
+    code, args, err = run(["cmake", "--train", "cu130", "--platform", "linux-x86_64"], capsys)
+    assert code == ExitCode.OK, err
+    assert f"CMAKE_CUDA_ARCHITECTURES:STRING={listed.strip()}" in args.replace("'", "")
+    assert listed.strip() == "80-real;86-real;89-real;90-real;100-real;120"

@@ -26,7 +26,7 @@ from typing import Any
 from cudaship.ci.archs import TrainInfo, normalize_machine
 from cudaship.errors import KnowledgeError, ToolkitError, UsageError
 from cudaship.knowledge import _data
-from cudaship.knowledge.archs import ArchList
+from cudaship.knowledge.archs import ArchList, format_arch_list
 from cudaship.toolkit.records import TOOLKIT_MANIFEST as TOOLKIT_MANIFEST  # at every toolkit root
 
 PLATFORMS: dict[str, tuple[str, str]] = {
@@ -135,15 +135,9 @@ def cuda_standards(train: TrainInfo) -> tuple[int, ...]:
 
 
 def cmake_architectures(archs: ArchList) -> str:
-    """Every SASS arch ``-real``, every PTX arch ``-virtual``: ``80-real;...;120-real;120-virtual``."""
-    parts: list[str] = []
-    for target in archs:
-        number = f"{target.arch.sm}{target.arch.variant}"
-        if target.sass:
-            parts.append(f"{number}-real")
-        if target.ptx:
-            parts.append(f"{number}-virtual")
-    return ";".join(parts)
+    """``CMAKE_CUDA_ARCHITECTURES`` as ``arch-list --format cmake`` spells it (one spelling for both): SASS
+    only ``-real``, PTX only ``-virtual``, both a bare number: ``80-real;...;100-real;120``."""
+    return format_arch_list(archs, "cmake")
 
 
 def parse_platform(text: str) -> tuple[str, str, str]:
@@ -156,6 +150,13 @@ def parse_platform(text: str) -> tuple[str, str, str]:
 
 
 # ---------------------------------------------------------------------------------------------- the plan
+
+
+def _toolkit_os(toolkit: Toolkit) -> str | None:
+    """The OS a toolkit is for, when its nvcc ran (``nvcc.exe``: windows), else None (not known)."""
+    if toolkit.nvcc is None:
+        return None
+    return "windows" if toolkit.nvcc.name.lower().endswith(".exe") else "linux"
 
 
 def plan(
@@ -179,7 +180,24 @@ def plan(
         entries.append(CacheEntry(entry_name, value, type_, reason))
         decisions.append(Decision(entry_name, value, reason))
 
-    if toolkit is not None:
+    if toolkit is not None and _toolkit_os(toolkit) not in (None, os_name):
+        # a toolkit whose nvcc runs here is this machine's: its paths and its nvcc are no use to a build for
+        # another OS (a Linux /usr/local/cuda/bin/nvcc.exe does not exist)
+        foreign = f"{toolkit.root.as_posix()} ({toolkit.source}) is a {_toolkit_os(toolkit)} toolkit"
+        decisions.append(
+            Decision(
+                "toolkit",
+                None,
+                f"{foreign}, not a {os_name} one: CMAKE_CUDA_COMPILER and CUDAToolkit_ROOT are left for the "
+                f"{os_name} build machine",
+            )
+        )
+        warnings.append(
+            f"{foreign}: run `cudaship cmake` on the {os_name} build machine, or pass --toolkit with a "
+            f"{os_name} toolkit (`cudaship toolkit install {train.tag} --platform {name}`), to set the CUDA compiler"
+        )
+        toolkit = None
+    elif toolkit is not None:
         via = f", nvcc {toolkit.nvcc.as_posix()}" if toolkit.nvcc else ""
         decisions.append(
             Decision(
@@ -273,8 +291,8 @@ def plan(
         "CMAKE_CUDA_ARCHITECTURES",
         cmake_architectures(archs),
         "STRING",
-        f"the arch table's list for {train.tag} on {machine}: every arch as SASS (-real), the newest also as "
-        "PTX (-virtual)",
+        f"the arch table's list for {train.tag} on {machine}: every arch as SASS (-real), the newest as SASS "
+        "and PTX (no suffix), as `cudaship arch-list --format cmake` spells it",
     )
 
     # standards

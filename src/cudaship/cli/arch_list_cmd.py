@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 
 import click
 
@@ -12,7 +13,7 @@ from cudaship.cli.common import format_option, output_option
 from cudaship.config import load_config
 from cudaship.errors import KnowledgeError, UsageError
 from cudaship.exitcodes import ExitCode
-from cudaship.knowledge.arch_table import arch_table_for, normalize_machine
+from cudaship.knowledge.arch_table import BUILTIN_SOURCE, arch_table_for, normalize_machine
 from cudaship.knowledge.trains import parse_train
 from cudaship.render.output import write_report
 from cudaship.render.table import render
@@ -58,8 +59,9 @@ def command(train: str | None, machine: str | None, fmt: str, output: str | None
     """Print the arch list a build of TRAIN compiles for, in the syntax the build consumes.
 
     The list comes from the project's arch table (the ``archs`` key of [tool.cudaship] or cudaship.toml;
-    the one ``audit`` checks wheels against), else from the built-in table. Every arch is real code (SASS)
-    and the newest is also PTX.
+    the one ``audit`` checks wheels against), else from the built-in table: a default for every train from
+    11.8 to 13.5 (what the release compiles for and what major projects ship), which a project overrides by
+    writing its own table. Every arch is real code (SASS) and the newest is also PTX.
 
     Exit status: 0 printed; 2 bad usage or table; 4 the table has no row for the train; 5 no train given.
     """
@@ -75,4 +77,10 @@ def command(train: str | None, machine: str | None, fmt: str, output: str | None
     archs = table.lookup(parsed, key)
     answer = TrainArchs(parsed.tag, parsed.version, key, table.source, archs)
     write_report(render("arch-list", fmt, answer), output)
+    if table.source == BUILTIN_SOURCE and sys.stderr.isatty():  # for a person; a build reads stdout only
+        click.echo(
+            f"cudaship: {parsed.tag} on {key}: the built-in default; a project sets its own list under "
+            f"[tool.cudaship.archs.{parsed.tag}] in pyproject.toml (see docs/knowledge.md)",
+            err=True,
+        )
     return int(ExitCode.OK)
