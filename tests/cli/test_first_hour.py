@@ -6,6 +6,7 @@ Each test runs the command line as a user types it and asserts what the user rea
 
 from __future__ import annotations
 
+import json
 import shutil
 import zipfile
 from pathlib import Path
@@ -227,3 +228,17 @@ def test_cmake_and_arch_list_spell_the_architectures_alike(
     assert code == ExitCode.OK, err
     assert f"CMAKE_CUDA_ARCHITECTURES:STRING={listed.strip()}" in args.replace("'", "")
     assert listed.strip() == "80-real;86-real;89-real;90-real;100-real;120"
+
+
+# -- progress ---------------------------------------------------------------------------------------------
+
+
+def test_gpus_progress_goes_to_stderr_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`gpus` on a big wheel shows what it reads (forced here; by default when stderr is a terminal);
+    the report on stdout is untouched."""
+    wheel = _small_wheel(tmp_path / "pkg-1.0-py3-none-any.whl")
+    code, out, err = run(["gpus", "--progress", "--format", "json", str(wheel)], capsys)
+    assert code == ExitCode.OK, err
+    assert json.loads(out)["files"][0]["path"] == "pkg/libvecadd.so"
+    quiet_code, quiet_out, quiet_err = run(["gpus", "--no-progress", "--format", "json", str(wheel)], capsys)
+    assert (quiet_code, quiet_err) == (ExitCode.OK, "") and json.loads(quiet_out) == json.loads(out)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from cudaship.analysis.gpus import gpu_report
 from cudaship.cli.common import format_option, output_option
+from cudaship.cli.progress import InspectProgress
 from cudaship.errors import KnowledgeError, UsageError
 from cudaship.exitcodes import ExitCode
 from cudaship.inspection.walk import inspect_paths
@@ -76,6 +79,12 @@ def _gpu_item(item: str) -> list[Arch]:
     help="Also decompress SASS entries to read the toolkit each cubin records: better evidence of the CUDA "
     "release a library was built with (and so of its minimum driver), slower.",
 )
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Progress bar on stderr: bytes read and the file or wheel member being read (default: when a "
+    "terminal).",
+)
 @format_option("gpus")
 @output_option()
 def command(
@@ -83,6 +92,7 @@ def command(
     driver: str | None,
     gpus: tuple[str, ...],
     details: bool,
+    progress: bool | None,
     fmt: str,
     output: str | None,
 ) -> int:
@@ -97,7 +107,11 @@ def command(
     """
     capabilities = _capabilities(gpus)
     parsed_driver = _driver(driver, "linux")
-    inspected = inspect_paths(paths, details=details)
+    if sys.stderr.isatty() if progress is None else progress:
+        with InspectProgress("reading") as bar:
+            inspected = inspect_paths(paths, details=details, observer=bar)
+    else:
+        inspected = inspect_paths(paths, details=details)
     report = gpu_report(inspected, capabilities=capabilities, driver=parsed_driver)
     write_report(render("gpus", fmt, report), output)
     for failed in report.failed:

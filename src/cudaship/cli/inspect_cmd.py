@@ -7,21 +7,11 @@ import sys
 import click
 
 from cudaship.cli.common import format_option, output_option, text_style
-from cudaship.cli.progress import ByteProgress
+from cudaship.cli.progress import InspectProgress
 from cudaship.inspection.report import demangle
-from cudaship.inspection.walk import InspectObserver, inspect_paths
+from cudaship.inspection.walk import inspect_paths
 from cudaship.render.output import write_report
 from cudaship.render.table import render
-
-
-class _ProgressBar(ByteProgress, InspectObserver):
-    """Inspect's progress: bytes of the inputs read, and the file being read."""
-
-    def __init__(self) -> None:
-        super().__init__("inspecting")
-
-    def reading(self, label: str) -> None:
-        self.label(label)
 
 
 @click.command("inspect")
@@ -63,7 +53,7 @@ def command(
     """
     show_progress = sys.stderr.isatty() if progress is None else progress
     if show_progress:
-        with _ProgressBar() as bar:
+        with InspectProgress("inspecting") as bar:
             report = inspect_paths(paths, details=details, observer=bar)
     else:
         report = inspect_paths(paths, details=details)
