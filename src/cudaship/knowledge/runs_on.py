@@ -11,7 +11,8 @@ Given the device code entries of one library, :func:`runs_on` decides as the CUD
   for them, a CUDA major newer than the driver.
 
 Entries in relocatable fatbins (``-rdc``, linked, never loaded), LTO-IR and unknown entry kinds never count.
-The facts come from data/releases.toml; see shared/reference/cuda-binaries.md §3-4.
+The facts come from data/releases.toml, whose comments give their sources (NVIDIA's CUDA Toolkit release
+notes, the PTX ISA release history and the CUDA Compatibility guide); see docs/knowledge.md.
 """
 
 from __future__ import annotations
