@@ -492,10 +492,11 @@ def check_python_tool(block: Block) -> None:
         tool = words[1:3] if words[1] == "-m" else words[1:2]
         options = re.findall(r"(?<![\w-])--[a-z][\w-]*", command_text)
         if not options:  # nothing to check but that the tool exists
-            module = tool[1] if tool[0] == "-m" else tool[0]
-            assert (REPO / module.replace(".", "/")).with_suffix(".py").exists() or (
-                REPO / module
-            ).is_dir(), line
+            if tool[0] == "-m":
+                module = REPO / tool[1].replace(".", "/")
+                assert module.with_suffix(".py").is_file() or module.is_dir(), line
+            else:
+                assert (REPO / tool[0]).is_file(), line
             continue
         done = subprocess.run(
             [sys.executable, *tool, "--help"],
