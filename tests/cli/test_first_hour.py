@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import zipfile
 from pathlib import Path
 
@@ -242,3 +243,28 @@ def test_gpus_progress_goes_to_stderr_only(tmp_path: Path, capsys: pytest.Captur
     assert json.loads(out)["files"][0]["path"] == "pkg/libvecadd.so"
     quiet_code, quiet_out, quiet_err = run(["gpus", "--no-progress", "--format", "json", str(wheel)], capsys)
     assert (quiet_code, quiet_err) == (ExitCode.OK, "") and json.loads(quiet_out) == json.loads(out)
+
+
+# -- --details is not an export dump ----------------------------------------------------------------------
+
+
+def test_details_and_all_exports_are_separate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--details` reads more of the device code; listing every export is `--all-exports` (a big library has
+    tens of thousands: libtorch_cuda.so 21,233)."""
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("gcc is not on PATH")
+    source = tmp_path / "many.c"
+    source.write_text("".join(f"int exported_{i}(void) {{ return {i}; }}\n" for i in range(45)))
+    library = tmp_path / "libmany.so"
+    subprocess.run([gcc, "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
+
+    def listed(*flags: str) -> tuple[int, str]:
+        code, out, err = run(["inspect", *flags, str(library)], capsys)
+        assert code == ExitCode.OK, err
+        return sum(1 for line in out.splitlines() if line.startswith("    exported_")), out
+
+    shown, out = listed()
+    assert shown == 20 and "... and 25 more (--all-exports lists all, --format json too)" in out
+    assert listed("--details")[0] == 20
+    assert listed("--all-exports")[0] == 45

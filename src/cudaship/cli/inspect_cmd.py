@@ -22,7 +22,12 @@ from cudaship.render.table import render
 @click.option(
     "--details",
     is_flag=True,
-    help="Also decompress SASS entries to read the toolkit version each cubin records, and list all exports.",
+    help="Also decompress SASS entries to read the toolkit version each cubin records (slower).",
+)
+@click.option(
+    "--all-exports",
+    is_flag=True,
+    help="List every exported symbol in the text report (by default the first 20 and a count; JSON has all).",
 )
 @click.option(
     "--exports/--no-exports",
@@ -39,6 +44,7 @@ def command(
     output: str | None,
     demangle_names: bool,
     details: bool,
+    all_exports: bool,
     exports: bool,
     progress: bool | None,
 ) -> int:
@@ -58,7 +64,7 @@ def command(
     else:
         report = inspect_paths(paths, details=details)
     demangler = demangle if demangle_names else None
-    style = text_style(output, exports=exports, demangle=demangler, details=details)
+    style = text_style(output, exports=exports, demangle=demangler, all_exports=all_exports)
     text = render("inspect", fmt, report, style)
     write_report(text, output)
     for failed in report.failed:

@@ -71,7 +71,7 @@ class Style:
     verbose: bool = False  #: audit text: evidence of passing checks too
     exports: bool = True  #: inspect: list exported symbols
     demangle: Callable[[list[str]], list[str]] | None = None  #: inspect: demangle C++ names
-    details: bool = False  #: inspect text: every export, and what --details read
+    all_exports: bool = False  #: inspect text: every export, not the first 20 (``--all-exports``)
     syntax: str = ""  #: arch-list: the list syntax (the format's name)
 
 
