@@ -139,7 +139,7 @@ def test_write_initial_cache(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         ),
         pytest.param(["--train", "cu999"], 13000, 4, "no arch list for CUDA train cu999", id="unknown-train"),
         pytest.param(["--train", "cuda"], 13000, 2, "invalid CUDA train 'cuda'", id="bad-train"),
-        pytest.param([], 13000, 2, "Missing option '--train'", id="no-train"),
+        pytest.param([], 13000, 2, "missing option '--train'", id="no-train"),
         pytest.param(
             ["--train", "cu130", "--cxx-standard", "14"],
             13000,
@@ -151,7 +151,7 @@ def test_write_initial_cache(tmp_path: Path, capsys: pytest.CaptureFixture[str])
             ["--train", "cu130", "--platform", "macos-arm64"],
             13000,
             2,
-            "Invalid value for '--platform'",
+            "invalid value for '--platform'",
             id="bad-platform",
         ),
         pytest.param(
@@ -161,7 +161,7 @@ def test_write_initial_cache(tmp_path: Path, capsys: pytest.CaptureFixture[str])
             ["--train", "cu130", "--write", "cache", "x"],
             13000,
             2,
-            "Invalid value for '--write'",
+            "invalid value for '--write'",
             id="bad-write-kind",
         ),
         pytest.param(

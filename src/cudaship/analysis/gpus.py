@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from cudaship.binary.records import FileFormat
-from cudaship.inspection.records import FileReport
+from cudaship.inspection.records import ContainerKind, FileReport
 from cudaship.inspection.report import InspectReport
 from cudaship.knowledge.archs import Arch
 from cudaship.knowledge.driver import Driver, driver_key
@@ -60,6 +60,8 @@ class GroupVerdicts:
     verdicts: tuple[CapabilityVerdict, ...]
     min_driver: str | None
     min_driver_reason: str | None
+    #: what ``path`` is: ``wheel``, ``pt2`` or ``pte`` (a program read as a container); None for the input
+    kind: ContainerKind | None = None
 
 
 @dataclass(frozen=True)
@@ -191,7 +193,7 @@ def gpu_report(
     wheels = []
     for wheel in report.wheels:
         members = [f for f in files if f.container == wheel.path]
-        wheels.append(combine(wheel.path, members, caps))
+        wheels.append(replace(combine(wheel.path, members, caps), kind=wheel.kind))
     return GpuReport(
         inputs=report.inputs,
         capabilities=caps,

@@ -93,7 +93,8 @@ def expected_arch_list(ctx: AuditContext) -> tuple[ArchList | None, str]:
         return None, f"+{ctx.local}: {e.message}"
     if not archlist.sass_names():
         return None, f"the arch list for {train.tag} {ctx.machine} in {table.source} is empty"
-    return archlist, f"{train.tag} {ctx.machine} (from +{ctx.local}) in {table.source}"
+    origin = ctx.train_source if ctx.is_program else f"+{ctx.local}"
+    return archlist, f"{train.tag} {ctx.machine} (from {origin}) in {table.source}"
 
 
 def _expected(ctx: AuditContext, libraries: dict[str, FileReport]) -> list[CheckResult]:
@@ -120,6 +121,7 @@ def _expected(ctx: AuditContext, libraries: dict[str, FileReport]) -> list[Check
             )
         )
         return results
+    listed = ctx.local or "expected"
     for path, report in targets.items():
         sass, ptx, rsass, rptx = _arch_sets(report)
         findings: list[Finding] = []
@@ -128,7 +130,7 @@ def _expected(ctx: AuditContext, libraries: dict[str, FileReport]) -> list[Check
             findings.append(Finding(f"missing SASS {arch}{extra}", file=path, arch=arch))
         for arch in sort_arch_names(sass - want_sass):
             findings.append(
-                Finding(f"unexpected SASS {arch} (not in the {ctx.local} list)", file=path, arch=arch)
+                Finding(f"unexpected SASS {arch} (not in the {listed} list)", file=path, arch=arch)
             )
         for arch in sort_arch_names(want_ptx - ptx):
             if arch in rptx:

@@ -90,7 +90,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
 
     expected_isa: str | None = None
     if not isinstance(train, str):
-        shown.append(f"tag +{ctx.local} = {train.version}")
+        shown.append(f"{ctx.train_source} = {train.version}")
         try:
             expected_isa = release_for(train).ptx_isa
         except CudashipError as e:
@@ -116,13 +116,13 @@ def run(ctx: AuditContext) -> list[CheckResult]:
             for label, value in labelled:
                 if _major(value) != train.major:
                     findings.append(
-                        Finding(f"{label}: CUDA {_major(value)}, the wheel is tagged +{ctx.local}", file=path)
+                        Finding(f"{label}: CUDA {_major(value)}, {ctx.train_claim}", file=path)
                     )
             for isa in sorted(s.ptx):
                 if expected_isa is not None and isa != expected_isa and _major(s.ptx[isa]) == train.major:
                     findings.append(
                         Finding(
-                            f"PTX ISA {isa} (CUDA {s.ptx[isa]}), the wheel is tagged +{ctx.local} "
+                            f"PTX ISA {isa} (CUDA {s.ptx[isa]}), {ctx.train_claim} "
                             f"(CUDA {train.version} writes PTX ISA {expected_isa})",
                             file=path,
                         )
@@ -131,7 +131,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
                 if _major(release) == train.major and release != train.version:
                     findings.append(
                         Finding(
-                            f"cubins built by CUDA {release}, the wheel is tagged +{ctx.local}", file=path
+                            f"cubins built by CUDA {release}, {ctx.train_claim}", file=path
                         )
                     )
         else:
@@ -145,7 +145,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         if not isinstance(train, str) and major != train.major:
             findings.append(
                 Finding(
-                    f"requires CUDA {major} ({req.text}), the wheel is tagged +{ctx.local}",
+                    f"requires CUDA {major} ({req.text}), {ctx.train_claim}",
                     requirement=req.text,
                 )
             )

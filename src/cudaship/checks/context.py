@@ -11,7 +11,7 @@ from cudaship.binary.records import FileFormat
 from cudaship.checks.policy import Policy
 from cudaship.checks.wheelscan import ScannedWheel
 from cudaship.errors import CudashipError
-from cudaship.inspection.records import FileReport
+from cudaship.inspection.records import ContainerKind, FileReport
 from cudaship.knowledge.trains import Train, parse_train
 from cudaship.wheel.metadata import (
     DeclaredRequirement,
@@ -39,10 +39,17 @@ class AuditContext:
     @cached_property
     def installed(self) -> dict[str, str]:
         """member path in the zip -> installed path (members of other ``.data`` schemes keep their path)."""
+        if self.is_program:  # a program's members are not installed: they keep their names
+            return {m.name: m.name for m in self.scan.members}
         out: dict[str, str] = {}
         for m in self.scan.members:
             out[m.name] = install_path(m.name, self.scan.dist.directory) or m.name
         return out
+
+    @property
+    def is_program(self) -> bool:
+        """An exported program (.pt2, .pte) read as a container, not a wheel."""
+        return self.scan.kind is not ContainerKind.WHEEL
 
     @cached_property
     def files(self) -> tuple[str, ...]:
@@ -95,7 +102,12 @@ class AuditContext:
 
     @cached_property
     def train_or_error(self) -> Train | str:
-        """The CUDA train named by the local version tag, or a one-line reason why there is none."""
+        """The CUDA train named by the local version tag (for a program: by its newest PTX ISA), or a one-line
+        reason why there is none."""
+        if self.is_program:
+            if self.scan.program_train is None:
+                return "the program names no CUDA train (no PTX whose ISA version a CUDA release introduced)"
+            return parse_train(self.scan.program_train)
         local = self.local
         if not local:
             return (
@@ -106,6 +118,20 @@ class AuditContext:
             return parse_train(tag)
         except CudashipError as e:
             return f"local tag +{local}: {e.message}"
+
+    @property
+    def train_source(self) -> str:
+        """Where the train comes from, as reports say it: ``tag +cu132``, or for a program ``PTX ISA 9.0``."""
+        if self.is_program:
+            return self.scan.train_evidence or "no PTX"
+        return f"tag +{self.local}"
+
+    @property
+    def train_claim(self) -> str:
+        """What names the train, for findings that disagree with it: ``the wheel is tagged +cu132``."""
+        if self.is_program:
+            return f"the program's {self.train_source} names CUDA {self.scan.program_train}"
+        return f"the wheel is tagged +{self.local}"
 
     @property
     def train(self) -> Train | None:
@@ -122,7 +148,10 @@ class AuditContext:
 
 
 def wheel_platform(scan: ScannedWheel) -> tuple[TargetPlatform, list[str]]:
-    """The wheel's target platform from its WHEEL tags (first specific one), and notes when tags disagree."""
+    """The wheel's target platform from its WHEEL tags (first specific one), and notes when tags disagree;
+    a program's from its metadata or library format."""
+    if scan.program_platform is not None:
+        return scan.program_platform, []
     platforms = scan.dist.wheel.platforms
     if not platforms:
         platforms = tuple(platform_from_tag(t.rsplit("-", 1)[-1]) for t in tags_from_filename(scan.filename))

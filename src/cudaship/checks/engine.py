@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from cudaship.checks import (
     archs,
@@ -23,9 +24,12 @@ from cudaship.checks import (
 )
 from cudaship.checks.context import AuditContext, wheel_platform
 from cudaship.checks.policy import Policy
+from cudaship.checks.programscan import WHEEL_ONLY, scan_program
 from cudaship.checks.records import AuditReport, CheckResult, Finding, WheelAudit, WheelFacts, failed
 from cudaship.checks.wheelscan import ScannedWheel, ScanObserver, scan_wheel
 from cudaship.errors import CudashipError
+from cudaship.inspection.records import ContainerKind
+from cudaship.inspection.walk import is_program
 
 CheckFn = Callable[[AuditContext], list[CheckResult]]
 
@@ -54,10 +58,13 @@ class AuditObserver(ScanObserver):
 def audit_scanned(scan: ScannedWheel, policy: Policy) -> WheelAudit:
     """Run the policy's check families over a wheel already scanned."""
     platform, notes = wheel_platform(scan)
+    program = scan.kind is not ContainerKind.WHEEL
+    if program:
+        notes = [*notes, *_program_notes(scan, policy)]
     ctx = AuditContext(scan=scan, policy=policy, platform=platform, notes=notes)
     results: list[CheckResult] = []
     for family, fn in CHECKS.items():
-        if not policy.runs(family):
+        if not policy.runs(family) or (program and family in WHEEL_ONLY):
             continue
         try:
             results.extend(fn(ctx))
@@ -70,8 +77,8 @@ def audit_scanned(scan: ScannedWheel, policy: Policy) -> WheelAudit:
     meta = scan.dist.metadata
     facts = WheelFacts(
         filename=scan.filename,
-        name=meta.name,
-        version=meta.version,
+        name=None if program else meta.name,
+        version=None if program else meta.version,
         local=meta.local,
         train=train.version if train is not None else None,
         platform=platform.os,
@@ -90,6 +97,20 @@ def audit_scanned(scan: ScannedWheel, policy: Policy) -> WheelAudit:
     )
 
 
+def _program_notes(scan: ScannedWheel, policy: Policy) -> list[str]:
+    title = scan.kind.noun
+    train = (
+        f"CUDA train {scan.program_train}, from {scan.train_evidence}"
+        if scan.program_train
+        else "no CUDA train recorded"
+    )
+    notes = [f"{title}: its libraries and cubins audited as members; {train}"]
+    skipped = [f for f in WHEEL_ONLY if policy.runs(f)]
+    if skipped:
+        notes.append(f"{', '.join(skipped)}: wheel-only checks (dist-info), not run on a program")
+    return [*notes, *scan.program_notes]
+
+
 def audit_wheel(
     path: str | os.PathLike[str],
     policy: Policy,
@@ -100,7 +121,10 @@ def audit_wheel(
     """Scan the wheel at ``path`` once and run the policy's checks on it."""
     hooks = observer or AuditObserver()
     hooks.wheel_started(str(path))
-    scan = scan_wheel(path, observer=hooks, workers=workers)
+    if is_program(Path(path)):
+        scan = scan_program(path, observer=hooks)
+    else:
+        scan = scan_wheel(path, observer=hooks, workers=workers)
     return audit_scanned(scan, policy)
 
 

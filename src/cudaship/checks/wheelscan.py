@@ -29,7 +29,7 @@ from typing import IO
 
 from cudaship.binary.records import Buffer, DeviceCode, DeviceCodeKind
 from cudaship.errors import CudashipError, WheelError
-from cudaship.inspection.records import FileReport
+from cudaship.inspection.records import ContainerKind, FileReport
 from cudaship.wheel.archive import (
     MAGIC_BYTES,
     MAX_MEMBER_SIZE,
@@ -44,6 +44,7 @@ from cudaship.wheel.metadata import (
     DistInfo,
     RecordProblem,
     RecordVerifier,
+    TargetPlatform,
     b64_digest,
     find_dist_info,
     read_dist_info,
@@ -99,6 +100,13 @@ class ScannedWheel:
     unreadable: tuple[
         tuple[str, str], ...
     ]  #: (member, one-line reason) for members that could not be streamed
+    #: a program read as a container (see :mod:`cudaship.checks.programscan`): its kind, where it runs, and
+    #: the CUDA train its code names; ``dist`` is then empty
+    kind: ContainerKind = ContainerKind.WHEEL
+    program_platform: TargetPlatform | None = None
+    program_train: str | None = None
+    train_evidence: str | None = None
+    program_notes: tuple[str, ...] = ()
 
     @property
     def uncompressed_size(self) -> int:

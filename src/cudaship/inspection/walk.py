@@ -1,8 +1,10 @@
 """From the paths a user names to file reports: files, directories (walked) and wheels (opened in place).
 
 A file named explicitly is always reported, also when it is not a binary cudaship reads (that is an error).
-Inside a directory, files are chosen by name and first bytes and the rest is skipped quietly; wheels found
-there are opened too. Inside a wheel, members are chosen the same way (see :mod:`cudaship.wheel.archive`).
+Inside a directory, files are chosen by name and first bytes and the rest is skipped quietly; wheels and
+exported programs (``.pt2``, ``.pte``) found there are opened too. Inside a wheel, members are chosen the same
+way (see :mod:`cudaship.wheel.archive`); inside a program, its libraries and cubins (see
+:mod:`cudaship.program`). Members are reported with ``container`` = the wheel's or program's path.
 
 Progress goes to an :class:`InspectObserver`; its hooks do nothing unless the caller (the CLI) overrides them.
 """
@@ -13,14 +15,14 @@ import mmap
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cudaship.binary.records import Buffer
 from cudaship.errors import CudashipError
 from cudaship.inspection.dispatch import inspect_buffer
-from cudaship.inspection.records import FileReport, WheelInfo
-from cudaship.inspection.report import InspectReport, WheelReport
+from cudaship.inspection.records import ContainerKind, FileReport, WheelInfo
+from cudaship.inspection.report import InspectReport, WheelReport, train_from_ptx
 from cudaship.wheel.archive import MAGIC_BYTES, WheelArchive, is_wheel, looks_native
 
 
@@ -77,8 +79,11 @@ def inspect_paths(
             hooks.done(item)
             files.append(item)
             items.append(item)
-        elif is_wheel(item.path):
-            wheel = _inspect_wheel(item, details=details, hooks=hooks)
+        elif is_wheel(item.path) or is_program(item.path):
+            if is_wheel(item.path):
+                wheel = _inspect_wheel(item, details=details, hooks=hooks)
+            else:
+                wheel = _inspect_program(item, hooks=hooks)
             wheels.append(wheel)
             files.extend(wheel.files)
             items.append(wheel)
@@ -145,6 +150,58 @@ def _inspect_wheel(item: _Input, *, details: bool, hooks: InspectObserver) -> Wh
     return WheelReport(path=item.label, info=info, error=error, files=tuple(files))
 
 
+#: file name suffixes of exported programs
+PROGRAM_SUFFIXES = (".pt2", ".pte")
+
+
+def is_program(path: Path) -> bool:
+    """An exported program, by name (``.pt2``, ``.pte``) or, for a ``.pte`` named otherwise, by content
+    (``ET`` and two digits at offset 4)."""
+    if path.suffix.lower() in PROGRAM_SUFFIXES:
+        return True
+    from cudaship.program.pte import is_pte
+
+    return is_pte(_head(path))
+
+
+def _inspect_program(item: _Input, *, hooks: InspectObserver) -> WheelReport:
+    """An AOTInductor package or ExecuTorch program: its libraries and cubins as members."""
+    from cudaship.program.reader import read_program
+    from cudaship.program.records import ProgramKind
+
+    total = _size(item.path)
+    hooks.reading(item.label)
+    kind = ContainerKind.PTE if item.path.suffix.lower() == ".pte" else ContainerKind.PT2
+    try:
+        program = read_program(item.path)
+    except CudashipError as e:
+        message = e.message
+        report = FileReport(path=item.label, format=None, size=total, error=message)
+        hooks.done(report)
+        hooks.advanced(total)
+        return WheelReport(path=item.label, info=None, error=message, files=(report,), kind=kind)
+    kind = ContainerKind.PTE if program.kind is ProgramKind.PTE else ContainerKind.PT2
+    files: list[FileReport] = []
+    for member in program.members:
+        if member.report is None:
+            continue
+        report = replace(member.report, path=member.name, container=item.label)
+        files.append(report)
+        hooks.done(report)
+    hooks.advanced(total)
+    train = train_from_ptx(d for f in files for d in f.device_code)
+    return WheelReport(
+        path=item.label,
+        info=None,
+        error=None,
+        files=tuple(files),
+        kind=kind,
+        cuda_train=train[0] if train else None,
+        train_evidence=train[1] if train else None,
+        notes=program.notes,
+    )
+
+
 def _walk(root: Path, label: str) -> Iterator[_Input]:
     """Files under ``root`` worth reading, in a stable order; symlinked directories are not followed."""
     for directory, dirnames, filenames in os.walk(root):
@@ -156,7 +213,7 @@ def _walk(root: Path, label: str) -> Iterator[_Input]:
             if not path.is_file():
                 continue
             shown = os.path.join(label, os.path.relpath(path, root))
-            if is_wheel(path) or looks_native(name, _head(path)):
+            if is_wheel(path) or path.suffix.lower() in PROGRAM_SUFFIXES or looks_native(name, _head(path)):
                 yield _Input(path, shown, explicit=False)
 
 

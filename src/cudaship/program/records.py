@@ -95,6 +95,14 @@ class ProgramInfo:
         return tuple(sorted({d.toolkit_version for _, d in self.device_code if d.toolkit_version}))
 
     @property
+    def ptx_train(self) -> tuple[str, str] | None:
+        """``("13.0", "PTX ISA 9.0")``: the CUDA release of the newest PTX ISA in the program's device code
+        (an ExecuTorch CUDA program carries PTX inside its library); None without such PTX."""
+        from cudaship.inspection.report import train_from_ptx
+
+        return train_from_ptx(d for _, d in self.device_code)
+
+    @property
     def errors(self) -> tuple[str, ...]:
         return tuple(
             f"{m.name}: {m.report.error}" for m in self.members if m.report is not None and m.report.error

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cudaship.binary.records import DeviceCodeKind, HostBinary, ImportKind
-from cudaship.inspection.records import FileReport
+from cudaship.inspection.records import ContainerKind, FileReport
 from cudaship.inspection.report import (
     InspectReport,
     WheelReport,
@@ -67,12 +67,17 @@ def render(
 
 
 def _wheel_header(console: Console, wheel: WheelReport) -> None:
-    title = Text(f"wheel {wheel.path}", style="bold")
+    title = Text(f"{wheel.kind.noun} {wheel.path}", style="bold")
     console.print(title)
     if wheel.info is not None:
         info = wheel.info
         local = f" (local tag {info.local})" if info.local else ""
         console.print(f"  {info.name} {info.version}{local}  tags: {', '.join(info.tags) or '-'}")
+    if wheel.kind is not ContainerKind.WHEEL and wheel.error is None:
+        train = f"{wheel.cuda_train}, from {wheel.train_evidence}" if wheel.cuda_train else "not recorded"
+        console.print(f"  CUDA train: {train}")
+        for note in wheel.notes:
+            console.print(f"  note: {note}")
     console.print()
 
 

@@ -55,6 +55,8 @@ def _program(info: ProgramInfo) -> dict[str, Any]:
         "ptx": list(info.ptx),
         "cudart_majors": list(info.cudart_majors),
         "recorded_toolkits": list(info.recorded_toolkits),
+        "cuda_train": info.ptx_train[0] if info.ptx_train else None,
+        "train_evidence": info.ptx_train[1] if info.ptx_train else None,
         "metadata": dict(info.metadata),
         "members": members,
         "notes": list(info.notes),
@@ -125,6 +127,8 @@ JSON_SCHEMA: dict[str, Any] = {
                 "sass": {"type": "array", "items": {"type": "string", "pattern": "^sm_[0-9]+[af]?$"}},
                 "ptx": {"type": "array", "items": {"type": "string", "pattern": "^compute_[0-9]+[af]?$"}},
                 "cudart_majors": {"type": "array", "items": {"type": "integer"}},
+                "cuda_train": _STR_OR_NULL,
+                "train_evidence": _STR_OR_NULL,
                 "members": {
                     "type": "array",
                     "items": {

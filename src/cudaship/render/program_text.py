@@ -33,14 +33,14 @@ def render_inspect(info: ProgramInfo) -> str:
         + (", ".join(f"cudart {m} (dynamic)" for m in majors) if majors else "none imported by the libraries")
     )
     toolkits = info.recorded_toolkits
-    lines.append(
-        "  CUDA train    "
-        + (
-            f"not recorded; cubins made by ptxas of CUDA {', '.join(toolkits)}"
-            if toolkits
-            else "not recorded in the package (provenance.json of program export records it)"
-        )
-    )
+    ptx_train = info.ptx_train
+    if ptx_train is not None:
+        train = f"{ptx_train[0]}, from {ptx_train[1]}"
+    elif toolkits:
+        train = f"not recorded; cubins made by ptxas of CUDA {', '.join(toolkits)}"
+    else:
+        train = "not recorded in the package (provenance.json of program export records it)"
+    lines.append("  CUDA train    " + train)
     for m in info.libraries:
         lines.append(f"  library       {m.name} ({m.size} bytes)")
         if m.report is not None and m.report.host is not None:
