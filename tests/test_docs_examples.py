@@ -35,10 +35,14 @@ from typing import Any
 
 import click
 import pytest
-import tomllib
 
 from cudaship.cli.main import cli, main
 from cudaship.exitcodes import ExitCode
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
 
 REPO = Path(__file__).resolve().parents[1]
 DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
