@@ -194,7 +194,8 @@ def plan(
         )
         warnings.append(
             f"{foreign}: run `cudaship cmake` on the {os_name} build machine, or pass --toolkit with a "
-            f"{os_name} toolkit (`cudaship toolkit install {train.tag} --platform {name}`), to set the CUDA compiler"
+            f"{os_name} toolkit (`cudaship toolkit install {train.tag} --platform {name}`), to set the CUDA "
+            "compiler"
         )
         toolkit = None
     elif toolkit is not None:
