@@ -174,3 +174,34 @@ def test_a_bad_program_is_one_error_and_hides_nothing(
     captured = capsys.readouterr()
     assert PTE.name in captured.out
     assert captured.err.splitlines() == errors  # the same one line
+
+
+def test_inspect_details_reach_into_a_program(capsys: pytest.CaptureFixture[str]) -> None:
+    code, data = run_json(capsys, "inspect", "--details", "--no-exports", str(PTE))
+    assert code == 0
+    sass = [d for d in data["files"][0]["device_code"] if d["kind"] == "sass"]
+    assert sass and {d["toolkit_version"] for d in sass} == {"13.0"}
+    code, plain = run_json(capsys, "inspect", "--no-exports", str(PTE))
+    assert {d["toolkit_version"] for d in plain["files"][0]["device_code"]} == {None}
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning", "ignore::DeprecationWarning")
+def test_audit_real_cpu_export_resolves_through_torch(
+    cpu_export: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A package AOTInductor wrote: its wrapper needs libtorch_cpu.so and libgomp.so.1, which torch (the
+    runtime that loads the package) provides; closure says so instead of failing."""
+    code, data = run_json(capsys, "audit", str(cpu_export / "model.pt2"))
+    assert code == 0, [c for c in data["checks"] if c["status"] == "fail"]
+    closure = next(c for c in data["checks"] if c["family"] == "closure" and "wrapper.so" in c["name"])
+    assert closure["status"] == "pass" and "runtime" in closure["reason"]
+    assert data["wheels"][0]["train"] is None  # a CPU package: nothing names a CUDA train
+
+
+def test_runtime_libraries_are_per_program_kind() -> None:
+    from cudaship.knowledge.program_runtimes import runtime_providing
+
+    assert runtime_providing("pt2", "libtorch_cpu.so", "linux") == "torch"
+    assert runtime_providing("pt2", "libgomp.so.1", "linux") == "torch"
+    assert runtime_providing("pt2", "libfoo.so", "linux") is None
+    assert runtime_providing("pte", "libtorch_cpu.so", "linux") is None

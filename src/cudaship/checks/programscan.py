@@ -31,7 +31,7 @@ def scan_program(path: str | os.PathLike[str], *, observer: ScanObserver | None 
     hooks = observer or ScanObserver()
     size = Path(label).stat().st_size if Path(label).exists() else 0
     hooks.planned(size)
-    program = read_program(label)
+    program = read_program(label, details=True)  # as a wheel scan: the cubins' toolkits, for consistency
     reports: dict[str, FileReport] = {}
     unreadable: list[tuple[str, str]] = []
     for member in program.members:

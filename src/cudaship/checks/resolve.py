@@ -19,6 +19,7 @@ from cudaship.checks import nvidia
 from cudaship.checks.context import AuditContext
 from cudaship.checks.policy import name_match
 from cudaship.inspection.records import FileReport
+from cudaship.knowledge.program_runtimes import runtime_providing
 from cudaship.knowledge.system_libraries import Provider, provider_of
 
 _BINARY_OS = {FileFormat.PE: "windows", FileFormat.ELF: "linux", FileFormat.MACHO: "macos"}
@@ -30,6 +31,7 @@ class Via(str, Enum):
     DRIVER = "driver"
     SYSTEM = "system"
     PYTHON = "python"
+    RUNTIME = "runtime"  #: a program's import that the runtime loading it provides (torch's libtorch_cpu.so)
     ALLOWED = "allowed"  #: the policy allows it unresolved
     UNRESOLVED = "unresolved"
 
@@ -115,6 +117,10 @@ def resolve(ctx: AuditContext, path: str, report: FileReport, imp: Import) -> Re
         return Resolution(Via.DRIVER, None, "NVIDIA driver")
     if provider is not None:
         return Resolution(Via(provider.value), None, f"{provider.value} library")
+    if ctx.is_program:
+        runtime = runtime_providing(ctx.scan.kind.value, posixpath.basename(name), platform)
+        if runtime is not None:
+            return Resolution(Via.RUNTIME, None, f"loaded by {runtime}, the runtime that loads the program")
     allowed = name_match(ctx.policy.closure.allow, name)
     if allowed is not None:
         return Resolution(Via.ALLOWED, None, f"allowed by policy ({allowed})")

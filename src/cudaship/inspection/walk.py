@@ -83,7 +83,7 @@ def inspect_paths(
             if is_wheel(item.path):
                 wheel = _inspect_wheel(item, details=details, hooks=hooks)
             else:
-                wheel = _inspect_program(item, hooks=hooks)
+                wheel = _inspect_program(item, details=details, hooks=hooks)
             wheels.append(wheel)
             files.extend(wheel.files)
             items.append(wheel)
@@ -164,7 +164,7 @@ def is_program(path: Path) -> bool:
     return is_pte(_head(path))
 
 
-def _inspect_program(item: _Input, *, hooks: InspectObserver) -> WheelReport:
+def _inspect_program(item: _Input, *, details: bool, hooks: InspectObserver) -> WheelReport:
     """An AOTInductor package or ExecuTorch program: its libraries and cubins as members."""
     from cudaship.program.reader import read_program
     from cudaship.program.records import ProgramKind
@@ -173,7 +173,7 @@ def _inspect_program(item: _Input, *, hooks: InspectObserver) -> WheelReport:
     hooks.reading(item.label)
     kind = ContainerKind.PTE if item.path.suffix.lower() == ".pte" else ContainerKind.PT2
     try:
-        program = read_program(item.path)
+        program = read_program(item.path, details=details)
     except CudashipError as e:
         message = e.message
         report = FileReport(path=item.label, format=None, size=total, error=message)

@@ -126,20 +126,21 @@ def libstdcxx_copy(report: FileReport | None) -> int:
     return sum(1 for name in report.host.exports if name.startswith(_LOCALE_SYMBOL))
 
 
-def read_pt2(buf: Buffer, path: str = "<buffer>") -> ProgramInfo:
+def read_pt2(buf: Buffer, path: str = "<buffer>", *, details: bool = False) -> ProgramInfo:
     """Read an AOTInductor package held in ``buf``; ``path`` names it in the report and in errors.
 
     Raises :class:`ProgramError` (naming ``path``) when the buffer is not a zip or holds no AOTInductor model.
     A member that cannot be read becomes a member with an error report and a note, not an exception.
+    ``details`` reads the members' device code as ``inspect --details`` does.
     """
     source = _BufferFile(buf)
     try:
-        return _read_pt2(source, path)
+        return _read_pt2(source, path, details)
     finally:
         source.close()
 
 
-def _read_pt2(source: _BufferFile, path: str) -> ProgramInfo:
+def _read_pt2(source: _BufferFile, path: str, details: bool) -> ProgramInfo:
     try:
         archive = zipfile.ZipFile(source)
     except ZIP_OPEN_ERRORS as e:
@@ -159,7 +160,7 @@ def _read_pt2(source: _BufferFile, path: str) -> ProgramInfo:
             role = role_of(info.filename)
             report: FileReport | None = None
             if role in (MemberRole.WRAPPER, MemberRole.LIBRARY, MemberRole.CUBIN):
-                report = _inspect_member(archive, info)
+                report = _inspect_member(archive, info, details)
             elif role is MemberRole.METADATA:
                 _read_metadata(archive, info, metadata, notes)
             members.append(ProgramMember(info.filename, role, info.file_size, report))
@@ -210,7 +211,7 @@ def _read_metadata(
             into[str(key)] = str(value)
 
 
-def _inspect_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> FileReport:
+def _inspect_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, details: bool) -> FileReport:
     if info.file_size > MAX_MEMBER_SIZE:
         return FileReport(
             path=info.filename,
@@ -228,7 +229,7 @@ def _inspect_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> FileRepo
         )
     try:
         with _member_buffer(archive, info) as buf:
-            return inspect_buffer(buf, info.filename)
+            return inspect_buffer(buf, info.filename, details=details)
     except ProgramError as e:
         return FileReport(path=info.filename, format=None, size=info.file_size, error=e.message)
 
