@@ -189,3 +189,20 @@ def test_cli_doc_lists_every_commands_formats() -> None:
             documented[key] = fmts
     for key, _ in _leaves():
         assert documented.get(key) == formats(_table_key(key)), f"docs/cli.md: {key}"
+
+
+def test_program_check_writes_every_format_to_a_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.program.builders import gxx_library, make_export_dir, make_pt2
+
+    package = make_pt2(tmp_path / "model.pt2", gxx_library(tmp_path / "lib", "wrapper"))
+    export = make_export_dir(tmp_path / "export", package)
+    argv = ["program", "check", str(export), "--train", "cu130", "--gpu", "9.0"]
+    for fmt in formats("program check"):
+        code = main([*argv, "-f", fmt])
+        out = capsys.readouterr().out
+        target = tmp_path / f"check.{fmt}"
+        assert main([*argv, "--format", fmt, "-o", str(target)]) == code
+        assert capsys.readouterr().out == ""
+        assert target.read_text() == out and out.strip()
