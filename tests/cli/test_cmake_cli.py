@@ -88,9 +88,7 @@ def test_args_from_cuda_home(
     assert args[0] == "-G"
     defines = dict(a.removeprefix("-D").split("=", 1) for a in args if a.startswith("-D"))
     assert defines["CMAKE_CUDA_COMPILER:FILEPATH"] == f"{tk.as_posix()}/bin/nvcc"
-    assert (
-        defines["CMAKE_CUDA_ARCHITECTURES:STRING"] == "80-real;90-real;100-real;110-real;120-real;120-virtual"
-    )
+    assert defines["CMAKE_CUDA_ARCHITECTURES:STRING"] == "80-real;90-real;100-real;110-real;120"
 
 
 def test_cudacxx_not_overridden(
