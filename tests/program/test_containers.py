@@ -205,3 +205,32 @@ def test_runtime_libraries_are_per_program_kind() -> None:
     assert runtime_providing("pt2", "libgomp.so.1", "linux") == "torch"
     assert runtime_providing("pt2", "libfoo.so", "linux") is None
     assert runtime_providing("pte", "libtorch_cpu.so", "linux") is None
+
+
+def test_doctor_judges_a_program_on_this_machine(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """doctor reads a .pte like gpus does; on a machine with an L4 and an H200 its sm_90a code runs on one."""
+    from cudaship.knowledge.archs import parse_arch
+    from cudaship.knowledge.driver import parse_driver
+    from cudaship.probe.records import GpuInfo, ProbeResult
+
+    machine = ProbeResult(
+        driver=parse_driver("580.159.04"),
+        gpus=(
+            GpuInfo(0, "NVIDIA L4", parse_arch("8.9"), 24 * 2**30, True),
+            GpuInfo(1, "NVIDIA H200", parse_arch("9.0"), 140 * 2**30, True),
+        ),
+        sources=("cuda-driver-api (libcuda.so.1)",),
+    )
+    monkeypatch.setattr("cudaship.cli.doctor_cmd.probe", lambda: machine)
+    assert main(["doctor", str(PTE)]) == 1
+    out = capsys.readouterr().out
+    assert f"  {PTE}!{SO_BLOB}\n" in out
+    assert "GPU 0 (8.9): WILL NOT RUN: sm_90a runs only on 9.0" in out
+    assert "GPU 1 (9.0): runs natively: sm_90a (built for it)" in out
+    code, data = run_json(capsys, "doctor", str(PTE))
+    assert code == 1
+    (item,) = data["files"]
+    assert (item["path"], item["container"]) == (SO_BLOB, str(PTE))
+    assert [g["verdict"] for g in item["gpus"]] == ["no", "native"]
