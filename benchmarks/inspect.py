@@ -82,7 +82,7 @@ from cudaship.analysis.linkage import cuda_linkage
 from cudaship.binary import _search, devicescan, strings
 from cudaship.binary.devicescan import find_containers
 from cudaship.binary.elf import read_elf
-from cudaship.formats import inspect_json
+from cudaship.render import inspect_json
 from cudaship.inspection.walk import inspect_paths
 t1 = time.perf_counter()
 with open(sys.argv[1], "rb") as f:

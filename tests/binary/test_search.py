@@ -122,6 +122,32 @@ def test_environment_switch_disables_memmem(monkeypatch: pytest.MonkeyPatch) -> 
         assert finder.find(0, 6) == 2
 
 
+@needs_native
+def test_threads_loading_memmem_at_once_share_one_loader(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Threads that start scanning together load ``memmem`` once: two loads used to give the shared
+    ``PyObject_GetBuffer`` two ``Py_buffer`` types, and a search failed with a ctypes ArgumentError."""
+    import threading
+
+    monkeypatch.setattr(_search, "_native", None)
+    start = threading.Barrier(8)
+    loaded: list[object] = []
+    found: list[int] = []
+
+    def work() -> None:
+        start.wait()
+        loaded.append(_search._load_native())
+        with open_finder(b"xyz" + MAGIC, MAGIC, native=True) as finder:
+            found.append(finder.find(0, 3 + len(MAGIC)))
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(loaded) == 8 and all(item is loaded[0] for item in loaded)
+    assert found == [3] * 8
+
+
 # --- the parallel scan is the sequential scan -----------------------------------------------------
 
 

@@ -12,7 +12,7 @@ import pytest
 from cudaship.binary import _search
 from cudaship.checks.engine import audit_wheels
 from cudaship.checks.policy import default_policy
-from cudaship.formats import audit_json
+from cudaship.render import audit_json
 from tests.fixtures.wheels import RealWheel, fetch
 
 CUDART_CU12_WINDOWS = RealWheel("nvidia-cuda-runtime-cu12", "12.9.79", "win_amd64")

@@ -15,7 +15,7 @@ import pytest
 from cudaship.checks.engine import audit_wheels
 from cudaship.checks.policy import load_policy
 from cudaship.config import load_config
-from cudaship.formats import audit_junit, audit_markdown, audit_text
+from cudaship.render import audit_junit, audit_markdown, audit_text
 
 GOLDEN = Path(__file__).parent / "golden"
 REPO = Path(__file__).resolve().parents[2]

@@ -15,7 +15,7 @@ from cudaship.checks.records import (
     WheelAudit,
     WheelFacts,
 )
-from cudaship.formats import audit_json, audit_junit, audit_markdown, audit_text
+from cudaship.render import audit_json, audit_junit, audit_markdown, audit_text
 
 
 def _report(error: bool) -> AuditReport:

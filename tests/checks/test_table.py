@@ -25,7 +25,7 @@ def test_names_are_unique_and_rules_too() -> None:
 
 
 def test_json_schema_family_enum_is_the_table() -> None:
-    schema = json.loads((REPO / "src/cudaship/formats/schemas/audit.schema.json").read_text())
+    schema = json.loads((REPO / "src/cudaship/render/schemas/audit.schema.json").read_text())
     check = schema["properties"]["checks"]["items"]["properties"]
     assert check["family"]["enum"] == list(table.family_names())
     assert check["severity"]["enum"] == [s.value for s in Severity]

@@ -17,6 +17,8 @@ from cudaship.ci import cmake
 from cudaship.ci.cmake import BuildHost, Toolkit
 from cudaship.config import ProjectConfig
 from cudaship.errors import ToolkitError, UsageError
+from cudaship.knowledge.archs import format_arch_list
+from cudaship.render import cmake_args, cmake_initial_cache, cmake_json
 
 TABLE = ci_archs.arch_table(ProjectConfig({}, None))
 ZC = "-Xcompiler=/Zc:preprocessor"
@@ -203,9 +205,11 @@ def test_plan_decisions(case: Case) -> None:
     for entry in p.entries:
         assert decisions[entry.name].value == entry.value and entry.reason
     archs = ci_archs.lookup(TABLE, case.train, p.machine)
-    expected = [f"{a.sm}-real" for a in archs.sass_archs()] + [f"{archs.archs()[-1].sm}-virtual"]
+    # one spelling with `arch-list --format cmake`: 80-real;...;100-real;120 (the newest both SASS and PTX)
+    expected = [f"{a.sm}-real" for a in archs.sass_archs()[:-1]] + [f"{archs.archs()[-1].sm}"]
     arch_entry = p.entry("CMAKE_CUDA_ARCHITECTURES")
     assert arch_entry is not None and arch_entry.value.split(";") == expected
+    assert arch_entry.value == format_arch_list(archs, "cmake")
 
 
 def test_no_toolkit_no_compiler() -> None:
@@ -371,7 +375,7 @@ def test_probe_host() -> None:
 
 def test_args_render() -> None:
     p = make_plan("windows-x86_64", "cu132", WIN_NO_NINJA)
-    text = cmake.render_args(p)
+    text = cmake_args.render(p)
     assert text.startswith("-G 'Visual Studio 17 2022' -T cuda=/opt/cuda ")
     assert " -DCMAKE_CUDA_FLAGS:STRING=-Xcompiler=/Zc:preprocessor " in text
     assert " '-DCMAKE_CUDA_ARCHITECTURES:STRING=80-real;" in text  # ';' quoted for the shell
@@ -391,7 +395,7 @@ def test_initial_cache_values_survive_cmake(tmp_path: Path) -> None:
     )
     p = make_plan("windows-x86_64", "cu132", tricky, std=20)
     cache = tmp_path / "init.cmake"
-    cache.write_text(cmake.render_initial_cache(p))
+    cache.write_text(cmake_initial_cache.render(p))
     src = tmp_path / "src"
     src.mkdir()
     (src / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.25)\nproject(x LANGUAGES NONE)\n")
@@ -419,7 +423,7 @@ def test_initial_cache_values_survive_cmake(tmp_path: Path) -> None:
 
 def test_json_lists_every_decision() -> None:
     p = make_plan("windows-x86_64", "cu132", WIN, std=20)
-    data = cmake.to_json(p)
+    data = cmake_json.to_json(p)
     assert data["schema"] == 1 and data["generator"] == "Ninja Multi-Config"
     assert set(data["cache"]) == {e.name for e in p.entries}
     keys = [d["key"] for d in data["decisions"]]
@@ -435,3 +439,32 @@ def test_rules_file_is_valid() -> None:
         ci_archs.train_info(rule["min_train"])
         assert rule["os"] in ("linux", "windows") and rule["flags"] and rule["reason"]
     assert all(isinstance(s, int) for stds in rules["cuda_standards"].values() for s in stds)
+
+
+def test_this_machines_toolkit_is_not_used_for_another_os() -> None:
+    """`cmake --platform windows-x86_64` on Linux: the Linux toolkit found on PATH has no nvcc.exe, so no
+    Linux path with .exe is written; the compiler is left to the Windows machine, with a warning saying so."""
+    linux_toolkit = Toolkit(
+        Path("/usr/local/cuda-13.0"), "PATH", Path("/usr/local/cuda-13.0/bin/nvcc"), "13.0", "nvcc"
+    )
+    p = make_plan("windows-x86_64", "cu130", LINUX, tk=linux_toolkit)
+    assert p.entry("CMAKE_CUDA_COMPILER") is None and p.entry("CUDAToolkit_ROOT") is None
+    assert not any(".exe" in e.value and e.value.startswith("/usr/") for e in p.entries)
+    toolkit_decision = {d.key: d for d in p.decisions}["toolkit"]
+    assert (
+        toolkit_decision.value is None and "is a linux toolkit, not a windows one" in toolkit_decision.reason
+    )
+    assert any("cudaship toolkit install cu130 --platform windows-x86_64" in w for w in p.warnings)
+    # the same toolkit for a Linux build is used as before
+    native = make_plan("linux-x86_64", "cu130", LINUX, tk=linux_toolkit)
+    compiler = native.entry("CMAKE_CUDA_COMPILER")
+    assert compiler is not None and compiler.value == "/usr/local/cuda-13.0/bin/nvcc"
+
+
+def test_a_toolkit_whose_nvcc_did_not_run_is_trusted_for_its_platform() -> None:
+    """A Windows toolkit assembled on Linux (`toolkit install --platform windows-x86_64`): its nvcc.exe cannot
+    run here, its release comes from version.json, and it is the one to configure with."""
+    windows_toolkit = Toolkit(Path("/opt/tk/cu130-windows"), "--toolkit", None, "13.0", "version.json")
+    p = make_plan("windows-x86_64", "cu130", LINUX, tk=windows_toolkit)
+    compiler = p.entry("CMAKE_CUDA_COMPILER")
+    assert compiler is not None and compiler.value == "/opt/tk/cu130-windows/bin/nvcc.exe"

@@ -86,7 +86,7 @@ def test_policy_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None
 @pytest.mark.parametrize(
     ("argv", "code", "message"),
     [
-        (["--train", "cu128", "--machine", "x86_64"], 4, "no arch list for CUDA train cu128"),
+        (["--train", "cu127", "--machine", "x86_64"], 4, "no arch list for CUDA train cu127"),
         (["--machine", "x86_64"], 5, "no CUDA train given"),
         (["--train", " ", "--machine", "x86_64"], 5, "no CUDA train given"),
         (["--train", "cu13x", "--machine", "x86_64"], 2, "--train: invalid CUDA train 'cu13x'"),

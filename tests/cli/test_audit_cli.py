@@ -20,7 +20,7 @@ from cudaship.exitcodes import ExitCode
 from tests.fixtures.synthetic_wheels import VARIANTS
 
 REPO = Path(__file__).resolve().parents[2]
-SCHEMA = json.loads((REPO / "src" / "cudaship" / "formats" / "schemas" / "audit.schema.json").read_text())
+SCHEMA = json.loads((REPO / "src" / "cudaship" / "render" / "schemas" / "audit.schema.json").read_text())
 WIN = REPO / "examples" / "policies" / "windows.toml"
 LINUX = REPO / "examples" / "policies" / "linux.toml"
 
@@ -368,9 +368,37 @@ def test_corrupt_lzma_member_is_that_members_problem(
     data[start : start + 64] = b"\xff" * 64
     wheel.write_bytes(bytes(data))
     code, out, err = run([str(wheel)], capsys)
-    assert code in (ExitCode.FINDINGS, ExitCode.BAD_INPUT), err
+    # decided in docs/cli.md: a member the archive cannot give back is bad input (2), reported both as the
+    # failed record check and as one error line naming wheel!member
+    assert code == ExitCode.BAD_INPUT, err
     assert "internal error" not in err
-    assert "pkg/data.bin" in out + err
+    assert "FAIL  record: hashes and sizes" in out and "pkg/data.bin: cannot be read" in out
+    assert err.startswith(f"cudaship: error: {wheel}!pkg/data.bin: cannot be read: ") and err.count("\n") == 1
+
+
+def test_corrupt_deflated_library_exits_2_after_reporting_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A deflated library whose data is damaged: every check still runs and is reported; exit 2, not 1."""
+    import zipfile
+
+    wheel = tmp_path / "pkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("pkg/__init__.py", "")
+        zf.writestr("pkg/libx.so", b"\x7fELF" + bytes(range(256)) * 256)
+        zf.writestr("pkg-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nTag: py3-none-any\n")
+        zf.writestr("pkg-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n")
+        zf.writestr("pkg-1.0.dist-info/RECORD", "")
+    data = bytearray(wheel.read_bytes())
+    with zipfile.ZipFile(wheel) as zf:
+        info = zf.getinfo("pkg/libx.so")
+    start = info.header_offset + 30 + len(info.filename) + len(info.extra)
+    data[start + 8 : start + 40] = bytes(b ^ 0x5A for b in data[start + 8 : start + 40])
+    wheel.write_bytes(bytes(data))
+    code, out, err = run([str(wheel)], capsys)
+    assert code == ExitCode.BAD_INPUT, err
+    assert "checks:" in out.splitlines()[-1]  # the whole report came first
+    assert err.startswith(f"cudaship: error: {wheel}!pkg/libx.so: cannot be read: ") and err.count("\n") == 1
 
 
 def test_not_a_zip(

@@ -12,7 +12,7 @@ import pytest
 
 from cudaship.cli.main import main
 
-SCHEMAS = Path(__file__).resolve().parents[2] / "src" / "cudaship" / "formats" / "schemas"
+SCHEMAS = Path(__file__).resolve().parents[2] / "src" / "cudaship" / "render" / "schemas"
 
 
 def validate(data: object, name: str) -> None:
@@ -88,9 +88,7 @@ def test_args_from_cuda_home(
     assert args[0] == "-G"
     defines = dict(a.removeprefix("-D").split("=", 1) for a in args if a.startswith("-D"))
     assert defines["CMAKE_CUDA_COMPILER:FILEPATH"] == f"{tk.as_posix()}/bin/nvcc"
-    assert (
-        defines["CMAKE_CUDA_ARCHITECTURES:STRING"] == "80-real;90-real;100-real;110-real;120-real;120-virtual"
-    )
+    assert defines["CMAKE_CUDA_ARCHITECTURES:STRING"] == "80-real;90-real;100-real;110-real;120"
 
 
 def test_cudacxx_not_overridden(
@@ -139,7 +137,7 @@ def test_write_initial_cache(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         ),
         pytest.param(["--train", "cu999"], 13000, 4, "no arch list for CUDA train cu999", id="unknown-train"),
         pytest.param(["--train", "cuda"], 13000, 2, "invalid CUDA train 'cuda'", id="bad-train"),
-        pytest.param([], 13000, 2, "Missing option '--train'", id="no-train"),
+        pytest.param([], 13000, 2, "missing option '--train'", id="no-train"),
         pytest.param(
             ["--train", "cu130", "--cxx-standard", "14"],
             13000,
@@ -151,7 +149,7 @@ def test_write_initial_cache(tmp_path: Path, capsys: pytest.CaptureFixture[str])
             ["--train", "cu130", "--platform", "macos-arm64"],
             13000,
             2,
-            "Invalid value for '--platform'",
+            "invalid value for '--platform'",
             id="bad-platform",
         ),
         pytest.param(
@@ -161,7 +159,7 @@ def test_write_initial_cache(tmp_path: Path, capsys: pytest.CaptureFixture[str])
             ["--train", "cu130", "--write", "cache", "x"],
             13000,
             2,
-            "Invalid value for '--write'",
+            "invalid value for '--write'",
             id="bad-write-kind",
         ),
         pytest.param(

@@ -21,7 +21,7 @@ SCHEMA = (
     Path(__file__).resolve().parents[2]
     / "src"
     / "cudaship"
-    / "formats"
+    / "render"
     / "schemas"
     / "doctor-env.schema.json"
 )

@@ -13,7 +13,7 @@ from cudaship.ci import archs as ci_archs
 from cudaship.cli.main import main
 from cudaship.config import ProjectConfig
 
-SCHEMAS = Path(__file__).resolve().parents[2] / "src" / "cudaship" / "formats" / "schemas"
+SCHEMAS = Path(__file__).resolve().parents[2] / "src" / "cudaship" / "render" / "schemas"
 
 
 def validate(data: object, name: str) -> None:

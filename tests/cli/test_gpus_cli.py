@@ -27,7 +27,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def schema() -> dict[str, Any]:
-    text = resources.files("cudaship.formats").joinpath("schemas").joinpath("gpus.schema.json").read_text()
+    text = resources.files("cudaship.render").joinpath("schemas").joinpath("gpus.schema.json").read_text()
     loaded: dict[str, Any] = json.loads(text)
     return loaded
 

@@ -10,7 +10,7 @@ import pytest
 
 from cudaship.cli.main import main
 
-SCHEMAS = Path(__file__).resolve().parents[2] / "src" / "cudaship" / "formats" / "schemas"
+SCHEMAS = Path(__file__).resolve().parents[2] / "src" / "cudaship" / "render" / "schemas"
 
 
 def validate(data: object, name: str) -> None:
@@ -218,7 +218,7 @@ def test_github_output_and_derive_e2e(
             "include[0] has no 'python'",
             id="from-row-incomplete",
         ),
-        pytest.param(["--event", "merge_group"], None, 2, "Invalid value for '--event'", id="bad-event"),
+        pytest.param(["--event", "merge_group"], None, 2, "invalid value for '--event'", id="bad-event"),
         pytest.param(["--github-output"], None, 2, "GITHUB_OUTPUT is not set", id="github-output-unset"),
     ],
 )

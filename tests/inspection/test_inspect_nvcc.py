@@ -17,7 +17,7 @@ from tests.inspection.oracle import as_cuobjdump_names, cuobjdump_listing
 
 FORMATS = {
     "shared": FileFormat.ELF,
-    "static": FileFormat.COFF_IMPORT_LIBRARY,  # any `!<arch>` archive: read as a library of objects
+    "static": FileFormat.STATIC_LIBRARY,  # an `!<arch>` archive of ELF objects: no DLL, not an import library
     "cubin": FileFormat.CUBIN,
     "fatbin": FileFormat.FATBIN,
     "ptx": FileFormat.PTX,
@@ -51,8 +51,11 @@ def test_detect_format_by_content_not_name(
     build = BUILDS[name]
     renamed = tmp_path / "no_extension"
     renamed.write_bytes(nvcc_build(name).read_bytes())
-    assert detect_format(renamed.read_bytes()) is FORMATS[build.kind]
+    # the `!<arch>` signature only says "an archive": the reader then tells static from import library
+    by_signature = FileFormat.COFF_IMPORT_LIBRARY if build.kind == "static" else FORMATS[build.kind]
+    assert detect_format(renamed.read_bytes()) is by_signature
     f = inspect_one(renamed)
+    assert f.format is FORMATS[build.kind]
     assert set(f.sass) == set(build.sass) and set(f.ptx) == set(build.ptx)
 
 

@@ -16,7 +16,7 @@ from cudaship.exitcodes import ExitCode
 from tests.fixtures.mingw import FATBIN_CARRIER_GENCODE, IMPORT_LIBRARIES, MINGW_BUILDS, PeExpect
 
 SCHEMA = (
-    Path(__file__).resolve().parents[2] / "src" / "cudaship" / "formats" / "schemas" / "inspect.schema.json"
+    Path(__file__).resolve().parents[2] / "src" / "cudaship" / "render" / "schemas" / "inspect.schema.json"
 )
 DLLS = sorted(MINGW_BUILDS)
 LIBS = sorted(IMPORT_LIBRARIES)

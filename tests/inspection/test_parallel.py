@@ -22,8 +22,8 @@ from cudaship.checks.engine import AuditObserver, audit_wheels
 from cudaship.checks.policy import load_policy
 from cudaship.cli.main import main
 from cudaship.config import load_config
-from cudaship.formats import audit_json, gpus_json, inspect_json
 from cudaship.inspection.walk import InspectObserver, inspect_paths
+from cudaship.render import audit_json, gpus_json, inspect_json
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "libvecadd.so"
 

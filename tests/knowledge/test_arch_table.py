@@ -11,6 +11,8 @@ from cudaship.errors import KnowledgeError, PolicyError, UnknownTrainError
 from cudaship.exitcodes import ExitCode
 from cudaship.knowledge.arch_table import ArchTable, arch_table_for, default_arch_table, normalize_machine
 from cudaship.knowledge.archs import format_arch_list
+from cudaship.knowledge.releases import releases
+from cudaship.knowledge.trains import parse_train
 
 
 @pytest.mark.parametrize(
@@ -32,9 +34,47 @@ def test_builtin_table_holds_the_reference_lists(train: str, machine: str, expec
 
 def test_unknown_train_is_an_error_not_an_empty_list() -> None:
     with pytest.raises(UnknownTrainError) as info:
-        default_arch_table().lookup("cu128", "x86_64")
+        default_arch_table().lookup("cu127", "x86_64")  # 12.7 was never published
     assert info.value.exit_code == ExitCode.UNKNOWN_TRAIN
-    assert "cu128" in str(info.value) and "cu126, cu130, cu132, cu134" in str(info.value)
+    assert "cu127" in str(info.value) and "cu126, cu128, cu129, cu130" in str(info.value)
+
+
+def test_builtin_table_has_a_row_for_every_train_the_toolkit_knows() -> None:
+    from cudaship.knowledge.toolkit_data import trains as toolkit_trains
+
+    table = default_arch_table()
+    wanted = {parse_train(t).line for t in [*toolkit_trains(), "11.8", "12.0", "12.4"]}
+    assert wanted <= set(table.trains())
+    for train in table.trains():
+        assert set(table.machines(train)) == {"x86_64", "aarch64"}, train.tag
+
+
+def test_builtin_rows_stay_inside_what_each_release_compiles_for() -> None:
+    """Every row's SASS is something its release's nvcc builds (the newest release known for a train the
+    release data does not hold yet, 13.5)."""
+    table = default_arch_table()
+    known = {r.train: r for r in releases()}
+    newest = max(known)
+    for train in table.trains():
+        release = known.get(train, known[newest] if train > newest else None)
+        assert release is not None, train.tag
+        for machine in table.machines(train):
+            sms = {a.sm for a in table.lookup(train, machine).archs()}
+            assert sms <= set(release.sms), (train.tag, machine, sorted(sms - set(release.sms)))
+
+
+@pytest.mark.parametrize(
+    ("train", "machine", "expected"),
+    [
+        # what PyTorch ships for these (pytorch/pytorch .ci/manywheel/build_cuda.sh; pytorch/builder before)
+        ("cu118", "x86_64", "3.7;5.0;6.0;7.0;7.5;8.0;8.6;9.0+PTX"),
+        ("cu124", "aarch64", "9.0+PTX"),
+        ("cu128", "x86_64", "7.0;7.5;8.0;8.6;9.0;10.0;12.0+PTX"),
+        ("cu129", "aarch64", "8.0;9.0;10.0;12.0+PTX"),
+    ],
+)
+def test_rows_from_what_pytorch_ships(train: str, machine: str, expected: str) -> None:
+    assert format_arch_list(default_arch_table().lookup(train, machine), "torch") == expected
 
 
 def test_unknown_machine() -> None:

@@ -102,3 +102,79 @@ def test_shown_rows_span_7_5_to_12_1() -> None:
     group = group_for(Arch(9, 0, "a"))
     assert group is not None and group.generation == "Hopper" and "H200" in group.names
     assert group.label == "9.0 Hopper (H100, H200)"
+
+
+# -- a newcomer's inputs (issue 14) ---------------------------------------------------------------------
+
+
+def test_driver_phrase_never_doubles_the_word() -> None:
+    from cudaship.knowledge.driver import parse_driver
+
+    assert parse_driver("12.2").phrase == "a driver for CUDA 12.2"
+    assert parse_driver("535.104.05").phrase == "driver 535.104.05 (CUDA 12.2)"
+
+
+def test_future_driver_branch_is_a_lower_bound_not_a_release() -> None:
+    from cudaship.knowledge.driver import newest_known_branch, parse_driver
+
+    newest = newest_known_branch()
+    assert newest is not None
+    known = parse_driver(f"{newest}.10")
+    assert not known.future and "newer than cudaship knows" not in known.describe()
+    future = parse_driver("999.1")
+    assert future.future and future.cuda is not None
+    assert (
+        future.describe()
+        == f"999.1 (a branch newer than cudaship knows: CUDA {future.cuda.version} or newer)"
+    )
+
+
+def test_no_verdict_stopped_by_the_driver_names_the_driver_that_runs_it() -> None:
+    from cudaship.binary.records import Compression, DeviceCode, DeviceCodeKind
+    from cudaship.knowledge.runs_on import VerdictKind, runs_on
+
+    sass = DeviceCode(
+        kind=DeviceCodeKind.SASS,
+        arch="sm_86",
+        sm=86,
+        variant="",
+        section=".nv_fatbin",
+        relocatable=False,
+        compression=Compression.NONE,
+        stored_size=64,
+        uncompressed_size=64,
+        offset=0,
+    )
+    old = runs_on([sass], "8.6", "535.104.05", build_cuda="13.0")
+    assert old.verdict is VerdictKind.NO
+    unbound = runs_on([sass], "8.6", None, build_cuda="13.0")
+    assert old.min_driver == unbound.min_driver == "580.65.06"
+    unrelated = runs_on([sass], "9.0", "535.104.05", build_cuda="13.0")  # no SASS for 9.0 with any driver
+    assert unrelated.verdict is VerdictKind.NO and unrelated.min_driver is None
+
+
+@pytest.mark.parametrize(
+    ("name", "capability"),
+    [
+        ("RTX 6000 Ada", "8.9"),
+        ("rtx 6000 ada", "8.9"),
+        ("NVIDIA GeForce RTX 4090", "8.9"),
+        ("Quadro RTX 8000", "7.5"),
+        ("RTX 8000", "7.5"),
+        ("nvidia a10g", "8.6"),
+    ],
+)
+def test_capability_of_loose_names(name: str, capability: str) -> None:
+    from cudaship.knowledge.gpus import capability_of
+
+    assert capability_of(name).capability == capability
+
+
+def test_unknown_gpu_message_suggests_and_hides_files() -> None:
+    from cudaship.errors import KnowledgeError
+    from cudaship.knowledge.gpus import capability_of
+
+    with pytest.raises(KnowledgeError) as caught:
+        capability_of("RTX")  # a word of many capabilities' names
+    message = caught.value.message
+    assert "did you mean" in message and "toml" not in message

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures import built_once, session_dir
+
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 
@@ -33,9 +35,12 @@ def cpu_export(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip("AOTInductor needs a C++ compiler (g++) to export")
     from cudaship.program.export import export_program
 
-    out = tmp_path_factory.mktemp("cpu-export") / "demo"
-    export_program("demo-mlp", out, device="cpu")
-    return out
+    # exported once per test session, shared by pytest-xdist workers (an AOTInductor compile is slow)
+    done = built_once(
+        session_dir(tmp_path_factory) / "cpu-export",
+        lambda work: export_program("demo-mlp", work / "demo", device="cpu"),
+    )
+    return done / "demo"
 
 
 @pytest.fixture

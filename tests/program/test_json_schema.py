@@ -1,4 +1,4 @@
-"""Every ``program --format json`` output validates against the published schema (formats.program_json)."""
+"""Every ``program --format json`` output validates against the published schema (render.program_json)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 
 from cudaship.cli.main import main
-from cudaship.formats.program_json import JSON_SCHEMA
+from cudaship.render.program_json import JSON_SCHEMA
 from tests.program.builders import gxx_library, make_export_dir, make_pt2
 
 DATA = Path(__file__).parent / "data"

@@ -17,10 +17,10 @@ Two exceptions, both about libraries that are not all loaded together:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cudaship.binary.records import FileFormat
-from cudaship.inspection.records import FileReport
+from cudaship.inspection.records import ContainerKind, FileReport
 from cudaship.inspection.report import InspectReport
 from cudaship.knowledge.archs import Arch
 from cudaship.knowledge.driver import Driver, driver_key
@@ -93,6 +93,8 @@ class GroupVerdicts:
     min_driver: str | None
     min_driver_reason: str | None
     variant_groups: tuple[VariantGroupVerdicts, ...] = ()
+    #: what ``path`` is: ``wheel``, ``pt2`` or ``pte`` (a program read as a container); None for the input
+    kind: ContainerKind | None = None
 
 
 @dataclass(frozen=True)
@@ -128,7 +130,7 @@ def file_verdicts(
     verdicts: tuple[CapabilityVerdict, ...] = ()
     if report.device_code:
         if driver is not None and driver.platform != platform:
-            driver = Driver(driver.version, driver.cuda, platform)
+            driver = replace(driver, platform=platform)
         verdicts = tuple(
             CapabilityVerdict(
                 cap, runs_on(report.device_code, cap, driver, platform=platform, build_cuda=build)
@@ -154,8 +156,9 @@ def file_verdicts(
 def _max_driver(verdicts: Iterable[tuple[str, CapabilityVerdict]]) -> tuple[str | None, str | None]:
     best: tuple[str | None, str | None] = (None, None)
     for label, cv in verdicts:
+        # a "no" verdict carries a minimum only when the driver given is what stops it: that one counts too
         minimum = cv.verdict.min_driver
-        if minimum is None or cv.verdict.verdict is VerdictKind.NO:
+        if minimum is None:
             continue
         if best[0] is None or driver_key(minimum) > driver_key(best[0]):
             why = cv.verdict.min_driver_reason or "required"
@@ -339,7 +342,7 @@ def gpu_report(
     wheels = []
     for wheel in report.wheels:
         members = [f for f in files if f.container == wheel.path]
-        wheels.append(combine_wheel(wheel.path, members, caps))
+        wheels.append(replace(combine_wheel(wheel.path, members, caps), kind=wheel.kind))
     loose = [f for f in files if f.container is None]
     units = [_as_unit(w) for w in wheels if w.files] + loose
     overall = combine(None, units, caps)

@@ -142,13 +142,27 @@ class ZipArchive:
 
     # -- listing --------------------------------------------------------------------------------------------
 
+    def _open_problem(self, error: BaseException) -> str:
+        """What is wrong with an archive ``zipfile`` refused to open, in words a user acts on: an empty file,
+        a zip cut short (it starts like one but its central directory, at the end, is missing), or no zip."""
+        if not isinstance(error, zipfile.BadZipFile):
+            return _reason(error)
+        if self.size == 0:
+            return "empty file (a wheel is a zip archive)"
+        if bytes(self.buf[:4]) == b"PK\x03\x04":
+            return (
+                f"truncated or damaged: it starts as a zip archive but its central directory, at the end, is "
+                f"missing or unreadable ({self.size:,} bytes: was the download or copy cut short?)"
+            )
+        return "the file is no zip at all (a wheel is one)"
+
     def _read_directory(self) -> tuple[ZipMember, ...]:
         source = BufferFile(self.buf)
         try:
             try:
                 zf = zipfile.ZipFile(source)
             except ZIP_OPEN_ERRORS as e:
-                raise ArchiveError(f"not a readable zip archive: {_reason(e)}") from None
+                raise ArchiveError(f"not a readable zip archive: {self._open_problem(e)}") from None
             with zf:
                 infos = zf.infolist()
                 directory_start = int(getattr(zf, "start_dir", self.size))

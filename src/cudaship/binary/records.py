@@ -23,7 +23,8 @@ class FileFormat(str, Enum):
     CUBIN = "cubin"
     FATBIN = "fatbin"
     PTX = "ptx"
-    COFF_IMPORT_LIBRARY = "coff-import-library"
+    COFF_IMPORT_LIBRARY = "coff-import-library"  #: an ``!<arch>`` archive naming DLLs (an import library)
+    STATIC_LIBRARY = "static-library"  #: an ``!<arch>`` archive of objects naming no DLL (Linux ``.a``, ...)
 
 
 class Machine(str, Enum):

@@ -119,7 +119,28 @@ def _ascii_back(buf: Buffer, lower: int, nul: int, skip: frozenset[int]) -> str 
     if begin + at in skip:
         return None
     text = chunk[at:].decode("ascii")
-    return text if _LIBRARY_NAME.fullmatch(text) else None
+    if not _LIBRARY_NAME.fullmatch(text):
+        return None
+    if at > 0 and chunk[at - 1] != 0:  # glued to the bytes before it: where the name starts is a guess
+        return _unglued(text)
+    return text
+
+
+def _unglued(text: str) -> str:
+    """The library name inside ``text``, which follows other bytes with no NUL between (the end of a string
+    that was not NUL-terminated, or a binary constant whose last bytes look like name characters), so its
+    first characters may belong to what came before: ``olibcuda.so.1`` after ``... skipping registration``.
+
+    A Unix library a program loads by name starts with ``lib`` (``dlopen("libcuda.so.1")``): a bare name
+    whose ``lib`` comes after one glued character starts there. Other names are kept as found (a DLL name has
+    no such mark to tell its first character by).
+    """
+    if "/" in text or "\\" in text or text.lower().endswith(".dll") or text.startswith("lib"):
+        return text
+    # one stray character only: ``mylibrary.so`` or ``zlib.so`` glued to other bytes are still whole names
+    if len(text) > 5 and text[1:4] == "lib" and text[4].isalpha():
+        return text[1:]
+    return text
 
 
 def _wide_back(buf: Buffer, lower: int, terminator: int) -> str | None:

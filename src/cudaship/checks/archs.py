@@ -202,7 +202,7 @@ def _per_library(
     results: list[CheckResult] = []
     for path, report in targets.items():
         variant = ctx.variants.get(path)
-        label = ctx.local
+        label = ctx.local or "expected"
         if variant is not None:
             if variant.train is None:
                 results.append(

@@ -103,18 +103,8 @@ def run(ctx: AuditContext) -> list[CheckResult]:
             reqs.append((r, m))
 
     expected_isa: str | None = None
-    claim = (
-        f"tagged +{ctx.local}"
-        if ctx.train_override is None
-        else f"built for CUDA {ctx.train_override.version} (--train)"
-    )
     if not isinstance(train, str):
-        shown.insert(
-            0,
-            f"tag +{ctx.local} = {train.version}"
-            if ctx.train_override is None
-            else f"--train {train.version}",
-        )
+        shown.insert(0, f"{ctx.train_named_by} = {train.version}")
         try:
             expected_isa = release_for(train).ptx_isa
         except CudashipError as e:
@@ -136,7 +126,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
                 findings.append(
                     Finding(
                         f"PTX ISA {isa} is newer than CUDA {train.version} writes (PTX ISA {expected_isa}): "
-                        f"the wheel is {claim}",
+                        f"{ctx.train_claim}",
                         file=path,
                     )
                 )
@@ -146,13 +136,13 @@ def run(ctx: AuditContext) -> list[CheckResult]:
             for label, value in labelled:
                 if _major(value) != train.major:
                     findings.append(
-                        Finding(f"{label}: CUDA {_major(value)}, the wheel is {claim}", file=path)
+                        Finding(f"{label}: CUDA {_major(value)}, {ctx.train_claim}", file=path)
                     )
             for isa in sorted(s.ptx):
                 if expected_isa is not None and isa != expected_isa and _major(s.ptx[isa]) == train.major:
                     findings.append(
                         Finding(
-                            f"PTX ISA {isa} (CUDA {s.ptx[isa]}), the wheel is {claim} "
+                            f"PTX ISA {isa} (CUDA {s.ptx[isa]}), {ctx.train_claim} "
                             f"(CUDA {train.version} writes PTX ISA {expected_isa})",
                             file=path,
                         )
@@ -160,7 +150,9 @@ def run(ctx: AuditContext) -> list[CheckResult]:
             for release in sorted(s.toolkit):
                 if _major(release) == train.major and release != train.version:
                     findings.append(
-                        Finding(f"cubins built by CUDA {release}, the wheel is {claim}", file=path)
+                        Finding(
+                            f"cubins built by CUDA {release}, {ctx.train_claim}", file=path
+                        )
                     )
         else:
             majors = {_major(v) for _, v in labelled}
@@ -173,7 +165,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         if not isinstance(train, str) and major != train.major:
             findings.append(
                 Finding(
-                    f"requires CUDA {major} ({req.text}), the wheel is {claim}",
+                    f"requires CUDA {major} ({req.text}), {ctx.train_claim}",
                     requirement=req.text,
                 )
             )

@@ -21,7 +21,7 @@ from cudaship.checks.policy import Policy, any_match
 from cudaship.checks.providers import WheelProviders, wheel_providers
 from cudaship.checks.wheelscan import ScannedWheel
 from cudaship.errors import CudashipError
-from cudaship.inspection.records import FileReport
+from cudaship.inspection.records import ContainerKind, FileReport
 from cudaship.knowledge.trains import Train, parse_train
 from cudaship.knowledge.variants import Variant, declared, recognise
 from cudaship.providers.options import ProviderOptions
@@ -54,10 +54,17 @@ class AuditContext:
     @cached_property
     def installed(self) -> dict[str, str]:
         """member path in the zip -> installed path (members of other ``.data`` schemes keep their path)."""
+        if self.is_program:  # a program's members are not installed: they keep their names
+            return {m.name: m.name for m in self.scan.members}
         out: dict[str, str] = {}
         for m in self.scan.members:
             out[m.name] = install_path(m.name, self.scan.dist.directory) or m.name
         return out
+
+    @property
+    def is_program(self) -> bool:
+        """An exported program (.pt2, .pte) read as a container, not a wheel."""
+        return self.scan.kind is not ContainerKind.WHEEL
 
     @cached_property
     def files(self) -> tuple[str, ...]:
@@ -114,6 +121,10 @@ class AuditContext:
         none (the train the wheel *claims*; :attr:`train_or_error` also infers one)."""
         if self.train_override is not None:
             return self.train_override
+        if self.is_program:
+            if self.scan.program_train is None:
+                return "the program names no CUDA train (no PTX whose ISA version a CUDA release introduced)"
+            return parse_train(self.scan.program_train)
         local = self.local
         if not local:
             return (
@@ -131,6 +142,8 @@ class AuditContext:
         if isinstance(claimed, Train):
             if self.train_override is not None:
                 return claimed, f"--train {claimed.version}"
+            if self.is_program:
+                return claimed, self.scan.train_evidence or "no PTX"
             return claimed, f"local tag +{self.local}"
         inferred = infer_train(self)
         if inferred is not None:
@@ -183,6 +196,25 @@ class AuditContext:
         return self.train_or_error
 
     @property
+    def train_named_by(self) -> str:
+        """What names the train the wheel claims, short: ``tag +cu132``, ``--train 13.0``, or for a program
+        ``PTX ISA 9.0``."""
+        if self.train_override is not None:
+            return f"--train {self.train_override.version}"
+        if self.is_program:
+            return self.scan.train_evidence or "no PTX"
+        return f"tag +{self.local}"
+
+    @property
+    def train_claim(self) -> str:
+        """What names the train, for findings that disagree with it: ``the wheel is tagged +cu132``."""
+        if self.train_override is not None:
+            return f"the wheel is built for CUDA {self.train_override.version} (--train)"
+        if self.is_program:
+            return f"the program's {self.train_named_by} names CUDA {self.scan.program_train}"
+        return f"the wheel is tagged +{self.local}"
+
+    @property
     def train(self) -> Train | None:
         value = self.train_or_error
         return value if isinstance(value, Train) else None
@@ -203,7 +235,10 @@ class AuditContext:
 
 
 def wheel_platform(scan: ScannedWheel) -> tuple[TargetPlatform, list[str]]:
-    """The wheel's target platform from its WHEEL tags (first specific one), and notes when tags disagree."""
+    """The wheel's target platform from its WHEEL tags (first specific one), and notes when tags disagree;
+    a program's from its metadata or library format."""
+    if scan.program_platform is not None:
+        return scan.program_platform, []
     platforms = scan.dist.wheel.platforms
     if not platforms:
         platforms = tuple(platform_from_tag(t.rsplit("-", 1)[-1]) for t in tags_from_filename(scan.filename))

@@ -12,10 +12,12 @@ import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from cudaship.archive.pool import Workers, worker_count
 from cudaship.checks.context import AuditContext, wheel_platform
 from cudaship.checks.policy import Policy
+from cudaship.checks.programscan import WHEEL_ONLY, scan_program
 from cudaship.checks.records import (
     AuditReport,
     CheckResult,
@@ -29,6 +31,8 @@ from cudaship.checks.table import FAMILIES, rule_of
 from cudaship.checks.variants import mark_alternatives
 from cudaship.checks.wheelscan import ScannedWheel, ScanObserver, scan_wheel
 from cudaship.errors import CudashipError
+from cudaship.inspection.records import ContainerKind
+from cudaship.inspection.walk import is_program
 from cudaship.knowledge.trains import Train
 from cudaship.providers.options import ProviderOptions
 
@@ -94,6 +98,9 @@ def audit_scanned(
     requirements are looked up (default: the knowledge table only); ``train`` overrides the wheel's CUDA
     train (``--train``)."""
     platform, notes = wheel_platform(scan)
+    program = scan.kind is not ContainerKind.WHEEL
+    if program:
+        notes = [*notes, *_program_notes(scan, policy)]
     ctx = AuditContext(
         scan=scan,
         policy=policy,
@@ -104,7 +111,7 @@ def audit_scanned(
     )
     results: list[CheckResult] = []
     for family in FAMILIES:
-        if not policy.runs(family.name):
+        if not policy.runs(family.name) or (program and family.name in WHEEL_ONLY):
             continue
         name = family.name
         try:
@@ -121,8 +128,8 @@ def audit_scanned(
     meta = scan.dist.metadata
     facts = WheelFacts(
         filename=scan.filename,
-        name=meta.name,
-        version=meta.version,
+        name=None if program else meta.name,
+        version=None if program else meta.version,
         local=meta.local,
         train=train_found.version if train_found is not None else None,
         train_source=ctx.train_source,
@@ -133,7 +140,27 @@ def audit_scanned(
         native_files=len(scan.reports),
         uncompressed_size=scan.uncompressed_size,
     )
-    return WheelAudit(path=scan.path, facts=facts, checks=tuple(results), notes=tuple(ctx.notes))
+    return WheelAudit(
+        path=scan.path,
+        facts=facts,
+        checks=tuple(results),
+        notes=tuple(ctx.notes),
+        unreadable=tuple(scan.unreadable),
+    )
+
+
+def _program_notes(scan: ScannedWheel, policy: Policy) -> list[str]:
+    title = scan.kind.noun
+    train = (
+        f"CUDA train {scan.program_train}, from {scan.train_evidence}"
+        if scan.program_train
+        else "no CUDA train recorded"
+    )
+    notes = [f"{title}: its libraries and cubins audited as members; {train}"]
+    skipped = [f for f in WHEEL_ONLY if policy.runs(f)]
+    if skipped:
+        notes.append(f"{', '.join(skipped)}: wheel-only checks (dist-info), not run on a program")
+    return [*notes, *scan.program_notes]
 
 
 def audit_wheel(
@@ -150,8 +177,16 @@ def audit_wheel(
     given, else on ``workers`` threads)."""
     hooks = observer or AuditObserver()
     hooks.wheel_started(str(path))
-    scan = scan_wheel(path, observer=hooks, workers=workers, pool=pool)
-    return audit_scanned(scan, policy, providers, train=train)
+    return audit_scanned(_scan(path, hooks, workers, pool), policy, providers, train=train)
+
+
+def _scan(
+    path: str | os.PathLike[str], hooks: AuditObserver, workers: int | None, pool: Workers | None
+) -> ScannedWheel:
+    """A wheel's scan, or a program's read as a container (.pt2, .pte)."""
+    if is_program(Path(path)):
+        return scan_program(path, observer=hooks)
+    return scan_wheel(path, observer=hooks, workers=workers, pool=pool)
 
 
 def audit_wheels(
@@ -172,7 +207,9 @@ def audit_wheels(
     count = worker_count(workers)
     outcomes: list[WheelAudit | str]
     if len(paths) <= 1 or count == 1:
-        outcomes = [_audit_one(path, policy, hooks, workers=count, providers=providers, train=train) for path in paths]
+        outcomes = [
+            _audit_one(path, policy, hooks, workers=count, providers=providers, train=train) for path in paths
+        ]
     else:
         with Workers(count) as pool:
             sizes = [_size(path) for path in paths]
@@ -219,8 +256,7 @@ def _audit_one(
     """The wheel's audit, or the one-line error of a wheel that cannot be read (the others still are)."""
     try:
         if started:
-            scan = scan_wheel(path, observer=hooks, workers=workers, pool=pool)
-            return audit_scanned(scan, policy, providers, train=train)
+            return audit_scanned(_scan(path, hooks, workers, pool), policy, providers, train=train)
         return audit_wheel(
             path, policy, observer=hooks, workers=workers, pool=pool, providers=providers, train=train
         )

@@ -1,7 +1,7 @@
 """Records of an audit: one :class:`CheckResult` per named check, grouped per wheel in an
 :class:`AuditReport`.
 
-Checks return these frozen dataclasses and never print; renderers in :mod:`cudaship.formats` turn them into
+Checks return these frozen dataclasses and never print; renderers in :mod:`cudaship.render` turn them into
 text, JSON, JUnit XML or markdown.
 """
 
@@ -194,6 +194,9 @@ class WheelAudit:
     facts: WheelFacts
     checks: tuple[CheckResult, ...]
     notes: tuple[str, ...] = ()
+    #: members the archive could not give back (corrupt data, bad CRC, unsupported method), with the
+    #: reason: the wheel is damaged and those members went unchecked, so the audit exits 2 (bad input)
+    unreadable: tuple[tuple[str, str], ...] = ()
 
     @property
     def summary(self) -> Summary:
@@ -223,3 +226,12 @@ class AuditReport:
     def ok(self) -> bool:
         """No check failed with severity error (warnings and notes do not fail the audit)."""
         return self.summary.failed == 0
+
+    @property
+    def damaged(self) -> tuple[str, ...]:
+        """One ``wheel!member: cannot be read: reason`` line per member a wheel could not give back."""
+        return tuple(
+            f"{w.path}!{member}: cannot be read: {reason}"
+            for w in self.wheels
+            for member, reason in w.unreadable
+        )

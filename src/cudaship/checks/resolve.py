@@ -26,6 +26,7 @@ from cudaship.checks.policy import name_match
 from cudaship.checks.providers import WheelProviders
 from cudaship.inspection.records import FileReport
 from cudaship.knowledge.libraries import cudart_major
+from cudaship.knowledge.program_runtimes import runtime_providing
 from cudaship.knowledge.providers import builds_providing, conventions_for
 from cudaship.knowledge.system_libraries import Provider, provider_of
 from cudaship.providers.records import Provided, Reached
@@ -46,6 +47,8 @@ class Via(str, Enum):
     DRIVER = "driver"
     SYSTEM = "system"
     PYTHON = "python"
+    #: a program's import that the runtime loading it provides (torch's libtorch_cpu.so)
+    PROGRAM_RUNTIME = "program-runtime"
     ALLOWED = "allowed"  #: the policy allows it unresolved
     UNRESOLVED = "unresolved"
 
@@ -136,6 +139,12 @@ def resolve(ctx: AuditContext, path: str, report: FileReport, imp: Import) -> Re
         return Resolution(Via.DRIVER, None, "NVIDIA driver")
     if provider is not None:
         return Resolution(Via(provider.value), None, f"{provider.value} library")
+    if ctx.is_program:
+        runtime = runtime_providing(ctx.scan.kind.value, posixpath.basename(name), platform)
+        if runtime is not None:
+            return Resolution(
+                Via.PROGRAM_RUNTIME, None, f"loaded by {runtime}, the runtime that loads the program"
+            )
     allowed = name_match(ctx.policy.closure.allow, name)
     if allowed is not None:
         return Resolution(Via.ALLOWED, None, f"allowed by policy ({allowed})")

@@ -25,13 +25,14 @@ from cudaship.archive.select import MAGIC_BYTES, is_native_member
 from cudaship.archive.spill import Hasher, MemoryBudget, Sink
 from cudaship.archive.zip import ZipArchive, ZipFile, ZipMember
 from cudaship.errors import ArchiveError, WheelError
-from cudaship.inspection.records import FileReport
+from cudaship.inspection.records import ContainerKind, FileReport
 from cudaship.wheel.metadata import (
     MAX_METADATA_BYTES,
     MAX_RECORD_BYTES,
     DistInfo,
     RecordProblem,
     RecordVerifier,
+    TargetPlatform,
     b64_digest,
     find_dist_info,
     read_dist_info,
@@ -61,6 +62,13 @@ class ScannedWheel:
     unreadable: tuple[
         tuple[str, str], ...
     ]  #: (member, one-line reason) for members that could not be streamed
+    #: a program read as a container (see :mod:`cudaship.checks.programscan`): its kind, where it runs, and
+    #: the CUDA train its code names; ``dist`` is then empty
+    kind: ContainerKind = ContainerKind.WHEEL
+    program_platform: TargetPlatform | None = None
+    program_train: str | None = None
+    train_evidence: str | None = None
+    program_notes: tuple[str, ...] = ()
 
     @property
     def uncompressed_size(self) -> int:

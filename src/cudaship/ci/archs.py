@@ -37,6 +37,17 @@ def train_info(text: str) -> TrainInfo:
     return TrainInfo(train.tag, train.version, (train.major, train.minor))
 
 
+@dataclass(frozen=True)
+class TrainArchs:
+    """``arch-list``'s answer: a train's arch list on a machine, and the table it came from."""
+
+    train: str  #: ``cu132``
+    cuda: str  #: ``13.2``
+    machine: str
+    source: str  #: the table's source (a configuration file, or the built-in table)
+    archs: ArchList
+
+
 def arch_table(config: ProjectConfig) -> ArchTable:
     """The configuration's ``archs`` table, else the built-in one."""
     return arch_table_for(config)

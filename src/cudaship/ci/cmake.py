@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -25,12 +24,11 @@ from typing import Any
 from cudaship.ci.archs import TrainInfo, normalize_machine
 from cudaship.errors import KnowledgeError, ToolkitError, UsageError
 from cudaship.knowledge import _data
-from cudaship.knowledge.archs import ArchList
+from cudaship.knowledge.archs import ArchList, format_arch_list
 from cudaship.loaders import read_json
 from cudaship.once import once
 from cudaship.toolkit.records import TOOLKIT_MANIFEST as TOOLKIT_MANIFEST  # at every toolkit root
 
-SCHEMA_VERSION = 1
 PLATFORMS: dict[str, tuple[str, str]] = {
     "linux-x86_64": ("linux", "x86_64"),
     "linux-aarch64": ("linux", "aarch64"),
@@ -137,15 +135,9 @@ def cuda_standards(train: TrainInfo) -> tuple[int, ...]:
 
 
 def cmake_architectures(archs: ArchList) -> str:
-    """Every SASS arch ``-real``, every PTX arch ``-virtual``: ``80-real;...;120-real;120-virtual``."""
-    parts: list[str] = []
-    for target in archs:
-        number = f"{target.arch.sm}{target.arch.variant}"
-        if target.sass:
-            parts.append(f"{number}-real")
-        if target.ptx:
-            parts.append(f"{number}-virtual")
-    return ";".join(parts)
+    """``CMAKE_CUDA_ARCHITECTURES`` as ``arch-list --format cmake`` spells it (one spelling for both): SASS
+    only ``-real``, PTX only ``-virtual``, both a bare number: ``80-real;...;100-real;120``."""
+    return format_arch_list(archs, "cmake")
 
 
 def parse_platform(text: str) -> tuple[str, str, str]:
@@ -158,6 +150,13 @@ def parse_platform(text: str) -> tuple[str, str, str]:
 
 
 # ---------------------------------------------------------------------------------------------- the plan
+
+
+def _toolkit_os(toolkit: Toolkit) -> str | None:
+    """The OS a toolkit is for, when its nvcc ran (``nvcc.exe``: windows), else None (not known)."""
+    if toolkit.nvcc is None:
+        return None
+    return "windows" if toolkit.nvcc.name.lower().endswith(".exe") else "linux"
 
 
 def plan(
@@ -181,7 +180,25 @@ def plan(
         entries.append(CacheEntry(entry_name, value, type_, reason))
         decisions.append(Decision(entry_name, value, reason))
 
-    if toolkit is not None:
+    if toolkit is not None and _toolkit_os(toolkit) not in (None, os_name):
+        # a toolkit whose nvcc runs here is this machine's: its paths and its nvcc are no use to a build for
+        # another OS (a Linux /usr/local/cuda/bin/nvcc.exe does not exist)
+        foreign = f"{toolkit.root.as_posix()} ({toolkit.source}) is a {_toolkit_os(toolkit)} toolkit"
+        decisions.append(
+            Decision(
+                "toolkit",
+                None,
+                f"{foreign}, not a {os_name} one: CMAKE_CUDA_COMPILER and CUDAToolkit_ROOT are left for the "
+                f"{os_name} build machine",
+            )
+        )
+        warnings.append(
+            f"{foreign}: run `cudaship cmake` on the {os_name} build machine, or pass --toolkit with a "
+            f"{os_name} toolkit (`cudaship toolkit install {train.tag} --platform {name}`), to set the CUDA "
+            "compiler"
+        )
+        toolkit = None
+    elif toolkit is not None:
         via = f", nvcc {toolkit.nvcc.as_posix()}" if toolkit.nvcc else ""
         decisions.append(
             Decision(
@@ -275,8 +292,8 @@ def plan(
         "CMAKE_CUDA_ARCHITECTURES",
         cmake_architectures(archs),
         "STRING",
-        f"the arch table's list for {train.tag} on {machine}: every arch as SASS (-real), the newest also as "
-        "PTX (-virtual)",
+        f"the arch table's list for {train.tag} on {machine}: every arch as SASS (-real), the newest as SASS "
+        "and PTX (no suffix), as `cudaship arch-list --format cmake` spells it",
     )
 
     # standards
@@ -447,71 +464,3 @@ def check_toolkit(toolkit: Toolkit, train: TrainInfo) -> None:
             f"but train {train.tag} needs CUDA {train.version}",
             path=str(toolkit.root),
         )
-
-
-# ---------------------------------------------------------------------------------------------- renderers
-
-
-def _cmake_quote(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$") + '"'
-
-
-def render_args(p: CMakePlan) -> str:
-    """CMake command-line arguments, POSIX-shell quoted, one line."""
-    args = ["-G", p.generator]
-    if p.toolset:
-        args += ["-T", p.toolset]
-    args += [f"-D{e.name}:{e.type}={e.value}" for e in p.entries]
-    return " ".join(shlex.quote(a) for a in args)
-
-
-def render_initial_cache(p: CMakePlan) -> str:
-    """A ``cmake -C FILE`` script. The generator cannot be chosen in it: the header says what to pass."""
-    lines = [
-        f"# cudaship cmake: CUDA train {p.train} (CUDA {p.cuda}) for {p.platform}, machine {p.machine}",
-        "# Use: cmake -C THIS_FILE "
-        + " ".join(shlex.quote(a) for a in (["-G", p.generator] + (["-T", p.toolset] if p.toolset else [])))
-        + " -S . -B build",
-    ]
-    if p.toolkit is not None:
-        lines.append(
-            f"# Toolkit: {p.toolkit.root.as_posix()} (from {p.toolkit.source}; CUDA {p.toolkit.release} "
-            f"by {p.toolkit.release_from})"
-        )
-    for d in p.decisions:
-        if d.value is None or d.key in ("generator", "toolset"):
-            lines.append(f"# {d.key}: {d.value if d.value is not None else 'not set'}: {d.reason}")
-    for e in p.entries:
-        doc = e.reason if len(e.reason) < 200 else e.reason[:197] + "..."
-        lines.append(
-            f"set({e.name} {_cmake_quote(e.value)} CACHE {e.type} {_cmake_quote('cudaship: ' + doc)})"
-        )
-    return "\n".join(lines) + "\n"
-
-
-def to_json(p: CMakePlan) -> dict[str, Any]:
-    toolkit = None
-    if p.toolkit is not None:
-        toolkit = {
-            "root": p.toolkit.root.as_posix(),
-            "source": p.toolkit.source,
-            "nvcc": p.toolkit.nvcc.as_posix() if p.toolkit.nvcc else None,
-            "release": p.toolkit.release,
-            "release_from": p.toolkit.release_from,
-            "cudaship_toolkit": p.toolkit.cudaship_toolkit,
-        }
-    return {
-        "schema": SCHEMA_VERSION,
-        "train": p.train,
-        "cuda": p.cuda,
-        "platform": p.platform,
-        "os": p.os,
-        "machine": p.machine,
-        "generator": p.generator,
-        "toolset": p.toolset,
-        "multi_config": p.multi_config,
-        "toolkit": toolkit,
-        "cache": {e.name: {"value": e.value, "type": e.type} for e in p.entries},
-        "decisions": [{"key": d.key, "value": d.value, "reason": d.reason} for d in p.decisions],
-        "warnings": list(p.warnings),
-    }

@@ -9,7 +9,6 @@ the row's values: the guard against a list that was silently replaced.
 from __future__ import annotations
 
 import os
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,8 +16,9 @@ from pathlib import Path
 from cudaship.ci.archs import arch_table, host_machine, lookup, normalize_machine, syntaxes, train_info
 from cudaship.config import ProjectConfig
 from cudaship.errors import KnowledgeError, UsageError
-from cudaship.formats.output import write_report
 from cudaship.knowledge.archs import ArchList, parse_arch_list
+from cudaship.render import env_dotenv, env_shell
+from cudaship.render.output import write_report
 from cudaship.safe_write import append_text
 
 #: The variables, in the order they are written.
@@ -64,32 +64,6 @@ def build_env(config: ProjectConfig, train: str, machine: str | None = None) -> 
     return BuildEnv(info.tag, info.version, arch_machine, values, archlist)
 
 
-# ------------------------------------------------------------------------------------------------ renderers
-
-
-def _check_value(name: str, value: str) -> None:
-    if "\n" in value or "\r" in value or "\0" in value:
-        raise UsageError(f"{name}: a value with a line break or NUL cannot be written to an env file")
-
-
-def render_shell(env: BuildEnv) -> str:
-    """``export NAME='value'`` lines: POSIX sh, bash and zsh source it."""
-    lines = [f"# cudaship build environment for {env.train} on {env.machine}"]
-    for name, value in env.values:
-        _check_value(name, value)
-        lines.append(f"export {name}={shlex.quote(value)}")
-    return "\n".join(lines) + "\n"
-
-
-def render_dotenv(env: BuildEnv) -> str:
-    """``NAME=value`` lines, the format of ``$GITHUB_ENV``, docker ``--env-file`` and python-dotenv."""
-    lines = []
-    for name, value in env.values:
-        _check_value(name, value)
-        lines.append(f"{name}={value}")
-    return "\n".join(lines) + "\n"
-
-
 def write_github_env(env: BuildEnv, environ: Mapping[str, str] | None = None) -> Path:
     """Append the variables to ``$GITHUB_ENV`` (later steps of the job see them); returns the file."""
     environ = os.environ if environ is None else environ
@@ -97,7 +71,7 @@ def write_github_env(env: BuildEnv, environ: Mapping[str, str] | None = None) ->
     if not target:
         raise UsageError("--write github: GITHUB_ENV is not set (not running in a GitHub Actions step?)")
     path = Path(target)
-    append_text(path, render_dotenv(env), error=UsageError)
+    append_text(path, env_dotenv.render(env), error=UsageError)
     return path
 
 
@@ -107,7 +81,7 @@ def write_file(env: BuildEnv, path: Path) -> None:
     Always shell syntax, whatever the name: a value such as ``8.0;8.6`` is not safe unquoted in a sourced file
     (``;`` ends a shell command), and python-dotenv and most dotenv readers accept ``export`` and quotes.
     """
-    write_report(render_shell(env), path)
+    write_report(env_shell.render(env), path)
 
 
 # ------------------------------------------------------------------------------------------------ the guard

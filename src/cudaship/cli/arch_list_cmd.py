@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-import json
 import os
 import platform
+import sys
 
 import click
 
+from cudaship.ci.archs import TrainArchs
+from cudaship.cli.common import format_option, output_option
 from cudaship.config import load_config
 from cudaship.errors import KnowledgeError, UsageError
 from cudaship.exitcodes import ExitCode
-from cudaship.formats.output import write_report
-from cudaship.knowledge.arch_table import arch_table_for, normalize_machine
-from cudaship.knowledge.archs import ArchList, format_arch_list
+from cudaship.knowledge.arch_table import BUILTIN_SOURCE, arch_table_for, normalize_machine
 from cudaship.knowledge.trains import parse_train
-
-SCHEMA_VERSION = 1
-SYNTAXES = ("torch", "cmake", "gencode", "list", "plain")
+from cudaship.render.output import write_report
+from cudaship.render.table import render
 
 
 class NoTrainError(UsageError):
@@ -43,15 +42,12 @@ def _machine(value: str | None) -> str:
 @click.option(
     "--machine", default=None, help="Host machine of the build (x86_64, aarch64); default: this machine."
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice([*SYNTAXES, "json"], case_sensitive=False),
-    default="torch",
-    show_default=True,
-    help="torch: TORCH_CUDA_ARCH_LIST; cmake: CMAKE_CUDA_ARCHITECTURES; gencode: nvcc flags; list: sm_XY / "
-    "compute_XY names; plain: X.Y (SASS only, no PTX); json: all of them.",
+@format_option(
+    "arch-list",
+    help_text="torch: TORCH_CUDA_ARCH_LIST; cmake: CMAKE_CUDA_ARCHITECTURES; gencode: nvcc flags; list: "
+    "sm_XY / compute_XY names; plain: X.Y (SASS only, no PTX); json: all of them.",
 )
+@output_option()
 @click.option(
     "--policy",
     type=click.Path(dir_okay=False),
@@ -59,12 +55,13 @@ def _machine(value: str | None) -> str:
     help="Configuration holding the arch table; default: the nearest pyproject.toml / cudaship.toml, "
     "else the built-in table.",
 )
-def command(train: str | None, machine: str | None, fmt: str, policy: str | None) -> int:
+def command(train: str | None, machine: str | None, fmt: str, output: str | None, policy: str | None) -> int:
     """Print the arch list a build of TRAIN compiles for, in the syntax the build consumes.
 
     The list comes from the project's arch table (the ``archs`` key of [tool.cudaship] or cudaship.toml;
-    the one ``audit`` checks wheels against), else from the built-in table. Every arch is real code (SASS)
-    and the newest is also PTX.
+    the one ``audit`` checks wheels against), else from the built-in table: a default for every train from
+    11.8 to 13.5 (what the release compiles for and what major projects ship), which a project overrides by
+    writing its own table. Every arch is real code (SASS) and the newest is also PTX.
 
     Exit status: 0 printed; 2 bad usage or table; 4 the table has no row for the train; 5 no train given.
     """
@@ -78,21 +75,12 @@ def command(train: str | None, machine: str | None, fmt: str, policy: str | None
     key = _machine(machine)
     table = arch_table_for(load_config(policy))
     archs = table.lookup(parsed, key)
-    fmt = fmt.lower()
-    if fmt == "json":
-        doc = {
-            "schema": SCHEMA_VERSION,
-            "train": parsed.tag,
-            "cuda": parsed.version,
-            "machine": key,
-            "source": table.source,
-            "sass": list(archs.sass_names()),
-            "ptx": list(archs.ptx_names()),
-            **{s: format_arch_list(archs, s) for s in ("torch", "cmake", "gencode", "list")},
-        }
-        write_report(json.dumps(doc, indent=2), None)
-    elif fmt == "plain":
-        write_report(format_arch_list(ArchList.of(archs.archs()), "plain"), None)
-    else:
-        write_report(format_arch_list(archs, fmt), None)
+    answer = TrainArchs(parsed.tag, parsed.version, key, table.source, archs)
+    write_report(render("arch-list", fmt, answer), output)
+    if table.source == BUILTIN_SOURCE and sys.stderr.isatty():  # for a person; a build reads stdout only
+        click.echo(
+            f"cudaship: {parsed.tag} on {key}: the built-in default; a project sets its own list under "
+            f"[tool.cudaship.archs.{parsed.tag}] in pyproject.toml (see docs/knowledge.md)",
+            err=True,
+        )
     return int(ExitCode.OK)

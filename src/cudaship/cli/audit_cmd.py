@@ -1,6 +1,7 @@
 """``cudaship audit WHEEL... [--policy FILE]``: check wheels against their CUDA contract.
 
-Exit 0 when every check passed, 1 when any failed, 2 for bad input (an unreadable wheel, an invalid policy).
+Exit 0 when every check passed, 1 when any failed, 2 for bad input (an unreadable wheel or wheel member, an
+invalid policy).
 """
 
 from __future__ import annotations
@@ -13,17 +14,17 @@ import click
 
 from cudaship.checks.engine import AuditObserver, audit_wheels
 from cudaship.checks.policy import load_policy
-from cudaship.checks.records import AuditReport
-from cudaship.cli.common import format_option, jobs_option, output_option, quick_gil_handover
+from cudaship.cli.common import format_option, jobs_option, output_option, quick_gil_handover, text_style
 from cudaship.cli.progress import ByteProgress
 from cudaship.config import load_config
 from cudaship.errors import KnowledgeError, UsageError
 from cudaship.exitcodes import ExitCode
-from cudaship.formats import audit_json, audit_junit, audit_markdown, audit_text
-from cudaship.formats.output import write_report
 from cudaship.knowledge.trains import Train, parse_train
 from cudaship.providers.index import DEFAULT_INDEX
 from cudaship.providers.options import ProviderOptions
+from cudaship.render import audit_text
+from cudaship.render.output import write_report
+from cudaship.render.table import Style, formats, render
 
 
 class _ProgressBar(ByteProgress, AuditObserver):
@@ -53,7 +54,7 @@ class _ProgressBar(ByteProgress, AuditObserver):
             self.label(f"{self._finished}/{self._count} wheels, last {Path(path).name}")
 
 
-_FORMATS = ("text", "json", "junit", "markdown")
+_FORMATS = formats("audit")
 
 
 def _parse_report_option(value: str) -> tuple[str, str]:
@@ -65,8 +66,8 @@ def _parse_report_option(value: str) -> tuple[str, str]:
 
 
 def _expand(arguments: tuple[str, ...]) -> tuple[str, ...]:
-    """The wheels to audit: files as named, and for a directory every ``.whl`` under it (sorted, links to
-    directories not followed)."""
+    """The wheels and programs to audit: files as named, and for a directory every ``.whl`` (and exported
+    program, ``.pt2``/``.pte``) under it (sorted, links to directories not followed)."""
     from cudaship.inspection.walk import walk_files
     from cudaship.safe_read import is_dir
 
@@ -75,7 +76,7 @@ def _expand(arguments: tuple[str, ...]) -> tuple[str, ...]:
         path = Path(w)
         if is_dir(path):
             inside = [os.path.join(w, os.path.relpath(f, path)) for f in walk_files(path)]
-            wheels = [f for f in inside if f.lower().endswith(".whl")]
+            wheels = [f for f in inside if f.lower().endswith((".whl", ".pt2", ".pte"))]
             if not wheels:
                 raise UsageError("no .whl files in this directory", path=w)
             found.extend(wheels)
@@ -95,16 +96,6 @@ def _parse_train_option(value: str | None) -> Train | None:
         raise UsageError(f"--train: {e.message}") from e
 
 
-def _render(report: AuditReport, fmt: str, *, color: bool, verbose: bool) -> str:
-    if fmt == "json":
-        return audit_json.render(report)
-    if fmt == "junit":
-        return audit_junit.render(report)
-    if fmt == "markdown":
-        return audit_markdown.render(report)
-    return audit_text.render(report, color=color, verbose=verbose)
-
-
 @click.command("audit")
 @click.argument("wheels", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option(
@@ -115,7 +106,7 @@ def _render(report: AuditReport, fmt: str, *, color: bool, verbose: bool) -> str
     help="Policy file (a cudaship.toml, or a pyproject.toml with [tool.cudaship]). "
     "Default: [tool.cudaship] of ./pyproject.toml, else ./cudaship.toml, else the built-in default checks.",
 )
-@format_option(_FORMATS)
+@format_option("audit")
 @output_option()
 @click.option(
     "--report",
@@ -228,10 +219,9 @@ def command(
         return ExitCode.BAD_INPUT
     fmt = fmt.lower()
     to_stdout = output is None or output == "-"
-    color = to_stdout and fmt == "text" and sys.stdout.isatty() and "NO_COLOR" not in os.environ
-    write_report(_render(report, fmt, color=color, verbose=verbose), output)
+    write_report(render("audit", fmt, report, text_style(output, verbose=verbose)), output)
     for extra_fmt, path in extras:
-        write_report(_render(report, extra_fmt, color=False, verbose=verbose), path)
+        write_report(render("audit", extra_fmt, report, Style(verbose=verbose)), path)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         annotations = audit_text.github_annotations(report)
         if annotations:
@@ -239,6 +229,10 @@ def command(
             stream = sys.stderr if to_stdout and fmt in ("json", "junit") else sys.stdout
             stream.write(annotations)
             stream.flush()
-    if report.errors:
+    # A damaged member (the archive cannot give its bytes back) leaves part of the wheel unchecked: bad input
+    # (2), as an unreadable wheel is, even though the report above also lists it as a failed check.
+    for line in report.damaged:
+        click.echo(f"cudaship: error: {line}", err=True)
+    if report.errors or report.damaged:
         return ExitCode.BAD_INPUT
     return ExitCode.OK if report.ok else ExitCode.FINDINGS

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -10,9 +9,11 @@ import click
 
 from cudaship.ci import archs as ci_archs
 from cudaship.ci import cmake
+from cudaship.cli.common import format_option, output_option
 from cudaship.config import load_config
 from cudaship.exitcodes import ExitCode
-from cudaship.formats.output import write_report
+from cudaship.render.output import write_report
+from cudaship.render.table import render
 
 
 def _host_platform() -> str:
@@ -50,16 +51,14 @@ def _host_platform() -> str:
     type=(click.Choice(["initial-cache"]), click.Path(dir_okay=False)),
     default=None,
     metavar="initial-cache FILE",
-    help="Write an initial cache for `cmake -C FILE`.",
+    help="Write an initial cache for `cmake -C FILE` (the same as --format initial-cache -o FILE).",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["args", "json"]),
-    default="args",
-    show_default=True,
-    help="args: CMake command-line arguments; json: every decision with its reason.",
+@format_option(
+    "cmake",
+    help_text="args: CMake command-line arguments; json: every decision with its reason; initial-cache: "
+    "a script for `cmake -C FILE`.",
 )
+@output_option()
 def command(
     train: str,
     platform_name: str | None,
@@ -69,6 +68,7 @@ def command(
     policy: str | None,
     write: tuple[str, str] | None,
     fmt: str,
+    output: str | None,
 ) -> int:
     """Print (or write) the CMake configuration of a CUDA build: generator, compilers, architectures,
     standards, flags and the toolkit, each decision with its reason (--format json)."""
@@ -88,12 +88,11 @@ def command(
         err=True,
     )
     if write is not None:
-        write_report(cmake.render_initial_cache(result), write[1])
+        fmt, output = "initial-cache", write[1]
+    write_report(render("cmake", fmt, result), output)
+    if fmt == "initial-cache" and output not in (None, "-"):
         gen = " ".join(
             ["-G", repr(result.generator)] + (["-T", repr(result.toolset)] if result.toolset else [])
         )
-        click.echo(f"cudaship: wrote {write[1]}: cmake -C {write[1]} {gen} ...", err=True)
-        return int(ExitCode.OK)
-    text = json.dumps(cmake.to_json(result), indent=2) if fmt == "json" else cmake.render_args(result)
-    write_report(text, None)
+        click.echo(f"cudaship: wrote {output}: cmake -C {output} {gen} ...", err=True)
     return int(ExitCode.OK)

@@ -2,24 +2,35 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import click
 
+from cudaship.render.table import Style, formats
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def format_option(choices: Sequence[str], default: str = "text") -> Callable[[F], F]:
+def format_option(
+    command: str, *, unset: bool = False, help_text: str = "Report format."
+) -> Callable[[F], F]:
+    """``-f/--format`` with the formats the renderer table has for ``command``; the first is the default
+    (with ``unset``, no default: the command sees None and decides)."""
+    choices = formats(command)
+    chosen = None if unset else choices[0]
     return click.option(
+        "-f",
         "--format",
         "fmt",
         type=click.Choice(list(choices), case_sensitive=False),
-        default=default,
-        show_default=True,
-        help="Report format.",
+        default=chosen,
+        show_default=chosen is not None,
+        help=help_text,
     )
 
 
@@ -58,3 +69,14 @@ def quick_gil_handover(interval: float = 0.001) -> Iterator[None]:
         yield
     finally:
         sys.setswitchinterval(before)
+def to_terminal(output: str | None) -> bool:
+    """The report goes to standard output and that is a terminal."""
+    return output in (None, "-") and sys.stdout.isatty()
+
+
+def text_style(output: str | None, **layout: Any) -> Style:
+    """Layout for a text report: colour and the terminal's width when it goes to a terminal (colour also
+    needs NO_COLOR unset), else no colour at 120 columns."""
+    terminal = to_terminal(output)
+    width = max(shutil.get_terminal_size().columns, 80) if terminal else 120
+    return Style(color=terminal and "NO_COLOR" not in os.environ, width=width, **layout)

@@ -11,7 +11,8 @@ import click
 from cudaship.checks.environment import LD_CACHE, doctor_env
 from cudaship.errors import NoGpuError
 from cudaship.exitcodes import ExitCode
-from cudaship.formats.output import write_report
+from cudaship.render.output import write_report
+from cudaship.render.table import Style, render
 
 
 def run_env(
@@ -46,19 +47,7 @@ def run_env(
         probe=result,
         no_gpu=no_gpu,
     )
-    fmt = fmt.lower()
-    if fmt == "json":
-        from cudaship.formats.doctor_env_json import render_json
-
-        text = render_json(report)
-    elif fmt == "markdown":
-        from cudaship.formats.doctor_env_markdown import render_markdown
-
-        text = render_markdown(report)
-    else:
-        from cudaship.formats.doctor_env_text import render_text
-
-        text = render_text(report, details=details)
+    text = render("doctor --env", fmt, report, Style(details=details))
     write_report(text, output)
     for f in report.findings:
         if f.rule == "unreadable":

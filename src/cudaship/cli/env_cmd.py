@@ -2,41 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import click
 
-from cudaship.ci.env import (
-    BuildEnv,
-    build_env,
-    check_env,
-    render_dotenv,
-    render_shell,
-    write_file,
-    write_github_env,
-)
+from cudaship.ci.env import build_env, check_env, write_file, write_github_env
 from cudaship.cli.arch_list_cmd import NoTrainError
+from cudaship.cli.common import format_option, output_option
 from cudaship.config import load_config
 from cudaship.errors import UsageError
 from cudaship.exitcodes import ExitCode
-from cudaship.formats.output import write_report
-
-SCHEMA_VERSION = 1
-
-
-def _json(env: BuildEnv) -> str:
-    return json.dumps(
-        {
-            "schema": SCHEMA_VERSION,
-            "train": env.train,
-            "cuda": env.cuda,
-            "machine": env.machine,
-            "variables": env.as_dict(),
-        },
-        indent=2,
-    )
+from cudaship.render.output import write_report
+from cudaship.render.table import render
 
 
 @click.command("env")
@@ -59,13 +37,12 @@ def _json(env: BuildEnv) -> str:
     "format; FILE writes a file a later step sources (export NAME=value lines). "
     "Default: shell to standard output.",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["shell", "dotenv", "json"]),
-    default=None,
-    help="Print in this format to standard output (besides any --write).",
+@format_option(
+    "env",
+    unset=True,
+    help_text="Print in this format (besides any --write); default: shell when nothing else is written.",
 )
+@output_option()
 @click.option(
     "--check",
     is_flag=True,
@@ -78,6 +55,7 @@ def command(
     policy: str | None,
     targets: tuple[str, ...],
     fmt: str | None,
+    output: str | None,
     check: bool,
 ) -> int:
     """Write the build environment (arch lists, CUDA version) of a train, looked up from the arch table."""
@@ -88,8 +66,8 @@ def command(
     env = build_env(project, train, machine)
 
     if check:
-        if targets or fmt:
-            raise UsageError("--check does not write: drop --write/--format")
+        if targets or fmt or output:
+            raise UsageError("--check does not write: drop --write/--format/-o")
         mismatches = check_env(env)
         for m in mismatches:
             found = "unset" if m.found is None else repr(m.found)
@@ -102,22 +80,16 @@ def command(
             click.echo(f"cudaship: env: the arch lists are {env.train}'s on {env.machine}", err=True)
         return int(ExitCode.FINDINGS if mismatches else ExitCode.OK)
 
-    if not targets and fmt is None:
+    if fmt is None and (output is not None or not targets):
         fmt = "shell"
-    if fmt == "shell":
-        write_report(render_shell(env), None)
-    elif fmt == "dotenv":
-        write_report(render_dotenv(env), None)
-    elif fmt == "json":
-        write_report(_json(env), None)
+    if fmt is not None:
+        write_report(render("env", fmt, env), output)
     for target in targets:
         if target == "github":
             path = write_github_env(env)
             click.echo(f"cudaship: env: wrote {len(env.values)} variables to {path}", err=True)
-        elif target == "shell":
-            write_report(render_shell(env), None)
-        elif target == "dotenv":
-            write_report(render_dotenv(env), None)
+        elif target in ("shell", "dotenv"):
+            write_report(render("env", target, env), None)
         else:
             write_file(env, Path(target))
     return int(ExitCode.OK)

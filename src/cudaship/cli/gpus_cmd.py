@@ -8,21 +8,15 @@ import click
 
 from cudaship.analysis.gpus import gpu_report
 from cudaship.cli.common import format_option, jobs_option, output_option, quick_gil_handover
+from cudaship.cli.progress import InspectProgress
 from cudaship.errors import KnowledgeError, UsageError
 from cudaship.exitcodes import ExitCode
-from cudaship.formats import gpus_html, gpus_json, gpus_markdown, gpus_text
-from cudaship.formats.output import write_report
 from cudaship.inspection.walk import inspect_paths
 from cudaship.knowledge.archs import Arch
 from cudaship.knowledge.driver import Driver, parse_driver
 from cudaship.knowledge.gpus import capability_of
-
-RENDERERS = {
-    "text": gpus_text.render,
-    "json": gpus_json.render,
-    "markdown": gpus_markdown.render,
-    "html": gpus_html.render,
-}
+from cudaship.render.output import write_report
+from cudaship.render.table import render
 
 
 def _driver(text: str | None, platform: str) -> Driver | None:
@@ -39,14 +33,28 @@ def _capabilities(values: tuple[str, ...]) -> list[Arch] | None:
         return None
     caps: list[Arch] = []
     for value in values:
-        for item in value.replace(",", " ").split():
-            try:
-                arch = capability_of(item)
-            except KnowledgeError as e:
-                raise UsageError(f"--gpu: {e.message}") from e
-            if arch not in caps:
-                caps.append(arch)
+        for item in (part.strip() for part in value.split(",")):
+            if not item:
+                continue
+            for arch in _gpu_item(item):
+                if arch not in caps:
+                    caps.append(arch)
     return sorted(caps)
+
+
+def _gpu_item(item: str) -> list[Arch]:
+    """One comma-separated item: a GPU name with spaces ("RTX 6000 Ada"), else space-separated names or
+    capabilities ("8.6 9.0", "A10G H100") when every word is one."""
+    try:
+        return [capability_of(item)]
+    except KnowledgeError as e:
+        words = item.split()
+        if len(words) > 1:
+            try:
+                return [capability_of(word) for word in words]
+            except KnowledgeError:
+                pass
+        raise UsageError(f"--gpu: {e.message}") from e
 
 
 @click.command("gpus")
@@ -62,7 +70,8 @@ def _capabilities(values: tuple[str, ...]) -> list[Arch] | None:
     "gpus",
     multiple=True,
     metavar="GPU",
-    help="Only these GPUs: a capability (8.6) or a name (A10G, H100); repeat or separate by commas.",
+    help="Only these GPUs: a capability (8.6) or a name (A10G, 'RTX 4090', 'NVIDIA GeForce RTX 4090'; "
+    "case and vendor words do not matter); repeat or separate by commas.",
 )
 @click.option(
     "--details",
@@ -70,20 +79,23 @@ def _capabilities(values: tuple[str, ...]) -> list[Arch] | None:
     help="Also decompress SASS entries to read the toolkit each cubin records: better evidence of the CUDA "
     "release a library was built with (and so of its minimum driver), slower.",
 )
-@format_option(["text", "json", "markdown", "html"])
-@output_option()
 @click.option(
-    "--progress/--no-progress", default=None, help="Progress bar on stderr (default: when a terminal)."
+    "--progress/--no-progress",
+    default=None,
+    help="Progress bar on stderr: bytes read and the file or wheel member being read (default: when a "
+    "terminal).",
 )
+@format_option("gpus")
+@output_option()
 @jobs_option("files and wheel members")
 def command(
     paths: tuple[str, ...],
     driver: str | None,
     gpus: tuple[str, ...],
     details: bool,
+    progress: bool | None,
     fmt: str,
     output: str | None,
-    progress: bool | None,
     jobs: int | None,
 ) -> int:
     """Tell which GPUs (compute capabilities 7.5 to 12.1) each PATH runs on, and with which driver.
@@ -99,14 +111,12 @@ def command(
     parsed_driver = _driver(driver, "linux")
     with quick_gil_handover():
         if sys.stderr.isatty() if progress is None else progress:
-            from cudaship.cli.inspect_cmd import InspectProgress
-
             with InspectProgress("reading") as bar:
                 inspected = inspect_paths(paths, details=details, observer=bar, workers=jobs)
         else:
             inspected = inspect_paths(paths, details=details, workers=jobs)
     report = gpu_report(inspected, capabilities=capabilities, driver=parsed_driver)
-    write_report(RENDERERS[fmt.lower()](report), output)
+    write_report(render("gpus", fmt, report), output)
     for failed in report.failed:
         click.echo(f"cudaship: error: {failed.label}: {failed.error}", err=True)
     return int(ExitCode.BAD_INPUT if report.failed else ExitCode.OK)

@@ -2,37 +2,32 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
 
 import click
 
-from cudaship.cli.common import format_option, jobs_option, output_option, quick_gil_handover
-from cudaship.cli.progress import ByteProgress
-from cudaship.formats.output import write_report
+from cudaship.cli.common import format_option, jobs_option, output_option, quick_gil_handover, text_style
+from cudaship.cli.progress import InspectProgress
 from cudaship.inspection.report import demangle
-from cudaship.inspection.walk import InspectObserver, inspect_paths
-
-
-class InspectProgress(ByteProgress, InspectObserver):
-    """Inspect's progress: bytes of the inputs read, and the file being read."""
-
-    def __init__(self, description: str = "inspecting") -> None:
-        super().__init__(description)
-
-    def reading(self, label: str) -> None:
-        self.label(label)
+from cudaship.inspection.walk import inspect_paths
+from cudaship.render.output import write_report
+from cudaship.render.table import render
 
 
 @click.command("inspect")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
-@format_option(["text", "json"])
+@format_option("inspect")
 @output_option()
 @click.option("--demangle", "demangle_names", is_flag=True, help="Demangle exported C++ symbol names.")
 @click.option(
     "--details",
     is_flag=True,
-    help="Also decompress SASS entries to read the toolkit version each cubin records, and list all exports.",
+    help="Also decompress SASS entries to read the toolkit version each cubin records (slower).",
+)
+@click.option(
+    "--all-exports",
+    is_flag=True,
+    help="List every exported symbol in the text report (by default the first 20 and a count; JSON has all).",
 )
 @click.option(
     "--exports/--no-exports",
@@ -50,6 +45,7 @@ def command(
     output: str | None,
     demangle_names: bool,
     details: bool,
+    all_exports: bool,
     exports: bool,
     progress: bool | None,
     jobs: int | None,
@@ -57,7 +53,8 @@ def command(
     """Report what each PATH needs and what GPU code it carries.
 
     PATH is a native library or program (.so, .dll, .pyd, .exe, .dylib), a device-code file (.cubin,
-    .fatbin, .ptx), a COFF import library (.lib), a wheel (read in place) or a directory (walked).
+    .fatbin, .ptx), a COFF import library (.lib), a wheel or an exported program (.pt2, .pte), read in
+    place with each member reported under the package's path, or a directory (walked).
     Formats are recognised by content, from any OS: Windows DLLs read on Linux and the other way round.
 
     Exit status: 0 when every input was read, 2 when any could not be (the others are still reported).
@@ -65,28 +62,13 @@ def command(
     show_progress = sys.stderr.isatty() if progress is None else progress
     with quick_gil_handover():
         if show_progress:
-            with InspectProgress() as bar:
+            with InspectProgress("inspecting") as bar:
                 report = inspect_paths(paths, details=details, observer=bar, workers=jobs)
         else:
             report = inspect_paths(paths, details=details, workers=jobs)
     demangler = demangle if demangle_names else None
-    if fmt.lower() == "json":
-        from cudaship.formats import inspect_json
-
-        text = inspect_json.render(report, exports=exports, demangle=demangler)
-    else:
-        from cudaship.formats import inspect_text
-
-        to_terminal = output in (None, "-") and sys.stdout.isatty()
-        width = shutil.get_terminal_size().columns if to_terminal else 120
-        text = inspect_text.render(
-            report,
-            width=max(width, 80),
-            color=to_terminal,
-            exports=exports,
-            demangle=demangler,
-            details=details,
-        )
+    style = text_style(output, exports=exports, demangle=demangler, all_exports=all_exports)
+    text = render("inspect", fmt, report, style)
     write_report(text, output)
     for failed in report.failed:
         where = f"{failed.container}!{failed.path}" if failed.container else failed.path

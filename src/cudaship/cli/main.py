@@ -55,6 +55,24 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.obj["debug"] = debug
 
 
+def usage_error_line(error: click.ClickException) -> str:
+    """A usage error (bad option, missing argument, unknown command) as the one line every error is:
+    ``cudaship: error: inspect: missing argument 'PATHS...' (see cudaship inspect --help)``."""
+    message = " ".join(error.format_message().split())
+    if message[:1].isupper() and not message[1:2].isupper():
+        message = message[0].lower() + message[1:]
+    for hint in (". (did you mean", ". (Did you mean"):
+        message = message.replace(hint, " (did you mean")
+    if message.endswith("."):
+        message = message[:-1]
+    ctx = getattr(error, "ctx", None)
+    if ctx is None:
+        return f"cudaship: error: {message}"
+    path = ctx.command_path
+    where = path.removeprefix("cudaship").strip()
+    return f"cudaship: error: {where + ': ' if where else ''}{message} (see {path} --help)"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (tests call this directly)."""
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
@@ -68,8 +86,12 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Abort:
         click.echo("cudaship: aborted", err=True)
         return 130
+    except click.exceptions.NoArgsIsHelpError as e:  # a bare ``cudaship`` or ``cudaship toolkit``: help
+        if e.ctx is not None:
+            click.echo(e.ctx.get_help())
+        return ExitCode.OK
     except click.ClickException as e:
-        e.show()
+        click.echo(usage_error_line(e), err=True)
         return ExitCode.BAD_INPUT
     except click.exceptions.Exit as e:
         return int(e.exit_code)

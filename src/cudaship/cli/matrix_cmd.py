@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -16,48 +14,15 @@ from cudaship.cli.common import format_option, output_option
 from cudaship.config import load_config
 from cudaship.errors import UsageError
 from cudaship.exitcodes import ExitCode
-from cudaship.formats.output import write_report
-
-SCHEMA_VERSION = 1
-
-
-def _report(result: MatrixResult) -> dict[str, Any]:
-    return {
-        "schema": SCHEMA_VERSION,
-        "event": result.event.value,
-        "kind": result.kind.value,
-        "ok": result.ok,
-        "include": [row.to_github() for row in result.rows],
-        "skipped": [
-            {
-                "kind": s.kind.value,
-                "train": s.train,
-                "python": s.python,
-                "platform": s.platform,
-                "reason": s.reason,
-            }
-            for s in result.skipped
-        ],
-        "notes": list(result.notes),
-        "problems": list(result.problems),
-    }
+from cudaship.render.matrix_github import compact
+from cudaship.render.output import write_report
+from cudaship.render.table import render
 
 
-def _text(result: MatrixResult) -> str:
-    lines = [f"{result.kind.value} matrix for {result.event.value}: {len(result.rows)} row(s)"]
-    for row in result.rows:
-        archs = row.archs.list if row.archs else "(no arch list)"
-        runner = f" on {row.runner}" if row.runner else ""
-        lines.append(f"  {row.name}{runner}: {archs}")
-    for note in result.notes:
-        lines.append(f"note: {note}")
-    for problem in result.problems:
-        lines.append(f"FAIL: {problem}")
-    return "\n".join(lines) + "\n"
-
-
-def _github_output(result: MatrixResult, compact: str) -> None:
-    text = f"matrix={compact}\nrows={len(result.rows)}\nhas-rows={'true' if result.rows else 'false'}\n"
+def _github_output(result: MatrixResult) -> None:
+    text = (
+        f"matrix={compact(result)}\nrows={len(result.rows)}\nhas-rows={'true' if result.rows else 'false'}\n"
+    )
     append_github_file("GITHUB_OUTPUT", text, "--github-output")
 
 
@@ -94,7 +59,7 @@ def _github_output(result: MatrixResult, compact: str) -> None:
 @click.option(
     "--github-output", is_flag=True, help="Also append matrix=, rows= and has-rows= to $GITHUB_OUTPUT."
 )
-@format_option(["github", "json", "text"], default="github")
+@format_option("matrix")
 @output_option()
 def command(
     policy: str | None,
@@ -131,16 +96,9 @@ def command(
     else:
         result = build_matrix(config, lookup, chosen, labels.split(","), fork=fork)
 
-    compact = json.dumps(result.to_github(), separators=(",", ":"))
-    if fmt == "github":
-        text = compact
-    elif fmt == "json":
-        text = json.dumps(_report(result), indent=2)
-    else:
-        text = _text(result)
-    write_report(text, output)
+    write_report(render("matrix", fmt, result), output)
     if github_output:
-        _github_output(result, compact)
+        _github_output(result)
     if fmt != "text":
         for note in result.notes:
             click.echo(f"cudaship: note: {note}", err=True)

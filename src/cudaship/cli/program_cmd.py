@@ -8,7 +8,8 @@ import click
 
 from cudaship.cli.common import format_option, output_option
 from cudaship.exitcodes import ExitCode
-from cudaship.formats.output import write_report
+from cudaship.render.output import write_report
+from cudaship.render.table import render
 
 
 @click.group("program")
@@ -18,19 +19,14 @@ def command() -> None:
 
 @command.command("inspect")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@format_option(["text", "json"])
+@format_option("program inspect")
 @output_option()
 def inspect_command(paths: tuple[Path, ...], fmt: str, output: str | None) -> int:
     """What a .pt2 / .pte (or an export directory) holds: platform, imports, device code, train."""
-    from cudaship.formats import program_json, program_text
     from cudaship.program.reader import read_program
 
     infos = [read_program(p) for p in paths]
-    if fmt == "json":
-        text = program_json.render_inspect(infos)
-    else:
-        text = "\n".join(program_text.render_inspect(i) for i in infos)
-    write_report(text, output)
+    write_report(render("program inspect", fmt, infos), output)
     return ExitCode.BAD_INPUT if any(i.errors for i in infos) else ExitCode.OK
 
 
@@ -46,19 +42,16 @@ def inspect_command(paths: tuple[Path, ...], fmt: str, output: str | None) -> in
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True)
 @click.option("--cxx", default=None, help="C++ compiler AOTInductor uses (default: $CXX, else g++).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing package in DIR.")
-def export_command(model: str, out_dir: Path, device: str, cxx: str | None, overwrite: bool) -> int:
+@format_option("program export")
+@output_option()
+def export_command(
+    model: str, out_dir: Path, device: str, cxx: str | None, overwrite: bool, fmt: str, output: str | None
+) -> int:
     """Export MODEL (module:function returning (module, inputs), or demo-mlp / demo-conv) with AOTInductor."""
     from cudaship.program.export import export_program
 
     result = export_program(model, out_dir, device=device, cxx=cxx, overwrite=overwrite)
-    prov = result.provenance
-    click.echo(
-        f"{out_dir}: exported {model} with torch {prov.torch_version} (CUDA {prov.cuda_train or '-'}) for "
-        f"{prov.device} {prov.target_platform} in {result.export_s:.1f} s; device code "
-        f"{' '.join(prov.device_code_archs) or '(none)'}"
-    )
-    for warning in result.warnings:
-        click.echo(f"warning: {warning}", err=True)
+    write_report(render("program export", fmt, result), output)
     return ExitCode.OK
 
 
@@ -75,7 +68,7 @@ def export_command(model: str, out_dir: Path, device: str, cxx: str | None, over
 @click.option(
     "--driver", default=None, help="Target driver version (595.45.04) or the CUDA it reports (13.2)."
 )
-@format_option(["text", "json", "markdown"])
+@format_option("program check")
 @output_option()
 def check_command(
     directory: Path,
@@ -88,17 +81,10 @@ def check_command(
     output: str | None,
 ) -> int:
     """Check an export directory against a runtime: train, GPU arch, driver, package, reference."""
-    from cudaship.formats import program_json, program_markdown, program_text
     from cudaship.program.check import check_program
 
     report = check_program(directory, train=train, wheel=wheel, gpu=gpu, here=here, driver=driver)
-    if fmt == "json":
-        text = program_json.render_check(report)
-    elif fmt == "markdown":
-        text = program_markdown.render([report])
-    else:
-        text = program_text.render_check(report)
-    write_report(text, output)
+    write_report(render("program check", fmt, report), output)
     return ExitCode.OK if report.passed else ExitCode.FINDINGS
 
 
@@ -123,7 +109,7 @@ def check_command(
     type=click.IntRange(min=1),
     help="Seconds before the run is stopped.",
 )
-@format_option(["text", "json", "markdown"])
+@format_option("program run")
 @output_option()
 def run_command(
     directory: Path,
@@ -137,19 +123,12 @@ def run_command(
 ) -> int:
     """Run the program in a fresh process with no compiler on PATH; compare with the reference and eager."""
     from cudaship.errors import NoGpuError
-    from cudaship.formats import program_json, program_markdown, program_text
     from cudaship.program.run import run_program
 
     report = run_program(
         directory, runs=runs, tolerance=tolerance, non_ascii=non_ascii, python=python, timeout=timeout
     )
-    if fmt == "json":
-        text = program_json.render_run(report)
-    elif fmt == "markdown":
-        text = program_markdown.render([report])
-    else:
-        text = program_text.render_run(report)
-    write_report(text, output)
+    write_report(render("program run", fmt, report), output)
     if report.ok:
         return ExitCode.OK
     if report.failure and "sees no CUDA GPU" in report.failure:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from types import TracebackType
 from typing import TypeVar
 
+from cudaship.inspection.walk import InspectObserver
+
 _Self = TypeVar("_Self", bound="ByteProgress")
 
 
@@ -54,3 +56,11 @@ class ByteProgress:
 
     def advanced(self, nbytes: int) -> None:
         self._progress.advance(self._task, nbytes)
+
+
+class InspectProgress(ByteProgress, InspectObserver):
+    """The bar of the commands that read inputs with :func:`~cudaship.inspection.walk.inspect_paths`
+    (``inspect``, ``gpus``): bytes of the inputs read, and the file or wheel member being read."""
+
+    def reading(self, label: str) -> None:
+        self.label(label)

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import json
-import os
 import platform as _host
 import re
-import shlex
 import sys
 from pathlib import Path
 from types import TracebackType
@@ -17,16 +14,16 @@ import click
 from cudaship.ci.github import append_github_file
 from cudaship.errors import ToolkitError, UsageError
 from cudaship.exitcodes import ExitCode
-from cudaship.formats.output import write_report
 from cudaship.knowledge import toolkit_data
+from cudaship.render.output import write_report
+from cudaship.render.table import render
 from cudaship.toolkit import download, layout
 from cudaship.toolkit import install as installer
 from cudaship.toolkit.extract import ExtractLimits
-from cudaship.toolkit.records import Observer, Platform, Source, ToolkitInfo, VerifyProblem
+from cudaship.toolkit.records import Observer, Platform, Source, ToolkitCatalog, ToolkitEnv, ToolkitView
 
 from .common import format_option, output_option
 
-SCHEMA_VERSION = 1
 _SIZE = re.compile(r"^(\d+)([KMGT]?)i?B?$", re.IGNORECASE)
 
 
@@ -113,19 +110,6 @@ class _Progress(Observer):
             self.bar.remove_task(self.tasks.pop(filename))
 
 
-def _info_json(info: ToolkitInfo, root: Path, **extra: Any) -> dict[str, Any]:
-    data = info.to_json()
-    data.pop("files")
-    return {"schema": SCHEMA_VERSION, "path": str(root), **data, **extra}
-
-
-def _info_text(info: ToolkitInfo, root: Path) -> str:
-    lines = [f"CUDA {info.release} for {info.platform.value} from {info.source.value} at {root}"]
-    width = max((len(c.component) for c in info.components), default=0)
-    lines += [f"  {c.component:<{width}}  {c.name} {c.version}" for c in info.components]
-    return "\n".join(lines)
-
-
 @click.group("toolkit")
 def command() -> None:
     """Assemble CUDA toolkits from NVIDIA's redist archives or wheels: any platform, verified, atomic."""
@@ -181,7 +165,7 @@ def command() -> None:
     help="Refuse archives that expand past this size in total.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
-@format_option(["text", "json"])
+@format_option("toolkit")
 @output_option()
 def install_command(
     train: str,
@@ -223,106 +207,50 @@ def install_command(
             + (f". {notes}" if notes else "")
         )
         info = installer.install(request, progress)
-    root = dest.absolute()
-    if fmt == "json":
-        write_report(json.dumps(_info_json(info, root), indent=2), output)
-    else:
-        write_report("Installed " + _info_text(info, root), output)
+    write_report(render("toolkit", fmt, ToolkitView(info, dest.absolute(), installed=True)), output)
     return int(ExitCode.OK)
 
 
 @command.command("list")
 @click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
-@format_option(["text", "json"])
+@format_option("toolkit")
 @output_option()
 def list_command(directory: Path | None, fmt: str, output: str | None) -> int:
     """Show the toolkit at DIRECTORY; without it, the trains and components cudaship can install."""
     if directory is not None:
-        info = installer.read_toolkit(directory)
-        root = directory.absolute()
-        text = _info_text(info, root)
-        write_report(json.dumps(_info_json(info, root), indent=2) if fmt == "json" else text, output)
+        view = ToolkitView(installer.read_toolkit(directory), directory.absolute())
+        write_report(render("toolkit", fmt, view), output)
         return int(ExitCode.OK)
-    trains = toolkit_data.trains()
-    sets = toolkit_data.component_sets()
-    if fmt == "json":
-        data = {
-            "schema": SCHEMA_VERSION,
-            "trains": trains,
-            "releases": list(toolkit_data.releases()),
-            "components": {n: toolkit_data.component_description(n) for n in toolkit_data.component_names()},
-            "sets": {k: list(v) for k, v in sets.items()},
-        }
-        write_report(json.dumps(data, indent=2), output)
-        return int(ExitCode.OK)
-    lines = ["Trains (train -> default release):"]
-    lines += [f"  {t:<5} -> {r}" for t, r in trains.items()]
-    lines.append("Components:")
-    width = max(len(n) for n in toolkit_data.component_names())
-    lines += [
-        f"  {n:<{width}}  {toolkit_data.component_description(n)}" for n in toolkit_data.component_names()
-    ]
-    lines.append("Sets:")
-    lines += [f"  {k:<{width}}  {', '.join(v)}" for k, v in sets.items()]
-    write_report("\n".join(lines), output)
+    catalog = ToolkitCatalog(
+        trains=toolkit_data.trains(),
+        releases=tuple(toolkit_data.releases()),
+        components={n: toolkit_data.component_description(n) for n in toolkit_data.component_names()},
+        sets={k: tuple(v) for k, v in toolkit_data.component_sets().items()},
+    )
+    write_report(render("toolkit", fmt, catalog), output)
     return int(ExitCode.OK)
 
 
 @command.command("verify")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
-@format_option(["text", "json"])
+@format_option("toolkit")
 @output_option()
 def verify_command(directory: Path, fmt: str, output: str | None) -> int:
     """Check every file of the toolkit at DIRECTORY against its cudaship-toolkit.json (exit 1 on changes)."""
     info, problems = installer.verify(directory)
-    root = directory.absolute()
-    if fmt == "json":
-        data = _info_json(
-            info,
-            root,
-            ok=not problems,
-            files=len(info.files),
-            problems=[{"path": p.path, "problem": p.problem} for p in problems],
-        )
-        write_report(json.dumps(data, indent=2), output)
-    else:
-        write_report(_verify_text(info, root, problems), output)
+    write_report(render("toolkit", fmt, ToolkitView(info, directory.absolute(), tuple(problems))), output)
     return int(ExitCode.FINDINGS if problems else ExitCode.OK)
-
-
-def _verify_text(info: ToolkitInfo, root: Path, problems: list[VerifyProblem]) -> str:
-    if not problems:
-        where = f"CUDA {info.release} ({info.platform.value}) at {root}"
-        return f"OK: {len(info.files)} files of {where} as recorded"
-    lines = [f"{len(problems)} problem(s) in CUDA {info.release} ({info.platform.value}) at {root}:"]
-    lines += [f"  {p.problem}: {p.path}" for p in problems]
-    return "\n".join(lines)
 
 
 @command.command("remove")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
-def remove_command(directory: Path) -> int:
+@format_option("toolkit")
+@output_option()
+def remove_command(directory: Path, fmt: str, output: str | None) -> int:
     """Delete the toolkit at DIRECTORY (only a directory that cudaship assembled)."""
     info = installer.remove(directory)
-    click.echo(
-        f"cudaship: toolkit: removed CUDA {info.release} ({info.platform.value}) at {directory}", err=True
-    )
+    write_report(render("toolkit", fmt, ToolkitView(info, directory.absolute(), removed=True)), output)
     return int(ExitCode.OK)
-
-
-def _shell(variables: dict[str, str], bins: list[str]) -> str:
-    lines = [f"export {k}={shlex.quote(v)}" for k, v in variables.items()]
-    lines.append(f'export PATH={shlex.quote(os.pathsep.join(bins))}{os.pathsep}"$PATH"')
-    return "\n".join(lines) + "\n"
-
-
-def _dotenv(variables: dict[str, str], bins: list[str]) -> str:
-    for key, value in variables.items():
-        if "\n" in value or "\r" in value:
-            raise ToolkitError(f"{key} holds a newline; cannot write it as NAME=value")
-    current = os.environ.get("PATH", "")
-    path = os.pathsep.join([*bins, current] if current else bins)
-    return "".join(f"{k}={v}\n" for k, v in {**variables, "PATH": path}.items())
 
 
 @command.command("env")
@@ -331,19 +259,19 @@ def _dotenv(variables: dict[str, str], bins: list[str]) -> str:
     "--write",
     "target",
     type=click.Choice(["github", "dotenv", "shell"]),
-    default="shell",
-    show_default=True,
-    help="github appends CUDA_HOME/CUDA_PATH/CUDACXX to $GITHUB_ENV and the bin "
-    "directories to $GITHUB_PATH; dotenv and shell print (or write with -o) in that syntax.",
+    default=None,
+    help="github appends CUDA_HOME/CUDA_PATH/CUDACXX to $GITHUB_ENV and the bin directories to "
+    "$GITHUB_PATH; dotenv and shell are the same as --format dotenv / shell.",
 )
+@format_option("toolkit env", unset=True, help_text="Print in this syntax (default: shell).")
 @output_option()
-def env_command(directory: Path, target: str, output: str | None) -> int:
+def env_command(directory: Path, target: str | None, fmt: str | None, output: str | None) -> int:
     """Print or write CUDA_HOME, CUDA_PATH and PATH for the toolkit at DIRECTORY."""
     info = installer.read_toolkit(directory)
     variables, bins = layout.env_vars(directory.absolute(), info.platform)
     if target == "github":
-        if output:
-            raise UsageError("--write github appends to $GITHUB_ENV and $GITHUB_PATH; drop -o")
+        if output or fmt:
+            raise UsageError("--write github appends to $GITHUB_ENV and $GITHUB_PATH; drop -o/--format")
         for key, value in variables.items():
             if "\n" in value or "\r" in value:
                 raise ToolkitError(f"{key} holds a newline; cannot write it to GITHUB_ENV")
@@ -355,8 +283,8 @@ def env_command(directory: Path, target: str, output: str | None) -> int:
             f"{len(bins)} directories to {path_file}",
             err=True,
         )
-    elif target == "dotenv":
-        write_report(_dotenv(variables, bins), output)
-    else:
-        write_report(_shell(variables, bins), output)
+        return int(ExitCode.OK)
+    if target is not None and fmt is not None and target != fmt.lower():
+        raise UsageError(f"--write {target} and --format {fmt} disagree: give one")
+    write_report(render("toolkit env", fmt or target or "shell", ToolkitEnv(variables, tuple(bins))), output)
     return int(ExitCode.OK)

@@ -121,8 +121,8 @@ def _read_into(state: _Partial, buf: Buffer, *, details: bool, device: bool = Tr
         state.linkage = cuda_linkage(host)
     elif fmt is FileFormat.COFF_IMPORT_LIBRARY:
         state.host = _read_import_library(buf)
-        if not state.host.imports:
-            state.notes.append("a static library (archive of objects), not an import library: names no DLL")
+        if not state.host.imports:  # the signature only says "ar archive": one naming no DLL is static
+            state.format = FileFormat.STATIC_LIBRARY
         _scan_device_code(state, buf, None, details=details)  # static libraries may carry relocatable code
     else:
         _read_device_file(state, buf, details=details)
@@ -166,7 +166,7 @@ def _read_import_library(buf: Buffer) -> HostBinary:
         by_dll.setdefault(member.dll, []).append(ImportedSymbol(member.symbol, member.ordinal))
     imports = tuple(Import(dll, ImportKind.IMPORT, tuple(symbols)) for dll, symbols in by_dll.items())
     return HostBinary(
-        format=FileFormat.COFF_IMPORT_LIBRARY,
+        format=FileFormat.COFF_IMPORT_LIBRARY if imports else FileFormat.STATIC_LIBRARY,
         machine=Machine.OTHER,
         bits=0,
         kind="import-library" if imports else "static-library",

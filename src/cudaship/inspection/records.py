@@ -31,6 +31,19 @@ class CudaLinkage:
     driver_evidence: tuple[str, ...]
 
 
+class ContainerKind(str, Enum):
+    """What holds a set of members that commands read in place: a wheel or an exported program."""
+
+    WHEEL = "wheel"
+    PT2 = "pt2"  #: an AOTInductor package (zip)
+    PTE = "pte"  #: an ExecuTorch program (flatbuffer with named data)
+
+    @property
+    def noun(self) -> str:
+        """How reports name it: ``wheel``, ``AOTInductor package``, ``ExecuTorch program``."""
+        return {"wheel": "wheel", "pt2": "AOTInductor package", "pte": "ExecuTorch program"}[self.value]
+
+
 @dataclass(frozen=True)
 class WheelInfo:
     """A wheel's own facts (from its file name, METADATA and WHEEL)."""

@@ -12,17 +12,24 @@ from functools import lru_cache
 
 from cudaship.binary.records import DeviceCode, DeviceCodeKind
 from cudaship.exitcodes import ExitCode
-from cudaship.inspection.records import FileReport, RuntimeLinkage, WheelInfo
+from cudaship.inspection.records import ContainerKind, FileReport, RuntimeLinkage, WheelInfo
 
 
 @dataclass(frozen=True)
 class WheelReport:
-    """One wheel: its own facts and the reports of the members inspect read."""
+    """One container read in place (a wheel, or an exported program: ``.pt2``, ``.pte``): its own facts
+    and the reports of the members read, each with ``container`` = this path."""
 
     path: str  #: as given (or as found under a directory)
-    info: WheelInfo | None  #: None when the archive could not be opened
+    info: WheelInfo | None  #: None when the archive could not be opened, and for programs
     error: str | None
     files: tuple[FileReport, ...]
+    kind: ContainerKind = ContainerKind.WHEEL
+    #: programs: the CUDA train the code was built for, when the members tell (``13.0``), and how
+    #: (``PTX ISA 9.0``); None when nothing records it
+    cuda_train: str | None = None
+    train_evidence: str | None = None
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -130,6 +137,26 @@ def cuda_release_for_ptx(isa_version: str | None) -> str | None:
     except (KnowledgeError, ValueError):
         return None
     return found.train.version if found is not None else None
+
+
+def train_from_ptx(device_code: Iterable[DeviceCode]) -> tuple[str, str] | None:
+    """``("13.0", "PTX ISA 9.0")``: the CUDA release that introduced the newest PTX ISA among
+    ``device_code`` (the toolkit that wrote the PTX is that release or newer), or None without PTX whose
+    ISA the release table knows."""
+    best: tuple[tuple[int, ...], str, str] | None = None
+    for d in device_code:
+        if d.kind is not DeviceCodeKind.PTX or not d.version:
+            continue
+        release = cuda_release_for_ptx(d.version)
+        if release is None:
+            continue
+        try:
+            key = tuple(int(x) for x in d.version.split("."))
+        except ValueError:
+            continue
+        if best is None or key > best[0]:
+            best = (key, release, d.version)
+    return (best[1], f"PTX ISA {best[2]}") if best is not None else None
 
 
 def linkage_phrase(report: FileReport) -> str | None:

@@ -1,8 +1,10 @@
 """From the paths a user names to file reports: files, directories (walked) and wheels (opened in place).
 
 A file named explicitly is always reported, also when it is not a binary cudaship reads (that is an error).
-Inside a directory, files are chosen by name and first bytes and the rest is skipped quietly; wheels found
-there are opened too. Inside a wheel, members are chosen the same way (see :mod:`cudaship.wheel.archive`).
+Inside a directory, files are chosen by name and first bytes and the rest is skipped quietly; wheels and
+exported programs (``.pt2``, ``.pte``) found there are opened too. Inside a wheel, members are chosen the same
+way (see :mod:`cudaship.wheel.archive`); inside a program, its libraries and cubins (see
+:mod:`cudaship.program`). Members are reported with ``container`` = the wheel's or program's path.
 
 Progress goes to an :class:`InspectObserver`; its hooks do nothing unless the caller (the CLI) overrides them.
 """
@@ -14,7 +16,7 @@ import os
 from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cudaship.archive.pool import Pending, Workers, worker_count
@@ -22,8 +24,8 @@ from cudaship.archive.select import MAGIC_BYTES, looks_native
 from cudaship.binary.records import Buffer
 from cudaship.errors import CudashipError
 from cudaship.inspection.dispatch import inspect_buffer
-from cudaship.inspection.records import FileReport
-from cudaship.inspection.report import InspectReport, WheelReport
+from cudaship.inspection.records import ContainerKind, FileReport
+from cudaship.inspection.report import InspectReport, WheelReport, train_from_ptx
 from cudaship.inspection.wheel import WheelJob, start_wheel
 from cudaship.safe_read import is_dir, not_regular_reason, open_regular
 from cudaship.wheel.archive import is_wheel
@@ -71,9 +73,13 @@ def inspect_paths(
         path = Path(label)
         if is_dir(path):
             try:
-                plan.extend(_walk(path, label))
+                found = list(_walk(path, label))
             except CudashipError as e:
                 plan.append(FileReport(path=label, format=None, size=0, error=e.message))
+                continue
+            plan.extend(found)
+            if not found:  # nothing checked is not a pass: the directory is the problem (exit 2)
+                plan.append(FileReport(path=label, format=None, size=0, error=_nothing_under(path)))
         elif path.exists():
             reason = not_regular_reason(path)
             if reason is None:
@@ -94,7 +100,7 @@ def inspect_paths(
         # Every file and wheel member is handed to the workers as soon as it is planned; reports are collected
         # in the order the user named the inputs. At most _OPEN_WHEELS_PER_WORKER wheels per worker are open
         # at once: a directory of thousands of wheels does not hold thousands of maps.
-        pending: deque[FileReport | WheelJob | Pending[FileReport]] = deque()
+        pending: deque[FileReport | WheelJob | Pending[FileReport] | Pending[WheelReport]] = deque()
         open_wheels = 0
 
         def collect() -> None:
@@ -112,11 +118,16 @@ def inspect_paths(
                 files.extend(wheel.files)
                 items.append(wheel)
             else:
-                report = entry.result()
+                result = entry.result()
+                if isinstance(result, WheelReport):  # a program read as a container
+                    wheels.append(result)
+                    files.extend(result.files)
+                    items.append(result)
+                    return
                 with pool.hooks_lock:
-                    hooks.done(report)
-                files.append(report)
-                items.append(report)
+                    hooks.done(result)
+                files.append(result)
+                items.append(result)
 
         for item in plan:
             if isinstance(item, FileReport):
@@ -126,6 +137,8 @@ def inspect_paths(
                     collect()
                 pending.append(start_wheel(item.path, item.label, details=details, hooks=hooks, workers=pool))
                 open_wheels += 1
+            elif is_program(item.path):
+                pending.append(pool.submit(_inspect_program, item, details, hooks, pool))
             else:
                 pending.append(pool.submit(_read_file, item, details, hooks, pool))
         while pending:
@@ -194,12 +207,77 @@ def walk_files(root: Path) -> Iterator[Path]:
         stack.extend(reversed(subdirs))
 
 
+#: file name suffixes of exported programs
+PROGRAM_SUFFIXES = (".pt2", ".pte")
+
+
+def is_program(path: Path) -> bool:
+    """An exported program, by name (``.pt2``, ``.pte``) or, for a ``.pte`` named otherwise, by content
+    (``ET`` and two digits at offset 4)."""
+    if path.suffix.lower() in PROGRAM_SUFFIXES:
+        return True
+    from cudaship.program.pte import is_pte
+
+    return is_pte(_head(path))
+
+
+def _inspect_program(item: _Input, details: bool, hooks: InspectObserver, pool: Workers) -> WheelReport:
+    """An AOTInductor package or ExecuTorch program: its libraries and cubins as members (read on a worker;
+    the hooks are called under the pool's lock)."""
+    from cudaship.program.reader import read_program
+    from cudaship.program.records import ProgramKind
+
+    total = _size(item.path)
+    with pool.hooks_lock:
+        hooks.reading(item.label)
+    kind = ContainerKind.PTE if item.path.suffix.lower() == ".pte" else ContainerKind.PT2
+    try:
+        program = read_program(item.path, details=details)
+    except CudashipError as e:
+        message = e.message
+        report = FileReport(path=item.label, format=None, size=total, error=message)
+        with pool.hooks_lock:
+            hooks.done(report)
+            hooks.advanced(total)
+        return WheelReport(path=item.label, info=None, error=message, files=(report,), kind=kind)
+    kind = ContainerKind.PTE if program.kind is ProgramKind.PTE else ContainerKind.PT2
+    files: list[FileReport] = []
+    for member in program.members:
+        if member.report is None:
+            continue
+        report = replace(member.report, path=member.name, container=item.label)
+        files.append(report)
+    with pool.hooks_lock:
+        for report in files:
+            hooks.done(report)
+        hooks.advanced(total)
+    train = train_from_ptx(d for f in files for d in f.device_code)
+    return WheelReport(
+        path=item.label,
+        info=None,
+        error=None,
+        files=tuple(files),
+        kind=kind,
+        cuda_train=train[0] if train else None,
+        train_evidence=train[1] if train else None,
+        notes=program.notes,
+    )
+
+
 def _walk(root: Path, label: str) -> Iterator[_Input]:
     """Files under ``root`` worth reading, in a stable order; symlinked directories are not followed."""
     for path in walk_files(root):
         shown = os.path.join(label, os.path.relpath(path, root))
-        if is_wheel(path) or looks_native(path.name, _head(path)):
+        if is_wheel(path) or path.suffix.lower() in PROGRAM_SUFFIXES or looks_native(path.name, _head(path)):
             yield _Input(path, shown, explicit=False)
+
+
+def _nothing_under(root: Path) -> str:
+    """Why a directory gave nothing to read: empty, or only files that are not binaries."""
+    count = sum(len(names) for _, _, names in os.walk(root))
+    if count == 0:
+        return "empty directory: nothing to check"
+    return f"no binary or wheel in this directory ({count} file(s), none cudaship reads): nothing to check"
 
 
 def _head(path: Path) -> bytes:

@@ -58,6 +58,10 @@ def _row(value: Any, train: Train, where: str) -> ArchList:
     return parsed.with_newest_ptx()
 
 
+#: :attr:`ArchTable.source` of the built-in table.
+BUILTIN_SOURCE = "the built-in arch table"
+
+
 @dataclass(frozen=True)
 class ArchTable:
     """Train → machine → arch list. Build it with :meth:`from_mapping`; read it with :meth:`lookup`."""
@@ -140,8 +144,9 @@ class ArchTable:
 
 @once
 def default_arch_table() -> ArchTable:
-    """The built-in table of data/arch_tables.toml (the release contract's lists; cu134 assumed as cu132)."""
-    return ArchTable.from_mapping(_data.table("arch_tables.toml", "archs"), "the built-in arch table")
+    """The built-in table of data/arch_tables.toml: a default row for every train from 11.8 to 13.5 (the
+    release contract's lists where it has them, else what PyTorch ships, each inside its release's SMs)."""
+    return ArchTable.from_mapping(_data.table("arch_tables.toml", "archs"), BUILTIN_SOURCE)
 
 
 def arch_table_for(config: ProjectConfig) -> ArchTable:

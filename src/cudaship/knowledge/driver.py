@@ -62,13 +62,33 @@ def cuda_for_driver(version: str, platform: str = "linux") -> Train | None:
     return best
 
 
+def newest_known_branch() -> int | None:
+    """The newest driver branch the release data names (610 for CUDA 13.3), None when it names none."""
+    branches = [r.driver_branch for r in releases() if r.driver_branch is not None]
+    for release in releases():
+        floor = release_floor(release)
+        if floor is not None:
+            branches.append(floor[0])
+    return max(branches, default=None)
+
+
+def is_future_driver(version: str) -> bool:
+    """Whether a driver version belongs to a branch newer than every one the data knows (``999.1``): such a
+    driver supports at least the newest CUDA known, but how much newer is unknown."""
+    newest = newest_known_branch()
+    return newest is not None and version_tuple(version)[0] > newest
+
+
 @dataclass(frozen=True)
 class Driver:
     """What is known of a driver: its version and/or the newest CUDA it supports."""
 
     version: str | None  #: "595.45.04", None when only the CUDA version is known
-    cuda: Train | None  #: newest CUDA it supports (13.2), None when the version predates the data
+    #: newest CUDA it supports (13.2), None when the version predates the data; for a driver of a branch
+    #: newer than the data knows (``future``), the newest CUDA known: a lower bound
+    cuda: Train | None
     platform: str = "linux"
+    future: bool = False  #: a branch newer than every one the data knows (``999.1``)
 
     def __post_init__(self) -> None:
         if self.version is None and self.cuda is None:
@@ -94,13 +114,22 @@ class Driver:
         return floor is not None and floor >= need
 
     def describe(self) -> str:
-        """``595.45.04 (CUDA 13.2)``, ``driver for CUDA 13.2``."""
+        """What the driver is, for a report's header: ``595.45.04 (CUDA 13.2)``, ``a driver for CUDA 13.2``,
+        ``999.1 (a branch newer than cudaship knows: CUDA 13.3 or newer)``."""
+        if self.version and self.cuda and self.future:
+            return f"{self.version} (a branch newer than cudaship knows: CUDA {self.cuda.version} or newer)"
         if self.version and self.cuda:
             return f"{self.version} (CUDA {self.cuda.version})"
         if self.version:
             return f"{self.version} (older than every CUDA release known)"
         assert self.cuda is not None
         return f"a driver for CUDA {self.cuda.version}"
+
+    @property
+    def phrase(self) -> str:
+        """The driver inside a sentence: ``driver 535.104.05 (CUDA 12.2)``, ``a driver for CUDA 12.2`` (never
+        "driver a driver for ...")."""
+        return f"driver {self.describe()}" if self.version else self.describe()
 
     def __str__(self) -> str:
         return self.describe()
@@ -123,7 +152,7 @@ def parse_driver(text: str, platform: str = "linux") -> Driver:
     if re.fullmatch(r"\d{4,5}", lowered):
         return Driver(None, cuda_from_driver_api(int(lowered)), platform)
     if re.fullmatch(r"\d+(\.\d+){0,3}", lowered) and int(lowered.split(".")[0]) >= 100:
-        return Driver(token, cuda_for_driver(token, platform), platform)
+        return Driver(token, cuda_for_driver(token, platform), platform, future=is_future_driver(token))
     cuda_text = re.sub(r"^cuda[-_ ]?", "", lowered)
     match = re.fullmatch(r"(\d{1,2})\.(\d)", cuda_text) or re.fullmatch(r"cu(\d{1,2})(\d)", cuda_text)
     if match:

@@ -69,16 +69,45 @@ def group_for(capability: Arch | str) -> GpuGroup | None:
     return None
 
 
+#: Words that vendors and drivers put before a GPU's model name, ignored when matching: "NVIDIA GeForce RTX
+#: 4090" is the "RTX 4090".
+_VENDOR_WORDS = frozenset({"nvidia", "geforce", "tesla", "quadro"})
+
+
 def _norm(name: str) -> str:
-    text = name.lower().replace("nvidia", " ").replace("geforce", " ").replace("tesla", " ")
-    return re.sub(r"[^a-z0-9]+", " ", text).strip()
+    """Lower case, punctuation as spaces, vendor words dropped: ``NVIDIA GeForce RTX-4090`` → ``rtx 4090``."""
+    words = re.sub(r"[^a-z0-9]+", " ", name.lower()).split()
+    return " ".join(w for w in words if w not in _VENDOR_WORDS)
+
+
+def known_gpu_names() -> tuple[str, ...]:
+    """Every GPU name the data knows, oldest capability first."""
+    return tuple(n for g in gpu_groups() for n in g.names)
+
+
+def close_gpu_names(name: str, limit: int = 3) -> tuple[str, ...]:
+    """Known GPU names that look like ``name`` (for "did you mean"), best first."""
+    import difflib
+
+    by_key: dict[str, str] = {}
+    for known in known_gpu_names():
+        by_key.setdefault(_norm(known), known)
+    wanted = _norm(name) or name.lower()
+    # names holding the typed words ("6000" → RTX 6000 Ada, RTX PRO 6000 Blackwell), then look-alikes
+    holding = [k for k in by_key if f" {wanted} " in f" {k} "]
+    similar = difflib.get_close_matches(wanted, list(by_key), n=limit, cutoff=0.6)
+    close = list(dict.fromkeys([*holding, *similar]))[:limit]
+    return tuple(by_key[k] for k in close)
 
 
 def capability_of(name: str) -> Arch:
-    """The compute capability of a GPU named ``name`` (``"H100"``, ``"NVIDIA H200"``, ``"GeForce RTX 4090"``).
+    """The compute capability of a GPU named ``name`` (``"H100"``, ``"NVIDIA H200"``, ``"GeForce RTX 4090"``,
+    ``"rtx 6000 ada"``).
 
-    Device names as drivers report them (``NVIDIA H100 80GB HBM3``) match by their leading words. A compute
-    capability (``"8.6"``) is returned as is. Unknown names raise KnowledgeError.
+    Matching ignores case, punctuation and vendor words (NVIDIA, GeForce, Tesla, Quadro). Device names as
+    drivers report them (``NVIDIA H100 80GB HBM3``) match by their leading words. A compute capability
+    (``"8.6"``) is returned as is. Unknown names raise KnowledgeError suggesting close known names; the
+    message never names cudaship's data files.
     """
     try:
         return parse_arch(name, known_only=True).base
@@ -92,8 +121,13 @@ def capability_of(name: str) -> Arch:
             matches = wanted == key or wanted.startswith(key + " ")
             if matches and (best is None or len(key) > best[0]):
                 best = (len(key), group.arch)
-    if best is None:
-        raise KnowledgeError(
-            f"unknown GPU {name!r}: not in {DATA_FILE} (give its compute capability, e.g. 8.6)"
-        )
-    return best[1]
+    if best is not None:
+        return best[1]
+    # a part of one name only ("4090", "6000 Ada"): taken when every name holding it has one capability
+    padded = f" {wanted} "
+    holding = {g.arch for g in gpu_groups() for known in g.names if wanted and padded in f" {_norm(known)} "}
+    if len(holding) == 1:
+        return holding.pop()
+    close = close_gpu_names(name)
+    hint = f" (did you mean {', '.join(close)}?)" if close else ""
+    raise KnowledgeError(f"unknown GPU {name.strip()!r}{hint}: give its compute capability instead, e.g. 8.6")

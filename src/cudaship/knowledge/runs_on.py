@@ -11,13 +11,14 @@ Given the device code entries of one library, :func:`runs_on` decides as the CUD
   for them, a CUDA major newer than the driver.
 
 Entries in relocatable fatbins (``-rdc``, linked, never loaded), LTO-IR and unknown entry kinds never count.
-The facts come from data/releases.toml; see shared/reference/cuda-binaries.md §3-4.
+The facts come from data/releases.toml, whose comments give their sources (NVIDIA's CUDA Toolkit release
+notes, the PTX ISA release history and the CUDA Compatibility guide); see docs/knowledge.md.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 from cudaship.binary.records import Compression, DeviceCode, DeviceCodeKind
@@ -156,13 +157,32 @@ def runs_on(
     """Decide whether ``entries`` (one library's device code) run on a GPU of ``capability`` ("8.6").
 
     ``driver`` (a :class:`~cudaship.knowledge.driver.Driver` or text :func:`parse_driver` reads) adds the
-    driver rules; without it the verdict holds for a new enough driver and ``min_driver`` says which.
+    driver rules; without it the verdict holds for a new enough driver and ``min_driver`` says which. A ``no``
+    that only the driver causes carries the ``min_driver`` that would run the code; a ``no`` no driver
+    changes gives the code's reason and no ``min_driver``.
     ``build_cuda`` is the CUDA release the library was built with, when the caller knows it (e.g. from the
     runtime it links); otherwise it is read from the entries (:func:`build_cuda_of`).
     """
     device = (capability if isinstance(capability, Arch) else parse_arch(capability)).base
     drv = parse_driver(driver, platform) if isinstance(driver, str) else driver
     all_entries = tuple(entries)
+    verdict = _decide(all_entries, device, drv, platform, build_cuda)
+    if verdict.verdict is VerdictKind.NO and drv is not None:
+        unbound = _decide(all_entries, device, None, platform, build_cuda)
+        if unbound.verdict is VerdictKind.NO:
+            return unbound  # no driver runs it: the reason is the code's, not this driver's
+        # the driver is what stops it: say which driver would run it (the verdict without the driver rules)
+        return replace(verdict, min_driver=unbound.min_driver, min_driver_reason=unbound.min_driver_reason)
+    return verdict
+
+
+def _decide(
+    all_entries: tuple[DeviceCode, ...],
+    device: Arch,
+    drv: Driver | None,
+    platform: str,
+    build_cuda: Train | str | None,
+) -> Verdict:
     loadable = [
         e for e in all_entries if not e.relocatable and e.kind in (DeviceCodeKind.SASS, DeviceCodeKind.PTX)
     ]
@@ -183,7 +203,7 @@ def runs_on(
             return Verdict(
                 VerdictKind.NO,
                 None,
-                f"built with CUDA {build.version}: a newer CUDA major than driver {drv.describe()} supports",
+                f"built with CUDA {build.version}: a newer CUDA major than {drv.phrase} supports",
                 *floor_driver,
             )
         if drv is not None and drv.version is not None and floor is not None and not drv.meets(floor):
@@ -259,7 +279,7 @@ def _isa_key(version: str | None) -> tuple[int, int]:
 
 def _ptx_too_new(version: str, release: Release | None, drv: Driver) -> str | None:
     if drv.cuda is None:
-        return f"PTX ISA {version} is newer than driver {drv.describe()} knows"
+        return f"PTX ISA {version} is newer than {drv.phrase} knows"
     if release is None:
         return f"PTX ISA {version} is newer than every CUDA release cudaship knows"
     if release.train > drv.cuda:

@@ -87,11 +87,12 @@ def libstdcxx_copy(report: FileReport | None) -> int:
     return sum(1 for name in report.host.exports if name.startswith(_LOCALE_SYMBOL))
 
 
-def read_pt2(buf: Buffer, path: str = "<buffer>") -> ProgramInfo:
+def read_pt2(buf: Buffer, path: str = "<buffer>", *, details: bool = False) -> ProgramInfo:
     """Read an AOTInductor package held in ``buf``; ``path`` names it in the report and in errors.
 
     Raises :class:`ProgramError` (naming ``path``) when the buffer is not a zip or holds no AOTInductor model.
     A member that cannot be read becomes a member with an error report and a note, not an exception.
+    ``details`` reads the members' device code as ``inspect --details`` does.
     """
     try:
         archive = ZipArchive(buf)
@@ -112,7 +113,7 @@ def read_pt2(buf: Buffer, path: str = "<buffer>") -> ProgramInfo:
         role = role_of(info.name)
         report: FileReport | None = None
         if role in (MemberRole.WRAPPER, MemberRole.LIBRARY, MemberRole.CUBIN):
-            report = _inspect_member(archive, info)
+            report = _inspect_member(archive, info, details)
         elif role is MemberRole.METADATA:
             _read_metadata(archive, info, metadata, notes)
         members.append(ProgramMember(info.name, role, info.size, report))
@@ -161,10 +162,10 @@ def _read_metadata(archive: ZipArchive, info: ZipMember, into: dict[str, str], n
             into[str(key)] = str(value)
 
 
-def _inspect_member(archive: ZipArchive, info: ZipMember) -> FileReport:
+def _inspect_member(archive: ZipArchive, info: ZipMember, details: bool) -> FileReport:
     try:
         with archive.buffer(info, memory_limit=IN_MEMORY_LIMIT) as buf:
-            return inspect_buffer(buf, info.name)
+            return inspect_buffer(buf, info.name, details=details)
     except ArchiveError as e:
         message = e.message.removeprefix(f"member {info.name}: ")
         return FileReport(path=info.name, format=None, size=info.size, error=message)

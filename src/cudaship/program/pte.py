@@ -124,15 +124,15 @@ def is_pte(head: bytes) -> bool:
     return len(head) >= 8 and head[4:6] == b"ET" and head[6:8].isdigit()
 
 
-def read_pte(buf: Buffer, path: str = "<buffer>") -> ProgramInfo:
+def read_pte(buf: Buffer, path: str = "<buffer>", *, details: bool = False) -> ProgramInfo:
     """Read an ExecuTorch program in ``buf``; :class:`ProgramError` naming ``path`` when it is not one."""
     try:
-        return _read(buf, path)
+        return _read(buf, path, details)
     except ProgramError as e:
         raise e.with_path(path) from None
 
 
-def _read(buf: Buffer, path: str) -> ProgramInfo:
+def _read(buf: Buffer, path: str, details: bool) -> ProgramInfo:
     size = len(buf)
     head = bytes(memoryview(buf)[:32])
     if not is_pte(head):
@@ -193,11 +193,11 @@ def _read(buf: Buffer, path: str) -> ProgramInfo:
                 data = flat.view[first : first + count]
             else:
                 raise ProgramError(f"corrupt program: {label} names inline blob {index} of {len(inline)}")
-            members.append(_member(f"delegate:{method}/{backend}", data))
+            members.append(_member(f"delegate:{method}/{backend}", data, details))
     for entry in flat.tables(root, 7):
         key = flat.string(entry, 0) or "?"
         index = flat.scalar(entry, 1, _U32)
-        members.append(_member(f"named:{key}", segment_bytes(index, f"named data {key!r}")))
+        members.append(_member(f"named:{key}", segment_bytes(index, f"named data {key!r}"), details))
     if not any(m.role is MemberRole.WRAPPER for m in members):
         notes.append("no compiled library in the program's named data or delegate data")
     platform = None
@@ -224,10 +224,10 @@ def _read(buf: Buffer, path: str) -> ProgramInfo:
     )
 
 
-def _member(name: str, data: memoryview) -> ProgramMember:
+def _member(name: str, data: memoryview, details: bool) -> ProgramMember:
     head = bytes(data[:4])
     if any(head.startswith(m) for m in _NATIVE_MAGICS):
-        report = inspect_buffer(data, name)
+        report = inspect_buffer(data, name, details=details)
         return ProgramMember(name, MemberRole.WRAPPER, len(data), report)
     return ProgramMember(
         name, MemberRole.WEIGHTS if name.startswith("named:") else MemberRole.OTHER, len(data)

@@ -30,8 +30,9 @@ def find_package(directory: Path) -> Path:
     return found[0]
 
 
-def read_program(path: str | Path) -> ProgramInfo:
-    """Read a ``.pt2`` or ``.pte`` file (by content, not name), or the program of an export directory."""
+def read_program(path: str | Path, *, details: bool = False) -> ProgramInfo:
+    """Read a ``.pt2`` or ``.pte`` file (by content, not name), or the program of an export directory;
+    ``details`` reads device code as ``inspect --details`` does."""
     target = Path(path)
     if target.is_dir():
         target = find_package(target)
@@ -49,7 +50,10 @@ def read_program(path: str | Path) -> ProgramInfo:
                 )
             buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
             try:
-                info = read_pt2(buf, label) if head.startswith(b"PK") else read_pte(buf, label)
+                if head.startswith(b"PK"):
+                    info = read_pt2(buf, label, details=details)
+                else:
+                    info = read_pte(buf, label, details=details)
             finally:
                 with suppress(BufferError):  # a view still alive in a traceback: the map goes with it
                     buf.close()

@@ -4,7 +4,7 @@ A *program* is a model compiled ahead of time: an AOTInductor package (``.pt2``,
 wrapper library, per-kernel cubins and metadata JSON) or an ExecuTorch program (``.pte``, a flatbuffer whose
 named data holds the compiled library, with weights in a ``.ptd`` beside it). The readers
 (:mod:`cudaship.program.pt2`, :mod:`cudaship.program.pte`) return :class:`ProgramInfo`; checks return
-:class:`CheckReport`; runs return :class:`RunReport`. Renderers in ``cudaship.formats.program_*`` print them.
+:class:`CheckReport`; runs return :class:`RunReport`. Renderers in ``cudaship.render.program_*`` print them.
 """
 
 from __future__ import annotations
@@ -93,6 +93,14 @@ class ProgramInfo:
     def recorded_toolkits(self) -> tuple[str, ...]:
         """Toolkit versions the cubins record (``.note.nv.tkinfo``): of the ptxas that made them."""
         return tuple(sorted({d.toolkit_version for _, d in self.device_code if d.toolkit_version}))
+
+    @property
+    def ptx_train(self) -> tuple[str, str] | None:
+        """``("13.0", "PTX ISA 9.0")``: the CUDA release of the newest PTX ISA in the program's device code
+        (an ExecuTorch CUDA program carries PTX inside its library); None without such PTX."""
+        from cudaship.inspection.report import train_from_ptx
+
+        return train_from_ptx(d for _, d in self.device_code)
 
     @property
     def errors(self) -> tuple[str, ...]:

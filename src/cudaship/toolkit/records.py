@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
 from cudaship.errors import UsageError
@@ -175,6 +176,36 @@ class ToolkitInfo:
 class VerifyProblem:
     path: str
     problem: str  #: "missing", "modified", "unexpected", "link changed"
+
+
+@dataclass(frozen=True)
+class ToolkitView:
+    """A toolkit on disk as ``toolkit install|list DIR|verify`` report it."""
+
+    info: ToolkitInfo
+    root: Path  #: absolute
+    #: ``verify``: the problems found (empty: every file as recorded); None when not verified
+    problems: tuple[VerifyProblem, ...] | None = None
+    installed: bool = False  #: just assembled by ``toolkit install``
+    removed: bool = False  #: just deleted by ``toolkit remove``
+
+
+@dataclass(frozen=True)
+class ToolkitCatalog:
+    """What ``toolkit list`` offers: trains (train -> default release), releases, components and sets."""
+
+    trains: dict[str, str]
+    releases: tuple[str, ...]
+    components: dict[str, str]  #: name -> description
+    sets: dict[str, tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class ToolkitEnv:
+    """``toolkit env``: the variables of a toolkit and the directories to put first on PATH."""
+
+    variables: dict[str, str]
+    bins: tuple[str, ...]
 
 
 class Observer:

@@ -43,6 +43,7 @@ def _file(f: FileVerdicts) -> dict[str, Any]:
 def _group(g: GroupVerdicts) -> dict[str, Any]:
     return {
         "path": g.path,
+        "kind": g.kind.value if g.kind is not None else None,
         "files": list(g.files),
         "verdicts": _verdicts(g.verdicts),
         "min_driver": g.min_driver,

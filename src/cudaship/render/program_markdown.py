@@ -52,3 +52,8 @@ def run_row(report: RunReport) -> str:
 def render(reports: Sequence[CheckReport | RunReport]) -> str:
     rows = [check_row(r) if isinstance(r, CheckReport) else run_row(r) for r in reports]
     return HEADER + "".join(rows)
+
+
+def render_one(report: CheckReport | RunReport) -> str:
+    """One check or run as a release-plan table of one row."""
+    return render([report])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cudaship.checks.environment import EnvReport
-from cudaship.formats.doctor_env_text import settings_lines, verdict
+from cudaship.render.doctor_env_text import settings_lines, verdict
 
 
 def _cell(text: str) -> str:

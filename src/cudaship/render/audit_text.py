@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from cudaship.checks.records import AuditReport, CheckResult, Finding, Severity, Status, WheelAudit
-from cudaship.formats.console import text_console
+from cudaship.render.console import text_console
 
 _STYLE = {"PASS": "green", "FAIL": "bold red", "WARN": "bold yellow", "NOTE": "cyan", "SKIP": "yellow"}
 _FAILED_LABEL = {Severity.ERROR: "FAIL", Severity.WARNING: "WARN", Severity.NOTE: "NOTE"}

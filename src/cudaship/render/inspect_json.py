@@ -67,6 +67,10 @@ def _wheel(wheel: WheelReport) -> dict[str, Any]:
         ),
         "error": wheel.error,
         "files": [f.path for f in wheel.files if f.container == wheel.path],
+        "kind": wheel.kind.value,
+        "cuda_train": wheel.cuda_train,
+        "train_evidence": wheel.train_evidence,
+        "notes": list(wheel.notes),
     }
 
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 import dataclasses
 import json
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cudaship.program.records import CheckReport, ProgramInfo, RunReport
+
+if TYPE_CHECKING:
+    from cudaship.program.export import ExportResult
 
 SCHEMA = 1
 
@@ -52,6 +55,8 @@ def _program(info: ProgramInfo) -> dict[str, Any]:
         "ptx": list(info.ptx),
         "cudart_majors": list(info.cudart_majors),
         "recorded_toolkits": list(info.recorded_toolkits),
+        "cuda_train": info.ptx_train[0] if info.ptx_train else None,
+        "train_evidence": info.ptx_train[1] if info.ptx_train else None,
         "metadata": dict(info.metadata),
         "members": members,
         "notes": list(info.notes),
@@ -60,6 +65,17 @@ def _program(info: ProgramInfo) -> dict[str, Any]:
 
 def render_inspect(infos: list[ProgramInfo]) -> str:
     return json.dumps({"schema": SCHEMA, "programs": [_program(i) for i in infos]}, indent=2) + "\n"
+
+
+def render_export(result: ExportResult) -> str:
+    data = {
+        "schema": SCHEMA,
+        "directory": str(result.directory),
+        "export_s": result.export_s,
+        "provenance": _plain(result.provenance),
+        "warnings": list(result.warnings),
+    }
+    return json.dumps(data, indent=2) + "\n"
 
 
 def render_check(report: CheckReport) -> str:
@@ -111,6 +127,8 @@ JSON_SCHEMA: dict[str, Any] = {
                 "sass": {"type": "array", "items": {"type": "string", "pattern": "^sm_[0-9]+[af]?$"}},
                 "ptx": {"type": "array", "items": {"type": "string", "pattern": "^compute_[0-9]+[af]?$"}},
                 "cudart_majors": {"type": "array", "items": {"type": "integer"}},
+                "cuda_train": _STR_OR_NULL,
+                "train_evidence": _STR_OR_NULL,
                 "members": {
                     "type": "array",
                     "items": {
@@ -168,6 +186,14 @@ JSON_SCHEMA: dict[str, Any] = {
                     },
                 },
                 "program": {"oneOf": [{"type": "null"}, {"$ref": "#/$defs/program"}]},
+            },
+        },
+        {
+            "required": ["directory", "export_s", "provenance", "warnings"],
+            "properties": {
+                "export_s": {"type": "number"},
+                "provenance": {"type": "object"},
+                "warnings": {"type": "array", "items": {"type": "string"}},
             },
         },
         {

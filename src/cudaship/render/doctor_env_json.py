@@ -1,4 +1,4 @@
-"""``doctor --env`` as JSON (``formats/schemas/doctor-env.schema.json``, version :data:`SCHEMA_VERSION`).
+"""``doctor --env`` as JSON (``render/schemas/doctor-env.schema.json``, version :data:`SCHEMA_VERSION`).
 
 Every import of every library is listed with the file the loader picks, the rule that picked it and the
 distribution that owns the file, so a script can answer "which libcudart does torch get" without parsing text.

@@ -9,8 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cudaship.binary.records import DeviceCodeKind, HostBinary, ImportKind
-from cudaship.formats.console import text_console
-from cudaship.inspection.records import FileReport
+from cudaship.inspection.records import ContainerKind, FileReport
 from cudaship.inspection.report import (
     InspectReport,
     WheelReport,
@@ -18,6 +17,7 @@ from cudaship.inspection.report import (
     group_entries,
     summary_line,
 )
+from cudaship.render.console import text_console
 
 from .inspect_json import Demangler
 
@@ -33,7 +33,7 @@ _IMPORT_KIND = {
     ImportKind.DELAY: " (delay-load)",
     ImportKind.DYLIB: "",
 }
-#: Exports listed before "... and N more" (all with --details).
+#: Exports listed before "... and N more" (all with --all-exports).
 _EXPORTS_SHOWN = 20
 
 
@@ -44,7 +44,7 @@ def render(
     color: bool = False,
     exports: bool = True,
     demangle: Demangler | None = None,
-    details: bool = False,
+    all_exports: bool = False,
 ) -> str:
     buffer = io.StringIO()
     console = text_console(buffer, color=color, width=width)
@@ -55,9 +55,9 @@ def render(
                 console.print("  (no native or device-code files)")
                 console.print()
             for member in item.files:
-                _file(console, member, exports=exports, demangle=demangle, details=details)
+                _file(console, member, exports=exports, demangle=demangle, all_exports=all_exports)
         else:
-            _file(console, item, exports=exports, demangle=demangle, details=details)
+            _file(console, item, exports=exports, demangle=demangle, all_exports=all_exports)
     read = len(report.files) - len(report.failed)
     tail = f"{len(report.files)} file(s), {read} read"
     if report.failed:
@@ -67,17 +67,22 @@ def render(
 
 
 def _wheel_header(console: Console, wheel: WheelReport) -> None:
-    title = Text(f"wheel {wheel.path}", style="bold")
+    title = Text(f"{wheel.kind.noun} {wheel.path}", style="bold")
     console.print(title)
     if wheel.info is not None:
         info = wheel.info
         local = f" (local tag {info.local})" if info.local else ""
         console.print(f"  {info.name} {info.version}{local}  tags: {', '.join(info.tags) or '-'}")
+    if wheel.kind is not ContainerKind.WHEEL and wheel.error is None:
+        train = f"{wheel.cuda_train}, from {wheel.train_evidence}" if wheel.cuda_train else "not recorded"
+        console.print(f"  CUDA train: {train}")
+        for note in wheel.notes:
+            console.print(f"  note: {note}")
     console.print()
 
 
 def _file(
-    console: Console, f: FileReport, *, exports: bool, demangle: Demangler | None, details: bool
+    console: Console, f: FileReport, *, exports: bool, demangle: Demangler | None, all_exports: bool
 ) -> None:
     # a wheel member is shown under its wheel's header, by its path inside the wheel
     fmt = f.format.value if f.format else "?"
@@ -86,7 +91,7 @@ def _file(
         console.print(Text(f"  error: {f.error}", style="bold red"))
     host = f.host
     if host is not None:
-        _host(console, host, exports=exports, demangle=demangle, details=details)
+        _host(console, host, exports=exports, demangle=demangle, all_exports=all_exports)
     if f.linkage is not None:
         link = f.linkage
         evidence = "; ".join(link.runtime_evidence)
@@ -110,7 +115,7 @@ def _file(
 
 
 def _host(
-    console: Console, host: HostBinary, *, exports: bool, demangle: Demangler | None, details: bool
+    console: Console, host: HostBinary, *, exports: bool, demangle: Demangler | None, all_exports: bool
 ) -> None:
     if host.bits:
         console.print(f"  {host.machine.value} {host.bits}-bit {host.kind}")
@@ -136,7 +141,7 @@ def _host(
         )
     if exports and host.exports:
         names = list(host.exports)
-        shown = names if details else names[:_EXPORTS_SHOWN]
+        shown = names if all_exports else names[:_EXPORTS_SHOWN]
         if demangle is not None:
             shown = demangle(shown)
         console.print(f"  exports ({len(names)}):")
@@ -144,7 +149,7 @@ def _host(
             console.print(f"    {name}", markup=False)
         if len(shown) < len(names):
             console.print(
-                f"    ... and {len(names) - len(shown)} more (--details lists all, --format json too)"
+                f"    ... and {len(names) - len(shown)} more (--all-exports lists all, --format json too)"
             )
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from cudaship.analysis.gpus import GpuReport, GroupVerdicts
-from cudaship.formats.gpus_text import driver_line, gpu_label, groups_to_show, min_driver_line, short_label
 from cudaship.knowledge.runs_on import VerdictKind
+from cudaship.render.gpus_text import driver_line, gpu_label, groups_to_show, min_driver_line, short_label
 
 EMOJI = {VerdictKind.NATIVE: "🟢 native", VerdictKind.JIT: "🟡 jit", VerdictKind.NO: "🔴 no"}
 

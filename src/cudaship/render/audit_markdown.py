@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from cudaship.checks.records import AuditReport, CheckResult, Severity, Status
-from cudaship.formats.audit_text import finding_text
+from cudaship.render.audit_text import finding_text
 
 _ICON = {Status.PASS: "✅ pass", Status.SKIP: "⏭️ skip"}
 _FAILED = {Severity.ERROR: "❌ fail", Severity.WARNING: "⚠️ warning", Severity.NOTE: "📝 note"}

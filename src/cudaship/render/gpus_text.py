@@ -18,7 +18,7 @@ def gpu_label(cv: CapabilityVerdict) -> str:
 
 def groups_to_show(report: GpuReport) -> list[tuple[str, GroupVerdicts]]:
     """Each wheel, then the whole input when it is not just that one wheel."""
-    shown = [(f"wheel {w.path}", w) for w in report.wheels]
+    shown = [(f"{w.kind.noun if w.kind else 'wheel'} {w.path}", w) for w in report.wheels]
     loose = [f for f in report.files if f.container is None and f.has_device_code]
     if len(report.wheels) != 1 or loose:
         shown.append(("all inputs", report.overall))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from cudaship.checks.records import AuditReport, Severity, Status
-from cudaship.formats.audit_text import finding_text
+from cudaship.render.audit_text import finding_text
 
 
 def render(report: AuditReport) -> str:

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from cudaship.program.pt2 import libstdcxx_copy
 from cudaship.program.records import CheckReport, MemberRole, ProgramInfo, RunReport, Status
+
+if TYPE_CHECKING:
+    from cudaship.program.export import ExportResult
 
 _MARK = {Status.PASS: "PASS", Status.FAIL: "FAIL", Status.WARN: "WARN", Status.SKIP: "skip"}
 
@@ -27,14 +33,14 @@ def render_inspect(info: ProgramInfo) -> str:
         + (", ".join(f"cudart {m} (dynamic)" for m in majors) if majors else "none imported by the libraries")
     )
     toolkits = info.recorded_toolkits
-    lines.append(
-        "  CUDA train    "
-        + (
-            f"not recorded; cubins made by ptxas of CUDA {', '.join(toolkits)}"
-            if toolkits
-            else "not recorded in the package (provenance.json of program export records it)"
-        )
-    )
+    ptx_train = info.ptx_train
+    if ptx_train is not None:
+        train = f"{ptx_train[0]}, from {ptx_train[1]}"
+    elif toolkits:
+        train = f"not recorded; cubins made by ptxas of CUDA {', '.join(toolkits)}"
+    else:
+        train = "not recorded in the package (provenance.json of program export records it)"
+    lines.append("  CUDA train    " + train)
     for m in info.libraries:
         lines.append(f"  library       {m.name} ({m.size} bytes)")
         if m.report is not None and m.report.host is not None:
@@ -68,6 +74,22 @@ def render_inspect(info: ProgramInfo) -> str:
         )
     for note in info.notes:
         lines.append(f"  note          {note}")
+    return "\n".join(lines) + "\n"
+
+
+def render_inspect_all(infos: Sequence[ProgramInfo]) -> str:
+    return "\n".join(render_inspect(i) for i in infos)
+
+
+def render_export(result: ExportResult) -> str:
+    prov = result.provenance
+    lines = [
+        f"{result.directory}: exported {prov.model or 'the model'} with torch {prov.torch_version} "
+        f"(CUDA {prov.cuda_train or '-'}) for {prov.device} {prov.target_platform} "
+        f"in {result.export_s:.1f} s; "
+        f"device code {' '.join(prov.device_code_archs) or '(none)'}"
+    ]
+    lines += [f"warning: {w}" for w in result.warnings]
     return "\n".join(lines) + "\n"
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from html import escape
 
 from cudaship.analysis.gpus import CapabilityVerdict, GpuReport
-from cudaship.formats.gpus_text import driver_line, groups_to_show, min_driver_line, short_label
 from cudaship.knowledge.gpus import group_for
 from cudaship.knowledge.runs_on import VerdictKind
+from cudaship.render.gpus_text import driver_line, groups_to_show, min_driver_line, short_label
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }

@@ -1,0 +1,87 @@
+"""``doctor``: files checked against this machine's GPUs and driver (the probe's result).
+
+Which files are checked (the paths named, else every native file with device code that an installed package
+ships) and each GPU's verdict are decided here; :mod:`cudaship.render.doctor_text` and ``doctor_json`` print.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cudaship.analysis.gpus import FileVerdicts, file_verdicts
+from cudaship.inspection.records import FileReport
+from cudaship.knowledge.runs_on import Verdict, VerdictKind
+from cudaship.probe.records import GpuInfo, ProbeResult
+
+
+@dataclass(frozen=True)
+class Checked:
+    """One file checked against this machine's GPUs."""
+
+    verdicts: FileVerdicts
+    distribution: str | None = None  #: "torch 2.11.0+cu130" when found by scanning the environment
+
+    def per_gpu(self, gpus: Sequence[GpuInfo]) -> list[tuple[GpuInfo, Verdict]]:
+        """Each GPU of the machine with this file's verdict for its capability."""
+        by_cap = {cv.capability: cv.verdict for cv in self.verdicts.verdicts}
+        return [(gpu, by_cap[gpu.capability]) for gpu in gpus]
+
+
+@dataclass(frozen=True)
+class DoctorReport:
+    """What ``doctor`` found: the machine, and the files checked against it."""
+
+    probe: ProbeResult
+    checked: tuple[Checked, ...]
+    #: native files of installed packages looked at; None when the user named the paths
+    scanned: int | None = None
+    unreadable: int = 0  #: of those scanned, how many could not be read
+
+    @property
+    def scanned_environment(self) -> bool:
+        return self.scanned is not None
+
+    @property
+    def failed(self) -> tuple[Checked, ...]:
+        """Files the user named that could not be read (scanned files that fail are only counted)."""
+        if self.scanned_environment:
+            return ()
+        return tuple(c for c in self.checked if c.verdicts.error is not None)
+
+    @property
+    def runs_nowhere(self) -> bool:
+        """Some file will not run on some GPU of this machine."""
+        return any(cv.verdict.verdict is VerdictKind.NO for c in self.checked for cv in c.verdicts.verdicts)
+
+
+def check(report: FileReport, result: ProbeResult, distribution: str | None = None) -> Checked:
+    caps = sorted({g.capability for g in result.gpus})
+    return Checked(file_verdicts(report, caps, result.driver), distribution)
+
+
+def doctor_paths(paths: Sequence[str | os.PathLike[str]], result: ProbeResult) -> DoctorReport:
+    """Check the files at ``paths`` (walked and opened as ``inspect`` does) against the probed machine."""
+    from cudaship.inspection.walk import inspect_paths
+
+    inspected = inspect_paths(paths)
+    return DoctorReport(result, tuple(check(r, result) for r in inspected.files))
+
+
+def doctor_environment(result: ProbeResult) -> DoctorReport:
+    """Check every native file with device code that a package installed in this Python ships."""
+    from cudaship.inspection.walk import inspect_file
+    from cudaship.probe.environment import installed_native_files
+
+    checked: list[Checked] = []
+    scanned = unreadable = 0
+    for item in installed_native_files():
+        scanned += 1
+        report = inspect_file(item.path, str(item.path))
+        if report.error is not None:
+            unreadable += 1
+            continue
+        if report.device_code:
+            checked.append(check(report, result, f"{item.distribution} {item.version}"))
+    return DoctorReport(result, tuple(checked), scanned=scanned, unreadable=unreadable)

@@ -1,0 +1,73 @@
+"""The repository as a newcomer meets it: the packaging metadata and the test command."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+REPO = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
+SCRIPT = (REPO / "scripts" / "test").read_text()
+
+
+def test_license_is_an_spdx_expression() -> None:
+    """A `license = {text = ...}` table makes setuptools warn (deprecated since PEP 639)."""
+    assert PYPROJECT["project"]["license"] == "Apache-2.0"
+    backend = [Requirement(r) for r in PYPROJECT["build-system"]["requires"]]
+    setuptools = next(r for r in backend if r.name == "setuptools")
+    assert setuptools.specifier.contains("77") and not setuptools.specifier.contains("76")
+
+
+def test_parallel_test_dependencies_are_test_extras() -> None:
+    names = {Requirement(r).name for r in PYPROJECT["project"]["optional-dependencies"]["test"]}
+    assert {"pytest-xdist", "filelock"} <= names
+
+
+def test_ci_runs_the_readme_command() -> None:
+    run = (REPO / ".ci" / "run").read_text()
+    assert run.rstrip().splitlines()[-1] == "exec ./scripts/test"
+    assert "\n./scripts/test\n" in (REPO / "README.md").read_text()
+
+
+def test_every_install_step_is_announced_first() -> None:
+    """No silent minutes: each apt-get / venv / pip step of scripts/test is preceded by a line saying what it
+    installs."""
+    lines = [line.strip() for line in SCRIPT.splitlines()]
+    steps = [
+        i for i, line in enumerate(lines) if re.search(r"apt-get (install|update)|-m venv|pip install", line)
+    ]
+    assert steps
+    for i in steps:
+        before = [line for line in lines[max(0, i - 4) : i] if line.startswith("say ")]
+        assert before or lines[i].startswith("say "), f"scripts/test line {i + 1} runs without saying so"
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        pytest.param([], "-n auto", id="default-parallel"),
+        pytest.param(["-n", "0"], "-n 0", id="n-given"),
+        pytest.param(["-p", "no:xdist", "-x"], "-p no:xdist -x", id="xdist-off"),
+    ],
+)
+def test_scripts_test_runs_in_parallel_unless_told(args: list[str], expected: str) -> None:
+    """The argument handling of scripts/test, run with its setup steps replaced by no-ops."""
+    start = SCRIPT.index("# Parallel by default")
+    tail = SCRIPT[start:].replace("exec .venv/bin/python -m pytest", "echo pytest")
+    done = subprocess.run(
+        ["bash", "-c", "say() { :; }\n" + tail, "scripts/test", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.strip() == f"pytest {expected}".strip()
