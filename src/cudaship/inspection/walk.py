@@ -19,6 +19,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from cudaship import tree
 from cudaship.archive.pool import Pending, Workers, worker_count
 from cudaship.archive.select import MAGIC_BYTES, looks_native
 from cudaship.binary.records import Buffer
@@ -183,28 +184,17 @@ def walk_files(root: Path) -> Iterator[Path]:
     """Regular files under ``root`` (links to files included, links to directories not followed), sorted
     within each directory, depth first. Iterative: a tree 100,000 levels deep costs no recursion (``os.walk``
     recurses once per level on Python 3.11 and fails past about 1,000)."""
-    stack: list[Path] = [root]
     visited = 0
-    while stack:
-        directory = stack.pop()
-        try:
-            with os.scandir(directory) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except OSError:
-            continue
+    for _directory, entries in tree.walk(root):
         visited += len(entries)
         if visited > MAX_WALK_ENTRIES:
             raise CudashipError(f"more than {MAX_WALK_ENTRIES} entries under the directory", path=str(root))
-        subdirs: list[Path] = []
         for entry in entries:
             try:
-                if entry.is_dir(follow_symlinks=False):
-                    subdirs.append(Path(entry.path))
-                elif entry.is_file(follow_symlinks=True):
+                if not entry.is_dir(follow_symlinks=False) and entry.is_file(follow_symlinks=True):
                     yield Path(entry.path)
             except OSError:
                 continue
-        stack.extend(reversed(subdirs))
 
 
 #: file name suffixes of exported programs
@@ -274,7 +264,7 @@ def _walk(root: Path, label: str) -> Iterator[_Input]:
 
 def _nothing_under(root: Path) -> str:
     """Why a directory gave nothing to read: empty, or only files that are not binaries."""
-    count = sum(len(names) for _, _, names in os.walk(root))
+    count = sum(1 for _ in walk_files(root))
     if count == 0:
         return "empty directory: nothing to check"
     return f"no binary or wheel in this directory ({count} file(s), none cudaship reads): nothing to check"
