@@ -48,6 +48,9 @@ def _table_key(key: str) -> str:
     # toolkit install/list/verify/remove share one record per format; toolkit env has its own syntaxes
     if key.startswith("toolkit ") and key != "toolkit env":
         return "toolkit"
+    # doctor offers its --env formats (markdown only with --env; plain doctor refuses it as a usage error)
+    if key == "doctor":
+        return "doctor --env"
     return key
 
 

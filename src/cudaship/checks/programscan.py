@@ -20,8 +20,16 @@ from cudaship.wheel.metadata import DistInfo, Metadata, TargetPlatform, WheelFil
 #: Check families that read a wheel's dist-info (RECORD, Requires-Dist): not run on a program.
 WHEEL_ONLY: tuple[str, ...] = ("record", "requirements")
 
-#: how a member error reads when the archive could not give the member's bytes back (see program.pt2)
-_DAMAGED = ("corrupt member", "size ", "member longer")
+#: how a member error reads when the archive layer could not give the member's bytes back (program.pt2 reads
+#: members through :mod:`cudaship.archive`; its messages, without the ``member NAME:`` prefix)
+_DAMAGED = (
+    "corrupt member",
+    "corrupt compressed data",
+    "compressed stream",
+    "more data than the declared",
+    "stored member with different sizes",
+    "lzma member",
+)
 
 
 def scan_program(path: str | os.PathLike[str], *, observer: ScanObserver | None = None) -> ScannedWheel:
@@ -38,7 +46,9 @@ def scan_program(path: str | os.PathLike[str], *, observer: ScanObserver | None 
         report = member.report
         if report is None:
             continue
-        if report.error is not None and report.error.startswith(_DAMAGED):
+        if report.error is not None and (
+            report.error.startswith(_DAMAGED) or "bytes unpacked, the archive declares" in report.error
+        ):
             unreadable.append((member.name, report.error))
             continue
         reports[member.name] = report

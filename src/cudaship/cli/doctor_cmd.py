@@ -11,12 +11,12 @@ from cudaship.errors import UsageError
 from cudaship.exitcodes import ExitCode
 from cudaship.probe.gpus import probe
 from cudaship.render.output import write_report
-from cudaship.render.table import render
+from cudaship.render.table import formats, render
 
 
 @click.command("doctor")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
-@format_option("doctor")
+@format_option("doctor --env", help_text="Report format (markdown: with --env).")
 @output_option()
 @click.option(
     "--env",
@@ -99,6 +99,8 @@ def command(
             details=details,
             require_gpu=require_gpu,
         )
+    if fmt.lower() not in formats("doctor"):
+        raise UsageError(f"--format {fmt.lower()} is available with --env")
     result = probe()
     report = doctor_paths(paths, result) if paths else doctor_environment(result)
     write_report(render("doctor", fmt, report), output)

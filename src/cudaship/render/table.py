@@ -29,11 +29,8 @@ TABLE: dict[str, dict[str, str]] = {
         "junit": "audit_junit:render",
         "markdown": "audit_markdown:render",
     },
-    "doctor": {
-        "text": "doctor_text:render",
-        "json": "doctor_json:render",
-        "markdown": "doctor_markdown:render",
-    },
+    "doctor": {"text": "doctor_text:render", "json": "doctor_json:render"},
+    # doctor's -f choices are these (a superset of plain doctor's; markdown only with --env)
     "doctor --env": {
         "text": "doctor_env_text:render_text",
         "json": "doctor_env_json:render_json",
