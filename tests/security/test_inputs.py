@@ -253,10 +253,16 @@ def test_directory_tree_1100_levels_deep(tmp_path: Path, capsys: pytest.CaptureF
         f.write(EXAMPLE.read_bytes())
     os.close(here)
     del path
-    code = main(["inspect", str(root), "--format", "json"])
-    out = json.loads(capsys.readouterr().out)
-    assert code == 0, out
-    assert len(out["files"]) == 1 and out["files"][0]["path"].endswith("/d/lib.so")
+    try:
+        code = main(["inspect", str(root), "--format", "json"])
+        out = json.loads(capsys.readouterr().out)
+        assert code == 0, out
+        assert len(out["files"]) == 1 and out["files"][0]["path"].endswith("/d/lib.so")
+    finally:
+        # pytest's own clean-up of old tmp_path sessions recurses per level and fails on this tree
+        from cudaship import tree
+
+        tree.remove(root)
 
 
 def test_tree_walk_and_remove_are_iterative(tmp_path: Path) -> None:
