@@ -185,7 +185,8 @@ def command(
 ) -> int:
     """Audit WHEEL(s) against their CUDA contract: files, imports, archs, requirements, ownership, closure.
 
-    A WHEEL that is a directory stands for every .whl file under it."""
+    A WHEEL may also be an exported program (.pt2, .pte), read as a container; a directory stands for every
+    .whl, .pt2 and .pte file under it."""
     wheels = _expand(wheels)
     extras = [_parse_report_option(value) for value in extra_reports]
     providers = ProviderOptions(
