@@ -88,6 +88,8 @@ NEEDS = {
     "$ cudaship gpus .../torch/lib/libtorch_cuda.so": "network and GPU: PyTorch 2.11.0+cu130's "
     "libtorch_cuda.so "
     "(a 900 MB wheel) judged for the driver of the lent H200 machine",
+    "$ cudaship doctor --env": "network: environments installed from real PyPI wheels (torch 2.8.0 for "
+    "CUDA 12, 6.4 GB); tests/cli/test_doctor_env_cli.py checks the same findings on them",
     "$ cudaship doctor": "GPU: reads this machine's NVIDIA driver and GPUs",
     "installed packages with device code": "GPU: `cudaship doctor` output on the lent H200 machine",
     "/tmp/e-bad: program run": "GPU: `cudaship program run` output on the lent H200 machine",

@@ -137,7 +137,8 @@ def test_config_table_wins_over_builtin(tmp_path: Path) -> None:
     assert table.lookup("cu132", "x86_64").sass_names() == ("sm_86", "sm_120")
     with pytest.raises(UnknownTrainError):
         table.lookup("cu130", "x86_64")
-    (tmp_path / "pyproject.toml").write_text("[tool.cudaship]\nother = 1\n")
+    # a config without [tool.cudaship.archs] (an unknown table is refused since the config is validated)
+    (tmp_path / "pyproject.toml").write_text("[tool.cudaship.audit]\n")
     assert arch_table_for(load_config(start=tmp_path)) is default_arch_table()
 
 
