@@ -305,7 +305,7 @@ def read_toolkit(root: Path) -> ToolkitInfo:
         data = read_json(manifest, error=ToolkitError)
         return ToolkitInfo.from_json(data)
     except ToolkitError as e:
-        raise ToolkitError(f"{TOOLKIT_MANIFEST}: {e.message}", path=str(root)) from None
+        raise ToolkitError(f"{TOOLKIT_MANIFEST} is invalid: {e.message}", path=str(root)) from None
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise ToolkitError(f"{TOOLKIT_MANIFEST} is invalid: {e}", path=str(root)) from e
 
