@@ -1,5 +1,6 @@
 #!/bin/bash
-# The 16-core scaling run of docs/performance.md (round 2), as sent to the nvidia-h200 machine: a folder
+# The 16-core scaling run of docs/performance.md (round 2), as sent to the nvidia-h200 machine. Put this file
+# at the root of a folder
 # holding src/, benchmarks/ and whl/ (isal, lz4, zstandard wheels for its Python 3.12, fetched here with
 # `pip download`), carried there; $OUT collects the results. It builds its wheels from the PyTorch
 # installation there (no network), checks that -j 1 and -j 16 give the same audit, then runs
