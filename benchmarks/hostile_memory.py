@@ -14,7 +14,6 @@ Each case runs in a fresh child process (so one case's allocations never count f
 Usage: python benchmarks/hostile_memory.py [--json FILE]
 """
 
-
 from __future__ import annotations
 
 import json
