@@ -9,9 +9,9 @@ must resolve inside it.
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
+from cudaship import tree
 from cudaship.toolkit.extract import ExtractLimits, extract_archive
 from fuzz._harness import Target
 from fuzz.targets._scratch import scratch
@@ -40,7 +40,7 @@ def suffix_for(data: bytes) -> str:
 
 def run(data: bytes) -> object:
     jail = scratch() / "extract"
-    shutil.rmtree(jail, ignore_errors=True)
+    tree.remove(jail)  # no recursion: an archive may hold a tree deeper than the recursion limit
     dest = jail / "dest"
     dest.mkdir(parents=True)
     sentinel = jail / "sentinel"
@@ -63,9 +63,9 @@ def check_jail(jail: Path, dest: Path, sentinel: Path) -> None:
     if sentinel.is_symlink() or st.st_nlink != 1 or sentinel.read_bytes() != _SENTINEL:
         raise Escape("the file next to the destination was replaced, linked or written")
     root = os.path.realpath(dest)
-    for directory, dirs, files in os.walk(dest):
-        for entry in dirs + files:
-            path = os.path.join(directory, entry)
+    for directory, entries in tree.walk(dest):
+        for entry in entries:
+            path = os.path.join(directory, entry.name)
             if os.path.islink(path):
                 resolved = os.path.realpath(path)
                 if resolved != root and not resolved.startswith(root + os.sep):

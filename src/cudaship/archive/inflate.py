@@ -11,7 +11,7 @@ import bz2
 import lzma
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Protocol
 
 from cudaship.archive.limits import CHUNK, IN_CHUNK
@@ -96,13 +96,18 @@ def _zip_lzma(raw: memoryview) -> tuple[lzma.LZMADecompressor, int]:
         raise ArchiveError(f"lzma member has bad properties: {e}") from None
 
 
-def member_chunks(method: int, raw: memoryview, chunk: int = CHUNK) -> Iterator[bytes]:
+def member_chunks(
+    method: int, raw: memoryview, chunk: int = CHUNK, consumed: Callable[[int], None] | None = None
+) -> Iterator[bytes]:
     """The uncompressed bytes of a zip member whose compressed bytes are ``raw``, ``chunk`` bytes at most per
     step. Stops at the end of the stream or of ``raw``; the caller checks the total against the declared size
-    and its caps (a truncated member comes out short)."""
+    and its caps (a truncated member comes out short). ``consumed(n)`` is told how many compressed bytes have
+    been taken so far (the archive drops the pages behind)."""
     if method == STORED:
         for pos in range(0, len(raw), chunk):
             yield bytes(raw[pos : pos + chunk])
+            if consumed is not None:
+                consumed(pos + chunk)
         return
     start = 0
     step: _ZlibStep | bz2.BZ2Decompressor | lzma.LZMADecompressor
@@ -115,11 +120,15 @@ def member_chunks(method: int, raw: memoryview, chunk: int = CHUNK) -> Iterator[
     else:
         name = METHOD_NAMES.get(method, f"method {method}")
         raise ArchiveError(f"unsupported compression ({name})")
-    yield from _drive(step, raw, start, chunk)
+    yield from _drive(step, raw, start, chunk, consumed)
 
 
 def _drive(
-    step: _ZlibStep | bz2.BZ2Decompressor | lzma.LZMADecompressor, raw: memoryview, pos: int, chunk: int
+    step: _ZlibStep | bz2.BZ2Decompressor | lzma.LZMADecompressor,
+    raw: memoryview,
+    pos: int,
+    chunk: int,
+    consumed: Callable[[int], None] | None,
 ) -> Iterator[bytes]:
     idle = 0
     while not step.eof:
@@ -128,6 +137,8 @@ def _drive(
                 return
             piece: bytes | memoryview = raw[pos : pos + IN_CHUNK]
             pos += len(piece)
+            if consumed is not None:
+                consumed(pos)
         else:
             piece = b""
         try:

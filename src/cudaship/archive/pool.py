@@ -25,7 +25,10 @@ from cudaship.binary.records import Buffer
 
 #: Decompressed members held in memory at once (all workers together); a member that does not fit waits for
 #: others to finish (when small) or goes to an anonymous temporary file, mapped (see :data:`SPILL_SIZE`).
-MEMORY_BUDGET = 640 << 20
+#: 384 MiB rather than 640: the torch wheel's two 450-500 MB libraries then both go to temporary files, whose
+#: pages the scan drops behind it, and the peak RSS of its audit and inspect falls from 0.85-0.94 GB to
+#: 0.47-0.56 GB for the same time (docs/performance.md).
+MEMORY_BUDGET = 384 << 20
 #: A member from this size on that does not fit the memory budget at the moment goes to a temporary file,
 #: mapped, instead of waiting for memory: large libraries then unpack on several cores at once.
 SPILL_SIZE = 64 << 20

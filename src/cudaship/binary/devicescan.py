@@ -60,6 +60,8 @@ DEVICE_SECTIONS = FATBIN_SECTIONS | RELOCATABLE_SECTIONS
 def is_device_section(name: str | None) -> bool:
     """A section made to hold fatbins: ELF and PE names, and Mach-O ``__NV_CUDA,__nv_fatbin`` style ones."""
     return name is not None and name.rsplit(",", 1)[-1] in DEVICE_SECTIONS
+
+
 ALIGNMENT = 8
 
 
