@@ -1,7 +1,8 @@
-"""Wheels as zip archives: ``wheel/archive.py`` (WheelArchive: members, stored windows, unpacked temp files,
-info) through inspect's wheel walk (``inspection/walk.py`` inspect_paths), and the audit's single pass
-(``checks/wheelscan.py`` scan_wheel: dist-info, RECORD hashes, native members), and the toolkit's RECORD
-check of a downloaded wheel (``toolkit/pypi.py`` verify_record).
+"""Wheels as zip archives (read through the archive layer, fuzzed on its own by the ``archive`` target):
+``wheel/archive.py`` (WheelArchive: members, stored windows, unpacked members, info) through inspect's wheel
+walk (``inspection/walk.py`` inspect_paths), and the audit's single pass (``checks/wheelscan.py`` scan_wheel:
+dist-info, RECORD hashes, native members), and the toolkit's RECORD check of a downloaded wheel
+(``toolkit/pypi.py`` verify_record).
 
 inspect_paths never raises; a member report whose error starts "cannot read (" is a reader exception that
 the dispatch hid, and counts as a crash here."""
@@ -43,6 +44,7 @@ TARGET = Target(
         "wheel/archive.py",
         "wheel/metadata.py",
         "inspection/walk.py",
+        "inspection/wheel.py",
         "checks/wheelscan.py",
         "toolkit/pypi.py",
     ),
