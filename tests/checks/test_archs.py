@@ -95,3 +95,16 @@ def test_variants_are_judged_against_their_own_train() -> None:
     libs[0] = library("pkg/libk_cuda128.so", device=[sass("sm_80"), sass("sm_120"), ptx("compute_120")])
     failed = _configured("1.0+cu130", libs)["archs: pkg/libk_cuda128.so"]
     assert [f.arch for f in failed.evidence] == ["sm_90"]
+
+
+def test_static_libraries_are_not_judged_for_run_time_ptx() -> None:
+    """cudadevrt.lib / libcudadevrt.a are linked at build time: neither PTX check applies."""
+    from dataclasses import replace
+
+    from tests.checks.handmade import host
+
+    static = replace(host(), kind="static-library")
+    lib = library(
+        "pkg/lib/cudadevrt.lib", static, device=[sass("sm_90"), ptx("compute_90", relocatable=True)]
+    )
+    assert run(context([lib]), "archs") == []

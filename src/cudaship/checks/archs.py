@@ -69,6 +69,12 @@ def _arch_number(name: str) -> int | None:
     return arch.sm if not arch.variant else None
 
 
+def _loaded_at_run_time(report: FileReport) -> bool:
+    """A shared library or program, not a static library or object file: those are linked at build time
+    (``libcudadevrt.a``, ``cudadevrt.lib``), so which PTX they carry, relocatable or not, is the linker's."""
+    return report.host is not None and report.host.kind not in ("static-library", "object")
+
+
 def _forward_ptx(libraries: dict[str, FileReport]) -> list[CheckResult]:
     """Each library with SASS also carries loadable generic PTX (``compute_XY``, no a/f variant), which the
     driver JIT-compiles on any GPU of capability X.Y or newer: without it, a GPU none of its SASS runs on (a
@@ -76,7 +82,7 @@ def _forward_ptx(libraries: dict[str, FileReport]) -> list[CheckResult]:
     results = []
     for path, report in libraries.items():
         sass, ptx, _rsass, rptx = _arch_sets(report)
-        if not sass:
+        if not sass or not _loaded_at_run_time(report):
             continue
         name = f"archs: forward-compatible PTX in {path}"
         generic = sort_arch_names({a for a in ptx if _arch_number(a) is not None})
@@ -99,7 +105,7 @@ def _relocatable_ptx(libraries: dict[str, FileReport]) -> list[CheckResult]:
     results = []
     for path, report in libraries.items():
         _sass, ptx, _rsass, rptx = _arch_sets(report)
-        if not ptx and not rptx:
+        if (not ptx and not rptx) or not _loaded_at_run_time(report):
             continue
         name = f"archs: loadable PTX in {path}"
         if rptx:
