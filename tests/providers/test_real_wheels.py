@@ -123,39 +123,60 @@ TORCH_210 = {
     "windows": RealWheel("torch", "2.10.0", "win_amd64", big=True),
 }
 CUDA_RUNTIME_12 = RealWheel("nvidia-cuda-runtime-cu12", "12.8.90", "manylinux_2_17_x86_64")
+#: cupy-cuda12x 14.2.0's extra "ctk" (cuda-toolkit[cublas,cudart,cufft,curand,cusolver,cusparse,nvrtc]==12.*)
+#: for Linux and Windows, and onnxruntime-gpu 1.31.1's extras "cuda" and "cudnn" for Windows: the versions
+#: PyPI resolves them to (2026-12-03); about 3.5 GB, downloaded once
+_CU12 = {
+    "nvidia-cublas-cu12": ("12.9.2.10", "manylinux_2_27_x86_64"),
+    "nvidia-cuda-runtime-cu12": ("12.9.79", "manylinux_2_17_x86_64"),
+    "nvidia-cufft-cu12": ("11.4.1.4", "manylinux_2_17_x86_64"),
+    "nvidia-nvjitlink-cu12": ("12.9.86", "manylinux_2_12_x86_64"),
+    "nvidia-curand-cu12": ("10.3.10.19", "manylinux_2_27_x86_64"),
+    "nvidia-cusolver-cu12": ("11.7.5.82", "manylinux_2_27_x86_64"),
+    "nvidia-cusparse-cu12": ("12.5.10.65", "manylinux_2_17_x86_64"),
+    "nvidia-cuda-nvrtc-cu12": ("12.9.86", "manylinux_2_12_x86_64"),
+}
+_CU13_WINDOWS = {
+    "nvidia-cuda-nvrtc": "13.5.37",
+    "nvidia-cuda-runtime": "13.5.37",
+    "nvidia-cufft": "12.5.0.14",
+    "nvidia-curand": "10.4.5.25",
+    "nvidia-cudnn-cu13": "9.28.1.4",
+    "nvidia-nvjitlink": "13.5.37",
+    "nvidia-cublas": "13.10.0.20",
+}
+EXTRA_PROVIDERS = [
+    RealWheel("cuda-toolkit", "12.9.2.0", "any", big=True),
+    RealWheel("cuda-pathfinder", "1.9.1", "any", big=True),
+    *(RealWheel(p, v, plat, big=True) for p, (v, plat) in _CU12.items()),
+    *(RealWheel(p, v, "win_amd64", big=True) for p, (v, _plat) in _CU12.items()),
+    *(RealWheel(p, v, "win_amd64", big=True) for p, v in _CU13_WINDOWS.items()),
+]
 
 
 @pytest.fixture(scope="session")
 def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Real requirement wheels, no index: torch 2.14.1's and onnxruntime-gpu 1.31.1's CUDA 13 wheels (the
     local mirror's, plus nvidia-cuda-runtime 13.0.96), torch 2.10.0 for Linux (873 MB) and Windows with
-    nvidia-cuda-runtime-cu12 12.8.90 (downloaded once)."""
+    nvidia-cuda-runtime-cu12 12.8.90, cupy's CUDA 12 wheels and onnxruntime-gpu's Windows ones (downloaded
+    once)."""
     if not MIRROR.is_dir():
         pytest.skip(f"{MIRROR} is not on this machine")
     house = tmp_path_factory.mktemp("wheelhouse")
     for whl in MIRROR.glob("*.whl"):
         if whl.name.startswith(("nvidia_", "cuda_toolkit", "cuda_pathfinder")):
             (house / whl.name).symlink_to(whl)
-    for wheel in (CUDA_RUNTIME_13, CUDA_RUNTIME_12, *TORCH_210.values()):
+    for wheel in (CUDA_RUNTIME_13, CUDA_RUNTIME_12, *TORCH_210.values(), *EXTRA_PROVIDERS):
         found = fetch(wheel)
-        (house / found.name).symlink_to(found)
+        if not (house / found.name).exists():
+            (house / found.name).symlink_to(found)
     return house
 
 
 NO_INDEX = ["--index-url", ""]
 
 
-WHEELHOUSE = [
-    "torch_linux_wheel",
-    "onnxruntime_linux_wheel",
-    "xformers_linux_wheel",
-    "xformers_windows_wheel",
-    "bitsandbytes_linux_wheel",
-    "bitsandbytes_windows_wheel",
-]
-
-
-@pytest.mark.parametrize("fixture", WHEELHOUSE)
+@pytest.mark.parametrize("fixture", ACCEPTANCE)
 def test_default_audit_passes_against_a_wheelhouse(
     fixture: str, wheelhouse: Path, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -261,3 +282,51 @@ def test_planted_torch_pin_of_another_cuda_major_fails(
     assert closure and closure[0]["status"] == "fail"
     hit = [e for e in closure[0]["evidence"] if e["symbol"] == "libcudart.so.12"]
     assert hit and "torch 2.14.1 from index is a CUDA 13 build" in hit[0]["message"]
+
+
+@pytest.fixture(scope="session")
+def windows_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real installed environment: torch 2.10.0 for Windows installed by pip into a target directory
+    (``pip install --target --platform win_amd64 --no-deps``), so its RECORD is pip's."""
+    import subprocess
+    import sys
+
+    torch = fetch(TORCH_210["windows"])
+    site = tmp_path_factory.mktemp("site-packages")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            "--only-binary=:all:",
+            "--platform",
+            "win_amd64",
+            "--python-version",
+            "3.12",
+            "--target",
+            str(site),
+            str(torch),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"pip install --target failed: {done.stderr.strip().splitlines()[-1:]}")
+    return site
+
+
+def test_default_audit_passes_against_an_installed_environment(
+    xformers_windows_wheel: Path, windows_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, report, _err = audit(capsys, "--env", str(windows_env), *NO_INDEX, str(xformers_windows_wheel))
+    assert code == ExitCode.OK, failures(report)
+    notes = [n for w in report["wheels"] for n in w.get("notes", [])]
+    assert any(n.startswith("providers: 1 distributions from env ") for n in notes), notes
+    lines = evidence(report, "closure")
+    assert any(line.startswith("torch_cpu.dll ← torch 2.10.0 at torch/lib/torch_cpu.dll") for line in lines)
