@@ -134,17 +134,23 @@ def spill(chunks: Iterable[bytes], size: int, *, memory_limit: int = 64 << 20) -
     try:
         for chunk in chunks:
             sink.write(chunk)
-        buf = sink.buffer()
-        try:
+        with released(sink.buffer()) as buf:
             yield buf
-        finally:
-            if isinstance(buf, memoryview):
-                # a view still exported (a search's ctypes buffer awaiting garbage collection) keeps the
-                # memory alive until it goes; never an error (it was an intermittent exit 70)
-                with suppress(BufferError):
-                    buf.release()
     finally:
         sink.close()
+
+
+@contextmanager
+def released(buf: Buffer) -> Iterator[Buffer]:
+    """``buf`` inside the ``with`` block; a memoryview is released at its end. A view still exported (a
+    search's ctypes buffer awaiting garbage collection) keeps the memory alive until it goes: never an error
+    (it was an intermittent exit 70)."""
+    try:
+        yield buf
+    finally:
+        if isinstance(buf, memoryview):
+            with suppress(BufferError):
+                buf.release()
 
 
 class Hasher:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 
 from cudaship.archive.limits import DEFAULT_LIMITS
 from cudaship.archive.select import MAGIC_BYTES, is_native_member, is_text_name, looks_native
-from cudaship.archive.spill import MemoryBudget, Sink
+from cudaship.archive.spill import MemoryBudget, Sink, released
 from cudaship.archive.zip import ZipFile, ZipMember
 from cudaship.binary.records import Buffer
 from cudaship.errors import ArchiveError, WheelError
@@ -128,15 +128,8 @@ class WheelArchive:
                 sink.write(chunk)
                 pages.produced(len(chunk))
             pages.finished()
-            buf = sink.buffer()
-            try:
+            with released(sink.buffer()) as buf:
                 yield buf
-            finally:
-                if isinstance(buf, memoryview):
-                    # a view still exported (a search's ctypes buffer awaiting garbage collection) keeps the
-                    # memory alive until it goes; never an error (it was an intermittent exit 70)
-                    with suppress(BufferError):
-                        buf.release()
         finally:
             sink.close()
 
