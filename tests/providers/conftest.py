@@ -79,6 +79,21 @@ def _handler(index: LocalIndex) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(body)
 
         def do_GET(self) -> None:
+            if self.path.startswith("/deep/"):  # a hostile page: JSON nested 100,000 levels deep
+                self._send(200, b"[" * 100_000 + b"]" * 100_000, "application/vnd.pypi.simple.v1+json")
+                return
+            if self.path.startswith("/endless/"):  # a hostile page: streams without a size, without end
+                self.send_response(200)
+                self.send_header("Content-Type", "application/vnd.pypi.simple.v1+json")
+                self.end_headers()
+                chunk = b" " * (1 << 16)
+                try:
+                    while True:
+                        self.wfile.write(chunk)
+                        with index.lock:
+                            index.bytes += len(chunk)
+                except OSError:  # the client stopped reading and closed the connection
+                    return
             if self.path.startswith("/html/"):  # a PEP 503 (HTML only) index
                 self._send(200, b"<html><body></body></html>", "text/html")
                 return

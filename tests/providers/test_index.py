@@ -144,3 +144,36 @@ def test_a_malformed_wheel_does_not_silence_the_index(local_index: LocalIndex, t
     assert [r.dist.name for r in closure.reached] == ["nvidia-curand"]
     assert closure.reached[0].dist.source.startswith("index ")
     assert len(closure.unresolved) == 1 and "not a readable zip" in closure.unresolved[0].reason
+
+
+def test_a_page_nested_too_deep_is_an_unavailable_index(local_index: LocalIndex) -> None:
+    """A hostile index's page nested 100,000 levels deep: the index cannot answer (one line), never an
+    internal error."""
+    source = IndexSource(local_index.url.rsplit("/", 1)[0] + "/deep", DiskCache(None), Client())
+    with pytest.raises(IndexUnavailable, match="nested more than 64 levels"):
+        source.find("x", SpecifierSet(), LINUX)
+
+
+def test_an_endless_answer_is_cut_off(local_index: LocalIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An index that streams without a size and without end is read up to the cap, then refused."""
+    import cudaship.providers.http as http
+
+    monkeypatch.setattr(http, "MAX_RESPONSE", 1 << 20)
+    client = Client()
+    source = IndexSource(local_index.url.rsplit("/", 1)[0] + "/endless", DiskCache(None), client)
+    with pytest.raises(IndexUnavailable, match="larger than 1 MiB"):
+        source.find("x", SpecifierSet(), LINUX)
+    assert client.fetched.bytes <= (1 << 20) + 1  # what the client took in: the cap, not the stream
+
+
+def test_a_damaged_or_hostile_cache_entry_is_a_miss(tmp_path: Path) -> None:
+    cache = DiskCache(tmp_path)
+    cache.put("page", "k", {"a": 1})
+    assert cache.get("page", "k") == {"a": 1}
+    entry = cache._path("page", "k")
+    assert entry is not None
+    entry.write_bytes(b"[" * 100_000)  # nested too deep: a miss, not a RecursionError
+    assert cache.get("page", "k") is None
+    entry.unlink()
+    os.mkfifo(entry)  # a FIFO in the cache would block a plain open: refused, a miss
+    assert cache.get("page", "k") is None

@@ -16,6 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cudaship.errors import CudashipError
+from cudaship.loaders import MAX_DOCUMENT, load_json
+from cudaship.safe_read import read_regular
+
 PAGE_TTL_S = 24 * 3600.0
 
 
@@ -46,9 +50,9 @@ class DiskCache:
         try:
             if max_age_s is not None and time.time() - path.stat().st_mtime > max_age_s:
                 return None
-            with path.open("rb") as f:
-                entry = json.load(f)
-        except (OSError, ValueError):
+            # a damaged, oversized, deeply nested or non-regular entry (a FIFO would block) is a miss
+            entry = load_json(read_regular(path, MAX_DOCUMENT), error=CudashipError)
+        except (OSError, CudashipError):
             return None
         if not isinstance(entry, dict) or entry.get("key") != key:
             return None

@@ -18,6 +18,9 @@ from cudaship.providers.records import Fetched
 
 USER_AGENT = f"cudaship/{__version__} (+provider resolution)"
 TIMEOUT_S = 30.0
+#: Most bytes one answer may carry: a PEP 691 page of a project with thousands of files is a few MB, a range
+#: of a wheel's tail far less; an index that streams without end is cut off here, not read into memory.
+MAX_RESPONSE = 64 << 20
 
 
 class IndexUnavailable(CudashipError):
@@ -67,7 +70,10 @@ class Client:
         request = urllib.request.Request(url, headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as resp:
-                body = resp.read()
+                body = resp.read(MAX_RESPONSE + 1)
+                if len(body) > MAX_RESPONSE:
+                    self._count(len(body))
+                    raise IndexUnavailable(f"{url}: answer larger than {MAX_RESPONSE >> 20} MiB, not read")
                 self._count(len(body), page=accept is not None)
                 return Response(
                     resp.status,

@@ -10,7 +10,6 @@ file list always comes from the wheel's central directory, read with HTTP range 
 from __future__ import annotations
 
 import hashlib
-import json
 import urllib.parse
 from typing import Any
 
@@ -18,6 +17,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 from cudaship.errors import CudashipError
+from cudaship.loaders import load_json
 from cudaship.providers.cache import PAGE_TTL_S, DiskCache
 from cudaship.providers.distinfo import from_wheel_zip
 from cudaship.providers.http import Client, IndexUnavailable, NotFound
@@ -59,7 +59,7 @@ class IndexSource:
                     f"{page_url}: answered {resp.content_type or 'no content type'}, not PEP 691 JSON"
                 )
             try:
-                cached = _files_of(json.loads(resp.body), resp.url)
+                cached = _files_of(load_json(resp.body, error=IndexUnavailable, label=page_url), resp.url)
             except (ValueError, TypeError, KeyError) as e:
                 raise IndexUnavailable(f"{page_url}: not a PEP 691 project page: {e}") from None
             self.cache.put("page", page_url, cached)
