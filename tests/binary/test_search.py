@@ -20,7 +20,6 @@ from cudaship.binary import _search
 from cudaship.binary._search import native_available, open_finder
 from cudaship.binary.devicescan import (
     _PageReleaser,
-    _read_only_map,
     _scan,
     _Scanner,
     read_device_file,
@@ -29,6 +28,7 @@ from cudaship.binary.devicescan import (
 from cudaship.binary.fatbin import CONTAINER_MAGIC_BYTES, read_container
 from cudaship.binary.records import Buffer, Section
 from cudaship.binary.strings import runtime_markers
+from cudaship.pages import read_only_map
 
 Build = Callable[[str], Path]
 MAGIC = CONTAINER_MAGIC_BYTES
@@ -334,7 +334,12 @@ def test_only_read_only_maps_have_pages_released(
     anonymous[:] = data
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY) as private, anonymous:
         shared = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        assert [_read_only_map(b) for b in (shared, private, anonymous, data)] == [True, False, False, False]
+        assert [read_only_map(b) is not None for b in (shared, private, anonymous, data)] == [
+            True,
+            False,
+            False,
+            False,
+        ]
         for buf in (shared, private, anonymous):
             for workers in (1, 3):
                 assert _scan(buf, sections, workers=workers) == reference

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Generic, ParamSpec, Protocol, TypeVar
 
 from cudaship.archive.spill import MemoryBudget
 from cudaship.binary.records import Buffer
+from cudaship.pages import read_only_map
 
 #: Decompressed members held in memory at once (all workers together); a member that does not fit waits for
 #: others to finish (when small) or goes to an anonymous temporary file, mapped (see :data:`SPILL_SIZE`).
@@ -134,7 +135,7 @@ class CompressedPages:
     STEP = 16 << 20
 
     def __init__(self, buf: Buffer, start: int, length: int, size: int) -> None:
-        self._map: mmap.mmap | None = buf if isinstance(buf, mmap.mmap) and _read_only_map(buf) else None
+        self._map: mmap.mmap | None = read_only_map(buf)
         self._start = start
         self._end = start + length
         self._per_byte = length / size if size else 0.0
@@ -166,13 +167,3 @@ class CompressedPages:
             return
         self._released = end
 
-
-def _read_only_map(buf: Buffer) -> bool:
-    """A read-only ``mmap`` (a shared map of a file in CPython): dropping its pages loses nothing."""
-    if not isinstance(buf, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
-        return False
-    try:
-        with memoryview(buf) as view:
-            return view.readonly
-    except (ValueError, BufferError):  # closed
-        return False

@@ -32,6 +32,7 @@ from cudaship.archive.inflate import BZIP2, DEFLATED, LZMA, METHOD_NAMES, STORED
 from cudaship.archive.limits import CHUNK, DEFAULT_LIMITS, ArchiveLimits
 from cudaship.binary.records import Buffer
 from cudaship.errors import ArchiveError
+from cudaship.pages import read_only_map
 
 #: What ``zipfile.ZipFile(...)`` raises on a file that is not a readable zip archive.
 ZIP_OPEN_ERRORS: tuple[type[BaseException], ...] = (
@@ -326,13 +327,14 @@ class ZipArchive:
         """Drop the pages of a read-only map of the archive between ``start`` and ``end`` once a member is
         read: they come back from the file if needed, and a 600 MB wheel streamed end to end does not stay
         resident (file-backed pages count in RSS)."""
-        if not isinstance(self.buf, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+        pages = read_only_map(self.buf)
+        if pages is None:
             return
         first = (start + mmap.PAGESIZE - 1) // mmap.PAGESIZE * mmap.PAGESIZE
         last = end // mmap.PAGESIZE * mmap.PAGESIZE
         if last - first >= 1 << 20:
             with suppress(OSError, ValueError):  # advice only
-                self.buf.madvise(mmap.MADV_DONTNEED, first, last - first)
+                pages.madvise(mmap.MADV_DONTNEED, first, last - first)
 
     def _spend(self, n: int) -> None:
         with self._lock:

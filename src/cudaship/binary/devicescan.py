@@ -47,6 +47,7 @@ from cudaship.binary.records import (
     Section,
 )
 from cudaship.errors import BinaryFormatError
+from cudaship.pages import read_only_map
 
 #: Sections that hold relocatable (``-rdc``) fatbins: the ELF / Mach-O name, and the PE name cut to 8
 #: characters by MSVC's linker. (mingw-w64's ld keeps the long name through the COFF string table.)
@@ -140,18 +141,6 @@ def _searched_ranges(size: int, sections: Sequence[Section]) -> list[tuple[int, 
     return ranges
 
 
-def _read_only_map(buf: Buffer) -> bool:
-    """A read-only ``mmap`` (always a shared map of a file in CPython): dropping its pages loses nothing, they
-    are read again from the file. (On a private or anonymous map they would come back as zeros.)"""
-    if not isinstance(buf, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
-        return False
-    try:
-        with memoryview(buf) as view:
-            return view.readonly
-    except (ValueError, BufferError):  # closed
-        return False
-
-
 class _PageReleaser:
     """Drops the pages of an ``mmap`` that the search has passed, so a 500 MB library searched end to end does
     not stay resident. For other buffers it does nothing. ``start``: where this searcher began (a worker
@@ -160,7 +149,7 @@ class _PageReleaser:
     WINDOW = 32 << 20
 
     def __init__(self, buf: Buffer, start: int = 0) -> None:
-        self._map = buf if isinstance(buf, mmap.mmap) and _read_only_map(buf) else None
+        self._map = read_only_map(buf)
         self._released = start - start % mmap.PAGESIZE
 
     def passed(self, pos: int, *, window: int = WINDOW) -> None:
