@@ -62,36 +62,8 @@ SOURCES = (
 )
 BENCH_WHEEL = "cudaship_bench-1.0-py3-none-manylinux_2_27_x86_64.whl"
 
-_MEASURE = r"""
-import json, resource, subprocess, sys, threading, time
-def sample(pid, peaks):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key in peaks:
-                    peaks[key] = max(peaks[key], int(value.split()[0]))
-    except OSError:
-        pass
-shell = sys.argv[1] == "--shell"
-args = sys.argv[2:] if shell else sys.argv[1:]
-start = time.perf_counter()
-child = subprocess.Popen(" ".join(args) if shell else args, shell=shell, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE)
-peaks = {"RssAnon": 0, "RssFile": 0}
-err = []
-reader = threading.Thread(target=lambda: err.append(child.stderr.read()))
-reader.start()
-while child.poll() is None:
-    sample(child.pid, peaks)
-    time.sleep(0.005)
-reader.join()
-wall = time.perf_counter() - start
-print(json.dumps({"wall_s": wall, "rc": child.returncode,
-                  "peak_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
-                  "anon_mib": peaks["RssAnon"] / 1024, "file_mib": peaks["RssFile"] / 1024,
-                  "stderr": err[0].decode(errors="replace")[-300:] if err else ""}))
-"""
+#: Measures one command with every process it starts (worker processes included): see treemeasure.py.
+_MEASURE = str(Path(__file__).resolve().parent / "treemeasure.py")
 
 
 @dataclass
@@ -99,10 +71,11 @@ class Result:
     name: str
     wall_s: float  #: median
     runs: list[float]
-    peak_mib: float  #: max over runs
+    peak_mib: float  #: max over runs of the peak summed RSS of the command's process tree
     anon_mib: float
     file_mib: float
     rc: int
+    cpu_s: float = 0.0  #: median CPU time of the whole process tree
 
 
 def cache() -> Path:
@@ -242,7 +215,7 @@ def compose(sources: list[Path], out: Path) -> Path:
 def measure(name: str, command: list[str], repeat: int, shell: bool = False) -> Result:
     runs: list[dict[str, float]] = []
     for _ in range(repeat):
-        args = [sys.executable, "-c", _MEASURE, *(["--shell"] if shell else []), *command]
+        args = [sys.executable, _MEASURE, *(["--shell"] if shell else []), *command]
         done = subprocess.run(args, capture_output=True, text=True, check=True)
         runs.append(json.loads(done.stdout))
     walls = [r["wall_s"] for r in runs]
@@ -256,6 +229,7 @@ def measure(name: str, command: list[str], repeat: int, shell: bool = False) -> 
         max(r["anon_mib"] for r in runs),
         max(r["file_mib"] for r in runs),
         int(runs[-1]["rc"]),
+        statistics.median(r["cpu_s"] for r in runs),
     )
 
 
@@ -345,11 +319,16 @@ def main() -> int:
         f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
         f"load average {load_before:.2f} before, {load_after:.2f} after"
     )
-    print(f"{'command':42} {'wall s':>8} {'runs':>22} {'peak RSS MiB':>13} {'anon MiB':>9} {'file MiB':>9}")
+    print("peak RSS: the peak of the summed RSS of every process of the command (worker processes included)")
+    print(
+        f"{'command':42} {'wall s':>8} {'runs':>22} {'CPU s':>7} {'peak RSS MiB':>13} {'anon MiB':>9} "
+        f"{'file MiB':>9}"
+    )
     for r in results:
         runs = " ".join(f"{w:.2f}" for w in r.runs)
         print(
-            f"{r.name:42} {r.wall_s:8.2f} {runs:>22} {r.peak_mib:13.0f} {r.anon_mib:9.0f} {r.file_mib:9.0f}"
+            f"{r.name:42} {r.wall_s:8.2f} {runs:>22} {r.cpu_s:7.2f} {r.peak_mib:13.0f} {r.anon_mib:9.0f} "
+            f"{r.file_mib:9.0f}"
         )
     ratios: dict[str, float | list[float]] = {
         "audit / unzip": results[1].wall_s / results[0].wall_s,

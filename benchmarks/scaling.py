@@ -42,21 +42,12 @@ import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-_MEASURE = r"""
-import json, resource, subprocess, sys, time
-start = time.perf_counter()
-child = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-wall = time.perf_counter() - start
-usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(json.dumps({"wall_s": wall, "rc": child.returncode, "peak_mib": usage.ru_maxrss / 1024,
-                  "cpu_s": usage.ru_utime + usage.ru_stime, "stderr": child.stderr.decode()[-300:]}))
-"""
+#: Measures one command with every process it starts (worker processes included): see treemeasure.py.
+_MEASURE = str(Path(__file__).resolve().parent / "treemeasure.py")
 
 
 def measure(command: list[str]) -> dict[str, float]:
-    done = subprocess.run(
-        [sys.executable, "-c", _MEASURE, *command], capture_output=True, text=True, check=True
-    )
+    done = subprocess.run([sys.executable, _MEASURE, *command], capture_output=True, text=True, check=True)
     result: dict[str, float] = json.loads(done.stdout)
     if result["rc"] not in (0, 1):
         raise SystemExit(f"{' '.join(command)} failed (exit {result['rc']}): {result['stderr']}")

@@ -1,5 +1,5 @@
 """Workers shared by one command: a pool of threads for reading archive members and files, with one memory
-budget and one lock for progress hooks.
+budget and one lock for progress hooks, and, for large wheels, a pool of processes.
 
 Inflating (ISA-L, zlib, bz2, lzma), hashing (hashlib) and the device-code search (``memmem`` through ctypes)
 release the GIL, so members of one wheel, members of several wheels and plain files all read at once on
@@ -9,6 +9,15 @@ memory at once stay within one :class:`~cudaship.archive.spill.MemoryBudget`.
 
 With one worker every task runs in the caller's thread the moment it is submitted, in submission order: the
 sequential behaviour, exactly.
+
+**Processes.** Inflating releases the GIL, but reading what was inflated (host symbol tables, fatbin
+containers, RECORD bookkeeping for thousands of small members) is Python, and on threads it is serialised:
+measured on 16 cores, threads stopped helping past 4 workers. So the members of a large wheel go to worker
+*processes* (:meth:`Workers.processes`): each opens the wheel itself (:func:`shared_archive`, checked to be
+the very file the command opened), takes members by their central-directory facts (no second directory
+parse) and sends back plain records. Processes come from a fork server (:mod:`multiprocessing`'s
+``forkserver``, ``spawn`` where there is none), which imports the reading modules once and forks a worker per
+CPU asked for: never a fork of the command's own process, which may have threads.
 """
 
 from __future__ import annotations
@@ -17,11 +26,15 @@ import mmap
 import os
 import threading
 from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Generic, ParamSpec, Protocol, TypeVar
 
 from cudaship.archive.spill import MemoryBudget
+from cudaship.archive.zip import ZipArchive, ZipMember
 from cudaship.binary.records import Buffer
+from cudaship.errors import ArchiveError
 from cudaship.pages import read_only_map
 
 #: Decompressed members held in memory at once (all workers together); a member that does not fit waits for
@@ -34,8 +47,19 @@ MEMORY_BUDGET = 384 << 20
 #: mapped, instead of waiting for memory: large libraries then unpack on several cores at once.
 SPILL_SIZE = 64 << 20
 
+#: A wheel whose members unpack to at least this many bytes is read on worker processes (when there is more
+#: than one worker): below it, starting processes (a fork server importing the readers, about 0.1-0.2 s of
+#: one CPU) costs more than the GIL does.
+PROCESS_MIN_BYTES = 64 << 20
+#: Members of a batch handed to one worker process at once (small members travel together: one task each
+#: would cost more in messages than in inflating), and the compressed bytes a batch holds at most.
+BATCH_MEMBERS = 512
+BATCH_BYTES = 4 << 20
+#: Modules the fork server imports before it forks workers (the task functions live there).
+PRELOAD = ("cudaship.checks.wheelscan", "cudaship.inspection.wheel")
+
 if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import Executor, ThreadPoolExecutor
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
@@ -84,15 +108,25 @@ def worker_count(jobs: int | None) -> int:
 
 class Workers:
     """A thread pool of ``count`` workers (none when ``count`` is 1), the memory budget its tasks share, and a
-    lock that serialises progress hooks called from them. A context manager: leaving it waits for every
-    task."""
+    lock that serialises progress hooks called from them; on demand, ``count`` worker processes for large
+    wheels (:meth:`processes`). A context manager: leaving it waits for every task.
 
-    def __init__(self, count: int = 1, *, memory_budget: int = MEMORY_BUDGET) -> None:
+    ``processes``: True to read every wheel's members on processes (with more than one worker), False never,
+    None (default) for wheels of :data:`PROCESS_MIN_BYTES` or more; the ``CUDASHIP_PROCESSES`` environment
+    variable (``always``, ``never``, ``auto``) overrides the default."""
+
+    def __init__(
+        self, count: int = 1, *, memory_budget: int = MEMORY_BUDGET, processes: bool | None = None
+    ) -> None:
         self.count = max(1, count)
         self.budget = MemoryBudget(memory_budget)
+        self.memory_budget = memory_budget
         #: held while calling an observer from a worker, so observers need not be thread-safe
         self.hooks_lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
+        self._processes_wanted = _processes_setting(processes)
+        self._process_pool: Executor | None = None
+        self._process_lock = threading.Lock()
         if self.count > 1:
             # imported here: concurrent.futures imports logging, start-up a one-file inspect does not need
             from concurrent.futures import ThreadPoolExecutor
@@ -109,10 +143,33 @@ class Workers:
         except BaseException as e:  # handed to whoever asks for the result, as the pool does
             return _Done(None, e)
 
+    def use_processes(self, unpacked_bytes: int) -> bool:
+        """Whether a wheel whose members unpack to ``unpacked_bytes`` should be read on processes."""
+        if self.count < 2 or self._processes_wanted is False:
+            return False
+        return self._processes_wanted is True or unpacked_bytes >= PROCESS_MIN_BYTES
+
+    @property
+    def process_budget(self) -> int:
+        """The memory budget of one worker process (each reads one member at a time): the command's budget
+        shared among them, but never so little that a member under :data:`SPILL_SIZE` would spill."""
+        return max(self.memory_budget // self.count, SPILL_SIZE)
+
+    def processes(self) -> Executor:
+        """The worker processes (started on first call; ``count`` of them)."""
+        with self._process_lock:
+            if self._process_pool is None:
+                self._process_pool = _start_processes(self.count)
+            return self._process_pool
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
+        with self._process_lock:
+            if self._process_pool is not None:
+                self._process_pool.shutdown(wait=True)
+                self._process_pool = None
 
     def __enter__(self) -> Workers:
         return self
@@ -167,3 +224,107 @@ class CompressedPages:
             return
         self._released = end
 
+
+def _processes_setting(given: bool | None) -> bool | None:
+    if given is not None:
+        return given
+    value = os.environ.get("CUDASHIP_PROCESSES", "auto").strip().lower()
+    return {"always": True, "never": False}.get(value)
+
+
+def _start_processes(count: int) -> Executor:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        server = multiprocessing.get_context("forkserver")
+        server.set_forkserver_preload(list(PRELOAD))
+        return ProcessPoolExecutor(max_workers=count, mp_context=server)
+    # pragma: no cover - Windows, macOS without a fork server
+    return ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("spawn"))
+
+
+@dataclass(frozen=True)
+class ArchiveRef:
+    """How a worker process finds the wheel a command opened: its path and the identity of the file (device,
+    inode, size, modification time), so a wheel replaced in between is refused rather than read."""
+
+    path: str
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, path: str | os.PathLike[str], fileno: int) -> ArchiveRef:
+        st = os.fstat(fileno)
+        return cls(os.fspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+class _OpenArchive:
+    def __init__(self, ref: ArchiveRef) -> None:
+        from cudaship.safe_read import open_regular
+
+        self.file = open_regular(ref.path)
+        try:
+            st = os.fstat(self.file.fileno())
+            if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != (
+                ref.device,
+                ref.inode,
+                ref.size,
+                ref.mtime_ns,
+            ):
+                raise ArchiveError("the file changed while it was being read")
+            self.map = mmap.mmap(self.file.fileno(), 0, access=mmap.ACCESS_READ) if ref.size else None
+            self.archive = ZipArchive.of_members(self.map if self.map is not None else b"")
+        except OSError as e:
+            self.file.close()
+            raise ArchiveError(f"cannot map: {e.strerror or e}") from None
+        except ArchiveError:
+            self.file.close()
+            raise
+
+    def close(self) -> None:
+        if self.map is not None:
+            with suppress(BufferError):
+                self.map.close()
+        self.file.close()
+
+
+#: Archives a worker process has open, most recently used last (at most :data:`_OPEN_PER_PROCESS`).
+_open: dict[ArchiveRef, _OpenArchive] = {}
+_open_lock = threading.Lock()
+_OPEN_PER_PROCESS = 4
+
+
+def shared_archive(ref: ArchiveRef) -> ZipArchive:
+    """In a worker process: the archive ``ref`` names, opened once per process (a few kept open)."""
+    with _open_lock:
+        found = _open.pop(ref, None)
+        if found is None:
+            found = _OpenArchive(ref)
+        _open[ref] = found
+        while len(_open) > _OPEN_PER_PROCESS:
+            _open.pop(next(iter(_open))).close()
+        return found.archive
+
+
+def batches(members: list[ZipMember]) -> list[list[ZipMember]]:
+    """``members`` (largest first) as tasks for worker processes: a member of :data:`BATCH_BYTES` or more
+    alone, smaller ones together, up to :data:`BATCH_MEMBERS` members or :data:`BATCH_BYTES` compressed
+    bytes a batch."""
+    out: list[list[ZipMember]] = []
+    current: list[ZipMember] = []
+    held = 0
+    for member in members:
+        if member.compressed_size >= BATCH_BYTES:
+            out.append([member])
+            continue
+        if current and (len(current) >= BATCH_MEMBERS or held + member.compressed_size > BATCH_BYTES):
+            out.append(current)
+            current, held = [], 0
+        current.append(member)
+        held += member.compressed_size
+    if current:
+        out.append(current)
+    return out

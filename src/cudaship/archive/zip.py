@@ -129,17 +129,30 @@ class ZipArchive:
     """A zip archive held in ``buf`` (not copied). Thread-safe for reading: members may stream on several
     threads at once."""
 
-    def __init__(self, buf: Buffer, *, limits: ArchiveLimits = DEFAULT_LIMITS) -> None:
+    def __init__(
+        self,
+        buf: Buffer,
+        *,
+        limits: ArchiveLimits = DEFAULT_LIMITS,
+        members: tuple[ZipMember, ...] | None = None,
+    ) -> None:
         self.buf = buf
         self.size = len(buf)
         self.limits = limits
         self._produced = 0
         self._total_cap = limits.total_cap(self.size)
         self._lock = threading.Lock()
-        self._members = self._read_directory()
+        self._members = self._read_directory() if members is None else members
         self._by_name: dict[str, ZipMember] = {}
         for m in self._members:
             self._by_name.setdefault(m.name, m)
+
+    @classmethod
+    def of_members(cls, buf: Buffer, *, limits: ArchiveLimits = DEFAULT_LIMITS) -> ZipArchive:
+        """The archive in ``buf`` for reading members whose facts another process already read from its
+        central directory (and checked: local headers, overlaps): the directory is not parsed again. Every
+        read still checks the member (:meth:`check`) and stays inside ``buf``."""
+        return cls(buf, limits=limits, members=())
 
     # -- listing --------------------------------------------------------------------------------------------
 
@@ -415,6 +428,10 @@ class ZipFile:
                 self._map.close()
             self._map = None
         self._file.close()
+
+    def fileno(self) -> int:
+        """The open file's descriptor (for the identity of the file: see ``archive.pool.ArchiveRef``)."""
+        return self._file.fileno()
 
     def __enter__(self) -> ZipArchive:
         return self.archive

@@ -20,7 +20,15 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from cudaship.archive.pool import SPILL_SIZE, CompressedPages, Workers, worker_count
+from cudaship.archive.pool import (
+    SPILL_SIZE,
+    ArchiveRef,
+    CompressedPages,
+    Workers,
+    batches,
+    shared_archive,
+    worker_count,
+)
 from cudaship.archive.select import MAGIC_BYTES, is_native_member
 from cudaship.archive.spill import Hasher, MemoryBudget, Sink
 from cudaship.archive.zip import ZipArchive, ZipFile, ZipMember
@@ -163,7 +171,11 @@ def scan_wheel(
     except ArchiveError as e:
         raise WheelError(e.message, path=label) from None
     with opened as archive:
-        return _scan(label, archive, workers, details, hooks, pool)
+        try:
+            ref: ArchiveRef | None = ArchiveRef.of(path, opened.fileno())
+        except OSError:
+            ref = None
+        return _scan(label, archive, workers, details, hooks, pool, ref)
 
 
 def _scan(
@@ -173,6 +185,7 @@ def _scan(
     details: bool,
     hooks: ScanObserver,
     pool: Workers | None,
+    ref: ArchiveRef | None = None,
 ) -> ScannedWheel:
     infos = archive.files()
     names = [i.name for i in infos]
@@ -212,10 +225,10 @@ def _scan(
     total = sum(i.size for i in infos)
     small = total < (8 << 20) or len(order) < 2  # not worth a thread: read in the calling one
     if pool is not None:
-        results = done + _run(label, archive, order, verifier, pool, details, hooks, inline=small)
+        results = done + _run(label, archive, order, verifier, pool, details, hooks, inline=small, ref=ref)
     else:
         with Workers(1 if small else worker_count(workers)) as own:
-            results = done + _run(label, archive, order, verifier, own, details, hooks, inline=False)
+            results = done + _run(label, archive, order, verifier, own, details, hooks, inline=False, ref=ref)
 
     reports: dict[str, FileReport] = {}
     unreadable: list[tuple[str, str]] = []
@@ -252,7 +265,11 @@ def _run(
     hooks: ScanObserver,
     *,
     inline: bool,
+    ref: ArchiveRef | None = None,
 ) -> list[_Result]:
+    if ref is not None and pool.use_processes(sum(m.size for m in order)):
+        return _run_processes(label, ref, order, verifier, pool, details, hooks)
+
     def work(member: ZipMember) -> _Result:
         algorithm = verifier.algorithm_for(member.name)
         result = _scan_member(label, archive, member, algorithm, pool.budget, details)
@@ -264,3 +281,52 @@ def _run(
         return [work(member) for member in order]
     futures = [pool.submit(work, member) for member in order]
     return [future.result() for future in futures]
+
+
+def _run_processes(
+    label: str,
+    ref: ArchiveRef,
+    order: list[ZipMember],
+    verifier: RecordVerifier,
+    pool: Workers,
+    details: bool,
+    hooks: ScanObserver,
+) -> list[_Result]:
+    """The members on the worker processes, in batches (largest members first, each alone)."""
+    from concurrent.futures import as_completed
+
+    executor = pool.processes()
+    budget = pool.process_budget
+    pending = {}
+    for batch in batches(order):
+        algorithms = [verifier.algorithm_for(m.name) for m in batch]
+        future = executor.submit(_scan_batch, label, ref, batch, algorithms, budget, details)
+        pending[future] = batch
+    results: list[_Result] = []
+    for future in as_completed(pending):
+        results.extend(future.result())
+        with pool.hooks_lock:
+            hooks.advanced(sum(m.compressed_size for m in pending[future]))
+    return results
+
+
+def _scan_batch(
+    label: str,
+    ref: ArchiveRef,
+    members: list[ZipMember],
+    algorithms: list[str],
+    budget_bytes: int,
+    details: bool,
+) -> list[_Result]:
+    """In a worker process: :func:`_scan_member` for each member of a batch."""
+    try:
+        archive = shared_archive(ref)
+    except ArchiveError as e:
+        return [
+            _Result(m.name, 0, None, a, None, e.message) for m, a in zip(members, algorithms, strict=True)
+        ]
+    budget = MemoryBudget(budget_bytes)
+    return [
+        _scan_member(label, archive, member, algorithm, budget, details)
+        for member, algorithm in zip(members, algorithms, strict=True)
+    ]

@@ -24,6 +24,10 @@ from cudaship.inspection.report import WheelReport
 from cudaship.wheel.archive import Member, WheelArchive
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    from cudaship.archive.pool import ArchiveRef
+    from cudaship.archive.spill import MemoryBudget
     from cudaship.inspection.walk import InspectObserver
 
 
@@ -157,7 +161,16 @@ def start_wheel(
     except CudashipError as e:  # the archive itself is damaged: report it
         job.error = e.message
         return job
-    candidates = [m for m in archive.members() if m.size != 0 and not is_text_name(m.name)]
+    members = archive.members()
+    candidates = [m for m in members if m.size != 0 and not is_text_name(m.name)]
+    if workers.use_processes(sum(m.size for m in members)):
+        try:
+            ref = archive.ref()
+        except OSError:
+            pass
+        else:
+            job.pending = _on_processes(ref, candidates, label, details, hooks, workers)
+            return job
     futures: dict[int, Pending[FileReport | None]] = {}
     for index in sorted(range(len(candidates)), key=lambda i: candidates[i].compressed_size, reverse=True):
         futures[index] = workers.submit(
@@ -171,20 +184,103 @@ def _read_member(
     archive: WheelArchive, member: Member, label: str, details: bool, hooks: InspectObserver, workers: Workers
 ) -> FileReport | None:
     """The report of one member, or None when it is not native (then only its first bytes were inflated)."""
+    report = _member_or_none(archive, member, label, details, workers.budget, hooks, workers.hooks_lock)
+    if report is not None:  # the rest of the wheel's bytes are accounted for when it is finished
+        with workers.hooks_lock:
+            hooks.advanced(member.compressed_size)
+    return report
+
+
+def _member_or_none(
+    archive: WheelArchive,
+    member: Member,
+    label: str,
+    details: bool,
+    budget: MemoryBudget,
+    hooks: InspectObserver | None = None,
+    lock: threading.Lock | None = None,
+) -> FileReport | None:
     from cudaship.archive.select import is_native_member
 
     try:
         if not is_native_member(member.name, archive.head(member)):
             return None
-        with workers.hooks_lock:
-            hooks.reading(f"{label}!{shown_name(member.name)}")
-        with archive.member_buffer(member, budget=workers.budget) as buf:
-            report = member_report(buf, member.name, container=label, details=details)
+        if hooks is not None and lock is not None:
+            with lock:
+                hooks.reading(f"{label}!{shown_name(member.name)}")
+        with archive.member_buffer(member, budget=budget) as buf:
+            return member_report(buf, member.name, container=label, details=details)
     except CudashipError as e:  # this member could not be unpacked; the others still are
-        report = failed_member(member.name, member.size, label, e.message)
-    with workers.hooks_lock:
-        hooks.advanced(member.compressed_size)
-    return report
+        return failed_member(member.name, member.size, label, e.message)
+
+
+class _BatchItem:
+    """One member's report, out of a batch read on a worker process (:func:`_on_processes`)."""
+
+    def __init__(self, batch: Pending[list[FileReport | None]], index: int) -> None:
+        self._batch = batch
+        self._index = index
+
+    def result(self) -> FileReport | None:
+        return self._batch.result()[self._index]
+
+
+class _Advance:
+    """When a batch is done on a worker process: tells the progress display which of its members were read
+    (native ones) and moves it on by their compressed bytes (the rest of the wheel's bytes are accounted for
+    when it is finished, as with threads)."""
+
+    def __init__(self, label: str, batch: list[Member], hooks: InspectObserver, lock: threading.Lock) -> None:
+        self._label = label
+        self._batch = batch
+        self._hooks = hooks
+        self._lock = lock
+
+    def __call__(self, future: Future[list[FileReport | None]]) -> None:
+        reports: list[FileReport | None] = [] if future.cancelled() or future.exception() else future.result()
+        with self._lock:
+            for member, report in zip(self._batch, reports, strict=False):
+                if report is not None:
+                    self._hooks.reading(f"{self._label}!{shown_name(member.name)}")
+                    self._hooks.advanced(member.compressed_size)
+
+
+def _on_processes(
+    ref: ArchiveRef,
+    candidates: list[Member],
+    label: str,
+    details: bool,
+    hooks: InspectObserver,
+    workers: Workers,
+) -> list[tuple[Member, Pending[FileReport | None]]]:
+    """Hand the candidates to the worker processes in batches (largest first); one pending report each, in
+    archive order."""
+    from cudaship.archive.pool import batches
+
+    executor = workers.processes()
+    order = sorted(candidates, key=lambda m: m.compressed_size, reverse=True)
+    by_member: dict[int, Pending[FileReport | None]] = {}
+    for batch in batches(order):
+        future = executor.submit(_read_batch, label, ref, batch, details, workers.process_budget)
+        future.add_done_callback(_Advance(label, batch, hooks, workers.hooks_lock))
+        for i, member in enumerate(batch):
+            by_member[id(member)] = _BatchItem(future, i)
+    return [(m, by_member[id(m)]) for m in candidates]
+
+
+def _read_batch(
+    label: str, ref: ArchiveRef, members: list[Member], details: bool, budget_bytes: int
+) -> list[FileReport | None]:
+    """In a worker process: the report of each member of a batch (None: not native)."""
+    from cudaship.archive.pool import shared_archive
+    from cudaship.archive.spill import MemoryBudget
+
+    try:
+        archive = WheelArchive(ref.path, archive=shared_archive(ref))
+    except CudashipError as e:
+        return [failed_member(m.name, m.size, label, e.message) for m in members]
+    budget = MemoryBudget(budget_bytes)
+    return [_member_or_none(archive, member, label, details, budget) for member in members]
 
 
 def _size(path: Path) -> int:

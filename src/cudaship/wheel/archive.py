@@ -14,14 +14,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from cudaship.archive.limits import DEFAULT_LIMITS
 from cudaship.archive.select import MAGIC_BYTES, is_native_member, is_text_name, looks_native
 from cudaship.archive.spill import MemoryBudget, Sink, released
-from cudaship.archive.zip import ZipFile, ZipMember
+from cudaship.archive.zip import ZipArchive, ZipFile, ZipMember
 from cudaship.binary.records import Buffer
 from cudaship.errors import ArchiveError, WheelError
 from cudaship.inspection.records import WheelInfo
+
+if TYPE_CHECKING:
+    from cudaship.archive.pool import ArchiveRef
 
 __all__ = [
     "MAGIC_BYTES",
@@ -53,14 +57,25 @@ MAX_TAGS = 1000
 class WheelArchive:
     """An open wheel (a context manager). A buffer is valid only inside its :meth:`member_buffer` block."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, archive: ZipArchive | None = None) -> None:
         self.path = Path(path)
         self._label = str(path)
+        self._file: ZipFile | None = None
+        if archive is not None:  # already open (a worker process's shared archive): not closed here
+            self.zip = archive
+            return
         try:
             self._file = ZipFile(path)
         except ArchiveError as e:
             raise self._error(e) from None
         self.zip = self._file.archive
+
+    def ref(self) -> ArchiveRef:
+        """How a worker process opens this very file (see :class:`cudaship.archive.pool.ArchiveRef`)."""
+        from cudaship.archive.pool import ArchiveRef
+
+        assert self._file is not None
+        return ArchiveRef.of(self.path, self._file.fileno())
 
     def _error(self, e: ArchiveError) -> WheelError:
         return WheelError(e.message, path=self._label)
@@ -68,7 +83,8 @@ class WheelArchive:
     # -- lifetime -------------------------------------------------------------------------------------------
 
     def close(self) -> None:
-        self._file.close()
+        if self._file is not None:
+            self._file.close()
 
     def __enter__(self) -> WheelArchive:
         return self

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Run one command and print, as one JSON line, what it cost, counting every process it starts.
+
+``cudaship`` reads large wheels on worker processes (a fork server and its workers), which a plain
+``getrusage(RUSAGE_CHILDREN)`` misses (the workers are the fork server's children, and the fork server is
+never waited for by the command). So this script makes itself a child subreaper (Linux ``prctl``): every
+descendant that outlives its parent is re-parented here and waited for, and ``RUSAGE_CHILDREN`` then holds
+the CPU time of the whole tree. Memory is sampled every 5 ms from ``/proc``: the peak of the *sum* of the
+resident set sizes of all live processes of the tree (anonymous and file-backed pages separately; a file page
+mapped by two processes counts twice, so the sum overstates rather than hides), and the largest single
+process's peak (``ru_maxrss``).
+
+Usage: python benchmarks/treemeasure.py [--shell] COMMAND [ARG...]
+Prints: {"wall_s", "cpu_s", "rc", "peak_mib", "anon_mib", "file_mib", "largest_process_mib", "processes",
+"stderr"}. Used by audit.py, scaling.py and inspect.py.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# Run as a script, this directory is sys.path[0]: benchmarks/inspect.py would shadow the standard ``inspect``.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+
+import ctypes  # noqa: E402
+import json  # noqa: E402
+import resource  # noqa: E402
+import subprocess  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def _subreaper() -> None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the direct children are still counted
+        pass
+
+
+def _descendants(root: int) -> list[int]:
+    """``root`` and every process below it (from /proc/*/stat parent links)."""
+    parents: dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        parents[int(name)] = int(fields[1])
+    me = os.getpid()
+    tree = {root}
+    grew = True
+    while grew:
+        grew = False
+        for pid, parent in parents.items():
+            if pid not in tree and (parent in tree or (parent == me and pid != root)):
+                tree.add(pid)
+                grew = True
+    return sorted(tree)
+
+
+def _rss(pid: int) -> tuple[int, int]:
+    anon = file = 0
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key == "RssAnon":
+                    anon = int(value.split()[0])
+                elif key in ("RssFile", "RssShmem"):
+                    file += int(value.split()[0])
+    except (OSError, ValueError):
+        pass
+    return anon, file
+
+
+def main(argv: list[str]) -> None:
+    shell = argv[:1] == ["--shell"]
+    command = argv[1:] if shell else argv
+    _subreaper()
+    start = time.perf_counter()
+    child = subprocess.Popen(
+        " ".join(command) if shell else command,
+        shell=shell,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    peak = {"total": 0, "anon": 0, "file": 0, "processes": 1}
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            pids = _descendants(child.pid)
+            anon = file = 0
+            for pid in pids:
+                a, f = _rss(pid)
+                anon += a
+                file += f
+            if anon + file > peak["total"]:
+                peak.update(total=anon + file, anon=anon, file=file)
+            peak["processes"] = max(peak["processes"], len(pids))
+            stop.wait(0.005)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    _, stderr = child.communicate()
+    wall = time.perf_counter() - start
+    stop.set()
+    sampler.join()
+    while True:  # re-parented descendants (a fork server and its workers): wait for them too
+        try:
+            os.wait()
+        except ChildProcessError:
+            break
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    print(
+        json.dumps(
+            {
+                "wall_s": wall,
+                "cpu_s": usage.ru_utime + usage.ru_stime,
+                "rc": child.returncode,
+                "peak_mib": peak["total"] / 1024,
+                "anon_mib": peak["anon"] / 1024,
+                "file_mib": peak["file"] / 1024,
+                "largest_process_mib": usage.ru_maxrss / 1024,
+                "processes": peak["processes"],
+                "stderr": stderr.decode(errors="replace")[-300:],
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,166 @@
+"""Wheel members read on worker processes (large wheels, more than one worker): the same reports as one
+worker for inspect, audit and gpus, good and damaged wheels alike; every member in exactly one task and
+inflated once by the task that has it; a wheel replaced after the command opened it is refused by the
+workers, never read in its new form."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from cudaship.analysis.gpus import gpu_report
+from cudaship.archive.pool import BATCH_BYTES, BATCH_MEMBERS, ArchiveRef, Workers, batches
+from cudaship.archive.zip import ZipFile, ZipMember
+from cudaship.checks.engine import audit_wheels
+from cudaship.checks.policy import load_policy
+from cudaship.checks.wheelscan import _scan_batch
+from cudaship.cli.main import main
+from cudaship.config import load_config
+from cudaship.inspection.walk import inspect_paths
+from cudaship.inspection.wheel import _read_batch
+from cudaship.render import audit_json, gpus_json, inspect_json
+from tests.inspection.test_parallel import CountingChunks, make_wheel
+
+
+class ProcessCalls:
+    """Counts how often commands asked for worker processes (in this process: the command's side)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls = 0
+        original = Workers.processes
+
+        def processes(workers: Workers) -> object:
+            self.calls += 1
+            return original(workers)
+
+        monkeypatch.setattr(Workers, "processes", processes)
+
+
+@pytest.fixture
+def wheels(tmp_path: Path) -> list[Path]:
+    directory = tmp_path / "wheels"
+    directory.mkdir()
+    return [
+        make_wheel(directory, "alpha", 5),
+        make_wheel(directory, "beta", 3, stored=True),
+        make_wheel(directory, "gamma", 4),
+    ]
+
+
+def _damaged(wheel: Path) -> Path:
+    """A copy of ``wheel`` with one byte of a deflated library's data changed (its inflation then fails or
+    its RECORD hash differs) and one data member's RECORD hash wrong."""
+    out = wheel.with_name(wheel.name.replace("-1.0-", "-2.0-"))
+    data = bytearray(wheel.read_bytes())
+    with ZipFile(wheel) as archive:
+        member = next(m for m in archive.files() if m.name.endswith("libvecadd1.so"))
+        data[member.data_offset + member.compressed_size // 2] ^= 0xFF
+    out.write_bytes(bytes(data))
+    return out
+
+
+def test_processes_give_the_reports_one_worker_gives(
+    wheels: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CUDASHIP_PROCESSES", "always")
+    calls = ProcessCalls(monkeypatch)
+    damaged = _damaged(wheels[0])
+    inputs = [*wheels, damaged]
+    policy = load_policy(load_config(None))
+
+    inspect_one = inspect_json.render(inspect_paths(inputs, workers=1))
+    audit_one = audit_json.render(audit_wheels(inputs, policy, workers=1))
+    gpus_one = gpus_json.render(gpu_report(inspect_paths([wheels[0].parent], workers=1)))
+    assert calls.calls == 0  # one worker: never processes
+
+    assert inspect_json.render(inspect_paths(inputs, workers=3)) == inspect_one
+    assert audit_json.render(audit_wheels(inputs, policy, workers=3)) == audit_one
+    assert gpus_json.render(gpu_report(inspect_paths([wheels[0].parent], workers=3))) == gpus_one
+    assert calls.calls >= 3 * len(inputs)  # every wheel of every command went to the processes
+
+    # the reports are real: the libraries were read, and the damaged member is reported, not hidden
+    inspected = json.loads(inspect_one)
+    assert inspect_one.count("libvecadd") >= 12
+    assert [f["path"] for f in inspected["files"] if f.get("error")] == ["alpha/lib/libvecadd1.so"]
+    assert [w["filename"] for w in json.loads(audit_one)["wheels"]] == [w.name for w in inputs]
+    assert "alpha/lib/libvecadd1.so: cannot be read" in audit_one
+
+
+def test_cli_reports_are_the_same_with_processes(
+    wheels: list[Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    outputs = {}
+    for setting, jobs in (("never", "1"), ("always", "2")):
+        monkeypatch.setenv("CUDASHIP_PROCESSES", setting)
+        for command in ("audit", "inspect"):
+            offline = ["--offline"] if command == "audit" else []
+            code = main([command, "--no-progress", "-j", jobs, *offline, "-f", "json", *map(str, wheels)])
+            outputs[setting, command] = (code, capsys.readouterr().out)
+    for command in ("audit", "inspect"):
+        assert outputs["never", command] == outputs["always", command]
+        assert outputs["never", command][0] in (0, 1)
+        assert json.loads(outputs["never", command][1])
+
+
+def test_batches_hold_every_member_once_largest_alone() -> None:
+    def member(name: str, compressed: int) -> ZipMember:
+        return ZipMember(name, compressed * 3, compressed, 8, 0, 0, 0, 0)
+
+    sizes = [BATCH_BYTES * 3, BATCH_BYTES, BATCH_BYTES - 1, *[1000] * (BATCH_MEMBERS + 10), *[0] * 5]
+    members = [member(f"m{i}", s) for i, s in enumerate(sizes)]
+    out = batches(members)
+    flat = [m.name for b in out for m in b]
+    assert flat == [m.name for m in members]  # each once, in the order given (largest first)
+    assert out[0] == [members[0]] and out[1] == [members[1]]  # large members alone
+    for batch in out:
+        assert len(batch) <= BATCH_MEMBERS
+        if len(batch) > 1:
+            assert sum(m.compressed_size for m in batch) <= BATCH_BYTES
+
+
+def test_worker_tasks_inflate_each_member_once(wheels: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a worker process runs, run here where it can be counted: every member of every batch inflated
+    exactly once by the audit's task; inspect's task inflates only deflated native members in full."""
+    wheel = wheels[0]
+    opened = ZipFile(wheel)
+    with opened as archive:
+        ref = ArchiveRef.of(wheel, opened.fileno())
+        members = sorted(archive.files(), key=lambda m: m.compressed_size, reverse=True)
+    counting = CountingChunks(monkeypatch)
+    results = []
+    for batch in batches(members):
+        results += _scan_batch(str(wheel), ref, batch, ["sha256"] * len(batch), 64 << 20, False)
+    assert counting.full == Counter(zipfile.ZipFile(wheel).namelist())
+    assert all(r.error is None and r.digest for r in results)
+    assert {r.name for r in results if r.report is not None} == {
+        f"alpha/lib/libvecadd{i}.so" for i in range(5)
+    }
+
+    counting.full.clear()
+    reports = []
+    for batch in batches(members):
+        reports += _read_batch(str(wheel), ref, batch, False, 64 << 20)
+    # the rest (sources, data, dist-info) only had their first bytes inflated, to see they are no binaries
+    assert counting.full == Counter({f"alpha/lib/libvecadd{i}.so": 1 for i in range(5)})
+    assert sorted(r.path for r in reports if r is not None) == [
+        f"alpha/lib/libvecadd{i}.so" for i in range(5)
+    ]
+    assert all(r.format is not None and r.error is None for r in reports if r is not None)
+
+
+def test_workers_refuse_a_wheel_replaced_after_it_was_opened(wheels: list[Path]) -> None:
+    wheel = wheels[0]
+    opened = ZipFile(wheel)
+    with opened as archive:
+        members = list(archive.files())
+        ref = ArchiveRef.of(wheel, opened.fileno())
+    stale = ArchiveRef(ref.path, ref.device, ref.inode, ref.size, ref.mtime_ns - 1)
+    results = _scan_batch(str(wheel), stale, members, ["sha256"] * len(members), 64 << 20, False)
+    assert {r.error for r in results} == {"the file changed while it was being read"}
+    assert all(r.digest is None for r in results)
+    reports = _read_batch(str(wheel), stale, members, False, 64 << 20)
+    assert {r.error for r in reports if r is not None} == {"the file changed while it was being read"}
