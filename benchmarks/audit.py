@@ -279,10 +279,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as empty:  # no policy file found from here: the built-in default
         os.chdir(empty)
         common = ["--no-progress", "--format", "json", "-o", os.devnull, str(wheel)]
-        audit_cmd = [*cudaship, "audit", *common]
+        # --offline: dependency resolution has its own benchmark (providers.py); no index requests here
+        audit_cmd = [*cudaship, "audit", "--offline", *common]
         inspect_cmd = [*cudaship, "inspect", *common]
         if args.jobs:
-            audit_cmd[4:4] = ["--jobs", str(args.jobs)]
+            audit_cmd[5:5] = ["--jobs", str(args.jobs)]
             inspect_cmd[4:4] = ["--jobs", str(args.jobs)]
         byte_compile()
         unzip: list[Result] = []

@@ -242,6 +242,7 @@ def main() -> int:
             commands[name] = [
                 *cudaship,
                 name,
+                *(["--offline"] if name == "audit" else []),
                 "--no-progress",
                 "--format",
                 "json",
@@ -263,6 +264,7 @@ def main() -> int:
         commands["audit DIR"] = [
             *cudaship,
             "audit",
+            "--offline",  # dependency resolution has its own benchmark (providers.py): no index here
             "--no-progress",
             "--format",
             "json",
