@@ -5,14 +5,15 @@
 ``getrusage(RUSAGE_CHILDREN)`` misses (the workers are the fork server's children, and the fork server is
 never waited for by the command). So this script makes itself a child subreaper (Linux ``prctl``): every
 descendant that outlives its parent is re-parented here and waited for, and ``RUSAGE_CHILDREN`` then holds
-the CPU time of the whole tree. Memory is sampled every 5 ms from ``/proc``: the peak of the *sum* of the
-resident set sizes of all live processes of the tree (anonymous and file-backed pages separately; a file page
-mapped by two processes counts twice, so the sum overstates rather than hides), and the largest single
-process's peak (``ru_maxrss``).
+the CPU time of the whole tree. Memory is sampled every 5 ms from ``/proc/PID/smaps_rollup``: the peak of the
+*sum* of the proportional set sizes (PSS) of all live processes of the tree, anonymous and file-backed pages
+separately (a page shared by several processes, such as the fork server's pages its workers inherit, counts
+once, split among them: the sum is the memory the command holds), the peak of the plain RSS sum (which counts
+shared pages once per process), and the largest single process's peak (``ru_maxrss``).
 
 Usage: python benchmarks/treemeasure.py [--shell] COMMAND [ARG...]
-Prints: {"wall_s", "cpu_s", "rc", "peak_mib", "anon_mib", "file_mib", "largest_process_mib", "processes",
-"stderr"}. Used by audit.py, scaling.py and inspect.py.
+Prints: {"wall_s", "cpu_s", "rc", "peak_mib" (PSS sum), "anon_mib", "file_mib", "largest_process_mib",
+"rss_sum_mib", "processes", "stderr"}. Used by audit.py, scaling.py and inspect.py.
 """
 
 from __future__ import annotations
@@ -67,19 +68,23 @@ def _descendants(root: int) -> list[int]:
     return sorted(tree)
 
 
-def _rss(pid: int) -> tuple[int, int]:
-    anon = file = 0
+def _pss(pid: int) -> tuple[int, int, int]:
+    """Proportional set size of ``pid`` in KiB: anonymous, file-backed (with shared memory), and plain RSS.
+    A page shared by several processes (the fork server's, copied on write) counts once in all, split."""
+    anon = file = rss = 0
     try:
-        with open(f"/proc/{pid}/status") as f:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
             for line in f:
                 key, _, value = line.partition(":")
-                if key == "RssAnon":
+                if key == "Pss_Anon":
                     anon = int(value.split()[0])
-                elif key in ("RssFile", "RssShmem"):
+                elif key in ("Pss_File", "Pss_Shmem"):
                     file += int(value.split()[0])
-    except (OSError, ValueError):
+                elif key == "Rss":
+                    rss = int(value.split()[0])
+    except (OSError, ValueError, IndexError):
         pass
-    return anon, file
+    return anon, file, rss
 
 
 def main(argv: list[str]) -> None:
@@ -99,13 +104,15 @@ def main(argv: list[str]) -> None:
     def sample() -> None:
         while not stop.is_set():
             pids = _descendants(child.pid)
-            anon = file = 0
+            anon = file = rss = 0
             for pid in pids:
-                a, f = _rss(pid)
+                a, f, r = _pss(pid)
                 anon += a
                 file += f
+                rss += r
             if anon + file > peak["total"]:
                 peak.update(total=anon + file, anon=anon, file=file)
+            peak["rss_sum"] = max(peak.get("rss_sum", 0), rss)
             peak["processes"] = max(peak["processes"], len(pids))
             stop.wait(0.005)
 
@@ -131,6 +138,7 @@ def main(argv: list[str]) -> None:
                 "anon_mib": peak["anon"] / 1024,
                 "file_mib": peak["file"] / 1024,
                 "largest_process_mib": usage.ru_maxrss / 1024,
+                "rss_sum_mib": peak.get("rss_sum", 0) / 1024,
                 "processes": peak["processes"],
                 "stderr": stderr.decode(errors="replace")[-300:],
             }

@@ -133,7 +133,7 @@ def test_worker_tasks_inflate_each_member_once(wheels: list[Path], monkeypatch: 
     counting = CountingChunks(monkeypatch)
     results = []
     for batch in batches(members):
-        results += _scan_batch(str(wheel), ref, batch, ["sha256"] * len(batch), 64 << 20, False)
+        results += _scan_batch(str(wheel), ref, batch, ["sha256"] * len(batch), False)
     assert counting.full == Counter(zipfile.ZipFile(wheel).namelist())
     assert all(r.error is None and r.digest for r in results)
     assert {r.name for r in results if r.report is not None} == {
@@ -143,7 +143,7 @@ def test_worker_tasks_inflate_each_member_once(wheels: list[Path], monkeypatch: 
     counting.full.clear()
     reports = []
     for batch in batches(members):
-        reports += _read_batch(str(wheel), ref, batch, False, 64 << 20)
+        reports += _read_batch(str(wheel), ref, batch, False)
     # the rest (sources, data, dist-info) only had their first bytes inflated, to see they are no binaries
     assert counting.full == Counter({f"alpha/lib/libvecadd{i}.so": 1 for i in range(5)})
     assert sorted(r.path for r in reports if r is not None) == [
@@ -159,8 +159,8 @@ def test_workers_refuse_a_wheel_replaced_after_it_was_opened(wheels: list[Path])
         members = list(archive.files())
         ref = ArchiveRef.of(wheel, opened.fileno())
     stale = ArchiveRef(ref.path, ref.device, ref.inode, ref.size, ref.mtime_ns - 1)
-    results = _scan_batch(str(wheel), stale, members, ["sha256"] * len(members), 64 << 20, False)
+    results = _scan_batch(str(wheel), stale, members, ["sha256"] * len(members), False)
     assert {r.error for r in results} == {"the file changed while it was being read"}
     assert all(r.digest is None for r in results)
-    reports = _read_batch(str(wheel), stale, members, False, 64 << 20)
+    reports = _read_batch(str(wheel), stale, members, False)
     assert {r.error for r in reports if r is not None} == {"the file changed while it was being read"}

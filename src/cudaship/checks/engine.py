@@ -206,13 +206,20 @@ def audit_wheels(
     hooks = observer or AuditObserver()
     count = worker_count(workers)
     outcomes: list[WheelAudit | str]
-    if len(paths) <= 1 or count == 1:
+    if count == 1:
         outcomes = [
             _audit_one(path, policy, hooks, workers=count, providers=providers, train=train) for path in paths
         ]
+    elif len(paths) <= 1:
+        with Workers(count) as pool:
+            pool.prestart_for([_size(path) for path in paths])  # processes start while the directory is read
+            outcomes = [
+                _audit_one(path, policy, hooks, pool=pool, providers=providers, train=train) for path in paths
+            ]
     else:
         with Workers(count) as pool:
             sizes = [_size(path) for path in paths]
+            pool.prestart_for(sizes)
             hooks.wheels_planned(len(paths), sum(sizes))
             lock = pool.hooks_lock
 

@@ -27,10 +27,11 @@ from cudaship.archive.pool import (
     Workers,
     batches,
     shared_archive,
+    worker_budget,
     worker_count,
 )
 from cudaship.archive.select import MAGIC_BYTES, is_native_member
-from cudaship.archive.spill import Hasher, MemoryBudget, Sink
+from cudaship.archive.spill import Budget, Hasher, Sink
 from cudaship.archive.zip import ZipArchive, ZipFile, ZipMember
 from cudaship.errors import ArchiveError, WheelError
 from cudaship.inspection.records import ContainerKind, FileReport
@@ -108,7 +109,7 @@ def _scan_member(
     archive: ZipArchive,
     member: ZipMember,
     algorithm: str,
-    budget: MemoryBudget,
+    budget: Budget,
     details: bool,
 ) -> _Result:
     from cudaship.inspection.wheel import member_report
@@ -296,11 +297,10 @@ def _run_processes(
     from concurrent.futures import as_completed
 
     executor = pool.processes()
-    budget = pool.process_budget
     pending = {}
     for batch in batches(order):
         algorithms = [verifier.algorithm_for(m.name) for m in batch]
-        future = executor.submit(_scan_batch, label, ref, batch, algorithms, budget, details)
+        future = executor.submit(_scan_batch, label, ref, batch, algorithms, details)
         pending[future] = batch
     results: list[_Result] = []
     for future in as_completed(pending):
@@ -315,7 +315,6 @@ def _scan_batch(
     ref: ArchiveRef,
     members: list[ZipMember],
     algorithms: list[str],
-    budget_bytes: int,
     details: bool,
 ) -> list[_Result]:
     """In a worker process: :func:`_scan_member` for each member of a batch."""
@@ -325,7 +324,7 @@ def _scan_batch(
         return [
             _Result(m.name, 0, None, a, None, e.message) for m, a in zip(members, algorithms, strict=True)
         ]
-    budget = MemoryBudget(budget_bytes)
+    budget = worker_budget()
     return [
         _scan_member(label, archive, member, algorithm, budget, details)
         for member, algorithm in zip(members, algorithms, strict=True)

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
     from cudaship.archive.pool import ArchiveRef
-    from cudaship.archive.spill import MemoryBudget
+    from cudaship.archive.spill import Budget
     from cudaship.inspection.walk import InspectObserver
 
 
@@ -196,7 +196,7 @@ def _member_or_none(
     member: Member,
     label: str,
     details: bool,
-    budget: MemoryBudget,
+    budget: Budget,
     hooks: InspectObserver | None = None,
     lock: threading.Lock | None = None,
 ) -> FileReport | None:
@@ -261,25 +261,22 @@ def _on_processes(
     order = sorted(candidates, key=lambda m: m.compressed_size, reverse=True)
     by_member: dict[int, Pending[FileReport | None]] = {}
     for batch in batches(order):
-        future = executor.submit(_read_batch, label, ref, batch, details, workers.process_budget)
+        future = executor.submit(_read_batch, label, ref, batch, details)
         future.add_done_callback(_Advance(label, batch, hooks, workers.hooks_lock))
         for i, member in enumerate(batch):
             by_member[id(member)] = _BatchItem(future, i)
     return [(m, by_member[id(m)]) for m in candidates]
 
 
-def _read_batch(
-    label: str, ref: ArchiveRef, members: list[Member], details: bool, budget_bytes: int
-) -> list[FileReport | None]:
+def _read_batch(label: str, ref: ArchiveRef, members: list[Member], details: bool) -> list[FileReport | None]:
     """In a worker process: the report of each member of a batch (None: not native)."""
-    from cudaship.archive.pool import shared_archive
-    from cudaship.archive.spill import MemoryBudget
+    from cudaship.archive.pool import shared_archive, worker_budget
 
     try:
         archive = WheelArchive(ref.path, archive=shared_archive(ref))
     except CudashipError as e:
         return [failed_member(m.name, m.size, label, e.message) for m in members]
-    budget = MemoryBudget(budget_bytes)
+    budget = worker_budget()
     return [_member_or_none(archive, member, label, details, budget) for member in members]
 
 

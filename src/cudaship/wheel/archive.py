@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from cudaship.archive.limits import DEFAULT_LIMITS
 from cudaship.archive.select import MAGIC_BYTES, is_native_member, is_text_name, looks_native
-from cudaship.archive.spill import MemoryBudget, Sink, released
+from cudaship.archive.spill import Budget, Sink, released
 from cudaship.archive.zip import ZipArchive, ZipFile, ZipMember
 from cudaship.binary.records import Buffer
 from cudaship.errors import ArchiveError, WheelError
@@ -118,7 +118,7 @@ class WheelArchive:
     # -- member access --------------------------------------------------------------------------------------
 
     @contextmanager
-    def member_buffer(self, member: Member, *, budget: MemoryBudget | None = None) -> Iterator[Buffer]:
+    def member_buffer(self, member: Member, *, budget: Budget | None = None) -> Iterator[Buffer]:
         """The member's bytes as a buffer, valid inside the ``with`` block only. With a ``budget`` (shared by
         the workers reading members at once), an inflated member is held in memory when the budget has room
         and in an anonymous temporary file, mapped, when not; without, in memory up to 64 MiB."""
@@ -133,7 +133,7 @@ class WheelArchive:
             raise self._error(e) from None
 
     @contextmanager
-    def _inflated(self, member: Member, budget: MemoryBudget) -> Iterator[Buffer]:
+    def _inflated(self, member: Member, budget: Budget) -> Iterator[Buffer]:
         from cudaship.archive.pool import SPILL_SIZE, CompressedPages
 
         self.zip.check(member)
