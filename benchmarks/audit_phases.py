@@ -47,7 +47,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from cudaship.archive.inflate import member_chunks
-    from cudaship.archive.pool import ArchiveRef, Workers
+    from cudaship.archive.pool import ArchiveRef, Workers, batches
     from cudaship.archive.zip import ZipFile
     from cudaship.checks.engine import audit_scanned
     from cudaship.checks.policy import load_policy
@@ -106,11 +106,34 @@ def main() -> int:
             add(f"start {args.jobs} worker processes (fork server, no-op each)", timed(start_workers)[0])
             seconds, scanned = timed(lambda: scan_wheel(args.wheel, pool=pool))
             add(f"scan on {args.jobs} warm worker processes", seconds)
+            timeline(pool)
         seconds, report = timed(lambda: audit_scanned(scanned, policy, offline))
         add("checks (offline providers)", seconds)
         whole = AuditReport(wheels=(report,), policy_source=policy.source, policy_default=policy.is_default)
         add("JSON rendering", timed(lambda: audit_json.render(whole))[0])
 
+    def timeline(pool: Workers) -> None:
+        """The scan's tasks as the scan hands them out, with when each finished (the last round's shown)."""
+        from concurrent.futures import as_completed
+
+        opened = ZipFile(args.wheel)
+        ref = ArchiveRef.of(args.wheel, opened.fileno())
+        order = sorted(opened.archive.files(), key=lambda m: m.compressed_size, reverse=True)
+        executor = pool.processes()
+        start = time.perf_counter()
+        futures = {
+            executor.submit(_scan_batch, str(args.wheel), ref, batch, ["sha256"] * len(batch), True): batch
+            for batch in batches(order)
+        }
+        finished.clear()
+        for future in as_completed(futures):
+            batch = futures[future]
+            future.result()
+            label = batch[0].name if len(batch) == 1 else f"{len(batch)} members from {batch[0].name}"
+            finished.append(f"  {time.perf_counter() - start:6.3f} s  {label}")
+        opened.close()
+
+    finished: list[str] = []
     for _ in range(args.repeat):
         one_round()
 
@@ -119,6 +142,8 @@ def main() -> int:
     for name, values in rows.items():
         shown = " ".join(f"{v:.3f}" for v in values)
         print(f"{name:{width}}  {statistics.median(values):7.3f} s   ({shown})")
+    print("tasks on warm workers, in the order they finished (last round):")
+    print("\n".join(finished[:12] + ["  ..."] + finished[-3:] if len(finished) > 16 else finished))
     return 0
 
 

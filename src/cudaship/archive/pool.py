@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import sys
 import threading
 from collections.abc import Callable
 from contextlib import suppress
@@ -120,7 +121,8 @@ class Workers:
     wheels (:meth:`processes`). A context manager: leaving it waits for every task.
 
     ``processes``: True to read every wheel's members on processes (with more than one worker), False never,
-    None (default) for wheels of :data:`PROCESS_MIN_BYTES` or more; the ``CUDASHIP_PROCESSES`` environment
+    None (default) for wheels of :data:`PROCESS_MIN_BYTES` or more when the program's main module allows
+    (:func:`main_module_is_safe`: the ``cudaship`` command does); the ``CUDASHIP_PROCESSES`` environment
     variable (``always``, ``never``, ``auto``) overrides the default."""
 
     def __init__(
@@ -265,7 +267,30 @@ def _processes_setting(given: bool | None) -> bool | None:
     if given is not None:
         return given
     value = os.environ.get("CUDASHIP_PROCESSES", "auto").strip().lower()
-    return {"always": True, "never": False}.get(value)
+    if value in ("always", "never"):
+        return value == "always"
+    return None if main_module_is_safe() else False
+
+
+#: Console scripts of cudaship (what ``pip install`` writes), which only run their command when they are the
+#: main module.
+_SCRIPTS = frozenset({"cudaship", "cudaship.exe", "cudaship-script.py"})
+
+
+def main_module_is_safe() -> bool:
+    """Whether worker processes may be started by default: a new process of :mod:`multiprocessing` imports
+    the program's main module again (as ``__mp_main__``), which is harmless for ``python -m cudaship`` (and
+    any ``-m`` package: their ``__main__`` is skipped), or cudaship's console script (it runs its command only
+    as ``__main__``), but would run a caller's script again if it lacks an ``if __name__ == "__main__"``
+    guard, and fails for a program read from standard input. So a library caller gets threads unless it asks
+    for processes (``Workers(processes=True)``, or ``CUDASHIP_PROCESSES=always``)."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    name = getattr(spec, "name", None) or ""
+    if name.endswith(".__main__"):
+        return True
+    path = getattr(main, "__file__", None)
+    return isinstance(path, str) and os.path.basename(path) in _SCRIPTS
 
 
 def _start_processes(count: int) -> Executor:
