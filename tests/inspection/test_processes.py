@@ -6,6 +6,8 @@ workers, never read in its new form."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import zipfile
 from collections import Counter
 from pathlib import Path
@@ -13,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from cudaship.analysis.gpus import gpu_report
-from cudaship.archive.pool import BATCH_BYTES, BATCH_MEMBERS, ArchiveRef, Workers, batches
+from cudaship.archive.pool import BATCH_BYTES, BATCH_MEMBERS, WORKER_DIED, ArchiveRef, Workers, batches
 from cudaship.archive.zip import ZipFile, ZipMember
 from cudaship.checks.engine import audit_wheels
 from cudaship.checks.policy import load_policy
-from cudaship.checks.wheelscan import _scan_batch
+from cudaship.checks.wheelscan import _scan_batch, scan_wheel
 from cudaship.cli.main import main
 from cudaship.config import load_config
 from cudaship.inspection.walk import inspect_paths
@@ -164,3 +166,25 @@ def test_workers_refuse_a_wheel_replaced_after_it_was_opened(wheels: list[Path])
     assert all(r.digest is None for r in results)
     reports = _read_batch(str(wheel), stale, members, False)
     assert {r.error for r in reports if r is not None} == {"the file changed while it was being read"}
+
+
+def test_a_worker_that_dies_makes_the_wheel_unreadable_not_an_internal_error(wheels: list[Path]) -> None:
+    from cudaship.errors import WheelError
+    from cudaship.inspection.walk import InspectObserver
+    from cudaship.inspection.wheel import start_wheel
+
+    with Workers(2, processes=True) as pool:
+        executor = pool.processes()
+        os.kill(
+            executor.submit(os.getpid).result(), signal.SIGKILL
+        )  # one worker killed, as by the OOM killer
+        with pytest.raises(WheelError) as raised:
+            scan_wheel(wheels[0], pool=pool)
+        assert "a worker process ended abruptly while reading this wheel" in raised.value.message
+        assert "CUDASHIP_PROCESSES=never" in raised.value.message
+        report = start_wheel(
+            wheels[2], "gamma.whl", details=False, hooks=InspectObserver(), workers=pool
+        ).finish()
+        errors = {f.path: f.error for f in report.files}
+        assert errors and set(errors.values()) == {WORKER_DIED}  # every member said why, none lost silently
+        assert {f"gamma/lib/libvecadd{i}.so" for i in range(4)} <= set(errors)

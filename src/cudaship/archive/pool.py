@@ -263,6 +263,14 @@ class CompressedPages:
         self._released = end
 
 
+#: What a wheel's members read as when a worker process ended abruptly (killed, out of memory) while holding
+#: them: the wheel could not be read (exit 2), and the way around it.
+WORKER_DIED = (
+    "a worker process ended abruptly while reading this wheel (killed, or out of memory?); "
+    "CUDASHIP_PROCESSES=never reads it on threads"
+)
+
+
 def _processes_setting(given: bool | None) -> bool | None:
     if given is not None:
         return given

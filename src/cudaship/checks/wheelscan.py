@@ -22,6 +22,7 @@ from pathlib import Path
 
 from cudaship.archive.pool import (
     SPILL_SIZE,
+    WORKER_DIED,
     ArchiveRef,
     CompressedPages,
     Workers,
@@ -293,20 +294,24 @@ def _run_processes(
     details: bool,
     hooks: ScanObserver,
 ) -> list[_Result]:
-    """The members on the worker processes, in batches (largest members first, each alone)."""
-    from concurrent.futures import as_completed
+    """The members on the worker processes, in batches (largest members first, each alone). A worker that
+    dies makes the wheel unreadable (one line, exit 2), never an internal error."""
+    from concurrent.futures import BrokenExecutor, as_completed
 
-    executor = pool.processes()
-    pending = {}
-    for batch in batches(order):
-        algorithms = [verifier.algorithm_for(m.name) for m in batch]
-        future = executor.submit(_scan_batch, label, ref, batch, algorithms, details)
-        pending[future] = batch
-    results: list[_Result] = []
-    for future in as_completed(pending):
-        results.extend(future.result())
-        with pool.hooks_lock:
-            hooks.advanced(sum(m.compressed_size for m in pending[future]))
+    try:
+        executor = pool.processes()
+        pending = {}
+        for batch in batches(order):
+            algorithms = [verifier.algorithm_for(m.name) for m in batch]
+            future = executor.submit(_scan_batch, label, ref, batch, algorithms, details)
+            pending[future] = batch
+        results: list[_Result] = []
+        for future in as_completed(pending):
+            results.extend(future.result())
+            with pool.hooks_lock:
+                hooks.advanced(sum(m.compressed_size for m in pending[future]))
+    except BrokenExecutor:
+        raise WheelError(WORKER_DIED, path=label) from None
     return results
 
 

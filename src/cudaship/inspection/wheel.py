@@ -215,14 +215,26 @@ def _member_or_none(
 
 
 class _BatchItem:
-    """One member's report, out of a batch read on a worker process (:func:`_on_processes`)."""
+    """One member's report, out of a batch read on a worker process (:func:`_on_processes`); a member whose
+    worker died is reported unreadable (:data:`~cudaship.archive.pool.WORKER_DIED`)."""
 
-    def __init__(self, batch: Pending[list[FileReport | None]], index: int) -> None:
+    def __init__(
+        self, batch: Pending[list[FileReport | None]], index: int, member: Member, label: str
+    ) -> None:
         self._batch = batch
         self._index = index
+        self._member = member
+        self._label = label
 
     def result(self) -> FileReport | None:
-        return self._batch.result()[self._index]
+        from concurrent.futures import BrokenExecutor
+
+        from cudaship.archive.pool import WORKER_DIED
+
+        try:
+            return self._batch.result()[self._index]
+        except BrokenExecutor:
+            return failed_member(self._member.name, self._member.size, self._label, WORKER_DIED)
 
 
 class _Advance:
@@ -255,17 +267,30 @@ def _on_processes(
 ) -> list[tuple[Member, Pending[FileReport | None]]]:
     """Hand the candidates to the worker processes in batches (largest first); one pending report each, in
     archive order."""
+    from concurrent.futures import BrokenExecutor
+
     from cudaship.archive.pool import batches
 
     executor = workers.processes()
     order = sorted(candidates, key=lambda m: m.compressed_size, reverse=True)
     by_member: dict[int, Pending[FileReport | None]] = {}
     for batch in batches(order):
-        future = executor.submit(_read_batch, label, ref, batch, details)
+        try:
+            future = executor.submit(_read_batch, label, ref, batch, details)
+        except BrokenExecutor:  # a worker died earlier: every member left is unreadable
+            future = _broken_batch()
         future.add_done_callback(_Advance(label, batch, hooks, workers.hooks_lock))
         for i, member in enumerate(batch):
-            by_member[id(member)] = _BatchItem(future, i)
+            by_member[id(member)] = _BatchItem(future, i, member, label)
     return [(m, by_member[id(m)]) for m in candidates]
+
+
+def _broken_batch() -> Future[list[FileReport | None]]:
+    from concurrent.futures import BrokenExecutor, Future
+
+    future: Future[list[FileReport | None]] = Future()
+    future.set_exception(BrokenExecutor())
+    return future
 
 
 def _read_batch(label: str, ref: ArchiveRef, members: list[Member], details: bool) -> list[FileReport | None]:
