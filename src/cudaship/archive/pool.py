@@ -64,8 +64,10 @@ UNPACK_RATIO = 2
 #: temporary file saves 0.15-1.1 s of writing on the critical path of a torch-sized audit, while the summed
 #: memory of the command stays under 1 GB (docs/performance.md, round 3).
 PROCESS_MEMORY_BUDGET = 640 << 20
-#: Modules the fork server imports before it forks workers (the task functions live there).
-PRELOAD = ("cudaship.checks.wheelscan", "cudaship.inspection.wheel")
+#: Modules the fork server imports before it forks workers: the task functions' modules, and the CLI's
+#: entry module, which a worker of the ``cudaship`` console script imports again as its main module (imported
+#: once in the server, it costs the workers nothing).
+PRELOAD = ("cudaship.checks.wheelscan", "cudaship.inspection.wheel", "cudaship.cli.main")
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor, ThreadPoolExecutor
