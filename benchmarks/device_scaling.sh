@@ -9,6 +9,7 @@
 cd "$(dirname "$0")/.." || exit 1
 export PYTHONUNBUFFERED=1
 T0=$(date +%s)
+python3 -m compileall -q src > /dev/null
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=$PWD/src:/tmp/site
 SP=$(python3 -c "import torch,os;print(os.path.dirname(os.path.dirname(torch.__file__)))")
@@ -23,5 +24,6 @@ cmp $OUT/audit-j1.json $OUT/audit-j16.json && echo "audit -j1 and -j16 reports i
 echo "checks done after $(( $(date +%s) - T0 )) s"
 DIRARG="--dir /tmp/d"; [ -n "${SKIP_DIR:-}" ] && DIRARG=""
 timeout $(( 560 - ($(date +%s) - T0) )) python3 benchmarks/scaling.py --wheel $W $DIRARG --jobs ${JOBS:-1,2,4,8,16} --repeat ${REPEAT:-2} --json $OUT/scaling.json 2>&1 | tee $OUT/scaling.log
+timeout $(( 570 - ($(date +%s) - T0) )) python3 benchmarks/audit_phases.py $W -j 16 --repeat 2 2>&1 | tee $OUT/phases.log
 [ -n "${THREADS:-}" ] && CUDASHIP_PROCESSES=never timeout $(( 580 - ($(date +%s) - T0) )) python3 benchmarks/scaling.py --wheel $W --jobs 4,16 --repeat 2 --json $OUT/scaling-threads.json 2>&1 | tee $OUT/scaling-threads.log
 echo "all done after $(( $(date +%s) - T0 )) s"
