@@ -188,3 +188,24 @@ def test_a_worker_that_dies_makes_the_wheel_unreadable_not_an_internal_error(whe
         errors = {f.path: f.error for f in report.files}
         assert errors and set(errors.values()) == {WORKER_DIED}  # every member said why, none lost silently
         assert {f"gamma/lib/libvecadd{i}.so" for i in range(4)} <= set(errors)
+
+
+def test_memory_for_large_members_is_reserved_by_the_command_largest_first() -> None:
+    from cudaship.archive.pool import PROCESS_MEMORY_BUDGET, SPILL_SIZE, WorkerBudget
+
+    def member(name: str, size: int) -> ZipMember:
+        return ZipMember(name, size, size // 3, 8, 0, 0, 0, 0)
+
+    with Workers(2, processes=True) as pool:
+        cuda = member("libtorch_cuda.so", PROCESS_MEMORY_BUDGET * 2 // 3)
+        cpu = member("libtorch_cpu.so", PROCESS_MEMORY_BUDGET * 2 // 3)
+        small = [member("a.py", 100), member("b.so", SPILL_SIZE)]
+        assert pool.reserve(small) is None  # nothing over SPILL_SIZE: nothing to reserve
+        give_back = pool.reserve([cuda])
+        assert give_back is not None  # the first (largest) gets memory ...
+        assert pool.reserve([cpu]) is None  # ... the next does not fit with it: a temporary file
+        give_back(None)
+        assert pool.reserve([cpu]) is not None  # once the first is done, the memory is free again
+    # in the worker: members up to SPILL_SIZE always in memory, larger ones only when reserved
+    assert WorkerBudget(False).acquire(SPILL_SIZE) and not WorkerBudget(False).acquire(SPILL_SIZE + 1)
+    assert WorkerBudget(True).acquire(PROCESS_MEMORY_BUDGET)

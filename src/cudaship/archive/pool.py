@@ -59,8 +59,8 @@ BATCH_BYTES = 4 << 20
 #: A wheel unpacks to about this many times its file size, as far as starting the worker processes early goes
 #: (whether a wheel is read on them is decided on its members' declared sizes).
 UNPACK_RATIO = 2
-#: Bytes of large members (over :data:`SPILL_SIZE`) all worker processes together hold in memory at once; a
-#: large member that does not fit goes to a temporary file. One 500 MB library in memory rather than in a
+#: Bytes of large members (over :data:`SPILL_SIZE`) all worker processes together hold in memory at once
+#: (reserved by the command when it hands them out); a large member that does not fit goes to a temporary file. One 500 MB library in memory rather than in a
 #: temporary file saves 0.15-1.1 s of writing on the critical path of a torch-sized audit, while the summed
 #: memory of the command stays under 1 GB (docs/performance.md, round 3).
 PROCESS_MEMORY_BUDGET = 640 << 20
@@ -137,6 +137,8 @@ class Workers:
         self.hooks_lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
         self._processes_wanted = _processes_setting(processes)
+        #: memory for members over SPILL_SIZE on the worker processes, all together (see :meth:`reserve`)
+        self.process_memory = MemoryBudget(PROCESS_MEMORY_BUDGET)
         self._process_pool: Executor | None = None
         self._process_lock = threading.Lock()
         self._prestart: threading.Thread | None = None
@@ -162,11 +164,20 @@ class Workers:
             return False
         return self._processes_wanted is True or unpacked_bytes >= PROCESS_MIN_BYTES
 
-    @property
-    def process_budget(self) -> int:
-        """Bytes of a member a worker process always holds in memory (each reads one member at a time);
-        larger members share :data:`PROCESS_MEMORY_BUDGET` across the processes (:func:`worker_budget`)."""
-        return SPILL_SIZE
+    def reserve(self, batch: list[ZipMember]) -> Callable[[object], None] | None:
+        """Memory for a batch about to go to a worker process: a batch holding a member over
+        :data:`SPILL_SIZE` gets it in memory when :data:`PROCESS_MEMORY_BUDGET` (all workers together) has
+        room now, and then the returned callable gives it back (call it when the batch is done); None: the
+        batch's large member goes to a temporary file (or it has none). Members are handed out largest first,
+        so the memory goes to those that take longest to inflate."""
+        large = sum(m.size for m in batch if m.size > SPILL_SIZE)
+        if not large or not self.process_memory.acquire(large, wait=False):
+            return None
+
+        def give_back(_done: object = None) -> None:
+            self.process_memory.release(large)
+
+        return give_back
 
     def processes(self) -> Executor:
         """The worker processes (started on first call; ``count`` of them)."""
@@ -312,53 +323,23 @@ def _start_processes(count: int) -> Executor:
         context.set_forkserver_preload(list(PRELOAD))
     else:  # pragma: no cover - Windows, macOS without a fork server
         context = multiprocessing.get_context("spawn")
-    held = context.Value("q", 0)  # bytes of large members in memory, all workers together (its own lock)
-    return ProcessPoolExecutor(
-        max_workers=count,
-        mp_context=context,
-        initializer=_init_worker,
-        initargs=(held, PROCESS_MEMORY_BUDGET),
-    )
+    return ProcessPoolExecutor(max_workers=count, mp_context=context)
 
 
 class WorkerBudget:
-    """A worker process's memory budget (the interface of :class:`MemoryBudget`): a member up to
-    :data:`SPILL_SIZE` always fits (a worker reads one member at a time); a larger one fits when the bytes
-    all workers hold in memory stay within the shared limit, and never waits (it spills instead)."""
+    """A worker process's memory budget for one batch (the interface of :class:`MemoryBudget`): a member up to
+    :data:`SPILL_SIZE` always fits (a worker reads one member at a time); a larger one fits when the command
+    reserved memory for it (:meth:`Workers.reserve`, decided where every worker's share is known), else it goes
+    to a temporary file. Never waits."""
 
-    def __init__(self, held: Any | None, limit: int) -> None:
-        self._held = held
-        self.limit = limit
+    def __init__(self, large_in_memory: bool) -> None:
+        self.large_in_memory = large_in_memory
 
     def acquire(self, n: int, *, wait: bool = True) -> bool:
-        if n <= SPILL_SIZE:
-            return True
-        if self._held is None:
-            return False
-        with self._held.get_lock():
-            if self._held.value + n > self.limit:
-                return False
-            self._held.value += n
-        return True
+        return n <= SPILL_SIZE or self.large_in_memory
 
     def release(self, n: int) -> None:
-        if n > SPILL_SIZE and self._held is not None:
-            with self._held.get_lock():
-                self._held.value -= n
-
-
-_worker_budget = WorkerBudget(None, 0)
-
-
-def _init_worker(held: Any, limit: int) -> None:
-    global _worker_budget
-    _worker_budget = WorkerBudget(held, limit)
-
-
-def worker_budget() -> WorkerBudget:
-    """In a worker process: its memory budget (see :class:`WorkerBudget`); elsewhere one that holds only
-    members up to :data:`SPILL_SIZE`."""
-    return _worker_budget
+        pass
 
 
 @dataclass(frozen=True)

@@ -25,10 +25,10 @@ from cudaship.archive.pool import (
     WORKER_DIED,
     ArchiveRef,
     CompressedPages,
+    WorkerBudget,
     Workers,
     batches,
     shared_archive,
-    worker_budget,
     worker_count,
 )
 from cudaship.archive.select import MAGIC_BYTES, is_native_member
@@ -303,7 +303,12 @@ def _run_processes(
         pending = {}
         for batch in batches(order):
             algorithms = [verifier.algorithm_for(m.name) for m in batch]
-            future = executor.submit(_scan_batch, label, ref, batch, algorithms, details)
+            give_back = pool.reserve(batch)
+            future = executor.submit(
+                _scan_batch, label, ref, batch, algorithms, details, give_back is not None
+            )
+            if give_back is not None:
+                future.add_done_callback(give_back)
             pending[future] = batch
         results: list[_Result] = []
         for future in as_completed(pending):
@@ -321,6 +326,7 @@ def _scan_batch(
     members: list[ZipMember],
     algorithms: list[str],
     details: bool,
+    large_in_memory: bool = False,
 ) -> list[_Result]:
     """In a worker process: :func:`_scan_member` for each member of a batch."""
     try:
@@ -329,7 +335,7 @@ def _scan_batch(
         return [
             _Result(m.name, 0, None, a, None, e.message) for m, a in zip(members, algorithms, strict=True)
         ]
-    budget = worker_budget()
+    budget = WorkerBudget(large_in_memory)
     return [
         _scan_member(label, archive, member, algorithm, budget, details)
         for member, algorithm in zip(members, algorithms, strict=True)

@@ -275,10 +275,13 @@ def _on_processes(
     order = sorted(candidates, key=lambda m: m.compressed_size, reverse=True)
     by_member: dict[int, Pending[FileReport | None]] = {}
     for batch in batches(order):
+        give_back = workers.reserve(batch)
         try:
-            future = executor.submit(_read_batch, label, ref, batch, details)
+            future = executor.submit(_read_batch, label, ref, batch, details, give_back is not None)
         except BrokenExecutor:  # a worker died earlier: every member left is unreadable
             future = _broken_batch()
+        if give_back is not None:
+            future.add_done_callback(give_back)
         future.add_done_callback(_Advance(label, batch, hooks, workers.hooks_lock))
         for i, member in enumerate(batch):
             by_member[id(member)] = _BatchItem(future, i, member, label)
@@ -293,15 +296,19 @@ def _broken_batch() -> Future[list[FileReport | None]]:
     return future
 
 
-def _read_batch(label: str, ref: ArchiveRef, members: list[Member], details: bool) -> list[FileReport | None]:
-    """In a worker process: the report of each member of a batch (None: not native)."""
-    from cudaship.archive.pool import shared_archive, worker_budget
+def _read_batch(
+    label: str, ref: ArchiveRef, members: list[Member], details: bool, large_in_memory: bool = False
+) -> list[FileReport | None]:
+    """In a worker process: the report of each member of a batch (None: not native); a member over
+    ``SPILL_SIZE`` is held in memory when the command reserved it (``large_in_memory``), else in a temporary
+    file."""
+    from cudaship.archive.pool import WorkerBudget, shared_archive
 
     try:
         archive = WheelArchive(ref.path, archive=shared_archive(ref))
     except CudashipError as e:
         return [failed_member(m.name, m.size, label, e.message) for m in members]
-    budget = worker_budget()
+    budget = WorkerBudget(large_in_memory)
     return [_member_or_none(archive, member, label, details, budget) for member in members]
 
 
