@@ -143,7 +143,7 @@ def main() -> int:
         shown = " ".join(f"{v:.3f}" for v in values)
         print(f"{name:{width}}  {statistics.median(values):7.3f} s   ({shown})")
     print("tasks on warm workers, in the order they finished (last round):")
-    print("\n".join(finished[:12] + ["  ..."] + finished[-3:] if len(finished) > 16 else finished))
+    print("\n".join([*finished[:12], "  ...", *finished[-3:]] if len(finished) > 16 else finished))
     return 0
 
 
