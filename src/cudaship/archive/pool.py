@@ -60,9 +60,10 @@ BATCH_BYTES = 4 << 20
 #: (whether a wheel is read on them is decided on its members' declared sizes).
 UNPACK_RATIO = 2
 #: Bytes of large members (over :data:`SPILL_SIZE`) all worker processes together hold in memory at once
-#: (reserved by the command when it hands them out); a large member that does not fit goes to a temporary file. One 500 MB library in memory rather than in a
-#: temporary file saves 0.15-1.1 s of writing on the critical path of a torch-sized audit, while the summed
-#: memory of the command stays under 1 GB (docs/performance.md, round 3).
+#: (reserved by the command when it hands them out); a large member that does not fit goes to a temporary
+#: file. One 500 MB library in memory rather than in a temporary file saves 0.15-1.1 s of writing on the
+#: critical path of a torch-sized audit, while the memory of the command stays under 1 GB (two such libraries
+#: would not: docs/performance.md, round 3).
 PROCESS_MEMORY_BUDGET = 640 << 20
 #: Modules the fork server imports before it forks workers: the task functions' modules, and the CLI's
 #: entry module, which a worker of the ``cudaship`` console script imports again as its main module (imported
@@ -327,8 +328,8 @@ def _start_processes(count: int) -> Executor:
 
 
 class WorkerBudget:
-    """A worker process's memory budget for one batch (the interface of :class:`MemoryBudget`): a member up to
-    :data:`SPILL_SIZE` always fits (a worker reads one member at a time); a larger one fits when the command
+    """A worker process's memory budget for one batch (the interface of :class:`MemoryBudget`): a member up
+    to :data:`SPILL_SIZE` always fits (a worker reads one member at a time); a larger one fits when the command
     reserved memory for it (:meth:`Workers.reserve`, decided where every worker's share is known), else it goes
     to a temporary file. Never waits."""
 
