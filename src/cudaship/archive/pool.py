@@ -328,10 +328,10 @@ def _start_processes(count: int) -> Executor:
 
 
 class WorkerBudget:
-    """A worker process's memory budget for one batch (the interface of :class:`MemoryBudget`): a member up
-    to :data:`SPILL_SIZE` always fits (a worker reads one member at a time); a larger one fits when the command
-    reserved memory for it (:meth:`Workers.reserve`, decided where every worker's share is known), else it goes
-    to a temporary file. Never waits."""
+    """A worker process's memory budget for one batch (the interface of :class:`MemoryBudget`): a
+    member up to :data:`SPILL_SIZE` always fits (a worker reads one member at a time); a larger one fits
+    when the command reserved memory for it (:meth:`Workers.reserve`, decided where every worker's share
+    is known), else it goes to a temporary file. Never waits."""
 
     def __init__(self, large_in_memory: bool) -> None:
         self.large_in_memory = large_in_memory
