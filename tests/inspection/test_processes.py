@@ -209,3 +209,36 @@ def test_memory_for_large_members_is_reserved_by_the_command_largest_first() -> 
     # in the worker: members up to SPILL_SIZE always in memory, larger ones only when reserved
     assert WorkerBudget(False).acquire(SPILL_SIZE) and not WorkerBudget(False).acquire(SPILL_SIZE + 1)
     assert WorkerBudget(True).acquire(PROCESS_MEMORY_BUDGET)
+
+
+def test_the_fork_server_starts_early_only_for_a_large_wheel_on_several_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+    from multiprocessing import forkserver
+
+    from cudaship.archive import pool as pool_module
+
+    started = threading.Semaphore(0)
+    monkeypatch.setattr(forkserver, "ensure_running", started.release)
+    monkeypatch.setattr(pool_module, "usable_cpus", lambda: 16)
+    monkeypatch.delenv("CUDASHIP_PROCESSES", raising=False)
+    monkeypatch.setattr(pool_module, "main_module_is_safe", lambda: True)
+    large = tmp_path / "big-1.0-py3-none-any.whl"
+    with open(large, "wb") as f:
+        f.truncate(pool_module.PROCESS_MIN_BYTES // pool_module.UNPACK_RATIO)  # sparse: only its size counts
+    small = tmp_path / "small-1.0-py3-none-any.whl"
+    small.write_bytes(b"PK")
+
+    def starts(args: list[str], wait: float = 10) -> bool:
+        pool_module.start_fork_server_early(args)
+        return started.acquire(timeout=wait)
+
+    assert starts(["audit", str(large)])
+    assert starts(["inspect", "-j", "8", str(large)])
+    assert not starts(["audit", str(small)], wait=0.5)
+    assert not starts(["audit", "-j", "1", str(large)], wait=0.5)
+    assert not starts(["audit", "--jobs=1", str(large)], wait=0.5)
+    assert not starts(["doctor", str(large)], wait=0.5)
+    monkeypatch.setenv("CUDASHIP_PROCESSES", "never")
+    assert not starts(["audit", str(large)], wait=0.5)

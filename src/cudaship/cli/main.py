@@ -75,7 +75,14 @@ def usage_error_line(error: click.ClickException) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (tests call this directly)."""
-    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    args = argv if argv is not None else sys.argv[1:]
+    debug = "--debug" in args
+    command = [a for a in args if a != "--debug"]
+    if argv is None and command[:1] in (["inspect"], ["gpus"], ["audit"]):
+        # the command itself, not a caller's test: its worker processes may start now
+        from cudaship.archive.pool import start_fork_server_early
+
+        start_fork_server_early(command)
     try:
         result: Any = cli.main(args=argv, prog_name="cudaship", standalone_mode=False)
     except CudashipError as e:
