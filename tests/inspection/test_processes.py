@@ -242,3 +242,26 @@ def test_the_fork_server_starts_early_only_for_a_large_wheel_on_several_workers(
     assert not starts(["doctor", str(large)], wait=0.5)
     monkeypatch.setenv("CUDASHIP_PROCESSES", "never")
     assert not starts(["audit", str(large)], wait=0.5)
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_the_torch_wheel_reads_the_same_on_processes_as_on_one_worker(
+    torch_linux_wheel: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The real 555 MB torch wheel (13,043 members, two libraries of 430-480 MB): audit and inspect on two
+    worker processes give the bytes one worker gives."""
+    calls = ProcessCalls(monkeypatch)
+    outputs = {}
+    for jobs in ("1", "2"):
+        monkeypatch.setenv("CUDASHIP_PROCESSES", "always")
+        for command in (["audit", "--offline"], ["inspect"]):
+            code = main([*command, "--no-progress", "-j", jobs, "-f", "json", str(torch_linux_wheel)])
+            outputs[jobs, command[0]] = (code, capsys.readouterr().out)
+    assert calls.calls >= 2  # -j 2 went to the processes (audit and inspect)
+    for command in ("audit", "inspect"):
+        assert outputs["1", command] == outputs["2", command]
+    inspected = json.loads(outputs["2", "inspect"][1])
+    libraries = {f["path"]: f for f in inspected["files"]}
+    assert libraries["torch/lib/libtorch_cuda.so"]["device_code"]  # the large one was really read
+    assert libraries["torch/lib/libtorch_cpu.so"]["error"] is None
