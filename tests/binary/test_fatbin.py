@@ -314,3 +314,14 @@ def test_entry_records_are_the_dataclass_own(mixed: bytes, nvcc_build: Build) ->
         assert dataclasses.replace(entry, offset=1) == dataclasses.replace(made, offset=1)
         with pytest.raises(dataclasses.FrozenInstanceError):
             entry.offset = 0  # type: ignore[misc]
+
+
+def test_container_records_are_the_dataclass_own(mixed: bytes) -> None:
+    container = read_container(mixed, 0)
+    made = FatbinContainer(
+        **{f.name: getattr(container, f.name) for f in dataclasses.fields(FatbinContainer)}
+    )
+    assert container == made and hash(container) == hash(made) and repr(container) == repr(made)
+    assert list(vars(container)) == list(vars(made))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        container.size = 0  # type: ignore[misc]

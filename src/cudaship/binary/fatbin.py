@@ -278,6 +278,9 @@ _DEVICE_CODE_FIELDS = (
 )
 if DeviceCode.__match_args__ != _DEVICE_CODE_FIELDS:  # pragma: no cover - a field was added to DeviceCode
     raise ImportError("fatbin.device_code does not fill every DeviceCode field")
+_CONTAINER_FIELDS = ("offset", "size", "section", "relocatable", "entries")
+if FatbinContainer.__match_args__ != _CONTAINER_FIELDS:  # pragma: no cover - a field was added
+    raise ImportError("fatbin.read_container does not fill every FatbinContainer field")
 _new_record = object.__new__
 _set_attribute = object.__setattr__
 
@@ -451,9 +454,13 @@ def read_container(
             for h in headers
         ]
     )
-    return FatbinContainer(
-        offset=offset, size=size, section=section, relocatable=relocatable, entries=entries
+    container: FatbinContainer = _new_record(FatbinContainer)  # as device_code() builds its records
+    _set_attribute(
+        container,
+        "__dict__",
+        {"offset": offset, "size": size, "section": section, "relocatable": relocatable, "entries": entries},
     )
+    return container
 
 
 def entry_payload(buf: Buffer, entry: DeviceCode) -> bytes:

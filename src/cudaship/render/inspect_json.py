@@ -268,15 +268,18 @@ def _linkage(linkage: CudaLinkage) -> dict[str, Any]:
 def _counts(code: tuple[DeviceCode, ...]) -> dict[str, Any]:
     # ``_value_`` is the member's value without going through Enum's ``value`` property: this runs for
     # every entry (thousands in a large library), where the property was a tenth of the rendering time.
+    # One pass over the entries for all four counts.
     counts: dict[str, int] = {}
+    relocatable = compressed = 0
+    uncompressed = Compression.NONE
     for d in code:
-        counts[d.kind._value_] = counts.get(d.kind._value_, 0) + 1
-    return {
-        "entries": len(code),
-        "by_kind": counts,
-        "relocatable": sum(1 for d in code if d.relocatable),
-        "compressed": sum(1 for d in code if d.compression is not Compression.NONE),
-    }
+        kind = d.kind._value_
+        counts[kind] = counts.get(kind, 0) + 1
+        if d.relocatable:
+            relocatable += 1
+        if d.compression is not uncompressed:
+            compressed += 1
+    return {"entries": len(code), "by_kind": counts, "relocatable": relocatable, "compressed": compressed}
 
 
 def _container(c: FatbinContainer) -> dict[str, Any]:
