@@ -76,11 +76,13 @@ print(json.dumps({"wall_s": wall, "peak_mib": peak_kib / 1024, "rc": child.retur
 
 #: Where cudaship's time goes, phase by phase, in one fresh process (same library, same code path).
 _PHASES = r"""
-import json, mmap, sys, time
+import gc, json, mmap, sys, time
+from cudaship.cli.main import GC_THRESHOLD
+gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])  # as the console script does
 t0 = time.perf_counter()
 from cudaship.analysis.linkage import cuda_linkage
 from cudaship.binary import _search, devicescan, strings
-from cudaship.binary.devicescan import find_containers
+from cudaship.binary.devicescan import scan_containers
 from cudaship.binary.elf import read_elf
 from cudaship.render import inspect_json
 from cudaship.inspection.walk import inspect_paths
@@ -88,7 +90,8 @@ t1 = time.perf_counter()
 with open(sys.argv[1], "rb") as f:
     m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     t2 = time.perf_counter(); host = read_elf(m)
-    t3 = time.perf_counter(); containers = find_containers(m, host.sections)
+    # as inspect scans: rejected candidates reported only in device sections (8-byte search elsewhere)
+    t3 = time.perf_counter(); containers = scan_containers(m, host.sections, all_rejected=False).containers
     ranges = [(s.offset, s.offset + s.size) for s in host.sections
               if s.name.startswith((".rodata", ".lrodata"))]
     s0 = time.perf_counter(); strings.library_names(m, ranges)

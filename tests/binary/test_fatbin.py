@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import struct
 from collections.abc import Callable
 from pathlib import Path
@@ -298,3 +299,29 @@ def test_every_single_byte_mutation_of_headers_is_clean(mixed: bytes) -> None:
             for entry in container.entries:
                 with contextlib.suppress(BinaryFormatError):
                     entry_payload(bytes(damaged), entry)
+
+
+def test_entry_records_are_the_dataclass_own(mixed: bytes, nvcc_build: Build) -> None:
+    """:func:`device_code` fills the record's ``__dict__`` directly (the frozen ``__init__`` is slow): the
+    result must be the record ``DeviceCode(...)`` makes, field for field, and stay frozen."""
+    _, library = entries_of(nvcc_build("multi_arch"))
+    entries = [*read_container(mixed, 0).entries, *library]
+    assert {e.kind for e in entries} >= {DeviceCodeKind.SASS, DeviceCodeKind.PTX}
+    for entry in entries:
+        made = DeviceCode(**{f.name: getattr(entry, f.name) for f in dataclasses.fields(DeviceCode)})
+        assert entry == made and hash(entry) == hash(made) and repr(entry) == repr(made)
+        assert vars(entry) == vars(made) and list(vars(entry)) == list(vars(made))
+        assert dataclasses.replace(entry, offset=1) == dataclasses.replace(made, offset=1)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            entry.offset = 0  # type: ignore[misc]
+
+
+def test_container_records_are_the_dataclass_own(mixed: bytes) -> None:
+    container = read_container(mixed, 0)
+    made = FatbinContainer(
+        **{f.name: getattr(container, f.name) for f in dataclasses.fields(FatbinContainer)}
+    )
+    assert container == made and hash(container) == hash(made) and repr(container) == repr(made)
+    assert list(vars(container)) == list(vars(made))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        container.size = 0  # type: ignore[misc]

@@ -19,13 +19,15 @@ import pytest
 from cudaship.binary import _search
 from cudaship.binary._search import native_available, open_finder
 from cudaship.binary.devicescan import (
+    _Event,
     _PageReleaser,
     _scan,
     _Scanner,
+    is_device_section,
     read_device_file,
     scan_containers,
 )
-from cudaship.binary.fatbin import CONTAINER_MAGIC_BYTES, read_container
+from cudaship.binary.fatbin import CONTAINER_MAGIC_BYTES, EntryBudget, read_container
 from cudaship.binary.records import Buffer, Section
 from cudaship.binary.strings import runtime_markers
 from cudaship.pages import read_only_map
@@ -363,3 +365,61 @@ def test_search_split_at_the_held_window_misses_nothing(monkeypatch: pytest.Monk
             for stop in (pos + 1, pos + 5, pos + 8, pos + 70, 600, 10**6):
                 want = min((h for h in expected if pos <= h < stop), default=-1)
                 assert finder.find(pos, stop) == want, (pos, stop)
+
+
+# --- searching for the header's first 8 bytes outside device sections (all_rejected=False) ----------
+
+
+def with_device_sections(blob: bytes, seed: int) -> tuple[bytes, list[Section]]:
+    """The pathological layout, plus device sections (``.nv_fatbin``, ``__nv_relfatbin``, a Mach-O style
+    ``__NV_CUDA,__nv_fatbin``) over parts of it, some overlapping each other, some overlapping the executable
+    sections, and bare magics with a wrong version or header size planted inside and outside them."""
+    rng = random.Random(seed)
+    data, sections = layout(blob, seed)
+    raw = bytearray(data)
+    for _ in range(60):
+        at = rng.randrange(0, len(raw) - 16) & ~7
+        raw[at : at + 4] = MAGIC
+        struct.pack_into("<HH", raw, at + 4, *rng.choice([(2, 16), (1, 24), (0, 0), (1, 16)]))
+    names = [".nv_fatbin", "__nv_relfatbin", "__NV_CUDA,__nv_fatbin", ".nv_fatb", ".rodata"]
+    for _ in range(8):
+        start = rng.randrange(0, len(raw) - 1000)
+        sections.append(Section(rng.choice(names), start, rng.randrange(500, 60_000)))
+    return bytes(raw), sections
+
+
+@pytest.mark.parametrize("seed", range(6), ids=lambda s: f"seed{s}")
+def test_header_search_finds_the_same_containers_and_device_rejections(blob: bytes, seed: int) -> None:
+    data, sections = with_device_sections(blob, seed)
+    everything = _scan(data, sections, native=False, workers=1)
+    in_device_sections = tuple(r for r in everything.rejected if is_device_section(r.section))
+    assert everything.containers and in_device_sections, "the layout is not trivial"
+    assert len(in_device_sections) < len(everything.rejected), "some rejections lie outside device sections"
+    for native in (False, True) if native_available() else (False,):
+        for workers in (1, 2, 3):
+            found = _scan(data, sections, native=native, workers=workers, all_rejected=False)
+            assert found.containers == everything.containers, (native, workers)
+            assert found.rejected == in_device_sections, (native, workers)
+    assert scan_containers(data, sections, all_rejected=False).containers == everything.containers
+
+
+def test_header_search_skips_bare_magics_outside_device_sections() -> None:
+    """Outside device sections a magic not followed by version 1 and header size 16 is not even a candidate
+    (counted: the scan validates no header there); inside one it is rejected as before."""
+    bad = MAGIC + struct.pack("<HHQ", 2, 16, 0)
+    data = b"\0" * 64 + bad + b"\0" * 40 + bad + b"\0" * 40
+    fatbin = Section(".nv_fatbin", 120, 60)
+    assert [r.offset for r in scan_containers(data, [fatbin]).rejected] == [64, 120]
+    calls: list[int] = []
+    real_step = _Scanner.step
+
+    def counting_step(self: _Scanner, hit: int, budget: EntryBudget) -> _Event:
+        calls.append(hit)
+        return real_step(self, hit, budget)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_Scanner, "step", counting_step)
+        result = scan_containers(data, [fatbin], all_rejected=False)
+    assert [r.offset for r in result.rejected] == [120]
+    assert "version 2" in result.rejected[0].reason
+    assert calls == [120]

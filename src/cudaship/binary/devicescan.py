@@ -22,6 +22,7 @@ immediate operand in host code).
 from __future__ import annotations
 
 import bisect
+import contextlib
 import itertools
 import mmap
 import os
@@ -31,6 +32,7 @@ from typing import NamedTuple
 
 from cudaship.binary._search import Finder, open_finder
 from cudaship.binary.fatbin import (
+    CONTAINER_HEADER_PREFIX,
     CONTAINER_MAGIC_BYTES,
     EntryBudget,
     ScanBudgetError,
@@ -141,6 +143,45 @@ def _searched_ranges(size: int, sections: Sequence[Section]) -> list[tuple[int, 
     return ranges
 
 
+def _split_at_device_sections(
+    ranges: list[tuple[int, int]], size: int, sections: Sequence[Section]
+) -> tuple[list[tuple[int, int]], list[bool]]:
+    """``ranges`` cut where device sections (:func:`is_device_section`) begin and end, and for each piece
+    whether it lies inside one. Every offset that :class:`_SectionIndex` attributes to a device section is
+    inside one's extent, so inside a piece marked True."""
+    bounds: list[tuple[int, int]] = []
+    for start, end in sorted(
+        (max(0, min(s.offset, size)), max(0, min(s.offset + s.size, size)))
+        for s in sections
+        if s.size > 0 and is_device_section(s.name)
+    ):
+        if start >= end:
+            continue
+        if bounds and start <= bounds[-1][1]:
+            bounds[-1] = (bounds[-1][0], max(bounds[-1][1], end))
+        else:
+            bounds.append((start, end))
+    pieces: list[tuple[int, int]] = []
+    inside: list[bool] = []
+    for start, stop in ranges:
+        at = start
+        for lo, hi in bounds:
+            if hi <= at or lo >= stop:
+                continue
+            if lo > at:
+                pieces.append((at, lo))
+                inside.append(False)
+            at = max(at, lo)
+            end = min(hi, stop)
+            pieces.append((at, end))
+            inside.append(True)
+            at = end
+        if at < stop:
+            pieces.append((at, stop))
+            inside.append(False)
+    return pieces, inside
+
+
 class _PageReleaser:
     """Drops the pages of an ``mmap`` that the search has passed, so a 500 MB library searched end to end does
     not stay resident. For other buffers it does nothing. ``start``: where this searcher began (a worker
@@ -180,15 +221,26 @@ class _Scanner:
     """The scan as a step function: ``next_hit(pos)`` is the first hit of the magic at or after ``pos`` in the
     searched ranges, and ``step(hit)`` reads what is there and says where to go on. Both depend only on their
     argument, which is what makes the parallel scan provably equal to the sequential one (see
-    :meth:`parallel`)."""
+    :meth:`parallel`).
 
-    def __init__(self, buf: Buffer, sections: Sequence[Section], find: Finder) -> None:
+    ``header_find``, a finder for :data:`~cudaship.binary.fatbin.CONTAINER_HEADER_PREFIX`, is used outside
+    device sections: it skips the hits of the bare magic that the header check would reject at once (and
+    that only add a rejected candidate), so the containers found are the same, and the rejected candidates
+    the same inside device sections."""
+
+    def __init__(
+        self, buf: Buffer, sections: Sequence[Section], find: Finder, header_find: Finder | None = None
+    ) -> None:
         self.buf = buf
         self.size = len(buf)
         self.index = _SectionIndex(sections)
         self.ranges = _searched_ranges(self.size, sections)
-        self._range_ends = [stop for _, stop in self.ranges]
         self.find = find.find
+        self._finds = [find.find] * len(self.ranges)
+        if header_find is not None:
+            self.ranges, inside = _split_at_device_sections(self.ranges, self.size, sections)
+            self._finds = [find.find if device else header_find.find for device in inside]
+        self._range_ends = [stop for _, stop in self.ranges]
 
     def next_hit(self, pos: int, limit: int) -> int:
         """First hit ``h`` with ``pos <= h < limit`` inside a searched range, or -1."""
@@ -196,7 +248,7 @@ class _Scanner:
             start, stop = self.ranges[i]
             if start >= limit:
                 break
-            hit = self.find(max(pos, start), min(stop, limit))
+            hit = self._finds[i](max(pos, start), min(stop, limit))
             if hit >= 0:
                 return hit
         return -1
@@ -333,23 +385,39 @@ def _worker_count() -> int:
     return max(1, min(cpus, 4))
 
 
-def scan_containers(buf: Buffer, sections: Sequence[Section] = ()) -> ScanResult:
+def scan_containers(
+    buf: Buffer, sections: Sequence[Section] = (), *, all_rejected: bool = True
+) -> ScanResult:
     """Every valid fatbin container in ``buf``, plus the candidates that were rejected and why.
 
     Searches every byte outside executable sections (see :func:`_searched_ranges`); jumps over each valid
     container, so payloads are never searched. Large buffers are searched by several threads where the search
     releases the GIL (``memmem``, see :mod:`cudaship.binary._search`); the result is the sequential one.
+
+    ``all_rejected=False`` reports rejected candidates only in device sections (:func:`is_device_section`,
+    where a rejected candidate means corruption), and in exchange searches the rest of the file for the
+    container header's first 8 bytes instead of the 4-byte magic: 1.6x faster per byte. The containers are
+    the same.
     """
-    return _scan(buf, sections)
+    return _scan(buf, sections, all_rejected=all_rejected)
 
 
 def _scan(
-    buf: Buffer, sections: Sequence[Section] = (), *, native: bool | None = None, workers: int | None = None
+    buf: Buffer,
+    sections: Sequence[Section] = (),
+    *,
+    native: bool | None = None,
+    workers: int | None = None,
+    all_rejected: bool = True,
 ) -> ScanResult:
     """:func:`scan_containers` with the search primitive (``native``) and thread count (``workers``) chosen
     by the caller instead of by the defaults (tests compare every combination)."""
-    with open_finder(buf, CONTAINER_MAGIC_BYTES, native=native) as finder:
-        scanner = _Scanner(buf, sections, finder)
+    with contextlib.ExitStack() as stack:
+        finder = stack.enter_context(open_finder(buf, CONTAINER_MAGIC_BYTES, native=native))
+        header_finder = None
+        if not all_rejected:
+            header_finder = stack.enter_context(open_finder(buf, CONTAINER_HEADER_PREFIX, native=native))
+        scanner = _Scanner(buf, sections, finder, header_finder)
         if workers is None:
             searched = sum(stop - start for start, stop in scanner.ranges)
             parallel = finder.releases_gil and searched >= PARALLEL_MIN_BYTES
@@ -365,7 +433,7 @@ def _scan(
             raise event.error
         if event.container is not None:
             containers.append(event.container)
-        elif event.rejected is not None:
+        elif event.rejected is not None and (all_rejected or is_device_section(event.rejected.section)):
             rejected.append(event.rejected)
     return ScanResult(tuple(containers), tuple(rejected))
 

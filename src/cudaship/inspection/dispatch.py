@@ -179,7 +179,9 @@ def _scan_device_code(state: _Partial, buf: Buffer, host: HostBinary | None, *, 
     from cudaship.binary.devicescan import is_device_section, scan_containers
 
     sections = host.sections if host is not None else ()
-    scan = scan_containers(buf, sections)
+    # Only rejections inside device sections are reported (as corruption): the rest of the file is searched
+    # for the container header's first 8 bytes, faster than the bare magic.
+    scan = scan_containers(buf, sections, all_rejected=False)
     containers = scan.containers
     if details:
         containers = tuple(_with_details(buf, c, state.notes) for c in containers)

@@ -85,6 +85,27 @@ def arch_names(
     )
 
 
+class ArchTable:
+    """:func:`arch_names` for any kind and ``relocatable``, from one pass over the entries (a report asks for
+    five or more of them, and a large library has thousands of entries)."""
+
+    def __init__(self, device_code: Iterable[DeviceCode]) -> None:
+        found: dict[tuple[DeviceCodeKind, bool], set[str]] = {}
+        for d in device_code:
+            key = (d.kind, d.relocatable)
+            names = found.get(key)
+            if names is None:
+                names = found[key] = set()
+            names.add(d.arch)
+        self._found = found
+
+    def names(self, kind: DeviceCodeKind, *, relocatable: bool | None = None) -> tuple[str, ...]:
+        """What ``arch_names(device_code, kind, relocatable=relocatable)`` returns."""
+        if relocatable is not None:
+            return _arch_sorted(self._found.get((kind, relocatable), ()))
+        return _arch_sorted([*self._found.get((kind, False), ()), *self._found.get((kind, True), ())])
+
+
 def group_entries(device_code: Iterable[DeviceCode]) -> tuple[EntryGroup, ...]:
     """Entries grouped by kind, arch, section, relocatable, compression and version, in arch order."""
     groups: dict[tuple[DeviceCodeKind, str, str | None, bool, str, str | None], list[DeviceCode]] = {}
@@ -172,26 +193,29 @@ def linkage_phrase(report: FileReport) -> str | None:
     return "no cudart"
 
 
-def summary_line(report: FileReport) -> str:
+def summary_line(report: FileReport, archs: ArchTable | None = None) -> str:
     """One line: executable SASS archs | PTX archs | relocatable code | LTO-IR | CUDA runtime linkage.
 
     Example: ``sm_75 sm_80 sm_86 sm_89 sm_90a sm_120a | PTX compute_120 | cudart 13 dynamic``.
+    ``archs``: the :class:`ArchTable` of ``report.device_code``, when the caller has it already.
     """
     if report.error is not None and not report.device_code and report.host is None:
         return "unreadable"
     code = report.device_code
+    if archs is None:
+        archs = ArchTable(code)
     parts = []
-    sass = arch_names(code, DeviceCodeKind.SASS, relocatable=False)
-    ptx = arch_names(code, DeviceCodeKind.PTX, relocatable=False)
+    sass = archs.names(DeviceCodeKind.SASS, relocatable=False)
+    ptx = archs.names(DeviceCodeKind.PTX, relocatable=False)
     if code:
         parts.append(" ".join(sass) if sass else "no SASS")
         parts.append("PTX " + " ".join(ptx) if ptx else "no PTX")
-        relocatable = arch_names(code, DeviceCodeKind.SASS, relocatable=True) + arch_names(
-            code, DeviceCodeKind.PTX, relocatable=True
+        relocatable = archs.names(DeviceCodeKind.SASS, relocatable=True) + archs.names(
+            DeviceCodeKind.PTX, relocatable=True
         )
         if relocatable:
             parts.append("relocatable " + " ".join(relocatable))
-        lto = arch_names(code, DeviceCodeKind.LTOIR)
+        lto = archs.names(DeviceCodeKind.LTOIR)
         if lto:
             parts.append("LTO-IR " + " ".join(lto))
         unknown = sum(1 for d in code if d.kind is DeviceCodeKind.UNKNOWN)

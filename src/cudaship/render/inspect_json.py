@@ -20,9 +20,9 @@ from cudaship.binary.records import (
 )
 from cudaship.inspection.records import CudaLinkage, FileReport, WheelInfo
 from cudaship.inspection.report import (
+    ArchTable,
     InspectReport,
     WheelReport,
-    arch_names,
     cuda_release_for_ptx,
     summary_line,
 )
@@ -36,25 +36,49 @@ Demangler = Callable[[list[str]], list[str]]
 def render(report: InspectReport, *, exports: bool = True, demangle: Demangler | None = None) -> str:
     """The report as JSON text: keys in a fixed order, on one line (``jq .`` indents it).
 
-    Not indented on purpose: the standard library's C encoder is used only without ``indent``, and a large
-    library's report (thousands of device-code entries) encodes 4x faster that way.
+    Exactly ``json.dumps(to_json(report), ensure_ascii=False)`` and a newline, written faster: each file's
+    device-code entries, containers and exported names (thousands of them in a large library, most of its
+    bytes) are written by :func:`_entries`, :func:`_containers` and :func:`_strings`, everything else by the
+    standard library's C encoder (used only without ``indent``: not indented on purpose).
     """
-    return json.dumps(to_json(report, exports=exports, demangle=demangle), ensure_ascii=False) + "\n"
+    head, files, wheels = _report_parts(report)
+    parts = [_ENCODER.encode(head)[:-1], ', "files": [']
+    for i, f in enumerate(files):
+        if i:
+            parts.append(", ")
+        _encode_file(parts, f, exports=exports, demangle=demangle)
+    parts += ('], "wheels": ', _ENCODER.encode(wheels), "}\n")
+    return "".join(parts)
 
 
 def to_json(
     report: InspectReport, *, exports: bool = True, demangle: Demangler | None = None
 ) -> dict[str, Any]:
+    head, files, wheels = _report_parts(report)
+    return {
+        **head,
+        "files": [_file(f, exports=exports, demangle=demangle) for f in files],
+        "wheels": wheels,
+    }
+
+
+#: ``json.dumps(x, ensure_ascii=False)`` is ``_ENCODER.encode(x)`` (same options; one encoder, not one a call)
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
+def _report_parts(
+    report: InspectReport,
+) -> tuple[dict[str, Any], tuple[FileReport, ...], list[dict[str, Any]]]:
+    """The keys before ``files``, the files, and the value of ``wheels`` (the last key)."""
     from cudaship import __version__
 
-    return {
+    head = {
         "schema": SCHEMA_VERSION,
         "tool": {"name": "cudaship", "version": __version__},
         "inputs": list(report.inputs),
         "ok": not report.failed,
-        "files": [_file(f, exports=exports, demangle=demangle) for f in report.files],
-        "wheels": [_wheel(w) for w in report.wheels],
     }
+    return head, tuple(report.files), [_wheel(w) for w in report.wheels]
 
 
 def _wheel(wheel: WheelReport) -> dict[str, Any]:
@@ -85,8 +109,38 @@ def _wheel_info(info: WheelInfo) -> dict[str, Any]:
 
 
 def _file(f: FileReport, *, exports: bool, demangle: Demangler | None) -> dict[str, Any]:
+    head, tail = _file_parts(f, exports=exports, demangle=demangle)
+    return {
+        **head,
+        "containers": [_container(c) for c in f.containers],
+        "device_code": [_entry(d) for d in f.device_code],
+        **tail,
+    }
+
+
+def _encode_file(parts: list[str], f: FileReport, *, exports: bool, demangle: Demangler | None) -> None:
+    """Append the pieces of ``json.dumps(_file(f, ...), ensure_ascii=False)`` to ``parts``."""
+    head, tail = _file_parts(f, exports=exports, demangle=demangle)
+    parts += (
+        _ENCODER.encode(head)[:-1],
+        ', "containers": ',
+        _containers(f.containers),
+        ', "device_code": ',
+        _entries(f.device_code),
+    )
+    for key, value in tail.items():
+        parts += (", ", _ENCODER.encode(key), ": ")
+        _strings(parts, value)
+    parts.append("}")
+
+
+def _file_parts(
+    f: FileReport, *, exports: bool, demangle: Demangler | None
+) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """A file's keys before ``containers``, and those after ``device_code`` (lists of strings)."""
     host = f.host
-    out: dict[str, Any] = {
+    archs = ArchTable(f.device_code)
+    head: dict[str, Any] = {
         "path": f.path,
         "wheel": f.container,
         "format": f.format.value if f.format is not None else None,
@@ -102,23 +156,92 @@ def _file(f: FileReport, *, exports: bool, demangle: Demangler | None) -> dict[s
         "import_details": _imports(host) if host else [],
         "embedded_library_names": list(host.embedded_library_names) if host else [],
         "linkage": _linkage(f.linkage) if f.linkage else None,
-        "summary": summary_line(f),
-        "sass": list(arch_names(f.device_code, DeviceCodeKind.SASS)),
-        "ptx": list(arch_names(f.device_code, DeviceCodeKind.PTX)),
-        "ltoir": list(arch_names(f.device_code, DeviceCodeKind.LTOIR)),
+        "summary": summary_line(f, archs),
+        "sass": list(archs.names(DeviceCodeKind.SASS)),
+        "ptx": list(archs.names(DeviceCodeKind.PTX)),
+        "ltoir": list(archs.names(DeviceCodeKind.LTOIR)),
         "relocatable": {
-            "sass": list(arch_names(f.device_code, DeviceCodeKind.SASS, relocatable=True)),
-            "ptx": list(arch_names(f.device_code, DeviceCodeKind.PTX, relocatable=True)),
+            "sass": list(archs.names(DeviceCodeKind.SASS, relocatable=True)),
+            "ptx": list(archs.names(DeviceCodeKind.PTX, relocatable=True)),
         },
         "counts": _counts(f.device_code),
-        "containers": [_container(c) for c in f.containers],
-        "device_code": [_entry(d) for d in f.device_code],
-        "notes": list(f.notes),
     }
+    tail = {"notes": list(f.notes)}
     if exports:
         names = list(host.exports) if host else []
-        out["exports"] = demangle(names) if demangle and names else names
-    return out
+        tail["exports"] = demangle(names) if demangle and names else names
+    return head, tail
+
+
+#: Bytes of a UTF-8 string that ``json.dumps`` would escape, but for the quote (counted apart): control
+#: characters and the backslash map to 1, every other byte to 0.
+_MUST_ESCAPE = bytes(1 if b < 0x20 or b == 0x5C else 0 for b in range(256))
+
+
+def _strings(parts: list[str], items: list[str]) -> None:
+    """Append the pieces of ``json.dumps(items, ensure_ascii=False)`` for a list of strings (21,000 exported
+    names in libtorch_cuda.so) to ``parts``. A string with nothing to escape is written as it is, between
+    quotes; the C encoder checks every character one at a time, this checks all the names at once (quotes
+    counted, the rest looked up in :data:`_MUST_ESCAPE`), and leaves lists that need escaping, or hold
+    anything but strings, to the encoder."""
+    try:
+        joined = '", "'.join(items)
+    except TypeError:
+        joined = None
+    if (
+        items
+        and joined is not None
+        and joined.count('"') == 2 * (len(items) - 1)
+        and 1 not in joined.encode("utf-8", "surrogatepass").translate(_MUST_ESCAPE)
+    ):
+        parts += ('["', joined, '"]')
+    else:
+        parts.append(_ENCODER.encode(items))
+
+
+def _containers(containers: tuple[FatbinContainer, ...]) -> str:
+    """``json.dumps([_container(c) for c in containers], ensure_ascii=False)``."""
+    sections: dict[str | None, str] = {}
+    parts = []
+    for c in containers:
+        section = sections.get(c.section)
+        if section is None:
+            section = sections[c.section] = _ENCODER.encode(c.section)
+        parts.append(
+            f'{{"offset": {c.offset:d}, "size": {c.size:d}, "section": {section}, '
+            f'"relocatable": {"true" if c.relocatable else "false"}, "entries": {len(c.entries):d}}}'
+        )
+    return f"[{', '.join(parts)}]"
+
+
+def _entries(code: tuple[DeviceCode, ...]) -> str:
+    """``json.dumps([_entry(d) for d in code], ensure_ascii=False)``.
+
+    The keys before ``stored_size`` and those after ``container_offset`` take few distinct values in a
+    library (kind, arch, section, version, flags, ...): each distinct run of them is encoded once by the C
+    encoder and reused; only the sizes and offsets are written for every entry.
+    """
+    heads: dict[tuple[Any, ...], str] = {}
+    tails: dict[tuple[Any, ...], str] = {}
+    parts = []
+    for d in code:
+        head_key = (d.kind, d.arch, d.sm, d.variant, d.section, d.relocatable, d.compression)
+        head = heads.get(head_key)
+        if head is None:
+            head = heads[head_key] = _ENCODER.encode(_entry_head(d))[:-1] + ', "stored_size": '
+        tail_key = (d.kind, d.version, d.toolkit_version, d.host, d.debug, d.flags, d.name, d.ptxas_options)
+        tail = tails.get(tail_key)
+        if tail is None:
+            tail = tails[tail_key] = ", " + _ENCODER.encode(_entry_tail(d))[1:]
+        size = d.uncompressed_size
+        container = d.container_offset
+        parts.append(
+            f"{head}{d.stored_size:d}, "
+            f'"uncompressed_size": {"null" if size is None else format(size, "d")}, '
+            f'"offset": {d.offset:d}, '
+            f'"container_offset": {"null" if container is None else format(container, "d")}{tail}'
+        )
+    return f"[{', '.join(parts)}]"
 
 
 def _symbol(s: ImportedSymbol) -> dict[str, Any]:
@@ -145,15 +268,18 @@ def _linkage(linkage: CudaLinkage) -> dict[str, Any]:
 def _counts(code: tuple[DeviceCode, ...]) -> dict[str, Any]:
     # ``_value_`` is the member's value without going through Enum's ``value`` property: this runs for
     # every entry (thousands in a large library), where the property was a tenth of the rendering time.
+    # One pass over the entries for all four counts.
     counts: dict[str, int] = {}
+    relocatable = compressed = 0
+    uncompressed = Compression.NONE
     for d in code:
-        counts[d.kind._value_] = counts.get(d.kind._value_, 0) + 1
-    return {
-        "entries": len(code),
-        "by_kind": counts,
-        "relocatable": sum(1 for d in code if d.relocatable),
-        "compressed": sum(1 for d in code if d.compression is not Compression.NONE),
-    }
+        kind = d.kind._value_
+        counts[kind] = counts.get(kind, 0) + 1
+        if d.relocatable:
+            relocatable += 1
+        if d.compression is not uncompressed:
+            compressed += 1
+    return {"entries": len(code), "by_kind": counts, "relocatable": relocatable, "compressed": compressed}
 
 
 def _container(c: FatbinContainer) -> dict[str, Any]:
@@ -167,7 +293,18 @@ def _container(c: FatbinContainer) -> dict[str, Any]:
 
 
 def _entry(d: DeviceCode) -> dict[str, Any]:
-    is_ptx = d.kind is DeviceCodeKind.PTX
+    return {
+        **_entry_head(d),
+        "stored_size": d.stored_size,
+        "uncompressed_size": d.uncompressed_size,
+        "offset": d.offset,
+        "container_offset": d.container_offset,
+        **_entry_tail(d),
+    }
+
+
+def _entry_head(d: DeviceCode) -> dict[str, Any]:
+    """An entry's keys before ``stored_size``."""
     return {
         "kind": d.kind._value_,
         "arch": d.arch,
@@ -176,10 +313,13 @@ def _entry(d: DeviceCode) -> dict[str, Any]:
         "section": d.section,
         "relocatable": d.relocatable,
         "compression": d.compression._value_,
-        "stored_size": d.stored_size,
-        "uncompressed_size": d.uncompressed_size,
-        "offset": d.offset,
-        "container_offset": d.container_offset,
+    }
+
+
+def _entry_tail(d: DeviceCode) -> dict[str, Any]:
+    """An entry's keys after ``container_offset``."""
+    is_ptx = d.kind is DeviceCodeKind.PTX
+    return {
         "ptx_isa": d.version if is_ptx else None,
         "cuda_release": cuda_release_for_ptx(d.version) if is_ptx else None,
         "code_version": None if is_ptx else d.version,
