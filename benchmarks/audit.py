@@ -320,9 +320,9 @@ def main() -> int:
         f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
         f"load average {load_before:.2f} before, {load_after:.2f} after"
     )
-    print("peak RSS: the peak of the summed RSS of every process of the command (worker processes included)")
+    print("peak: the peak of the summed PSS of every process of the command (worker processes included)")
     print(
-        f"{'command':42} {'wall s':>8} {'runs':>22} {'CPU s':>7} {'peak RSS MiB':>13} {'anon MiB':>9} "
+        f"{'command':42} {'wall s':>8} {'runs':>22} {'CPU s':>7} {'peak MiB':>13} {'anon MiB':>9} "
         f"{'file MiB':>9}"
     )
     for r in results:
@@ -375,6 +375,7 @@ def _merge(results: list[Result]) -> Result:
         max(r.anon_mib for r in results),
         max(r.file_mib for r in results),
         results[-1].rc,
+        statistics.median(r.cpu_s for r in results),
     )
 
 
