@@ -211,7 +211,7 @@ def test_memory_for_large_members_is_reserved_by_the_command_largest_first() -> 
     assert WorkerBudget(True).acquire(PROCESS_MEMORY_BUDGET)
 
 
-def test_the_fork_server_starts_early_only_for_a_large_wheel_on_several_workers(
+def test_the_fork_server_starts_early_only_for_a_large_wheel_on_several_workers_with_progress(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import threading
@@ -234,14 +234,16 @@ def test_the_fork_server_starts_early_only_for_a_large_wheel_on_several_workers(
         pool_module.start_fork_server_early(args)
         return started.acquire(timeout=wait)
 
-    assert starts(["audit", str(large)])
-    assert starts(["inspect", "-j", "8", str(large)])
-    assert not starts(["audit", str(small)], wait=0.5)
-    assert not starts(["audit", "-j", "1", str(large)], wait=0.5)
-    assert not starts(["audit", "--jobs=1", str(large)], wait=0.5)
-    assert not starts(["doctor", str(large)], wait=0.5)
-    monkeypatch.setenv("CUDASHIP_PROCESSES", "never")
+    assert starts(["audit", "--progress", str(large)])
+    assert starts(["inspect", "--progress", "-j", "8", str(large)])
+    # no progress display (standard error is no terminal here): the workers will be forked, no server needed
     assert not starts(["audit", str(large)], wait=0.5)
+    assert not starts(["audit", "--progress", str(small)], wait=0.5)
+    assert not starts(["audit", "--progress", "-j", "1", str(large)], wait=0.5)
+    assert not starts(["audit", "--progress", "--jobs=1", str(large)], wait=0.5)
+    assert not starts(["doctor", "--progress", str(large)], wait=0.5)
+    monkeypatch.setenv("CUDASHIP_PROCESSES", "never")
+    assert not starts(["audit", "--progress", str(large)], wait=0.5)
 
 
 @pytest.mark.network
@@ -265,3 +267,39 @@ def test_the_torch_wheel_reads_the_same_on_processes_as_on_one_worker(
     libraries = {f["path"]: f for f in inspected["files"]}
     assert libraries["torch/lib/libtorch_cuda.so"]["device_code"]  # the large one was really read
     assert libraries["torch/lib/libtorch_cpu.so"]["error"] is None
+
+
+def test_workers_are_forked_straight_from_a_single_threaded_command(
+    wheels: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no other thread alive, the workers are forked from the command itself (no fork server, no second
+    import of the readers); with another thread alive, never (they come from the fork server), and the
+    reports are the same either way."""
+    import multiprocessing
+    import threading
+
+    from cudaship.archive import pool as pool_module
+
+    reference = audit_json.render(audit_wheels(wheels, load_policy(load_config(None)), workers=1))
+    if threading.active_count() != 1:  # pytest-xdist's worker has threads of its own: forking is ruled out
+        assert not pool_module._may_fork()
+        pytest.skip("this test process has other threads (pytest-xdist): run with -n 0 to see the fork path")
+    with Workers(2, processes=True) as pool:
+        pool.prestart()
+        executor = pool.processes()
+        assert executor._mp_context.get_start_method() == "fork"  # type: ignore[attr-defined]
+        assert len({executor.submit(os.getpid).result() for _ in range(8)} - {os.getpid()}) >= 1
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        assert not pool_module._may_fork()
+        with Workers(2, processes=True) as pool:
+            executor = pool.processes()
+            method = executor._mp_context.get_start_method()  # type: ignore[attr-defined]
+            assert method in {"forkserver", "spawn"} and method in multiprocessing.get_all_start_methods()
+    finally:
+        release.set()
+        other.join()
+    monkeypatch.setenv("CUDASHIP_PROCESSES", "always")
+    assert audit_json.render(audit_wheels(wheels, load_policy(load_config(None)), workers=2)) == reference

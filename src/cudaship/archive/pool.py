@@ -195,10 +195,17 @@ class Workers:
             self.prestart()
 
     def prestart(self) -> None:
-        """Start the worker processes now, on a thread of their own, so that the fork server's start and the
-        workers' forks overlap what the command does before it hands them members (imports, the central
-        directory). Does nothing with one worker or when processes are off."""
+        """Start the worker processes now, so that their start overlaps what the command does before it
+        hands them members (the central directory, the dist-info). Forked at once when this process has no
+        other thread (see :func:`_start_processes`); else on a thread of their own, from the fork server.
+        Does nothing with one worker or when processes are off."""
         if self.count < 2 or self._processes_wanted is False:
+            return
+        if _may_fork():
+            try:
+                self.processes()
+            except (OSError, RuntimeError):  # an optimisation only: they start when asked
+                pass
             return
 
         def start() -> None:
@@ -318,12 +325,16 @@ def main_module_is_safe() -> bool:
 
 def start_fork_server_early(args: list[str]) -> None:
     """Start the fork server of the worker processes now, when the command line names a wheel large enough
-    to be read on them (``inspect``, ``gpus``, ``audit``; not with ``-j 1`` or ``CUDASHIP_PROCESSES=never``),
-    so that the server's imports run while the command's own are still being done (about 0.3 s each on the
+    to be read on them (``inspect``, ``gpus``, ``audit``; not with ``-j 1`` or ``CUDASHIP_PROCESSES=never``)
+    and a progress display will run (its thread rules out forking the workers straight from the command), so
+    that the server's imports run while the command's own are still being done (about 0.3 s each on the
     16-core machine: docs/performance.md, round 3). Only the server: the workers are forked when the command
     asks for them. Called by the ``cudaship`` entry point; never raises."""
     try:
         if not args or args[0] not in ("inspect", "gpus", "audit") or _processes_setting(None) is False:
+            return
+        progress = "--progress" in args or ("--no-progress" not in args and sys.stderr.isatty())
+        if not progress:  # the workers will be forked from the command itself: no server needed
             return
         if any(a in ("-j1", "--jobs=1") for a in args) or any(
             a in ("-j", "--jobs") and b == "1" for a, b in itertools.pairwise(args)
@@ -353,10 +364,29 @@ def _file_size(path: str) -> int:
         return 0
 
 
+def _may_fork() -> bool:
+    """Whether worker processes may be forked straight from this process: on Linux, and only while no other
+    thread runs (a fork copies one thread; another's locks would stay held in the child forever)."""
+    import multiprocessing
+
+    return (
+        sys.platform.startswith("linux")
+        and threading.active_count() == 1
+        and "fork" in multiprocessing.get_all_start_methods()
+    )
+
+
 def _start_processes(count: int) -> Executor:
+    """``count`` worker processes: forked from this process when :func:`_may_fork` (no second import of the
+    readers, workers ready within milliseconds; the pool forks all of them before its own threads start),
+    else from a fork server that imports the readers once (:data:`PRELOAD`), else spawned."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
+    if _may_fork():
+        executor = ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("fork"))
+        executor.submit(os.getpid)  # forks every worker now, while this is still the only thread
+        return executor
     if "forkserver" in multiprocessing.get_all_start_methods():
         context: Any = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(list(PRELOAD))
