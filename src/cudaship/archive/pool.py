@@ -202,10 +202,8 @@ class Workers:
         if self.count < 2 or self._processes_wanted is False:
             return
         if _may_fork():
-            try:
+            with suppress(OSError, RuntimeError):  # an optimisation only: they start when asked
                 self.processes()
-            except (OSError, RuntimeError):  # an optimisation only: they start when asked
-                pass
             return
 
         def start() -> None:
