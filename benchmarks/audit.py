@@ -212,12 +212,18 @@ def compose(sources: list[Path], out: Path) -> Path:
     return out
 
 
+def _run_one(command: list[str], shell: bool, memory: bool) -> dict[str, float]:
+    flags = [*(["--memory"] if memory else []), *(["--shell"] if shell else [])]
+    args = [sys.executable, _MEASURE, *flags, *command]
+    done = subprocess.run(args, capture_output=True, text=True, check=True)
+    result: dict[str, float] = json.loads(done.stdout)
+    return result
+
+
 def measure(name: str, command: list[str], repeat: int, shell: bool = False) -> Result:
-    runs: list[dict[str, float]] = []
-    for _ in range(repeat):
-        args = [sys.executable, _MEASURE, *(["--shell"] if shell else []), *command]
-        done = subprocess.run(args, capture_output=True, text=True, check=True)
-        runs.append(json.loads(done.stdout))
+    """Time ``repeat`` runs without memory sampling (it slows the command down), then one more run for the
+    memory figures (see treemeasure.py)."""
+    runs = [_run_one(command, shell, memory=False) for _ in range(repeat)]
     walls = [r["wall_s"] for r in runs]
     if name.startswith("cudaship") and runs[-1]["rc"] not in (0, 1):
         raise SystemExit(f"{name} failed (exit {runs[-1]['rc']}): {runs[-1]['stderr']}")
@@ -225,12 +231,19 @@ def measure(name: str, command: list[str], repeat: int, shell: bool = False) -> 
         name,
         statistics.median(walls),
         walls,
-        max(r["peak_mib"] for r in runs),
-        max(r["anon_mib"] for r in runs),
-        max(r["file_mib"] for r in runs),
+        max(r["largest_process_mib"] for r in runs),  # until measure_memory: the largest single process
+        0.0,
+        0.0,
         int(runs[-1]["rc"]),
         statistics.median(r["cpu_s"] for r in runs),
     )
+
+
+def measure_memory(result: Result, command: list[str], shell: bool = False) -> Result:
+    """``result`` with its memory figures from one sampled run of ``command``."""
+    run = _run_one(command, shell, memory=True)
+    result.peak_mib, result.anon_mib, result.file_mib = run["peak_mib"], run["anon_mib"], run["file_mib"]
+    return result
 
 
 def byte_compile() -> None:
@@ -262,6 +275,9 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=None, help="cudaship audit --jobs")
     parser.add_argument("--no-script", action="store_true", help="skip the (slow) script approach")
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--memory-script", action="store_true", help="also one sampled run of the script (minutes)"
+    )
     args = parser.parse_args()
 
     wheel = args.wheel or cache() / BENCH_WHEEL
@@ -308,6 +324,12 @@ def main() -> int:
                 )
         load_after = os.getloadavg()[0]
         results = [_merge(unzip), _merge(audit), _merge(inspect), *([_merge(script)] if script else [])]
+        # memory in runs of their own, sampled (sampling slows the command: not in the timed runs above)
+        measure_memory(results[0], ["unzip", "-p", str(wheel), ">", "/dev/null"], True)
+        measure_memory(results[1], audit_cmd)
+        measure_memory(results[2], inspect_cmd)
+        if script and args.memory_script:
+            measure_memory(results[3], [script_approach(wheel, cuobjdump)], True)
 
     size = wheel.stat().st_size
     with zipfile.ZipFile(wheel) as zf:
@@ -320,7 +342,10 @@ def main() -> int:
         f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
         f"load average {load_before:.2f} before, {load_after:.2f} after"
     )
-    print("peak: the peak of the summed PSS of every process of the command (worker processes included)")
+    print(
+        "wall and CPU: timed runs without memory sampling; peak, anon, file: one more run sampled every "
+        "5 ms, summed PSS of every process of the command (worker processes included)"
+    )
     print(
         f"{'command':42} {'wall s':>8} {'runs':>22} {'CPU s':>7} {'peak MiB':>13} {'anon MiB':>9} "
         f"{'file MiB':>9}"

@@ -11,7 +11,13 @@ separately (a page shared by several processes, such as the fork server's pages 
 once, split among them: the sum is the memory the command holds), the peak of the plain RSS sum (which counts
 shared pages once per process), and the largest single process's peak (``ru_maxrss``).
 
-Usage: python benchmarks/treemeasure.py [--shell] COMMAND [ARG...]
+Sampling memory disturbs what it measures: reading ``smaps_rollup`` walks a process's page tables under its
+memory-map lock, which the workers' page faults then wait for, and listing ``/proc`` every 5 ms costs a good
+part of a core on a 2-core machine (measured: the torch wheel's audit took 3.8-4.2 s under sampling and
+2.6-2.8 s without). So memory is sampled only with ``--memory``; benchmarks time runs without it and measure
+memory in a run of its own. Without ``--memory`` the memory fields are 0 except the largest single process.
+
+Usage: python benchmarks/treemeasure.py [--memory] [--shell] COMMAND [ARG...]
 Prints: {"wall_s", "cpu_s", "rc", "peak_mib" (PSS sum), "anon_mib", "file_mib", "largest_process_mib",
 "rss_sum_mib", "processes", "stderr"}. Used by audit.py, scaling.py and inspect.py.
 """
@@ -88,8 +94,12 @@ def _pss(pid: int) -> tuple[int, int, int]:
 
 
 def main(argv: list[str]) -> None:
-    shell = argv[:1] == ["--shell"]
-    command = argv[1:] if shell else argv
+    memory = shell = False
+    while argv[:1] in (["--memory"], ["--shell"]):
+        memory |= argv[0] == "--memory"
+        shell |= argv[0] == "--shell"
+        argv = argv[1:]
+    command = argv
     _subreaper()
     start = time.perf_counter()
     child = subprocess.Popen(
@@ -117,11 +127,13 @@ def main(argv: list[str]) -> None:
             stop.wait(0.005)
 
     sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
+    if memory:
+        sampler.start()
     _, stderr = child.communicate()
     wall = time.perf_counter() - start
     stop.set()
-    sampler.join()
+    if memory:
+        sampler.join()
     while True:  # re-parented descendants (a fork server and its workers): wait for them too
         try:
             os.wait()
