@@ -67,12 +67,14 @@ def wheels(tmp_path: Path) -> list[Path]:
 
 
 class CountingChunks:
-    """Counts full reads (not heads) of each member, across threads."""
+    """Counts full reads (not heads) of each member, across threads: streamed (``chunks``) or in one step
+    (``small``, when it gives the bytes)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.full: Counter[str] = Counter()
         self.lock = threading.Lock()
         original = ZipArchive.chunks
+        original_small = ZipArchive.small
 
         def chunks(archive: ZipArchive, member: ZipMember, **kwargs: object) -> Iterator[bytes]:
             if kwargs.get("stop") is None:
@@ -80,7 +82,15 @@ class CountingChunks:
                     self.full[member.name] += 1
             return original(archive, member, **kwargs)  # type: ignore[arg-type]
 
+        def small(archive: ZipArchive, member: ZipMember) -> bytes | None:
+            data = original_small(archive, member)
+            if data is not None:
+                with self.lock:
+                    self.full[member.name] += 1
+            return data
+
         monkeypatch.setattr(ZipArchive, "chunks", chunks)
+        monkeypatch.setattr(ZipArchive, "small", small)
 
 
 def test_inspect_same_report_with_any_number_of_workers(wheels: list[Path], tmp_path: Path) -> None:

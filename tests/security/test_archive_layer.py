@@ -8,6 +8,7 @@ stream's ``produced``) and tracemalloc's peak.
 from __future__ import annotations
 
 import bz2
+import dataclasses
 import io
 import struct
 import tarfile
@@ -363,3 +364,50 @@ def test_safe_link_chains_still_extract(tmp_path: Path) -> None:
     jail.assert_untouched()
     assert (jail.dest / "lib" / "here").read_bytes() == b"\x7fELF"
     assert result.files["lib/copy.so"] == 4
+
+
+def _one_member_zip(data: bytes, method: int = zipfile.ZIP_DEFLATED) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", method) as zf:
+        zf.writestr("pkg/member.txt", data)
+    return out.getvalue()
+
+
+def test_small_members_in_one_step_only_when_nothing_is_unusual() -> None:
+    """``ZipArchive.small`` (the audit's one-step read of small members) gives the bytes of a clean stored or
+    deflated member and None for anything unusual, so that the chunked read reports it exactly as before."""
+    from cudaship.archive.zip import SMALL_MEMBER, ZipArchive
+
+    text = b"import torch\n" * 400
+    for method in (zipfile.ZIP_DEFLATED, zipfile.ZIP_STORED):
+        archive = ZipArchive(_one_member_zip(text, method))
+        (member,) = archive.files()
+        assert archive.small(member) == text
+        assert archive.produced == len(text)  # counted against the archive's cap, as chunks() counts
+
+    raw = bytearray(_one_member_zip(text))
+    archive = ZipArchive(bytes(raw))
+    (member,) = archive.files()
+    middle = member.data_offset + member.compressed_size // 2
+    corrupt = bytearray(raw)
+    corrupt[middle] ^= 0xFF
+    bad = ZipArchive(bytes(corrupt))
+    (bad_member,) = bad.files()
+    got = bad.small(bad_member)
+    if got is None:  # the long way says what is wrong, as it always did
+        with pytest.raises(ArchiveError, match="member pkg/member.txt: "):
+            b"".join(bad.chunks(bad_member, verify_crc=False))
+    else:  # a flipped byte that still inflates to the declared size: both ways give the same bytes
+        assert got == b"".join(bad.chunks(bad_member, verify_crc=False))
+
+    # a size the central directory gets wrong, either way: never the one-step read
+    for wrong in (len(text) - 1, len(text) + 1):
+        lying = dataclasses.replace(member, size=wrong)
+        assert archive.small(lying) is None
+        with pytest.raises(ArchiveError, match="member pkg/member.txt: "):
+            b"".join(archive.chunks(lying, verify_crc=False))
+    # too large for one step, bzip2, or a bad local header: the long way
+    big = dataclasses.replace(member, size=SMALL_MEMBER + 1)
+    assert archive.small(big) is None
+    assert archive.small(dataclasses.replace(member, method=zipfile.ZIP_BZIP2)) is None
+    assert archive.small(dataclasses.replace(member, problem="bad local header signature")) is None

@@ -79,6 +79,21 @@ class _ZlibStep:
         return out
 
 
+def inflate_whole(raw: bytes | memoryview, size: int) -> bytes | None:
+    """A deflate stream of a small member inflated in one call, when it is exactly ``size`` bytes and ends
+    where its data ends; None for anything else (a corrupt stream, a size that disagrees, trailing data),
+    so the caller reads it the bounded, chunked way, which says what is wrong. Never more than ``size + 1``
+    bytes are produced."""
+    d = _raw_inflater(-15)
+    try:
+        out: bytes = d.decompress(raw, size + 1)
+    except INFLATE_ERRORS:
+        return None
+    if len(out) != size or not d.eof or d.unconsumed_tail or d.unused_data:
+        return None
+    return out
+
+
 def _zip_lzma(raw: memoryview) -> tuple[lzma.LZMADecompressor, int]:
     """A raw LZMA1 decoder for a zip member (header: version, properties size, properties) and where its
     data starts."""

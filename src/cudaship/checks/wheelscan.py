@@ -32,7 +32,7 @@ from cudaship.archive.pool import (
     worker_count,
 )
 from cudaship.archive.select import MAGIC_BYTES, is_native_member
-from cudaship.archive.spill import Budget, Hasher, Sink
+from cudaship.archive.spill import Budget, Hasher, Sink, released
 from cudaship.archive.zip import ZipArchive, ZipFile, ZipMember
 from cudaship.errors import ArchiveError, WheelError
 from cudaship.inspection.records import ContainerKind, FileReport
@@ -116,9 +116,17 @@ def _scan_member(
     from cudaship.inspection.wheel import member_report
 
     name = member.name
+    whole = archive.small(member)
+    if whole is not None:  # thousands of small members: one step each (a bad one goes the long way below)
+        report = None
+        if is_native_member(name, whole[:MAGIC_BYTES]):
+            with released(memoryview(whole)) as view:
+                report = member_report(view, name, container=path, toolkit_sample=details)
+        digest = b64_digest(hashlib.new(algorithm, whole).digest())
+        return _Result(name, len(whole), digest, algorithm, report, None)
     hasher: Hasher | None = None
     size = 0
-    report: FileReport | None = None
+    report = None
     sink: Sink | None = None
     try:
         archive.check(member)
