@@ -22,7 +22,6 @@ from cudaship.exitcodes import ExitCode
 from cudaship.knowledge.trains import Train, parse_train
 from cudaship.providers.index import DEFAULT_INDEX
 from cudaship.providers.options import ProviderOptions
-from cudaship.render import audit_text
 from cudaship.render.output import write_report
 from cudaship.render.table import Style, formats, render
 
@@ -224,6 +223,8 @@ def command(
     for extra_fmt, path in extras:
         write_report(render("audit", extra_fmt, report, Style(verbose=verbose)), path)
     if os.environ.get("GITHUB_ACTIONS") == "true":
+        from cudaship.render import audit_text  # imports rich: only for the text and annotations
+
         annotations = audit_text.github_annotations(report)
         if annotations:
             # Workflow commands are read from the job's output; keep a JSON/XML report on stdout parseable.
