@@ -55,17 +55,6 @@ def make_wheel(directory: Path, name: str, libraries: int, *, stored: bool = Fal
     return path
 
 
-@pytest.fixture
-def wheels(tmp_path: Path) -> list[Path]:
-    directory = tmp_path / "wheels"
-    directory.mkdir()
-    return [
-        make_wheel(directory, "alpha", 5),
-        make_wheel(directory, "beta", 3, stored=True),
-        make_wheel(directory, "gamma", 4),
-    ]
-
-
 class CountingChunks:
     """Counts full reads (not heads) of each member, across threads: streamed (``chunks``) or in one step
     (``small``, when it gives the bytes)."""

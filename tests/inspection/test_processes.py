@@ -25,7 +25,7 @@ from cudaship.config import load_config
 from cudaship.inspection.walk import inspect_paths
 from cudaship.inspection.wheel import _read_batch
 from cudaship.render import audit_json, gpus_json, inspect_json
-from tests.inspection.test_parallel import CountingChunks, make_wheel
+from tests.inspection.test_parallel import CountingChunks
 
 
 class ProcessCalls:
@@ -40,17 +40,6 @@ class ProcessCalls:
             return original(workers)
 
         monkeypatch.setattr(Workers, "processes", processes)
-
-
-@pytest.fixture
-def wheels(tmp_path: Path) -> list[Path]:
-    directory = tmp_path / "wheels"
-    directory.mkdir()
-    return [
-        make_wheel(directory, "alpha", 5),
-        make_wheel(directory, "beta", 3, stored=True),
-        make_wheel(directory, "gamma", 4),
-    ]
 
 
 def _damaged(wheel: Path) -> Path:
