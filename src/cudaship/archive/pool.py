@@ -15,9 +15,9 @@ containers, RECORD bookkeeping for thousands of small members) is Python, and on
 measured on 16 cores, threads stopped helping past 4 workers. So the members of a large wheel go to worker
 *processes* (:meth:`Workers.processes`): each opens the wheel itself (:func:`shared_archive`, checked to be
 the very file the command opened), takes members by their central-directory facts (no second directory
-parse) and sends back plain records. Processes come from a fork server (:mod:`multiprocessing`'s
-``forkserver``, ``spawn`` where there is none), which imports the reading modules once and forks a worker per
-CPU asked for: never a fork of the command's own process, which may have threads.
+parse) and sends back plain records. Processes are forked from the command's own process while it has no
+other thread (Linux), else come from a fork server (:mod:`multiprocessing`'s ``forkserver``, ``spawn``
+where there is none) that imports the reading modules once: a process with threads is never forked.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
 
 from cudaship.archive.spill import MemoryBudget
-from cudaship.archive.zip import ZipArchive, ZipMember
+from cudaship.archive.zip import ZipArchive, ZipFile, ZipMember
 from cudaship.binary.records import Buffer
 from cudaship.errors import ArchiveError
 from cudaship.pages import read_only_map
@@ -134,7 +134,6 @@ class Workers:
     ) -> None:
         self.count = max(1, count)
         self.budget = MemoryBudget(memory_budget)
-        self.memory_budget = memory_budget
         #: held while calling an observer from a worker, so observers need not be thread-safe
         self.hooks_lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
@@ -426,38 +425,22 @@ class ArchiveRef:
         return cls(os.fspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-class _OpenArchive:
-    def __init__(self, ref: ArchiveRef) -> None:
-        from cudaship.safe_read import open_regular
-
-        self.file = open_regular(ref.path)
-        try:
-            st = os.fstat(self.file.fileno())
-            if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != (
-                ref.device,
-                ref.inode,
-                ref.size,
-                ref.mtime_ns,
-            ):
-                raise ArchiveError("the file changed while it was being read")
-            self.map = mmap.mmap(self.file.fileno(), 0, access=mmap.ACCESS_READ) if ref.size else None
-            self.archive = ZipArchive.of_members(self.map if self.map is not None else b"")
-        except OSError as e:
-            self.file.close()
-            raise ArchiveError(f"cannot map: {e.strerror or e}") from None
-        except ArchiveError:
-            self.file.close()
-            raise
-
-    def close(self) -> None:
-        if self.map is not None:
-            with suppress(BufferError):
-                self.map.close()
-        self.file.close()
+def _open_shared(ref: ArchiveRef) -> ZipFile:
+    """Open the file ``ref`` names without parsing its directory again, refused unless it is the very file."""
+    opened = ZipFile(ref.path, members=())
+    try:
+        st = os.fstat(opened.fileno())
+    except OSError as e:
+        opened.close()
+        raise ArchiveError(f"cannot map: {e.strerror or e}") from None
+    if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != (ref.device, ref.inode, ref.size, ref.mtime_ns):
+        opened.close()
+        raise ArchiveError("the file changed while it was being read")
+    return opened
 
 
 #: Archives a worker process has open, most recently used last (at most :data:`_OPEN_PER_PROCESS`).
-_open: dict[ArchiveRef, _OpenArchive] = {}
+_open: dict[ArchiveRef, ZipFile] = {}
 _open_lock = threading.Lock()
 _OPEN_PER_PROCESS = 4
 
@@ -467,7 +450,7 @@ def shared_archive(ref: ArchiveRef) -> ZipArchive:
     with _open_lock:
         found = _open.pop(ref, None)
         if found is None:
-            found = _OpenArchive(ref)
+            found = _open_shared(ref)
         _open[ref] = found
         while len(_open) > _OPEN_PER_PROCESS:
             _open.pop(next(iter(_open))).close()

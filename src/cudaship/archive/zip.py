@@ -147,6 +147,9 @@ class ZipArchive:
         limits: ArchiveLimits = DEFAULT_LIMITS,
         members: tuple[ZipMember, ...] | None = None,
     ) -> None:
+        """``members``: the entries as another process already read them from the central directory (and
+        checked: local headers, overlaps), which is then not parsed again; every read still checks its member
+        (:meth:`check`) and stays inside ``buf``."""
         self.buf = buf
         self.size = len(buf)
         self.limits = limits
@@ -157,13 +160,6 @@ class ZipArchive:
         self._by_name: dict[str, ZipMember] = {}
         for m in self._members:
             self._by_name.setdefault(m.name, m)
-
-    @classmethod
-    def of_members(cls, buf: Buffer, *, limits: ArchiveLimits = DEFAULT_LIMITS) -> ZipArchive:
-        """The archive in ``buf`` for reading members whose facts another process already read from its
-        central directory (and checked: local headers, overlaps): the directory is not parsed again. Every
-        read still checks the member (:meth:`check`) and stays inside ``buf``."""
-        return cls(buf, limits=limits, members=())
 
     # -- listing --------------------------------------------------------------------------------------------
 
@@ -440,7 +436,13 @@ class ZipArchive:
 class ZipFile:
     """A zip archive on disk, mapped read-only (a context manager); :attr:`archive` reads it."""
 
-    def __init__(self, path: str | os.PathLike[str], *, limits: ArchiveLimits = DEFAULT_LIMITS) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        limits: ArchiveLimits = DEFAULT_LIMITS,
+        members: tuple[ZipMember, ...] | None = None,
+    ) -> None:
         from cudaship.safe_read import open_regular
 
         self._file = open_regular(path)
@@ -449,7 +451,9 @@ class ZipFile:
             size = os.fstat(self._file.fileno()).st_size
             if size:
                 self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
-            self.archive = ZipArchive(self._map if self._map is not None else b"", limits=limits)
+            self.archive = ZipArchive(
+                self._map if self._map is not None else b"", limits=limits, members=members
+            )
         except (OSError, ValueError) as e:
             self.close()
             raise ArchiveError(f"cannot map: {_reason(e)}") from None
