@@ -72,7 +72,7 @@ PROCESS_MEMORY_BUDGET = 640 << 20
 PRELOAD = ("cudaship.checks.wheelscan", "cudaship.inspection.wheel", "cudaship.cli.main")
 
 if TYPE_CHECKING:
-    from concurrent.futures import Executor, ThreadPoolExecutor
+    from concurrent.futures import Executor, Future, ThreadPoolExecutor
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
@@ -179,6 +179,34 @@ class Workers:
             self.process_memory.release(large)
 
         return give_back
+
+    def submit_batches(
+        self,
+        members: list[ZipMember],
+        task: Callable[..., _T],
+        *args: object,
+        per_batch: Callable[[list[ZipMember]], tuple[object, ...]] = lambda batch: (),
+    ) -> list[tuple[list[ZipMember], Future[_T]]]:
+        """Hand ``members`` (largest first) to the worker processes in :func:`batches`, each as
+        ``task(*args, batch, *per_batch(batch), large_in_memory)``; memory for a batch's large member is
+        reserved (:meth:`reserve`) and given back when the batch is done. Once the pool is broken (a worker
+        died), the batches still to submit get futures that raise :class:`~concurrent.futures.BrokenExecutor`,
+        as the ones already running do."""
+        from concurrent.futures import BrokenExecutor, Future
+
+        executor = self.processes()
+        out: list[tuple[list[ZipMember], Future[_T]]] = []
+        for batch in batches(members):
+            give_back = self.reserve(batch)
+            try:
+                future = executor.submit(task, *args, batch, *per_batch(batch), give_back is not None)
+            except BrokenExecutor:
+                future = Future()
+                future.set_exception(BrokenExecutor())
+            if give_back is not None:
+                future.add_done_callback(give_back)
+            out.append((batch, future))
+        return out
 
     def processes(self) -> Executor:
         """The worker processes (started on first call; ``count`` of them)."""

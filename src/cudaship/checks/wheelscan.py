@@ -27,7 +27,6 @@ from cudaship.archive.pool import (
     CompressedPages,
     WorkerBudget,
     Workers,
-    batches,
     shared_archive,
     worker_count,
 )
@@ -307,17 +306,14 @@ def _run_processes(
     from concurrent.futures import BrokenExecutor, as_completed
 
     try:
-        executor = pool.processes()
-        pending = {}
-        for batch in batches(order):
-            algorithms = [verifier.algorithm_for(m.name) for m in batch]
-            give_back = pool.reserve(batch)
-            future = executor.submit(
-                _scan_batch, label, ref, batch, algorithms, details, give_back is not None
-            )
-            if give_back is not None:
-                future.add_done_callback(give_back)
-            pending[future] = batch
+        submitted = pool.submit_batches(
+            order,
+            _scan_batch,
+            label,
+            ref,
+            per_batch=lambda batch: ([verifier.algorithm_for(m.name) for m in batch], details),
+        )
+        pending = {future: batch for batch, future in submitted}
         results: list[_Result] = []
         for future in as_completed(pending):
             results.extend(future.result())

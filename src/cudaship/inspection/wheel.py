@@ -267,33 +267,15 @@ def _on_processes(
 ) -> list[tuple[Member, Pending[FileReport | None]]]:
     """Hand the candidates to the worker processes in batches (largest first); one pending report each, in
     archive order."""
-    from concurrent.futures import BrokenExecutor
-
-    from cudaship.archive.pool import batches
-
-    executor = workers.processes()
     order = sorted(candidates, key=lambda m: m.compressed_size, reverse=True)
     by_member: dict[int, Pending[FileReport | None]] = {}
-    for batch in batches(order):
-        give_back = workers.reserve(batch)
-        try:
-            future = executor.submit(_read_batch, label, ref, batch, details, give_back is not None)
-        except BrokenExecutor:  # a worker died earlier: every member left is unreadable
-            future = _broken_batch()
-        if give_back is not None:
-            future.add_done_callback(give_back)
+    for batch, future in workers.submit_batches(
+        order, _read_batch, label, ref, per_batch=lambda batch: (details,)
+    ):
         future.add_done_callback(_Advance(label, batch, hooks, workers.hooks_lock))
         for i, member in enumerate(batch):
             by_member[id(member)] = _BatchItem(future, i, member, label)
     return [(m, by_member[id(m)]) for m in candidates]
-
-
-def _broken_batch() -> Future[list[FileReport | None]]:
-    from concurrent.futures import BrokenExecutor, Future
-
-    future: Future[list[FileReport | None]] = Future()
-    future.set_exception(BrokenExecutor())
-    return future
 
 
 def _read_batch(
