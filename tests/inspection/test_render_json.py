@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
 
-from cudaship.binary.records import Compression, DeviceCodeKind
-from cudaship.inspection.report import ArchTable, InspectReport, arch_names
+from cudaship.binary.records import Compression, DeviceCode, DeviceCodeKind
+from cudaship.inspection.report import ArchIndex, InspectReport
 from cudaship.inspection.walk import inspect_paths
+from cudaship.knowledge.archs import sort_arch_names
 from cudaship.render import inspect_json
 
 Build = Callable[[str], Path]
@@ -91,9 +92,24 @@ def test_empty_report() -> None:
     check(InspectReport(inputs=(), files=()))
 
 
-def test_arch_table_is_arch_names(real: InspectReport) -> None:
+def arch_names(
+    device_code: Iterable[DeviceCode], kind: DeviceCodeKind, *, relocatable: bool | None = None
+) -> tuple[str, ...]:
+    """The plain definition the one-pass index must agree with: sorted unique arch names of one kind."""
+    return tuple(
+        sort_arch_names(
+            {
+                d.arch
+                for d in device_code
+                if d.kind is kind and (relocatable is None or d.relocatable is relocatable)
+            }
+        )
+    )
+
+
+def test_arch_index_is_arch_names(real: InspectReport) -> None:
     for f in real.files:
-        table = ArchTable(f.device_code)
+        table = ArchIndex(f.device_code)
         for kind in DeviceCodeKind:
             for relocatable in (None, False, True):
                 assert table.names(kind, relocatable=relocatable) == arch_names(

@@ -74,20 +74,9 @@ def _arch_sorted(names: Iterable[str]) -> tuple[str, ...]:
     return tuple(sort_arch_names(set(names)))
 
 
-def arch_names(
-    device_code: Iterable[DeviceCode], kind: DeviceCodeKind, *, relocatable: bool | None = None
-) -> tuple[str, ...]:
-    """Sorted unique arch names of one kind; ``relocatable`` None means both kinds of fatbin."""
-    return _arch_sorted(
-        d.arch
-        for d in device_code
-        if d.kind is kind and (relocatable is None or d.relocatable is relocatable)
-    )
-
-
-class ArchTable:
-    """:func:`arch_names` for any kind and ``relocatable``, from one pass over the entries (a report asks for
-    five or more of them, and a large library has thousands of entries)."""
+class ArchIndex:
+    """The sorted unique arch names of entries, by kind and ``relocatable``, from one pass over the entries (a
+    report asks for five or more such lists, and a large library has thousands of entries)."""
 
     def __init__(self, device_code: Iterable[DeviceCode]) -> None:
         found: dict[tuple[DeviceCodeKind, bool], set[str]] = {}
@@ -100,7 +89,7 @@ class ArchTable:
         self._found = found
 
     def names(self, kind: DeviceCodeKind, *, relocatable: bool | None = None) -> tuple[str, ...]:
-        """What ``arch_names(device_code, kind, relocatable=relocatable)`` returns."""
+        """Sorted unique arch names of one kind; ``relocatable`` None means both kinds of fatbin."""
         if relocatable is not None:
             return _arch_sorted(self._found.get((kind, relocatable), ()))
         return _arch_sorted([*self._found.get((kind, False), ()), *self._found.get((kind, True), ())])
@@ -193,17 +182,17 @@ def linkage_phrase(report: FileReport) -> str | None:
     return "no cudart"
 
 
-def summary_line(report: FileReport, archs: ArchTable | None = None) -> str:
+def summary_line(report: FileReport, archs: ArchIndex | None = None) -> str:
     """One line: executable SASS archs | PTX archs | relocatable code | LTO-IR | CUDA runtime linkage.
 
     Example: ``sm_75 sm_80 sm_86 sm_89 sm_90a sm_120a | PTX compute_120 | cudart 13 dynamic``.
-    ``archs``: the :class:`ArchTable` of ``report.device_code``, when the caller has it already.
+    ``archs``: the :class:`ArchIndex` of ``report.device_code``, when the caller has it already.
     """
     if report.error is not None and not report.device_code and report.host is None:
         return "unreadable"
     code = report.device_code
     if archs is None:
-        archs = ArchTable(code)
+        archs = ArchIndex(code)
     parts = []
     sass = archs.names(DeviceCodeKind.SASS, relocatable=False)
     ptx = archs.names(DeviceCodeKind.PTX, relocatable=False)

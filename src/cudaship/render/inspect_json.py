@@ -20,7 +20,7 @@ from cudaship.binary.records import (
 )
 from cudaship.inspection.records import CudaLinkage, FileReport, WheelInfo
 from cudaship.inspection.report import (
-    ArchTable,
+    ArchIndex,
     InspectReport,
     WheelReport,
     cuda_release_for_ptx,
@@ -139,7 +139,7 @@ def _file_parts(
 ) -> tuple[dict[str, Any], dict[str, list[str]]]:
     """A file's keys before ``containers``, and those after ``device_code`` (lists of strings)."""
     host = f.host
-    archs = ArchTable(f.device_code)
+    archs = ArchIndex(f.device_code)
     head: dict[str, Any] = {
         "path": f.path,
         "wheel": f.container,
