@@ -115,9 +115,9 @@ def _scan_member(
     from cudaship.inspection.wheel import member_report
 
     name = member.name
+    report: FileReport | None = None
     whole = archive.small(member)
     if whole is not None:  # thousands of small members: one step each (a bad one goes the long way below)
-        report = None
         if is_native_member(name, whole[:MAGIC_BYTES]):
             with released(memoryview(whole)) as view:
                 report = member_report(view, name, container=path, toolkit_sample=details)
@@ -125,7 +125,6 @@ def _scan_member(
         return _Result(name, len(whole), digest, algorithm, report, None)
     hasher: Hasher | None = None
     size = 0
-    report = None
     sink: Sink | None = None
     try:
         archive.check(member)

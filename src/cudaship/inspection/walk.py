@@ -98,9 +98,8 @@ def inspect_paths(
     if len(inputs) <= 1 and not any(is_wheel(i.path) for i in inputs):
         count = 1  # one plain file: nothing to overlap (its scan has threads of its own)
     with Workers(count) as pool:
-        pool.prestart_for(
-            [_size(i.path) for i in inputs if is_wheel(i.path)]
-        )  # start while directories are read
+        # worker processes for large wheels start now, while the wheels' directories are read
+        pool.prestart_for([_size(i.path) for i in inputs if is_wheel(i.path)])
         # Every file and wheel member is handed to the workers as soon as it is planned; reports are collected
         # in the order the user named the inputs. At most _OPEN_WHEELS_PER_WORKER wheels per worker are open
         # at once: a directory of thousands of wheels does not hold thousands of maps.
