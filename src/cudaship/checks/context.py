@@ -18,7 +18,7 @@ from functools import cached_property
 
 from cudaship.binary.records import DeviceCodeKind, FileFormat
 from cudaship.checks.policy import Policy, any_match
-from cudaship.checks.providers import WheelProviders, wheel_providers
+from cudaship.checks.providers import RequirementsAhead, WheelProviders, wheel_providers
 from cudaship.checks.wheelscan import ScannedWheel
 from cudaship.errors import CudashipError
 from cudaship.inspection.records import ContainerKind, FileReport
@@ -27,6 +27,7 @@ from cudaship.knowledge.variants import Variant, declared, recognise
 from cudaship.providers.options import ProviderOptions
 from cudaship.wheel.metadata import (
     DeclaredRequirement,
+    DistInfo,
     TargetPlatform,
     install_path,
     platform_from_tag,
@@ -48,6 +49,8 @@ class AuditContext:
     train_override: Train | None = None  #: ``--train``
     #: where declared requirements are looked up (see :mod:`cudaship.checks.providers`)
     provider_options: ProviderOptions = field(default_factory=ProviderOptions)
+    #: the requirements' closure, resolved while the members were read (None: resolved when first needed)
+    requirements_ahead: RequirementsAhead | None = None
 
     # --- the wheel's files ------------------------------------------------------------------------------
 
@@ -239,9 +242,14 @@ def wheel_platform(scan: ScannedWheel) -> tuple[TargetPlatform, list[str]]:
     a program's from its metadata or library format."""
     if scan.program_platform is not None:
         return scan.program_platform, []
-    platforms = scan.dist.wheel.platforms
+    return platform_of(scan.dist, scan.filename)
+
+
+def platform_of(dist: DistInfo, filename: str) -> tuple[TargetPlatform, list[str]]:
+    """A wheel's target platform from its WHEEL tags, else its file name's (see :func:`wheel_platform`)."""
+    platforms = dist.wheel.platforms
     if not platforms:
-        platforms = tuple(platform_from_tag(t.rsplit("-", 1)[-1]) for t in tags_from_filename(scan.filename))
+        platforms = tuple(platform_from_tag(t.rsplit("-", 1)[-1]) for t in tags_from_filename(filename))
     specific = [p for p in platforms if p.os not in ("any", "other")]
     notes: list[str] = []
     if not specific:

@@ -18,6 +18,7 @@ from cudaship.archive.pool import Workers, worker_count
 from cudaship.checks.context import AuditContext, wheel_platform
 from cudaship.checks.policy import Policy
 from cudaship.checks.programscan import WHEEL_ONLY, scan_program
+from cudaship.checks.providers import RequirementsAhead
 from cudaship.checks.records import (
     AuditReport,
     CheckResult,
@@ -93,10 +94,11 @@ def audit_scanned(
     providers: ProviderOptions | None = None,
     *,
     train: Train | None = None,
+    ahead: RequirementsAhead | None = None,
 ) -> WheelAudit:
     """Run the policy's check families over a wheel already scanned; ``providers`` says where declared
     requirements are looked up (default: the knowledge table only); ``train`` overrides the wheel's CUDA
-    train (``--train``)."""
+    train (``--train``); ``ahead``: the requirements' resolution started during the scan, if any."""
     platform, notes = wheel_platform(scan)
     program = scan.kind is not ContainerKind.WHEEL
     if program:
@@ -108,6 +110,7 @@ def audit_scanned(
         notes=notes,
         provider_options=providers or ProviderOptions(),
         train_override=train,
+        requirements_ahead=ahead,
     )
     results: list[CheckResult] = []
     for family in FAMILIES:
@@ -177,16 +180,27 @@ def audit_wheel(
     given, else on ``workers`` threads)."""
     hooks = observer or AuditObserver()
     hooks.wheel_started(str(path))
-    return audit_scanned(_scan(path, hooks, workers, pool), policy, providers, train=train)
+    return _scan_and_check(path, policy, hooks, workers, pool, providers, train)
 
 
-def _scan(
-    path: str | os.PathLike[str], hooks: AuditObserver, workers: int | None, pool: Workers | None
-) -> ScannedWheel:
-    """A wheel's scan, or a program's read as a container (.pt2, .pte)."""
+def _scan_and_check(
+    path: str | os.PathLike[str],
+    policy: Policy,
+    hooks: AuditObserver,
+    workers: int | None,
+    pool: Workers | None,
+    providers: ProviderOptions | None,
+    train: Train | None,
+) -> WheelAudit:
+    """Scan, then check. The requirements' resolution starts as soon as the dist-info is read, on a thread
+    of its own, when the closure checks will need it (they always do for a wheel with requirements)."""
+    ahead = RequirementsAhead(providers or ProviderOptions()) if policy.runs("closure") else None
     if is_program(Path(path)):
-        return scan_program(path, observer=hooks)
-    return scan_wheel(path, observer=hooks, workers=workers, pool=pool)
+        scan = scan_program(path, observer=hooks)
+    else:
+        on_dist = ahead.start if ahead is not None else None
+        scan = scan_wheel(path, observer=hooks, workers=workers, pool=pool, on_dist=on_dist)
+    return audit_scanned(scan, policy, providers, train=train, ahead=ahead)
 
 
 def audit_wheels(
@@ -263,7 +277,7 @@ def _audit_one(
     """The wheel's audit, or the one-line error of a wheel that cannot be read (the others still are)."""
     try:
         if started:
-            return audit_scanned(_scan(path, hooks, workers, pool), policy, providers, train=train)
+            return _scan_and_check(path, policy, hooks, workers, pool, providers, train)
         return audit_wheel(
             path, policy, observer=hooks, workers=workers, pool=pool, providers=providers, train=train
         )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fnmatch
 import posixpath
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -15,8 +16,9 @@ from packaging.utils import canonicalize_name
 
 from cudaship.knowledge.providers import Convention, conventions_for, development_extras
 from cudaship.providers.closure import wheel_extras
-from cudaship.providers.options import closure_for, target_python
+from cudaship.providers.options import ProviderOptions, closure_for, target_python
 from cudaship.providers.records import Closure, Fetched, Provided, Reached, Target
+from cudaship.wheel.metadata import DistInfo, TargetPlatform
 
 if TYPE_CHECKING:
     from cudaship.checks.context import AuditContext
@@ -88,16 +90,81 @@ def _requirement_names(requires_dist: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def resolve_requirements(
+    dist: DistInfo, platform: TargetPlatform, options: ProviderOptions
+) -> tuple[Closure, Fetched]:
+    """The closure of a wheel's declared requirements on its platform, from ``options``' sources (it may read
+    the index), and what that cost."""
+    meta = dist.metadata
+    return closure_for(
+        meta.requires_dist,
+        Target(platform.os, platform.machine, target_python(dist.wheel.tags)),
+        options,
+        extras=[e for e in wheel_extras(meta.requires_dist) if e not in development_extras()],
+        own_name=canonicalize_name(meta.name),
+    )
+
+
+class RequirementsAhead:
+    """:func:`resolve_requirements` on a thread of its own, started as soon as a wheel's dist-info is read
+    (:meth:`start`, the scan's ``on_dist``), so that the index lookups and the closure overlap the reading of
+    the members instead of following it. The audit takes the result where it would have resolved the
+    requirements itself (:meth:`take`), and only for the same wheel, platform and sources; an error is raised
+    there, as it would have been.
+
+    Start it only where the audit will resolve the requirements anyway (the closure checks run and the
+    wheel declares requirements): it adds no lookup an audit without it would not make."""
+
+    def __init__(self, options: ProviderOptions) -> None:
+        self.options = options
+        self._started: tuple[DistInfo, TargetPlatform] | None = None
+        self._thread: threading.Thread | None = None
+        self._value: tuple[Closure, Fetched] | None = None
+        self._error: BaseException | None = None
+
+    def start(self, dist: DistInfo, filename: str) -> None:
+        from cudaship.checks.context import platform_of
+
+        if self._thread is not None or not dist.metadata.requires_dist:
+            return
+        platform, _ = platform_of(dist, filename)
+        self._started = (dist, platform)
+
+        def run() -> None:
+            try:
+                self._value = resolve_requirements(dist, platform, self.options)
+            except BaseException as e:  # handed to the caller of take(), raised there
+                self._error = e
+
+        # a daemon: an audit that stops early (an unreadable wheel) does not wait for the index
+        self._thread = threading.Thread(target=run, name="cudaship-requirements", daemon=True)
+        self._thread.start()
+
+    def take(
+        self, dist: DistInfo, platform: TargetPlatform, options: ProviderOptions
+    ) -> tuple[Closure, Fetched] | None:
+        """The closure resolved ahead for exactly this wheel, platform and sources (waiting for it), or None
+        when it was not started for them."""
+        if self._thread is None or self._started is None or options != self.options:
+            return None
+        started_dist, started_platform = self._started
+        if started_dist is not dist or started_platform != platform:
+            return None
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
 def wheel_providers(ctx: AuditContext) -> WheelProviders:
     meta = ctx.scan.dist.metadata
     own = canonicalize_name(meta.name)
-    target = Target(ctx.os, ctx.machine, target_python(ctx.scan.dist.wheel.tags))
-    closure, fetched = closure_for(
-        meta.requires_dist,
-        target,
-        ctx.provider_options,
-        extras=[e for e in wheel_extras(meta.requires_dist) if e not in development_extras()],
-        own_name=own,
+    ahead = ctx.requirements_ahead
+    resolved = ahead.take(ctx.scan.dist, ctx.platform, ctx.provider_options) if ahead is not None else None
+    closure, fetched = (
+        resolved
+        if resolved is not None
+        else resolve_requirements(ctx.scan.dist, ctx.platform, ctx.provider_options)
     )
     files: dict[str, list[Provided]] = closure.files()
     by_name = closure.by_name()

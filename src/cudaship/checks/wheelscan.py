@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,11 +168,14 @@ def scan_wheel(
     details: bool = True,
     observer: ScanObserver | None = None,
     pool: Workers | None = None,
+    on_dist: Callable[[DistInfo, str], None] | None = None,
 ) -> ScannedWheel:
     """Read the wheel at ``path`` once: dist-info, every member hashed, native members inspected.
 
     Members are read on ``pool`` when given (shared with other wheels read at the same time), else on
-    ``workers`` threads of its own (default: the usable CPUs, at most 4)."""
+    ``workers`` threads of its own (default: the usable CPUs, at most 4). ``on_dist`` is called with the
+    dist-info and the file name as soon as they are read, before any member is: work that needs only them
+    (the requirements' resolution) can start then and overlap the members' reading."""
     label = str(path)
     hooks = observer or ScanObserver()
     try:
@@ -183,7 +187,7 @@ def scan_wheel(
             ref: ArchiveRef | None = ArchiveRef.of(path, opened.fileno())
         except OSError:
             ref = None
-        return _scan(label, archive, workers, details, hooks, pool, ref)
+        return _scan(label, archive, workers, details, hooks, pool, ref, on_dist)
 
 
 def _scan(
@@ -194,6 +198,7 @@ def _scan(
     hooks: ScanObserver,
     pool: Workers | None,
     ref: ArchiveRef | None = None,
+    on_dist: Callable[[DistInfo, str], None] | None = None,
 ) -> ScannedWheel:
     infos = archive.files()
     names = [i.name for i in infos]
@@ -218,6 +223,8 @@ def _scan(
         raise e.with_path(label) from None
     except ArchiveError as e:
         raise WheelError(f"cannot read .dist-info: {e.message}", path=label) from None
+    if on_dist is not None:
+        on_dist(dist, Path(label).name)
 
     verifier = RecordVerifier(dist.record)
     hooks.planned(sum(i.compressed_size for i in infos))
