@@ -8,7 +8,6 @@ stream's ``produced``) and tracemalloc's peak.
 from __future__ import annotations
 
 import bz2
-import dataclasses
 import io
 import struct
 import tarfile
@@ -402,12 +401,12 @@ def test_small_members_in_one_step_only_when_nothing_is_unusual() -> None:
 
     # a size the central directory gets wrong, either way: never the one-step read
     for wrong in (len(text) - 1, len(text) + 1):
-        lying = dataclasses.replace(member, size=wrong)
+        lying = member._replace(size=wrong)
         assert archive.small(lying) is None
         with pytest.raises(ArchiveError, match=r"member pkg/member\.txt: "):
             b"".join(archive.chunks(lying, verify_crc=False))
     # too large for one step, bzip2, or a bad local header: the long way
-    big = dataclasses.replace(member, size=SMALL_MEMBER + 1)
+    big = member._replace(size=SMALL_MEMBER + 1)
     assert archive.small(big) is None
-    assert archive.small(dataclasses.replace(member, method=zipfile.ZIP_BZIP2)) is None
-    assert archive.small(dataclasses.replace(member, problem="bad local header signature")) is None
+    assert archive.small(member._replace(method=zipfile.ZIP_BZIP2)) is None
+    assert archive.small(member._replace(problem="bad local header signature")) is None

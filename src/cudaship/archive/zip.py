@@ -25,8 +25,8 @@ import threading
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from types import TracebackType
+from typing import NamedTuple
 
 from cudaship.archive.inflate import (
     BZIP2,
@@ -62,9 +62,10 @@ _LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")
 _LOCAL_MAGIC = b"PK\x03\x04"
 
 
-@dataclass(frozen=True)
-class ZipMember:
-    """One entry of the central directory, with where its data starts (from its local header)."""
+class ZipMember(NamedTuple):
+    """One entry of the central directory, with where its data starts (from its local header). A named tuple
+    rather than a frozen dataclass: a wheel has tens of thousands of them, made while the command waits (a
+    torch wheel's 13,000 took 33 ms as dataclasses, 5 ms as tuples), and they travel to worker processes."""
 
     name: str  #: path inside the archive as stored (``/`` or, from some Windows tools, ``\\``)
     size: int  #: uncompressed size the archive declares
@@ -225,7 +226,8 @@ class ZipArchive:
         if name_at + name_len > self.size:
             return start, "local header past the end of the archive"
         local_name = bytes(self.buf[name_at : name_at + name_len])
-        encoding = "utf-8" if info.flag_bits & 0x800 else "cp437"
+        # ASCII reads the same in both of zip's encodings, and its decoder is the fast one
+        encoding = "ascii" if local_name.isascii() else "utf-8" if info.flag_bits & 0x800 else "cp437"
         if local_name.decode(encoding, errors="replace") != info.orig_filename:
             return start, "the local header names another file"
         data = name_at + name_len + extra_len
