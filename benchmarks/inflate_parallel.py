@@ -24,7 +24,6 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 
 import argparse  # noqa: E402
 import hashlib  # noqa: E402
-import io  # noqa: E402
 import mmap  # noqa: E402
 import resource  # noqa: E402
 import struct  # noqa: E402
@@ -36,34 +35,6 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 STEP = 1 << 20
-
-
-class MemberFile(io.RawIOBase):
-    """A read-only file over a slice of a buffer: the member's compressed bytes."""
-
-    def __init__(self, view: memoryview) -> None:
-        self.view = view
-        self.pos = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self.pos
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self.pos, io.SEEK_END: len(self.view)}[whence]
-        self.pos = base + offset
-        return self.pos
-
-    def readinto(self, b: Any) -> int:
-        n = max(0, min(len(b), len(self.view) - self.pos))
-        b[:n] = self.view[self.pos : self.pos + n]
-        self.pos += n
-        return n
 
 
 def best(fn: Callable[[], int], repeat: int) -> tuple[float, int]:
@@ -81,7 +52,10 @@ def stepped(decompressobj: Callable[[int], Any], data: memoryview) -> int:
 
 
 def parallel(rapidgzip: Any, data: memoryview, threads: int) -> int:
-    with rapidgzip.RapidgzipFile(MemberFile(data), parallelization=threads) as f:
+    from cudaship.archive.zip import BufferFile
+
+
+    with BufferFile(data) as source, rapidgzip.RapidgzipFile(source, parallelization=threads) as f:
         n = 0
         while chunk := f.read(4 * STEP):
             n += len(chunk)
@@ -107,6 +81,8 @@ def main() -> int:
     parser.add_argument("--bomb", action="store_true")
     args = parser.parse_args()
     from isal import isal_zlib
+
+    from cudaship.archive.zip import BufferFile  # a file over a buffer: the member's compressed bytes
 
     try:
         import rapidgzip  # type: ignore[import-not-found, unused-ignore]
@@ -152,7 +128,7 @@ def main() -> int:
         c = zlib.compressobj(9, zlib.DEFLATED, -15)
         bomb = b"".join([*(c.compress(bytes(64 << 20)) for _ in range(64)), c.flush()])
         before = rss_mib()
-        with rapidgzip.RapidgzipFile(MemberFile(memoryview(bomb)), parallelization=cpus) as f:
+        with BufferFile(bomb) as source, rapidgzip.RapidgzipFile(source, parallelization=cpus) as f:
             first = f.read(4 * STEP)
             time.sleep(0.5)  # let the prefetch run as it would while the reader works on the first chunk
             after = rss_mib()
