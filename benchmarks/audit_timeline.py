@@ -6,7 +6,10 @@ Unlike ``audit_phases.py``, which times each phase alone, this runs the command 
 the CLI, the same code path as the console script, with the same arguments) and stamps its phases as they
 happen, so what overlaps shows as overlapping and the gaps between phases show as gaps.
 
-Usage: python benchmarks/audit_timeline.py [--repeat N] -- AUDIT-ARGS...   e.g.
+``--process-budget MIB`` before ``--`` sets the worker processes' memory budget for large members (what
+``archive.pool.PROCESS_MEMORY_BUDGET`` holds), to see what a member kept off the disk is worth.
+
+Usage: python benchmarks/audit_timeline.py [--process-budget MIB] -- AUDIT-ARGS...   e.g.
        python benchmarks/audit_timeline.py -- --offline -j 16 --no-progress --format json -o /tmp/a.json W.whl
 """
 
@@ -55,6 +58,9 @@ def main() -> int:
     started = _process_start()
     stamp("interpreter running the script")
     argv = sys.argv[1:]
+    budget = None
+    if argv[:1] == ["--process-budget"]:
+        budget, argv = int(argv[1]) << 20, argv[2:]
     if argv[:1] == ["--"]:
         argv = argv[1:]
     from cudaship.cli import main as cli
@@ -65,6 +71,8 @@ def main() -> int:
     from cudaship.cli import audit_cmd
 
     stamp("audit modules imported")
+    if budget is not None:
+        pool.PROCESS_MEMORY_BUDGET = budget
     wrap(engine, "scan_wheel", "scan (central directory to last member)")
     wrap(wheelscan, "read_dist_info", "dist-info")
     wrap(wheelscan, "_run_processes", "members on worker processes")
