@@ -5,6 +5,7 @@ it was before."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from pathlib import Path
 from typing import Any
@@ -155,3 +156,27 @@ def test_an_error_of_the_resolution_is_reported_as_before(
     assert [(c.name, c.status, c.reason) for c in new.checks] == [
         (c.name, c.status, c.reason) for c in old.checks
     ]
+
+
+def test_taken_only_for_the_wheel_platform_and_sources_it_was_started_for(
+    wheel: Path, house: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cudaship.checks.context import platform_of
+    from cudaship.checks.providers import RequirementsAhead
+
+    calls = _Calls(monkeypatch)
+    dist = scan_wheel(wheel, workers=1).dist
+    other_dist = scan_wheel(wheel, workers=1).dist  # equal, but another wheel's read
+    platform, _ = platform_of(dist, wheel.name)
+    options = ProviderOptions(find_links=(str(house),))
+    ahead = RequirementsAhead(options)
+    assert ahead.take(dist, platform, options) is None  # not started
+    ahead.start(dist, platform)
+    windows = dataclasses.replace(platform, os="windows", machine="amd64")
+    assert ahead.take(dist, windows, options) is None
+    assert ahead.take(other_dist, platform, options) is None
+    assert ahead.take(dist, platform, ProviderOptions(offline=True)) is None
+    got = ahead.take(dist, platform, options)
+    assert got is not None and got[0].reached  # the runtime, from the wheelhouse
+    ahead.start(dist, platform)  # started once: a second start does nothing
+    assert calls.threads == ["cudaship-requirements"]

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from cudaship.archive.pool import Workers, worker_count
-from cudaship.checks.context import AuditContext, wheel_platform
+from cudaship.checks.context import AuditContext, platform_of, wheel_platform
 from cudaship.checks.policy import Policy
 from cudaship.checks.programscan import WHEEL_ONLY, scan_program
 from cudaship.checks.providers import RequirementsAhead
@@ -36,6 +36,7 @@ from cudaship.inspection.records import ContainerKind
 from cudaship.inspection.walk import is_program
 from cudaship.knowledge.trains import Train
 from cudaship.providers.options import ProviderOptions
+from cudaship.wheel.metadata import DistInfo
 
 #: the rule of a family's own failure to run (an unreadable input it needed, a bug): always an error
 RUN_ERROR_RULE = "error"
@@ -198,7 +199,10 @@ def _scan_and_check(
     if is_program(Path(path)):
         scan = scan_program(path, observer=hooks)
     else:
-        on_dist = ahead.start if ahead is not None else None
+        def on_dist(dist: DistInfo, filename: str) -> None:
+            if ahead is not None:
+                ahead.start(dist, platform_of(dist, filename)[0])  # the platform audit_scanned will use
+
         scan = scan_wheel(path, observer=hooks, workers=workers, pool=pool, on_dist=on_dist)
     return audit_scanned(scan, policy, providers, train=train, ahead=ahead)
 

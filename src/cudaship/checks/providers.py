@@ -107,10 +107,10 @@ def resolve_requirements(
 
 class RequirementsAhead:
     """:func:`resolve_requirements` on a thread of its own, started as soon as a wheel's dist-info is read
-    (:meth:`start`, the scan's ``on_dist``), so that the index lookups and the closure overlap the reading of
-    the members instead of following it. The audit takes the result where it would have resolved the
-    requirements itself (:meth:`take`), and only for the same wheel, platform and sources; an error is raised
-    there, as it would have been.
+    (:meth:`start`, from the scan's ``on_dist``), so that the index lookups and the closure overlap the
+    reading of the members instead of following it. The audit takes the result where it would have resolved
+    the requirements itself (:meth:`take`), and only for the same wheel, platform and sources; an error is
+    raised there, as it would have been.
 
     Start it only where the audit will resolve the requirements anyway (the closure checks run and the
     wheel declares requirements): it adds no lookup an audit without it would not make."""
@@ -122,12 +122,10 @@ class RequirementsAhead:
         self._value: tuple[Closure, Fetched] | None = None
         self._error: BaseException | None = None
 
-    def start(self, dist: DistInfo, filename: str) -> None:
-        from cudaship.checks.context import platform_of
-
+    def start(self, dist: DistInfo, platform: TargetPlatform) -> None:
+        """Resolve ``dist``'s requirements for ``platform`` from now on (nothing when it declares none)."""
         if self._thread is not None or not dist.metadata.requires_dist:
             return
-        platform, _ = platform_of(dist, filename)
         self._started = (dist, platform)
 
         def run() -> None:
