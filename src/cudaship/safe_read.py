@@ -17,6 +17,15 @@ from typing import BinaryIO
 from cudaship.errors import CudashipError
 
 
+def file_size(path: str | os.PathLike[str]) -> int:
+    """The size of the file at ``path`` for planning (progress totals, worker choices), 0 when it cannot be
+    stat'ed: opening it fails next, with the message that says why."""
+    try:
+        return os.stat(path).st_size
+    except (OSError, ValueError):  # ValueError: a NUL in the name
+        return 0
+
+
 def kind_of(mode: int) -> str:
     """A file type in words, for "not a regular file" errors."""
     if stat.S_ISFIFO(mode):

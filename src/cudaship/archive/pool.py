@@ -38,6 +38,7 @@ from cudaship.archive.zip import ZipArchive, ZipFile, ZipMember
 from cudaship.binary.records import Buffer
 from cudaship.errors import ArchiveError
 from cudaship.pages import read_only_map
+from cudaship.safe_read import file_size
 
 #: Decompressed members held in memory at once (all workers together); a member that does not fit waits for
 #: others to finish (when small) or goes to an anonymous temporary file, mapped (see :data:`SPILL_SIZE`).
@@ -366,7 +367,7 @@ def start_fork_server_early(args: list[str]) -> None:
         ):
             return
         if usable_cpus() < 2 or not any(
-            a.endswith(".whl") and UNPACK_RATIO * _file_size(a) >= PROCESS_MIN_BYTES for a in args
+            a.endswith(".whl") and UNPACK_RATIO * file_size(a) >= PROCESS_MIN_BYTES for a in args
         ):
             return
         import multiprocessing
@@ -380,13 +381,6 @@ def start_fork_server_early(args: list[str]) -> None:
         threading.Thread(target=forkserver.ensure_running, name="cudaship-forkserver", daemon=True).start()
     except Exception:  # an optimisation only: the workers start when asked, as without it
         return
-
-
-def _file_size(path: str) -> int:
-    try:
-        return os.stat(path).st_size
-    except (OSError, ValueError):
-        return 0
 
 
 def _may_fork() -> bool:

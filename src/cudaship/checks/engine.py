@@ -36,6 +36,7 @@ from cudaship.inspection.records import ContainerKind
 from cudaship.inspection.walk import is_program
 from cudaship.knowledge.trains import Train
 from cudaship.providers.options import ProviderOptions
+from cudaship.safe_read import file_size
 from cudaship.wheel.metadata import DistInfo
 
 #: the rule of a family's own failure to run (an unreadable input it needed, a bug): always an error
@@ -230,13 +231,14 @@ def audit_wheels(
         ]
     elif len(paths) <= 1:
         with Workers(count) as pool:
-            pool.prestart_for([_size(path) for path in paths])  # processes start while the directory is read
+            # the processes start while the directory is read
+            pool.prestart_for([file_size(path) for path in paths])
             outcomes = [
                 _audit_one(path, policy, hooks, pool=pool, providers=providers, train=train) for path in paths
             ]
     else:
         with Workers(count) as pool:
-            sizes = [_size(path) for path in paths]
+            sizes = [file_size(path) for path in paths]
             pool.prestart_for(sizes)
             hooks.wheels_planned(len(paths), sum(sizes))
             lock = pool.hooks_lock
@@ -287,10 +289,3 @@ def _audit_one(
         )
     except CudashipError as e:
         return str(e.with_path(str(path)))
-
-
-def _size(path: str | os.PathLike[str]) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0

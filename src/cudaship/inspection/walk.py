@@ -28,7 +28,7 @@ from cudaship.inspection.dispatch import inspect_buffer
 from cudaship.inspection.records import ContainerKind, FileReport
 from cudaship.inspection.report import InspectReport, WheelReport, train_from_ptx
 from cudaship.inspection.wheel import WheelJob, start_wheel
-from cudaship.safe_read import is_dir, not_regular_reason, open_regular
+from cudaship.safe_read import file_size, is_dir, not_regular_reason, open_regular
 from cudaship.wheel.archive import is_wheel
 
 
@@ -89,7 +89,7 @@ def inspect_paths(
                 plan.append(FileReport(path=label, format=None, size=0, error=reason))
         else:
             plan.append(FileReport(path=label, format=None, size=0, error="no such file or directory"))
-    hooks.planned(sum(_size(i.path) for i in plan if isinstance(i, _Input)))
+    hooks.planned(sum(file_size(i.path) for i in plan if isinstance(i, _Input)))
     files: list[FileReport] = []
     wheels: list[WheelReport] = []
     items: list[FileReport | WheelReport] = []
@@ -99,7 +99,7 @@ def inspect_paths(
         count = 1  # one plain file: nothing to overlap (its scan has threads of its own)
     with Workers(count) as pool:
         # worker processes for large wheels start now, while the wheels' directories are read
-        pool.prestart_for([_size(i.path) for i in inputs if is_wheel(i.path)])
+        pool.prestart_for([file_size(i.path) for i in inputs if is_wheel(i.path)])
         # Every file and wheel member is handed to the workers as soon as it is planned; reports are collected
         # in the order the user named the inputs. At most _OPEN_WHEELS_PER_WORKER wheels per worker are open
         # at once: a directory of thousands of wheels does not hold thousands of maps.
@@ -173,9 +173,10 @@ def inspect_file(path: Path, label: str, *, details: bool = False, device: bool 
         with _mapped(path) as buf:
             return inspect_buffer(buf, label, details=details, device=device)
     except CudashipError as e:
-        return FileReport(path=label, format=None, size=_size(path), error=e.message)
+        return FileReport(path=label, format=None, size=file_size(path), error=e.message)
     except OSError as e:
-        return FileReport(path=label, format=None, size=_size(path), error=f"cannot read: {e.strerror or e}")
+        reason = f"cannot read: {e.strerror or e}"
+        return FileReport(path=label, format=None, size=file_size(path), error=reason)
 
 
 #: Most entries (files and directories) one directory argument may hold; a walk past it reports an error.
@@ -219,7 +220,7 @@ def _inspect_program(item: _Input, details: bool, hooks: InspectObserver, pool: 
     from cudaship.program.reader import read_program
     from cudaship.program.records import ProgramKind
 
-    total = _size(item.path)
+    total = file_size(item.path)
     with pool.hooks_lock:
         hooks.reading(item.label)
     kind = ContainerKind.PTE if item.path.suffix.lower() == ".pte" else ContainerKind.PT2
@@ -278,13 +279,6 @@ def _head(path: Path) -> bytes:
             return f.read(MAGIC_BYTES)
     except (CudashipError, OSError):
         return b""
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
 
 
 @contextmanager

@@ -21,6 +21,7 @@ from cudaship.errors import CudashipError
 from cudaship.inspection.dispatch import inspect_buffer
 from cudaship.inspection.records import FileReport, WheelInfo
 from cudaship.inspection.report import WheelReport
+from cudaship.safe_read import file_size
 from cudaship.wheel.archive import Member, WheelArchive
 
 if TYPE_CHECKING:
@@ -144,7 +145,7 @@ def start_wheel(
     from cudaship.archive.select import is_text_name
     from cudaship.safe_read import not_regular_reason
 
-    total = _size(path)
+    total = file_size(path)
     lock = workers.hooks_lock
     try:
         reason = not_regular_reason(path)
@@ -292,10 +293,3 @@ def _read_batch(
         return [failed_member(m.name, m.size, label, e.message) for m in members]
     budget = WorkerBudget(large_in_memory)
     return [_member_or_none(archive, member, label, details, budget) for member in members]
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0

@@ -28,6 +28,7 @@ from cudaship.archive.limits import ArchiveLimits
 from cudaship.archive.tar import TAR_ERRORS, TarStream, compression_of
 from cudaship.archive.zip import ZipArchive, ZipFile, ZipMember
 from cudaship.errors import ArchiveError, ToolkitError
+from cudaship.safe_read import file_size
 
 _CHUNK = 1 << 20
 _DRIVE = re.compile(r"^[A-Za-z]:")
@@ -66,13 +67,6 @@ class ExtractResult:
     files: dict[str, int] = field(default_factory=dict)  #: toolkit-relative path -> bytes written
     links: dict[str, str] = field(default_factory=dict)  #: toolkit-relative path -> link target
     total_bytes: int = 0
-
-
-def _size(archive: Path) -> int:
-    try:
-        return archive.stat().st_size
-    except OSError:
-        return 0  # opening it fails next, with the message that says why
 
 
 def error_line(error: BaseException) -> str:
@@ -370,7 +364,7 @@ def extract_tar(
 ) -> ExtractResult:
     label = label or archive.name
     limits = limits or ExtractLimits()
-    writer = _Writer(dest, limits, _size(archive))
+    writer = _Writer(dest, limits, file_size(archive))
     strip = _Stripper(strip_top)
     try:
         tf = TarStream(archive, kind=compression_of(label), limits=limits.archive_limits())
@@ -425,7 +419,7 @@ def extract_zip(
     """Extract a zip (or a wheel); ``only`` filters raw member names before any other step."""
     label = label or archive.name
     limits = limits or ExtractLimits()
-    writer = _Writer(dest, limits, _size(archive))
+    writer = _Writer(dest, limits, file_size(archive))
     strip = _Stripper(strip_top)
     try:
         opened = ZipFile(archive, limits=limits.archive_limits())
