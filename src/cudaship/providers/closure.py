@@ -16,7 +16,6 @@ is skipped for the rest of the run with a note, and the knowledge table answers 
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 from cudaship.errors import CudashipError
-from cudaship.providers.http import IndexUnavailable
+from cudaship.providers.http import IndexUnavailable, NotCached
 from cudaship.providers.records import Closure, Distribution, Reached, Target, Unresolved
 from cudaship.providers.sources import Source
 from cudaship.wheel.metadata import marker_environment
@@ -56,8 +55,22 @@ class _Job:
     depth: int
 
 
+@dataclass(frozen=True)
+class _Answer:
+    """One lookup's outcome, and what it learnt about the sources (applied by the caller, in job order)."""
+
+    dist: Distribution | None
+    why: str | None  #: why nothing was found
+    failed: tuple[tuple[int, str], ...] = ()  #: sources that could not answer at all: (index, message)
+    missed: tuple[int, ...] = ()  #: sources with no answer for this one project (offline: not in the cache)
+    answered: tuple[int, ...] = ()  #: sources that answered (a distribution, or none that fits)
+
+
 @dataclass
 class _Resolver:
+    """The sources and the run's state. A lookup reads only the set of dead sources it is handed and returns
+    what it learnt, so that lookups running side by side do not depend on which of them ran first."""
+
     sources: Sequence[Source]
     fallback: Source | None
     target: Target
@@ -66,38 +79,88 @@ class _Resolver:
     extras_done: dict[str, set[str]] = field(default_factory=dict)
     unresolved: list[Unresolved] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    dead: set[int] = field(default_factory=set)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    dead: set[int] = field(default_factory=set)  #: sources that could not answer: not asked again
+    proven: set[int] = field(default_factory=set)  #: sources that have answered once in this run
+    missed: dict[int, set[str]] = field(default_factory=dict)  #: source -> projects it had no answer for
 
-    def lookup(self, name: str, spec: SpecifierSet) -> tuple[Distribution | None, str | None]:
-        """(distribution, None) or (None, why not)."""
-        problems = []
+    def lookup(self, name: str, spec: SpecifierSet, dead: frozenset[int]) -> _Answer:
+        """The first fitting distribution from the sources not in ``dead`` (the fallback answers when one of
+        them is dead or could not answer), or none and why not."""
+        problems: list[str] = []
+        failed: list[tuple[int, str]] = []
+        missed: list[int] = []
+        answered: list[int] = []
+        found: Distribution | None = None
         for i, source in enumerate(self.sources):
-            with self.lock:
-                if i in self.dead:
-                    continue
+            if i in dead:
+                continue
             try:
                 found = source.find(name, spec, self.target)
+            except NotCached as e:
+                missed.append(i)
+                problems.append(e.message)
+                continue
             except IndexUnavailable as e:
-                with self.lock:
-                    if i not in self.dead:
-                        self.dead.add(i)
-                        self.notes.append(f"{source.label} cannot answer ({e.message}); not asked again")
+                failed.append((i, e.message))
                 problems.append(e.message)
                 continue
             except CudashipError as e:
+                answered.append(i)
                 problems.append(e.message)
                 continue
+            answered.append(i)
             if found is not None:
-                return found, None
-        if self.fallback is not None and (self.dead or not self.sources):
+                break
+        if found is None and self.fallback is not None and (dead or failed or missed or not self.sources):
             found = self.fallback.find(name, spec, self.target)
-            if found is not None:
-                return found, None
-        labels = ", ".join(s.label for s in self.sources) or "no source"
-        return None, f"no distribution of {name}{spec} for {self.target.os} in {labels}" + (
-            f" ({problems[0]})" if problems else ""
-        )
+        why = None
+        if found is None:
+            labels = ", ".join(s.label for s in self.sources) or "no source"
+            why = f"no distribution of {name}{spec} for {self.target.os} in {labels}" + (
+                f" ({problems[0]})" if problems else ""
+            )
+        return _Answer(found, why, tuple(failed), tuple(missed), tuple(answered))
+
+    def lookup_all(self, pool: ThreadPoolExecutor, jobs: Sequence[_Job]) -> list[_Answer]:
+        """Look ``jobs`` up in parallel, with the same dead sources for each, whatever the order they run in.
+
+        A source that cannot answer is dead for the lookups after this call, never for those running beside
+        the one that found it so (which of them ran first depends on the threads). While a source has not
+        answered yet in this run, the first job is looked up alone first: an index that cannot be reached
+        then costs one time-out, not one per worker."""
+        if not jobs:
+            return []
+        answers: list[_Answer] = []
+        if set(range(len(self.sources))) - self.dead - self.proven:
+            answers.append(self.lookup(jobs[0].req.name, jobs[0].req.specifier, frozenset(self.dead)))
+            self._learn(answers[-1:], [jobs[0]])
+            jobs = jobs[1:]
+        dead = frozenset(self.dead)
+        rest = list(pool.map(lambda j: self.lookup(j.req.name, j.req.specifier, dead), jobs))
+        self._learn(rest, jobs)
+        return answers + rest
+
+    def _learn(self, answers: Sequence[_Answer], jobs: Sequence[_Job]) -> None:
+        for answer, job in zip(answers, jobs, strict=True):
+            self.proven.update(answer.answered, answer.missed)
+            for i in answer.missed:
+                self.missed.setdefault(i, set()).add(canonicalize_name(job.req.name))
+            for i, message in answer.failed:
+                if i not in self.dead:
+                    self.dead.add(i)
+                    self.notes.append(f"{self.sources[i].label} cannot answer ({message}); not asked again")
+
+    def missed_notes(self) -> list[str]:
+        out = []
+        for i, names in sorted(self.missed.items()):
+            shown = sorted(names)
+            listed = ", ".join(shown[:5]) + (f" and {len(shown) - 5} more" if len(shown) > 5 else "")
+            out.append(
+                f"{self.sources[i].label}: no answer for {len(shown)} "
+                f"{'project' if len(shown) == 1 else 'projects'} ({listed})"
+                + ("; the knowledge table answered where it could" if self.fallback is not None else "")
+            )
+        return out
 
 
 def _short(req: Requirement) -> str:
@@ -170,13 +233,10 @@ def resolve_closure(
             if len(r.reached) + len(todo) > MAX_DISTRIBUTIONS:
                 r.notes.append(f"stopped after {MAX_DISTRIBUTIONS} distributions")
                 todo = dict(list(todo.items())[: max(0, MAX_DISTRIBUTIONS - len(r.reached))])
-            found = dict(
-                zip(
-                    todo,
-                    pool.map(lambda j: r.lookup(j.req.name, j.req.specifier), todo.values()),
-                    strict=True,
-                )
-            )
+            found = {
+                name: (answer.dist, answer.why)
+                for name, answer in zip(todo, r.lookup_all(pool, list(todo.values())), strict=True)
+            }
             next_level: list[_Job] = []
             for job in level:
                 name = canonicalize_name(job.req.name)
@@ -211,7 +271,7 @@ def resolve_closure(
         target=target,
         reached=tuple(r.reached.values()),
         unresolved=tuple(r.unresolved),
-        notes=tuple(r.notes),
+        notes=(*r.notes, *r.missed_notes()),
         sources=tuple(s.label for s in sources)
         + (
             (fallback.label,)

@@ -29,6 +29,11 @@ class NotFound(IndexUnavailable):
     """HTTP 404: the project or file does not exist."""
 
 
+class NotCached(IndexUnavailable):
+    """Offline, the cache holds no answer for this one page or wheel: the index cannot answer for this
+    project, but it still answers from the cache for the others (unlike an index that cannot be reached)."""
+
+
 @dataclass(frozen=True)
 class Response:
     status: int

@@ -20,7 +20,7 @@ from cudaship.errors import CudashipError
 from cudaship.loaders import load_json
 from cudaship.providers.cache import PAGE_TTL_S, DiskCache
 from cudaship.providers.distinfo import from_wheel_zip
-from cudaship.providers.http import Client, IndexUnavailable, NotFound
+from cudaship.providers.http import Client, IndexUnavailable, NotCached, NotFound
 from cudaship.providers.lazywheel import remote_wheel
 from cudaship.providers.records import Distribution, Target
 from cudaship.providers.select import Candidate, best, wheel_version
@@ -52,7 +52,7 @@ class IndexSource:
         cached = self.cache.get("page", page_url, None if self.offline else PAGE_TTL_S)
         if cached is None:
             if self.offline:
-                raise IndexUnavailable(f"{page_url}: not in the cache (offline)")
+                raise NotCached(f"{page_url}: not in the cache (offline)")
             resp = self.client.get(page_url, accept=JSON_ACCEPT)
             if "json" not in resp.content_type:
                 raise IndexUnavailable(
@@ -85,7 +85,8 @@ class IndexSource:
 
     def find(self, name: str, spec: SpecifierSet, target: Target) -> Distribution | None:
         """The newest fitting distribution, or None when the project has no fitting wheel; raises
-        IndexUnavailable when the index cannot answer."""
+        IndexUnavailable when the index cannot answer, NotCached when offline the cache has no answer for this
+        project."""
         try:
             candidates = self._page(name)
         except NotFound:
@@ -102,7 +103,7 @@ class IndexSource:
             self.client.hit()
             return _dist_from_json(cached, f"index {c.location}")
         if self.offline:
-            raise IndexUnavailable(f"{c.filename}: not in the cache (offline)")
+            raise NotCached(f"{c.filename}: not in the cache (offline)")
         metadata: bytes | None = None
         if c.metadata_url:
             try:
