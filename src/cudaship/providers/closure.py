@@ -9,8 +9,11 @@ decides (the audited wheel's own requirements come first, breadth first). Work i
 :data:`MAX_DISTRIBUTIONS` distributions, :data:`MAX_DEPTH` levels.
 
 Sources are asked in order; the first that has a fitting distribution wins. The index is read from
-:data:`WORKERS` threads per level. A source that cannot answer (index unreachable, not in the cache offline)
-is skipped for the rest of the run with a note, and the knowledge table answers instead.
+:data:`WORKERS` threads per level. A source that cannot answer (index unreachable) is skipped for the rest of
+the run with a note, and the knowledge table answers instead; offline, a project the cache has no answer for
+is answered by the knowledge table, and the cache still answers for the others. The result never depends on
+the order the threads run in: a source found dead is skipped only by the lookups after the batch that found
+it (see :meth:`_Resolver.lookup_all`).
 """
 
 from __future__ import annotations
