@@ -101,6 +101,15 @@ def _short(path: str, sites: Sequence[str]) -> str:
     return path
 
 
+def _clean(text: str | None, sites: Sequence[str]) -> str:
+    """``text`` with each site directory's prefix taken out of the paths it names."""
+    out = text or ""
+    for site in sites:
+        for prefix in {site, os.path.realpath(site)}:
+            out = out.replace(prefix.rstrip(os.sep) + os.sep, "")
+    return out
+
+
 def _static_phrase(si: StaticImport) -> str:
     if si.ok:
         return f"resolves ({si.via}): {si.detail}" if si.detail else f"resolves ({si.via})"
@@ -141,14 +150,14 @@ def compare(
     comparisons: list[LoadComparison] = []
     agree_libs = 0
     pkg = ", ".join(f"import {m}" for m in inputs.top_level) or "no import"
-    for module, r in sorted(imports.items()):
-        if not r.ok:
+    for module, imported in sorted(imports.items()):
+        if not imported.ok:
             results.append(
                 failed(
                     FAMILY,
                     f"load: import {module}",
-                    f"import {module} fails: {r.message}",
-                    [Finding(f"import {module} fails: {r.message}", symbol=module)],
+                    f"import {module} fails: {_clean(imported.message, sites)}",
+                    [Finding(f"import {module} fails: {_clean(imported.message, sites)}", symbol=module)],
                     rule=FAILURE,
                 )
             )
@@ -176,7 +185,7 @@ def compare(
                 comparisons.append(
                     LoadComparison(lib, si.library, _static_phrase(si), "the library did not load", None)
                 )
-            message = f"{lib} does not load (dlopen after {pkg}): {r.message}"
+            message = f"{lib} does not load (dlopen after {pkg}): {_clean(r.message, sites)}"
             if convention is not None:
                 what, source = convention
                 results.append(
@@ -254,8 +263,8 @@ def compare(
                 failed(
                     FAMILY,
                     f"load: {lib} needs the package's own loading",
-                    f"{lib} loads only after {pkg}: alone, {bare.message}",
-                    [Finding(f"alone: {bare.message}", file=lib)],
+                    f"{lib} loads only after {pkg}: alone, {_clean(bare.message, sites)}",
+                    [Finding(f"alone: {_clean(bare.message, sites)}", file=lib)],
                     rule=PRELOADED,
                 )
             )
@@ -271,7 +280,7 @@ def compare(
             passed(
                 FAMILY,
                 "load: libraries that load as the static audit says",
-                f"{len(agreeing)}/{libraries} libraries load; each DT_NEEDED agrees with the static audit",
+                f"{len(agreeing)} of {libraries} libraries load; each DT_NEEDED agrees with the static audit",
                 tuple(Finding("loads; static and loader agree", file=lib) for lib in agreeing),
             )
         )
@@ -286,7 +295,10 @@ def compare(
         libraries_agree=agree_libs,
         imports=len(judged),
         imports_agree=sum(1 for c in judged if c.agree),
-        probes=tuple(LoadProbeLine(r.probe.label, r.ok, r.message) for r in obs.results),
+        probes=tuple(
+            LoadProbeLine(_clean(r.probe.label, sites), r.ok, _clean(r.message, sites) or None)
+            for r in obs.results
+        ),
         comparisons=tuple(comparisons),
         notes=(*inputs.notes, *obs.notes),
     )

@@ -73,7 +73,7 @@ def python_version(python: str) -> tuple[int, int]:
     return int(major), int(minor)
 
 
-def _run(args: Sequence[str], timeout: float, **kw: object) -> subprocess.CompletedProcess[str]:
+def _run(args: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run(
             list(args),
@@ -84,7 +84,6 @@ def _run(args: Sequence[str], timeout: float, **kw: object) -> subprocess.Comple
             timeout=timeout,
             check=False,
             stdin=subprocess.DEVNULL,
-            **kw,  # type: ignore[arg-type]
         )
     except FileNotFoundError:
         raise OracleError("no such interpreter or program", path=str(args[0])) from None
@@ -131,7 +130,8 @@ def choose_interpreter(wheel_tags: Sequence[str]) -> tuple[str | None, str]:
             continue
         if supported(wheel_tags, version):
             return python, f"Python {version[0]}.{version[1]} ({python})"
-        tried.append(f"{version[0]}.{version[1]}")
+        if f"{version[0]}.{version[1]}" not in tried:
+            tried.append(f"{version[0]}.{version[1]}")
     tags = ", ".join(sorted(wheel_tags)[:4]) + (" ..." if len(wheel_tags) > 4 else "")
     return None, (
         f"no interpreter here matches the wheel's tags ({tags}); tried Python {', '.join(tried) or 'none'}"
@@ -198,9 +198,11 @@ def prepare(
     pip = _pip_args(options)
     wheel_abs = str(Path(wheel).resolve())
     if options.python is not None:
-        python = options.python
+        python: str | None = options.python
+        assert python is not None
         version = python_version(python)
         if not supported(wheel_tags, version):
+            shutil.rmtree(base, ignore_errors=True)
             return f"the wheel's tags do not match {python} (Python {version[0]}.{version[1]})"
         target = base / "target"
         args = [python, "-m", "pip", "install", *pip, "--no-deps", "--target", str(target), wheel_abs]
@@ -217,6 +219,7 @@ def prepare(
         return env if done.returncode == 0 else _failed(env, done)
     python, why = choose_interpreter(wheel_tags)
     if python is None:
+        shutil.rmtree(base, ignore_errors=True)
         return why
     venv = base / "venv"
     done = _run([python, "-m", "venv", str(venv)], options.pip_timeout)
