@@ -1,6 +1,6 @@
-"""The oracle tests' wheels: a package whose ``__init__.py`` preloads a library with ctypes, libraries with and
-without RUNPATH/RPATH, one whose DT_NEEDED nothing provides, one that segfaults in its constructor, one that
-hangs there, and a requirement (a local wheel) that provides a library through RUNPATH."""
+"""The oracle tests' wheels: a package whose ``__init__.py`` preloads a library with ctypes, libraries with
+and without RUNPATH/RPATH, one whose DT_NEEDED nothing provides, one that segfaults in its constructor, one
+that hangs there, and a requirement (a local wheel) that provides a library through RUNPATH."""
 
 from __future__ import annotations
 
