@@ -164,8 +164,8 @@ FAMILIES: tuple[Family, ...] = (
     ),
     Family(
         "load",
-        "only with `audit --load`: the wheel installed with pip loads in fresh processes, and the real loader "
-        "maps each DT_NEEDED as the static verdicts say (docs/load.md)",
+        "only with `audit --load`: the wheel installed with pip loads in fresh processes, and the real "
+        "loader maps each DT_NEEDED as the static verdicts say (docs/load.md)",
         load.run,
         rules=(
             Rule("failure", ERROR, "a top-level package's import or a library's dlopen fails once installed"),
@@ -175,7 +175,7 @@ FAMILIES: tuple[Family, ...] = (
                 WARNING,
                 "the loader loads what the static audit says does not resolve, or another file than it names",
             ),
-            Rule("preloaded", NOTE, "a library loads only after its package is imported (its own preloading)"),
+            Rule("preloaded", NOTE, "a library loads only after its package is imported (it preloads)"),
             Rule("on_demand", NOTE, "a library a documented convention loads on demand does not load"),
         ),
     ),
