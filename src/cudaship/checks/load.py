@@ -40,12 +40,13 @@ from cudaship.checks.records import (
 from cudaship.oracle.records import Observation, ProbeResult, StepKind
 
 FAMILY = "load"
-FAILURE, DISAGREEMENT, PRELOADED, ON_DEMAND, INSTALL = (
+FAILURE, DISAGREEMENT, PRELOADED, ON_DEMAND, INSTALL, VARIANT = (
     "failure",
     "disagreement",
     "preloaded",
     "on_demand",
     "install",
+    "variant",
 )
 
 
@@ -162,6 +163,7 @@ def compare(
                 )
             )
     agreeing: list[str] = []
+    other_environment = _variant_excuses(inputs, after if inputs.top_level else alone)
     for lib in sorted(per_file):
         entries = per_file[lib]
         real = inputs.installed.get(lib)
@@ -186,7 +188,18 @@ def compare(
                     LoadComparison(lib, si.library, _static_phrase(si), "the library did not load", None)
                 )
             message = f"{lib} does not load (dlopen after {pkg}): {_clean(r.message, sites)}"
-            if convention is not None:
+            excuse = other_environment(lib)
+            if excuse is not None:
+                results.append(
+                    failed(
+                        FAMILY,
+                        f"load: {lib}",
+                        f"{lib} does not load here: {excuse}",
+                        [Finding(f"{message}; {side}", file=lib)],
+                        rule=VARIANT,
+                    )
+                )
+            elif convention is not None:
                 what, source = convention
                 results.append(
                     failed(
@@ -303,6 +316,38 @@ def compare(
         notes=(*inputs.notes, *obs.notes),
     )
     return check, results
+
+
+def _variant_excuses(inputs: LoadInputs, outcome: dict[str, ProbeResult]) -> Callable[[str], str | None]:
+    """For a variant library (``libbitsandbytes_cuda118.so`` of ``_cuda*.so``; see
+    :mod:`cudaship.knowledge.variants`) that does not load: why that is another environment's variant, when a
+    sibling loads here (a CUDA variant only when a CUDA sibling loads, as :mod:`cudaship.checks.variants`
+    judges the static verdicts); else None."""
+    from cudaship.knowledge.variants import recognise
+
+    variants = recognise(sorted(inputs.installed))
+    loads = {lib for lib, r in outcome.items() if r.ok}
+
+    def excuse(lib: str) -> str | None:
+        variant = variants.get(lib)
+        if variant is None:
+            return None
+        served = [
+            p
+            for p, v in variants.items()
+            if v.group == variant.group and p in loads and (v.is_cuda or not variant.is_cuda)
+        ]
+        if not served:
+            return None
+        names = sorted(os.path.basename(p) for p in served)
+        shown = ", ".join(names[:3]) + (" and more" if len(names) > 3 else "")
+        verb = "loads" if len(names) == 1 else "load"
+        return (
+            f"the {variant.label} variant, one of the alternatives {variant.group}, for another environment "
+            f"({shown} {verb})"
+        )
+
+    return excuse
 
 
 def on_demand_lookup(

@@ -177,6 +177,7 @@ FAMILIES: tuple[Family, ...] = (
             ),
             Rule("preloaded", NOTE, "a library loads only after its package is imported (it preloads)"),
             Rule("on_demand", NOTE, "a library a documented convention loads on demand does not load"),
+            Rule("variant", NOTE, "a variant library does not load, a sibling does: another environment's"),
         ),
     ),
 )
