@@ -2,11 +2,13 @@
 interpreter with the wheel layered on it.
 
 Fresh (the default): ``python -m venv`` in a temporary directory (removed afterwards unless ``keep``), then
-``pip install WHEEL HOST...``: pip resolves the wheel's declared requirements as a user's ``pip install``
-would, plus the undeclared host packages the static audit names (``WheelAudit.host_packages``), each pinned
-by a ``--with`` specifier of the same name when given. ``--index-url``, ``--find-links`` and ``--offline``
-(pip's ``--no-index``) are passed to pip. pip's own failure (no version satisfies a requirement) is a
-result: :attr:`LoadEnvironment.failure` holds pip's ERROR lines.
+``pip install WHEEL HOST...`` (the interpreter's own pip with ``--python VENV`` when it has pip 22.3+, so the
+venv is made without pip; else the venv's pip): pip resolves the wheel's declared requirements as a user's
+``pip install`` would, plus the undeclared host packages the static audit names
+(``WheelAudit.host_packages``), each pinned by a ``--with`` specifier of the same name when given.
+``--index-url``, ``--find-links`` and ``--offline`` (pip's ``--no-index``) are passed to pip. pip's own
+failure (no version satisfies a requirement) is a result: :attr:`LoadEnvironment.failure` holds pip's ERROR
+lines.
 
 Existing (``--load-python PYTHON``): nothing is installed into that environment. The wheel alone is
 installed with ``pip install --no-deps --target`` into a temporary directory that the children find first
@@ -181,6 +183,20 @@ def _sites(python: str) -> tuple[str, ...]:
     return tuple(paths)
 
 
+def has_pip_python_option(python: str) -> bool:
+    """Whether ``python`` has a pip that can install into another interpreter (``pip --python``, pip 22.3+):
+    then the venv is made without pip (ensurepip costs seconds) and this pip installs into it."""
+    done = _run([python, "-m", "pip", "--version"], 60)
+    if done.returncode != 0:
+        return False
+    words = done.stdout.split()
+    try:
+        major, minor = (int(x) for x in words[1].split(".")[:2])
+    except (IndexError, ValueError):
+        return False
+    return (major, minor) >= (22, 3)
+
+
 def _bin(venv: Path) -> Path:
     return venv / ("Scripts" if os.name == "nt" else "bin") / ("python.exe" if os.name == "nt" else "python")
 
@@ -222,12 +238,15 @@ def prepare(
         shutil.rmtree(base, ignore_errors=True)
         return why
     venv = base / "venv"
-    done = _run([python, "-m", "venv", str(venv)], options.pip_timeout)
+    outer_pip = has_pip_python_option(python)
+    venv_args = [python, "-m", "venv", *(["--without-pip"] if outer_pip else []), str(venv)]
+    done = _run(venv_args, options.pip_timeout)
     if done.returncode != 0:
         raise OracleError(f"cannot create a virtual environment: {_last_lines(done.stderr, 2)}", path=python)
     vpython = str(_bin(venv))
     hosts = host_requirements(host_packages, options.pins)
-    args = [vpython, "-m", "pip", "install", *pip, wheel_abs, *hosts]
+    installer = [python, "-m", "pip", "--python", vpython] if outer_pip else [vpython, "-m", "pip"]
+    args = [*installer, "install", *pip, wheel_abs, *hosts]
     done = _run(args, options.pip_timeout)
     env = LoadEnvironment(
         python=vpython,

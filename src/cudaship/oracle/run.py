@@ -20,6 +20,7 @@ from cudaship.checks import load as load_family
 from cudaship.checks.engine import with_severity
 from cudaship.checks.policy import Policy
 from cudaship.checks.records import CheckResult, LoadCheck, WheelAudit
+from cudaship.errors import OracleError
 from cudaship.oracle.install import InstallOptions, LoadEnvironment, cleanup, prepare
 from cudaship.oracle.observe import DEFAULT_TIMEOUT, child_environment, observe
 from cudaship.oracle.records import Probe, ProbeResult
@@ -162,6 +163,8 @@ def load_audit(
 ) -> WheelAudit:
     """``audit`` with the loader's results: ``load`` set and the ``load`` family's checks added."""
     skip = platform_skip(audit)
+    if skip is None and audit.path.lower().endswith((".pt2", ".pte")):
+        skip = "an exported program is not installed with pip; --load loads wheels"
     if skip is not None:
         check, results = load_family.skipped_check(skip)
         return _with(audit, policy, check, results)
@@ -171,7 +174,10 @@ def load_audit(
         progress(0, 0, f"installing {audit.facts.filename}")
     env: LoadEnvironment | None = None
     try:
-        prepared = prepare(audit.path, audit.facts.tags, hosts, options.install)
+        try:
+            prepared = prepare(audit.path, audit.facts.tags, hosts, options.install)
+        except OracleError as e:  # no venv could be made here: nothing was loaded, which the report says
+            prepared = str(e)
         if isinstance(prepared, str):
             check, results = load_family.skipped_check(prepared)
             return _with(audit, policy, check, results)
