@@ -234,3 +234,19 @@ def test_top_level_modules_from_record_and_top_level_txt() -> None:
     ]
     assert top_level_modules(files, None) == ("nvidia.cublas", "pkg", "single", "fast")
     assert top_level_modules(files, "pkg\n") == ("pkg",)
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_a_real_pypi_wheel_loads_and_agrees(
+    cudart_linux_wheel: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """nvidia-cuda-runtime from PyPI, installed by pip from the real index: every library loads, and each
+    DT_NEEDED is satisfied where the static audit says."""
+    code = main(["audit", "--no-progress", "--load", "--online", "-f", "json", str(cudart_linux_wheel)])
+    data = json.loads(capsys.readouterr().out)
+    jsonschema.validate(data, SCHEMA)
+    load = data["wheels"][0]["load"]
+    assert load["libraries"] >= 1 and load["libraries"] == load["libraries_agree"], load
+    assert load["imports"] == load["imports_agree"] > 0
+    assert code == ExitCode.OK
