@@ -87,3 +87,20 @@ def test_on_demand_conventions_come_from_the_knowledge_table() -> None:
     assert found is not None and "ROCm" in found[0] and "providers.toml" in found[1]
     assert lookup("bitsandbytes/libbitsandbytes_cuda128.so") is None
     assert on_demand_lookup(None, ())("x.so") is None
+
+
+def test_a_system_verdict_the_loader_satisfied_from_site_packages_is_a_disagreement(tmp_path: Path) -> None:
+    site, libs = _site(tmp_path)
+    static = (
+        StaticImport("thing/libthing_cuda128.so", "libcudart.so.12", True, "system", None, "system library"),
+    )
+    installed = {"thing/libthing_cuda128.so": str(libs["thing/libthing_cuda128.so"].resolve())}
+    obs = observe(sys.executable, [Probe.dlopen(p) for p in installed.values()], timeout=30)
+    check, results = compare(static, obs, LoadInputs(installed=installed, sites=(str(site),), top_level=()))
+    (disagreement,) = [r for r in results if r.rule == "disagreement"]
+    assert (
+        "static: resolves (system): system library; loader: loaded thing/libcudart.so.12"
+        in disagreement.reason
+    )
+    # libc.so.6 is not among the static imports here: only the verdicts the audit gave are compared
+    assert (check.imports, check.imports_agree) == (1, 0)

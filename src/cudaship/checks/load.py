@@ -8,7 +8,8 @@ per-import verdicts (``WheelAudit.imports``) and says, per library and per DT_NE
 - a library or a top-level package that does not load for a user who installed as documented is an error
   (rule ``failure``), whatever the static audit said (it says whether it agreed);
 - the loader loads what the static audit says does not resolve, or satisfies an entry with another file than
-  the one the audit named: a warning (rule ``disagreement``): the static model is wrong there;
+  the one the audit named (or with an installed file where the audit said a system library): a warning (rule
+  ``disagreement``): the static model is wrong there;
 - a library that loads only after the package is imported (its own preloading provides an entry): a note
   (rule ``preloaded``);
 - a library a documented convention marks as loaded on demand (``knowledge/data/providers.toml``
@@ -247,6 +248,9 @@ def compare(
             elif si.target is not None:
                 expected = _abs(si.target, sites)
                 agree = expected is None or expected == path
+            elif si.via == "system" and where != path:
+                # the static audit says the operating system provides it; the loader used an installed file
+                agree = False
             comparisons.append(LoadComparison(lib, si.library, _static_phrase(si), loader, agree))
             if not agree:
                 findings.append(
