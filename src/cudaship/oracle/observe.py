@@ -132,12 +132,13 @@ class _ElfCache:
 
 def _read_dynamic(path: str) -> tuple[str | None, tuple[str, ...], str | None]:
     from cudaship.binary.elf import read_elf
-    from cudaship.binary.records import ImportKind
+    from cudaship.binary.magic import binary_format
+    from cudaship.binary.records import FileFormat, ImportKind
     from cudaship.safe_read import open_regular
 
     try:
         with open_regular(path) as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-            if buf[:4] != b"\x7fELF":
+            if binary_format(bytes(buf[:64])) is not FileFormat.ELF:
                 return None, (), "not an ELF file"
             host = read_elf(buf, full=False)
     except (CudashipError, OSError, ValueError) as e:

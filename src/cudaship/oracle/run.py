@@ -115,9 +115,12 @@ def top_level_modules(installed: list[str], top_level_txt: str | None) -> tuple[
 
 
 def _is_elf(path: str) -> bool:
+    from cudaship.binary.magic import binary_format
+    from cudaship.binary.records import FileFormat
+
     try:
         with open(path, "rb") as f:
-            return f.read(4) == b"\x7fELF"
+            return binary_format(f.read(64)) is FileFormat.ELF
     except OSError:
         return False
 
