@@ -95,3 +95,13 @@ def test_match_needed_prefers_soname_then_the_loaded_name() -> None:
     assert match_needed("libfoo.so.1", loaded) == ("/x/libfoo.so.1.2", "soname")
     assert match_needed("libbar.so.2", loaded) == ("/y/libbar.so.2", "name")
     assert match_needed("libbaz.so", loaded) == (None, None)
+
+
+def test_both_listing_methods_see_the_same_objects(libs: dict[str, Path]) -> None:
+    probe = Probe(Step(StepKind.DLOPEN, str(libs["runpath"])))
+    phdr = observe(sys.executable, [probe], timeout=30, method="phdr").results[0]
+    maps = observe(sys.executable, [probe], timeout=30, method="maps").results[0]
+    assert phdr.ok and maps.ok
+    assert set(phdr.loaded) == set(maps.loaded)
+    assert str(libs["base"].resolve()) in maps.loaded
+    assert phdr.listing_us is not None and maps.listing_us is not None
