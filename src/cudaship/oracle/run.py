@@ -114,20 +114,22 @@ def top_level_modules(installed: list[str], top_level_txt: str | None) -> tuple[
     return tuple(dict.fromkeys(out))
 
 
-def _is_elf(path: str) -> bool:
+def _loadable(path: str) -> bool:
+    """Whether ``path`` is a library of this OS's format (ELF, PE, Mach-O) that the loader can open."""
     from cudaship.binary.magic import binary_format
     from cudaship.binary.records import FileFormat
 
+    wanted = {"linux": FileFormat.ELF, "windows": FileFormat.PE, "macos": FileFormat.MACHO}.get(running_os())
     try:
         with open(path, "rb") as f:
-            return binary_format(f.read(64)) is FileFormat.ELF
+            return wanted is not None and binary_format(f.read(64)) is wanted
     except OSError:
         return False
 
 
 def _native(path: str) -> bool:
-    base = posixpath.basename(path)
-    return base.endswith(".so") or ".so." in base
+    base = posixpath.basename(path).lower()
+    return base.endswith((".so", ".dll", ".pyd", ".dylib")) or ".so." in base
 
 
 def _wheel_files(wheel: str) -> tuple[list[str], str | None, str | None, tuple[str, ...]]:
@@ -193,7 +195,7 @@ def load_audit(
         candidates = sorted({si.file for si in audit.imports} | {p for p in installed if _native(p)})
         for rel in candidates:
             real = _where(rel, env.sites)
-            if real is not None and _is_elf(real):
+            if real is not None and _loadable(real):
                 libs[rel] = real
         tops = top_level_modules(installed, top_txt)
         probes: list[Probe] = [Probe.import_(m) for m in tops]
