@@ -105,3 +105,36 @@ def test_both_listing_methods_see_the_same_objects(libs: dict[str, Path]) -> Non
     assert set(phdr.loaded) == set(maps.loaded)
     assert str(libs["base"].resolve()) in maps.loaded
     assert phdr.listing_us is not None and maps.listing_us is not None
+
+
+def test_children_forked_after_shared_imports_see_what_fresh_ones_see(
+    libs: dict[str, Path], tmp_path: Path
+) -> None:
+    """A package that preloads libbase.so.1 with ctypes; each library dlopened after importing it, in children
+    forked from one interpreter that imported it once, and in fresh interpreters: the same results. A crash
+    in a forked child is confirmed in a fresh one."""
+    from cudaship.oracle.observe import child_environment
+
+    pkg = tmp_path / "site" / "preloader"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(
+        f"import ctypes\nctypes.CDLL({str(libs['base'])!r}, mode=ctypes.RTLD_GLOBAL)\n"
+    )
+    env = child_environment()
+    env["PYTHONPATH"] = str(tmp_path / "site")
+    probes = [
+        Probe.dlopen(str(libs[k]), after_imports=("preloader",))
+        for k in ("bare", "runpath", "missing", "segv")
+    ]
+    forked = observe(sys.executable, probes, env=env, timeout=30, jobs=2)
+    fresh = observe(sys.executable, probes, env=env, timeout=30, jobs=2, share_imports=False)
+    assert [r.forked for r in forked.results] == [True, True, True, False]  # the SIGSEGV one ran again fresh
+    assert not any(r.forked for r in fresh.results)
+    for a, b in zip(forked.results, fresh.results, strict=True):
+        assert (a.ok, a.message, a.signal) == (b.ok, b.message, b.signal)
+        assert set(a.loaded) == set(b.loaded)
+        assert [s.step for s in a.steps] == [s.step for s in b.steps]
+    bare = forked.results[0]
+    assert bare.ok  # libbase.so.1 was preloaded by the package: reused by SONAME
+    assert bare.result is not None and str(libs["base"].resolve()) in bare.result.loaded_before
+    assert forked.results[3].signal == "SIGSEGV"

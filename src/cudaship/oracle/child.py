@@ -13,6 +13,11 @@ hang that the parent kills still leaves the steps done and the step being run:
 ..., "message": ..., "seconds": ...}`` after it, ``{"event": "end", "objects": [[name, path], ...],
 "listing_us": N}`` last. ``loaded`` and ``objects`` list every object mapped, in the loader's order.
 
+With ``{"before": [...], "probes": [{"steps": [...], "out": PATH}, ...], "timeout": T, "jobs": N}`` (POSIX),
+the shared ``before`` steps (importing the packages) run once and each probe runs in a child forked from that
+state: the same process image a fresh interpreter would have after those imports, for the cost of a fork
+(:func:`run_forked`).
+
 Listing (``method``): ``phdr`` (default) walks the loader's own list with ``dl_iterate_phdr`` through ctypes
 (Linux; ``_dyld_get_image_name`` on macOS, ``EnumProcessModules`` on Windows); ``maps`` reads
 ``/proc/self/maps`` (executable file mappings, in address order). docs/load.md has the measurements behind
@@ -113,17 +118,8 @@ def _one_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}"
 
 
-def run(probe: dict[str, Any], out_path: str) -> int:
-    method = str(probe.get("method") or "phdr")
-    for directory in probe.get("dll_dirs") or ():
-        if hasattr(os, "add_dll_directory"):
-            os.add_dll_directory(directory)
-    fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-
-    def emit(record: dict[str, Any]) -> None:
-        os.write(fd, (json.dumps(record) + "\n").encode("utf-8", "surrogateescape"))
-
-    for i, (kind, target) in enumerate(probe.get("steps") or ()):
+def _steps(steps: Any, method: str, emit: Any, first: int = 0) -> None:
+    for i, (kind, target) in enumerate(steps or (), start=first):
         emit({"event": "start", "step": i, "loaded": [p for _n, p in mapped(method)]})
         started = time.perf_counter()
         ok, message = True, None
@@ -147,11 +143,91 @@ def run(probe: dict[str, Any], out_path: str) -> int:
                 "seconds": round(time.perf_counter() - started, 6),
             }
         )
+
+
+def _end(method: str, emit: Any) -> None:
     started = time.perf_counter()
     objects = mapped(method)
     listing_us = int((time.perf_counter() - started) * 1e6)
     emit({"event": "end", "objects": objects, "listing_us": listing_us})
+
+
+def _writer(out_path: str) -> tuple[int, Any]:
+    fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+
+    def emit(record: dict[str, Any]) -> None:
+        os.write(fd, (json.dumps(record) + "\n").encode("utf-8", "surrogateescape"))
+
+    return fd, emit
+
+
+def _setup(probe: dict[str, Any]) -> str:
+    for directory in probe.get("dll_dirs") or ():
+        if hasattr(os, "add_dll_directory"):
+            os.add_dll_directory(directory)
+    return str(probe.get("method") or "phdr")
+
+
+def run(probe: dict[str, Any], out_path: str) -> int:
+    method = _setup(probe)
+    fd, emit = _writer(out_path)
+    _steps(probe.get("steps"), method, emit)
+    _end(method, emit)
     os.close(fd)
+    return 0
+
+
+def run_forked(probe: dict[str, Any]) -> int:
+    """The shared steps once (``before``: importing the packages), then each probe's own steps in a child
+    forked from that state, ``jobs`` at a time, each killed after ``timeout`` seconds. Each forked child
+    writes the shared steps' events and its own to its ``out`` file; this process adds how each ended
+    (``{"event": "exit", "status": N}`` or ``"signal"``, or ``{"event": "killed"}`` on the timeout)."""
+    method = _setup(probe)
+    shared: list[dict[str, Any]] = []
+    _steps(probe.get("before"), method, shared.append)
+    todo = list(enumerate(probe.get("probes") or ()))
+    timeout = float(probe.get("timeout") or 120)
+    jobs = max(1, int(probe.get("jobs") or 1))
+    running: dict[int, tuple[str, float]] = {}
+    sys.stdout.flush()
+    sys.stderr.flush()
+    while todo or running:
+        while todo and len(running) < jobs:
+            _i, one = todo.pop(0)
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    fd, emit = _writer(one["out"])
+                    for event in shared:
+                        emit(event)
+                    _steps(one.get("steps"), method, emit, first=len(probe.get("before") or ()))
+                    _end(method, emit)
+                    os.close(fd)
+                finally:
+                    os._exit(0)
+            running[pid] = (one["out"], time.monotonic() + timeout)
+        pid, status = os.waitpid(-1, os.WNOHANG)
+        if pid == 0:
+            now = time.monotonic()
+            for late, (out, deadline) in list(running.items()):
+                if now > deadline:
+                    os.kill(late, 9)
+                    os.waitpid(late, 0)
+                    del running[late]
+                    fd, emit = _writer(out)
+                    emit({"event": "killed"})
+                    os.close(fd)
+            time.sleep(0.005)
+            continue
+        if pid not in running:
+            continue
+        out, _deadline = running.pop(pid)
+        fd, emit = _writer(out)
+        if os.WIFSIGNALED(status):
+            emit({"event": "exit", "signal": os.WTERMSIG(status)})
+        else:
+            emit({"event": "exit", "status": os.WEXITSTATUS(status)})
+        os.close(fd)
     return 0
 
 
@@ -159,7 +235,10 @@ def main(argv: list[str]) -> int:
     if len(argv) != 2:
         sys.stderr.write("usage: child PROBE_JSON OUT_PATH\n")
         return 2
-    return run(json.loads(argv[0]), argv[1])
+    probe = json.loads(argv[0])
+    if "probes" in probe:
+        return run_forked(probe)
+    return run(probe, argv[1])
 
 
 if __name__ == "__main__":

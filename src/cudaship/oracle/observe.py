@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -228,6 +229,10 @@ def _result(
         elif kind == "end":
             objects = _objects(event.get("objects") or (), elf)
             listing_us = event.get("listing_us")
+        elif kind == "exit":  # a forked child: how it ended, as its forking parent saw it
+            code = -int(event["signal"]) if "signal" in event else int(event.get("status") or 0)
+        elif kind == "killed":
+            timed_out = True
     if not objects and last_loaded:
         objects = _objects([(p, p) for p in last_loaded], elf)  # a crash: what was mapped before the step
     at = steps[stage].label if stage is not None else None
@@ -261,6 +266,75 @@ def _result(
         seconds=round(seconds, 3),
         listing_us=listing_us,
     )
+
+
+def _forkable(probes: Sequence[Probe]) -> dict[tuple[Step, ...], list[int]]:
+    """Probes that share their ``before`` steps, all imports, by those steps (groups of two or more)."""
+    groups: dict[tuple[Step, ...], list[int]] = {}
+    for n, probe in enumerate(probes):
+        if probe.before and all(s.kind.value == "import" for s in probe.before):
+            groups.setdefault(probe.before, []).append(n)
+    return {k: v for k, v in groups.items() if len(v) >= 2}
+
+
+def _run_forked(
+    python: str,
+    before: tuple[Step, ...],
+    members: list[tuple[int, Probe]],
+    env: Mapping[str, str],
+    workdir: Path,
+    timeout: float,
+    jobs: int,
+    method: str,
+    dll_dirs: Sequence[str],
+    elf: _ElfCache,
+) -> dict[int, ProbeResult]:
+    """Run ``members`` in children forked after one interpreter ran ``before``; the results of those that
+    finished (a timeout or a signal is left out: the caller runs it again in a fresh process, so a fork
+    artefact can never pass for the loader's verdict)."""
+    key = f"fork-{members[0][0]}"
+    outs = {n: workdir / f"{key}-probe-{n}.jsonl" for n, _p in members}
+    payload = {
+        "before": [[s.kind.value, s.target] for s in before],
+        "probes": [{"steps": [[p.step.kind.value, p.step.target]], "out": str(outs[n])} for n, p in members],
+        "timeout": timeout,
+        "jobs": jobs,
+        "method": method,
+        "dll_dirs": list(dll_dirs),
+    }
+    cwd = workdir / f"cwd-{key}"
+    cwd.mkdir()
+    # the imports once, then every member at most ``timeout`` each, ``jobs`` at a time
+    overall = timeout * (1 + -(-len(members) // jobs))
+    try:
+        process = subprocess.Popen(
+            [python, "-c", child_source(), json.dumps(payload), str(workdir / f"{key}.jsonl")],
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError as e:
+        raise OracleError(f"cannot start {python}: {e.strerror or e}") from None
+    try:
+        process.wait(timeout=overall)
+    except subprocess.TimeoutExpired:
+        _kill_group(process)
+        process.wait()
+    done: dict[int, ProbeResult] = {}
+    for n, probe in members:
+        events = _read_events(outs[n])
+        if not any(e.get("event") == "exit" for e in events):
+            continue  # never forked or never reaped: run it fresh
+        result = _result(
+            probe, events, elf, code=None, timed_out=False, stderr="", seconds=0.0, timeout=timeout
+        )
+        if not (result.timed_out or result.signal):
+            own = result.result
+            done[n] = replace(result, seconds=own.seconds if own is not None else None, forked=True)
+    return done
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
@@ -347,13 +421,19 @@ def observe(
     stub: bool | None = None,
     dll_dirs: Sequence[str] = (),
     on_result: Callable[[ProbeResult], None] | None = None,
+    share_imports: bool = True,
 ) -> Observation:
     """Run each probe in a fresh child of ``python`` and return what each saw, in the order of ``probes``.
 
     ``env``: the children's environment (default: this process's, see :func:`child_environment`; a given
     mapping is used as is). ``timeout``: seconds per child. ``stub``: None links the toolkit's stub
     ``libcuda.so.1`` only when the interpreter cannot load the driver's, False never, True always.
-    ``on_result`` is called (from worker threads, one at a time) as each child finishes."""
+    ``on_result`` is called (from worker threads, one at a time) as each child finishes.
+
+    ``share_imports`` (POSIX): probes with the same ``before`` steps, all imports, run in children forked from
+    one interpreter that ran those imports (the same state a fresh child reaches, for the cost of a fork); a
+    forked probe that times out or is killed by a signal is run again in a fresh interpreter, whose result is
+    the one reported. False: one fresh interpreter per probe."""
     if method not in METHODS:
         raise OracleError(f"unknown listing method {method!r} (one of {', '.join(METHODS)})")
     if shutil.which(python) is None and not os.path.isfile(python):
@@ -393,12 +473,26 @@ def observe(
             return result
 
         count = max(1, min(jobs or min(DEFAULT_JOBS, os.cpu_count() or 1), len(probes) or 1))
-        if count == 1:
-            results = [one(n, p) for n, p in enumerate(probes)]
+        known: dict[int, ProbeResult] = {}
+        if share_imports and os.name == "posix":
+            for before, numbers in _forkable(probes).items():
+                members = [(n, probes[n]) for n in numbers]
+                forked = _run_forked(
+                    python, before, members, children_env, workdir, timeout, count, method, dll_dirs, elf
+                )
+                for n, result in forked.items():
+                    known[n] = result
+                    if on_result is not None:
+                        with lock:
+                            on_result(result)
+        rest = [(n, p) for n, p in enumerate(probes) if n not in known]
+        if count == 1 or len(rest) <= 1:
+            known.update((n, one(n, p)) for n, p in rest)
         else:
             with ThreadPoolExecutor(count, thread_name_prefix="cudaship-load") as pool:
-                futures = [pool.submit(one, n, p) for n, p in enumerate(probes)]
-                results = [f.result() for f in futures]
+                futures = {n: pool.submit(one, n, p) for n, p in rest}
+                known.update((n, f.result()) for n, f in futures.items())
+        results = [known[n] for n in range(len(probes))]
     return Observation(
         python=python,
         results=tuple(results),

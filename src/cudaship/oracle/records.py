@@ -96,6 +96,8 @@ class ProbeResult:
     stderr_tail: str | None = None
     seconds: float | None = None  #: the child's wall time, as the parent measured it
     listing_us: int | None = None  #: microseconds the child spent listing the mapped objects
+    #: run in a child forked after a shared interpreter ran ``before`` (``observe(share_imports=True)``)
+    forked: bool = False
 
     @property
     def result(self) -> StepResult | None:
