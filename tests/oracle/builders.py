@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import shutil
 import subprocess
 import zipfile
@@ -89,6 +90,8 @@ def build_wheel(
         members[member] = content.read_bytes() if isinstance(content, Path) else content
     meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
     meta += [f"Requires-Dist: {r}" for r in requires]
+    extras = sorted({m.group(1) for r in requires for m in re.finditer(r"extra == [\"']([^\"']+)", r)})
+    meta += [f"Provides-Extra: {e}" for e in extras]
     members[f"{info}/METADATA"] = ("\n".join(meta) + "\n").encode()
     members[f"{info}/WHEEL"] = (
         f"Wheel-Version: 1.0\nGenerator: cudaship-tests\nRoot-Is-Purelib: false\nTag: {tag}\n"

@@ -250,3 +250,51 @@ def test_a_real_pypi_wheel_loads_and_agrees(
     assert load["libraries"] >= 1 and load["libraries"] == load["libraries_agree"], load
     assert load["imports"] == load["imports_agree"] > 0
     assert code == ExitCode.OK
+
+
+def test_what_an_extra_provides_is_a_note_until_the_extra_is_installed(
+    built: Built, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A library whose RUNPATH reaches into deppkg, which only the extra [dep] requires."""
+    dep_lib = tmp_path / "libs" / "libdep.so.2"
+    build_so(dep_lib, function("dep_fn"), soname="libdep.so.2")
+    user = build_so(
+        tmp_path / "libs" / "libneedsdep.so",
+        function("needs_fn", ["dep_fn"]),
+        soname="libneedsdep.so",
+        link=[dep_lib],
+        runpath=["$ORIGIN/../deppkg/lib"],
+    )
+    wheel = build_wheel(
+        tmp_path / "dist",
+        "extrapkg",
+        "1.0",
+        {"extrapkg/__init__.py": b"", "extrapkg/libneedsdep.so": user},
+        requires=['deppkg>=1; extra == "dep"'],
+        top_level=["extrapkg"],
+    )
+    base = [
+        "audit",
+        "--no-progress",
+        "--load",
+        "--offline",
+        "-f",
+        "json",
+        "--find-links",
+        str(built.wheelhouse),
+    ]
+    main([*base, str(wheel)])
+    data = json.loads(capsys.readouterr().out)
+    (static,) = [i for i in data["wheels"][0]["imports"] if i["library"] == "libdep.so.2"]
+    assert (static["ok"], static["extra"]) == (True, "dep")
+    note = _checks(data)["load: extrapkg/libneedsdep.so"]
+    assert (note["severity"], note["rule"]) == ("note", "extra")
+    assert "libdep.so.2 comes with the extra [dep]" in note["reason"] and "--extra dep" in note["reason"]
+    assert data["wheels"][0]["load"]["libraries"] == 0  # not counted either way
+    code = main([*base, "--extra", "dep", str(wheel)])
+    data = json.loads(capsys.readouterr().out)
+    load = data["wheels"][0]["load"]
+    assert (load["libraries"], load["libraries_agree"]) == (1, 1), load["comparisons"]
+    rows = {c["library"]: c for c in load["comparisons"]}
+    assert rows["libdep.so.2"]["loader"] == "loaded deppkg/lib/libdep.so.2" and rows["libdep.so.2"]["agree"]
+    assert code == ExitCode.OK

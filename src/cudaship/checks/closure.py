@@ -70,7 +70,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
             res = resolve(ctx, path, report, imp)
             resolved.append((imp, res))
             ctx.static_imports.append(
-                StaticImport(path, imp.library, res.ok, res.via.value, res.target, res.detail)
+                StaticImport(path, imp.library, res.ok, res.via.value, res.target, res.detail, res.extra)
             )
             if not res.ok:
                 findings.append(

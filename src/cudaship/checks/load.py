@@ -14,7 +14,10 @@ per-import verdicts (``WheelAudit.imports``) and says, per library and per DT_NE
   (rule ``preloaded``);
 - a library a documented convention marks as loaded on demand (``knowledge/data/providers.toml``
   ``on_demand``) that does not load: a note naming the convention (rule ``on_demand``);
-- pip could not install the wheel as documented: an error (rule ``install``): nothing could be loaded.
+- pip could not install the wheel as documented: an error (rule ``install``): nothing could be loaded;
+- a library that does not load because what it needs comes with an extra that was not installed (rule
+  ``extra``) or from the package's own run-time lookup, which loading alone does not run (rule ``runtime``):
+  notes, and the library is not counted either way.
 
 It never runs anything: the family's engine entry returns nothing (the loader check runs only from the CLI).
 """
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -41,13 +45,15 @@ from cudaship.checks.records import (
 from cudaship.oracle.records import Observation, ProbeResult, StepKind
 
 FAMILY = "load"
-FAILURE, DISAGREEMENT, PRELOADED, ON_DEMAND, INSTALL, VARIANT = (
+FAILURE, DISAGREEMENT, PRELOADED, ON_DEMAND, INSTALL, VARIANT, EXTRA, RUNTIME = (
     "failure",
     "disagreement",
     "preloaded",
     "on_demand",
     "install",
     "variant",
+    "extra",
+    "runtime",
 )
 
 
@@ -67,6 +73,37 @@ class LoadInputs:
     on_demand: Callable[[str], tuple[str, str] | None] = lambda path: None
     environment: str | None = None
     notes: tuple[str, ...] = ()
+    extras: tuple[str, ...] = ()  #: the wheel's extras installed with it (``--extra``)
+
+
+_CANNOT_OPEN = re.compile(r"([^\s:]+): cannot open shared object file")
+
+
+def _deferred(
+    entries: Sequence[StaticImport], message: str | None, extras: Sequence[str]
+) -> tuple[str, str] | None:
+    """When the entry the loader could not find is one the static audit says comes with an extra that was
+    not installed, or from the package's own run-time lookup: (rule, why). Else None."""
+    m = _CANNOT_OPEN.search(message or "")
+    if m is None:
+        return None
+    missing = os.path.basename(m.group(1))
+    for si in entries:
+        if si.library != missing and os.path.basename(si.library) != missing:
+            continue
+        if not si.ok:
+            return None
+        if si.extra and si.extra not in extras:
+            return EXTRA, (
+                f"{missing} comes with the extra [{si.extra}] ({si.detail}), which was not installed "
+                f"(--extra {si.extra} installs it)"
+            )
+        if si.via == "runtime":
+            return RUNTIME, (
+                f"{missing} is found at run time by the package ({si.detail}); loading alone does not run "
+                "that lookup"
+            )
+    return None
 
 
 def skipped_check(reason: str) -> tuple[LoadCheck, list[CheckResult]]:
@@ -164,6 +201,7 @@ def compare(
                 )
             )
     agreeing: list[str] = []
+    not_judged: list[str] = []
     other_environment = _variant_excuses(inputs, after if inputs.top_level else alone)
     for lib in sorted(per_file):
         entries = per_file[lib]
@@ -190,6 +228,20 @@ def compare(
                 )
             message = f"{lib} does not load (dlopen after {pkg}): {_clean(r.message, sites)}"
             excuse = other_environment(lib)
+            deferred = _deferred(entries, r.message, inputs.extras)
+            if deferred is not None and excuse is None:
+                rule, why = deferred
+                not_judged.append(lib)
+                results.append(
+                    failed(
+                        FAMILY,
+                        f"load: {lib}",
+                        f"{lib} does not load by itself: {why}",
+                        [Finding(f"{message}; {side}", file=lib)],
+                        rule=rule,
+                    )
+                )
+                continue
             if excuse is not None:
                 results.append(
                     failed(
@@ -202,6 +254,7 @@ def compare(
                 )
             elif convention is not None:
                 what, source = convention
+                not_judged.append(lib)
                 results.append(
                     failed(
                         FAMILY,
@@ -289,7 +342,11 @@ def compare(
             agree_libs += 1
             agreeing.append(lib)
     libraries = len(
-        [lib for lib in per_file if lib in inputs.installed and (after.get(lib) or alone.get(lib))]
+        [
+            lib
+            for lib in per_file
+            if lib in inputs.installed and (after.get(lib) or alone.get(lib)) and lib not in not_judged
+        ]
     )
     judged = [c for c in comparisons if c.agree is not None]
     if agreeing:
@@ -317,7 +374,19 @@ def compare(
             for r in obs.results
         ),
         comparisons=tuple(comparisons),
-        notes=(*inputs.notes, *obs.notes),
+        notes=(
+            *inputs.notes,
+            *obs.notes,
+            *(
+                [
+                    f"{len(not_judged)} libraries not counted: loaded on demand by a documented convention, "
+                    "or what they need comes with an extra not installed or from the package's run-time "
+                    "lookup, which loading alone does not exercise"
+                ]
+                if not_judged
+                else []
+            ),
+        ),
     )
     return check, results
 

@@ -197,6 +197,7 @@ class StaticImport:
     via: str  #: how it resolves (a :class:`cudaship.checks.resolve.Via` value: ``shipped``, ``system`` ...)
     target: str | None = None  #: the installed path (site-packages relative) for shipped / required files
     detail: str = ""
+    extra: str | None = None  #: the wheel's extra under which the provider is installed (None: always)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -206,6 +207,7 @@ class StaticImport:
             "via": self.via,
             "target": self.target,
             "detail": self.detail,
+            "extra": self.extra,
         }
 
 

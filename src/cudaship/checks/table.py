@@ -178,6 +178,8 @@ FAMILIES: tuple[Family, ...] = (
             Rule("preloaded", NOTE, "a library loads only after its package is imported (it preloads)"),
             Rule("on_demand", NOTE, "a library a documented convention loads on demand does not load"),
             Rule("variant", NOTE, "a variant library does not load, a sibling does: another environment's"),
+            Rule("extra", NOTE, "a library needs what an extra installs, and that extra was not installed"),
+            Rule("runtime", NOTE, "a library needs what the package finds at run time (not run by loading)"),
         ),
     ),
 )

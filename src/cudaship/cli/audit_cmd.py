@@ -104,6 +104,7 @@ def _load(
     providers: ProviderOptions,
     load_python: str | None,
     pins: tuple[str, ...],
+    extras: tuple[str, ...],
     timeout: float,
     keep: bool,
     jobs: int | None,
@@ -124,6 +125,7 @@ def _load(
             find_links=tuple(providers.find_links),
             offline=providers.offline,
             pins=pins,
+            extras=extras,
             python=load_python,
             keep=keep,
         ),
@@ -237,6 +239,13 @@ def _load(
     help="With --load: install this too (torch==2.9.1); pins a host package the audit names. Repeatable.",
 )
 @click.option(
+    "--extra",
+    "load_extras",
+    multiple=True,
+    metavar="NAME",
+    help="With --load: install the wheel with this extra of its own (WHEEL[NAME]). Repeatable.",
+)
+@click.option(
     "--load-timeout",
     "load_timeout",
     type=click.FloatRange(min=1),
@@ -267,6 +276,7 @@ def command(
     load: bool = False,
     load_python: str | None = None,
     pins: tuple[str, ...] = (),
+    load_extras: tuple[str, ...] = (),
     load_timeout: float = 120,
     keep: bool = False,
 ) -> int:
@@ -302,9 +312,11 @@ def command(
             report = audit_wheels(wheels, policy, workers=jobs, providers=providers, train=train)
 
     if load:
-        report = _load(report, policy, providers, load_python, pins, load_timeout, keep, jobs, show_progress)
-    elif load_python or pins or keep:
-        raise UsageError("--load-python, --with and --keep need --load")
+        report = _load(
+            report, policy, providers, load_python, pins, load_extras, load_timeout, keep, jobs, show_progress
+        )
+    elif load_python or pins or load_extras or keep:
+        raise UsageError("--load-python, --with, --extra and --keep need --load")
 
     for error in report.errors:
         click.echo(f"cudaship: error: {error}", err=True)

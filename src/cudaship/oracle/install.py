@@ -48,6 +48,7 @@ class InstallOptions:
     find_links: tuple[str, ...] = ()
     offline: bool = False
     pins: tuple[str, ...] = ()  #: ``--with`` requirement specifiers (``torch==2.9.1``)
+    extras: tuple[str, ...] = ()  #: ``--extra``: the wheel's extras to install with it (``WHEEL[ctk]``)
     python: str | None = None  #: ``--load-python``: an existing environment's interpreter
     keep: bool = False
     pip_timeout: float = PIP_TIMEOUT
@@ -110,15 +111,21 @@ def supported(wheel_tags: Sequence[str], version: tuple[int, int]) -> bool:
 
 
 def _candidates(wheel_tags: Sequence[str]) -> list[str]:
+    """This process's interpreter, then for each ``cpXY`` of the tags ``pythonX.Y`` on PATH and in pyenv's
+    versions directory (``$PYENV_ROOT``, default ``~/.pyenv``: a PATH shim there runs only the selected
+    version)."""
     seen: list[str] = [sys.executable]
+    pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
     for text in wheel_tags:
         py = text.split("-", 1)[0]
         for part in py.split("."):
             if part.startswith("cp") and part[2:].isdigit() and len(part) >= 4:
                 name = f"python{part[2]}.{part[3:]}"
-                found = shutil.which(name)
-                if found and found not in seen:
-                    seen.append(found)
+                found = [shutil.which(name)]
+                found += [
+                    str(p) for p in sorted(pyenv.glob(f"{part[2]}.{part[3:]}.*/bin/{name}"), reverse=True)
+                ]
+                seen.extend(f for f in found if f and f not in seen)
     return seen
 
 
@@ -213,6 +220,8 @@ def prepare(
     base = Path(workdir or tempfile.mkdtemp(prefix="cudaship-load-env-"))
     pip = _pip_args(options)
     wheel_abs = str(Path(wheel).resolve())
+    if options.extras:
+        wheel_abs += "[" + ",".join(options.extras) + "]"
     if options.python is not None:
         python: str | None = options.python
         assert python is not None

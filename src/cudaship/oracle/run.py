@@ -223,6 +223,7 @@ def load_audit(
             on_demand=load_family.on_demand_lookup(project, _requirement_names(requires)),
             environment=environment,
             notes=env.notes[1:],
+            extras=options.install.extras,
         )
         check, results = load_family.compare(audit.imports, obs, inputs)
         if env.directory and options.install.keep:
