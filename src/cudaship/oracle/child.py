@@ -177,6 +177,16 @@ def run(probe: dict[str, Any], out_path: str) -> int:
     return 0
 
 
+def _threads() -> int:
+    """Threads of this process, native ones included (``/proc/self/task``); Python's count elsewhere."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        import threading
+
+        return threading.active_count()
+
+
 def run_forked(probe: dict[str, Any]) -> int:
     """The shared steps once (``before``: importing the packages), then each probe's own steps in a child
     forked from that state, ``jobs`` at a time, each killed after ``timeout`` seconds. Each forked child
@@ -185,6 +195,10 @@ def run_forked(probe: dict[str, Any]) -> int:
     method = _setup(probe)
     shared: list[dict[str, Any]] = []
     _steps(probe.get("before"), method, shared.append)
+    if _threads() > 1:
+        # a lock another thread holds at the fork would stay held in the child: leave every probe to a
+        # fresh interpreter (the parent runs those it has no result for)
+        return 0
     todo = list(enumerate(probe.get("probes") or ()))
     timeout = float(probe.get("timeout") or 120)
     jobs = max(1, int(probe.get("jobs") or 1))
