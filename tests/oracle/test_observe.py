@@ -138,3 +138,20 @@ def test_children_forked_after_shared_imports_see_what_fresh_ones_see(
     assert bare.ok  # libbase.so.1 was preloaded by the package: reused by SONAME
     assert bare.result is not None and str(libs["base"].resolve()) in bare.result.loaded_before
     assert forked.results[3].signal == "SIGSEGV"
+
+
+def test_nothing_is_forked_when_the_imports_leave_threads_running(
+    libs: dict[str, Path], tmp_path: Path
+) -> None:
+    from cudaship.oracle.observe import child_environment
+
+    pkg = tmp_path / "site" / "threader"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(
+        "import threading, time\nthreading.Thread(target=time.sleep, args=(3600,), daemon=True).start()\n"
+    )
+    env = child_environment()
+    env["PYTHONPATH"] = str(tmp_path / "site")
+    probes = [Probe.dlopen(str(libs[k]), after_imports=("threader",)) for k in ("runpath", "rpath")]
+    obs = observe(sys.executable, probes, env=env, timeout=30, jobs=2)
+    assert [(r.ok, r.forked) for r in obs.results] == [(True, False), (True, False)]
