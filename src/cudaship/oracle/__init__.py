@@ -3,6 +3,6 @@ mapped, and compare that with the audit's static verdicts.
 
 This layer runs processes (pip, the target interpreter); it never prints. ``records`` holds its frozen
 records, ``child`` the stdlib-only script the target interpreter runs, ``observe`` the parent's side
-(:func:`cudaship.oracle.observe.observe`), ``install`` the environment it loads in and ``compare`` the
-agreement with the static audit.
+(:func:`cudaship.oracle.observe.observe`), ``install`` the environment it loads in and ``run`` one wheel's
+``audit --load``; the agreement with the static audit is the check family :mod:`cudaship.checks.load`.
 """
