@@ -22,7 +22,8 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "policies"
 @pytest.mark.parametrize("platform", ["windows", "linux"], ids=["windows", "linux"])
 def test_example_policies_load(platform: str) -> None:
     policy = load_policy(load_config(EXAMPLES / f"{platform}.toml"))
-    assert set(policy.families) == set(family_names())
+    # every family but load, which runs only with audit --load (it installs and runs the wheel)
+    assert set(policy.families) == set(family_names()) - {"load"}
     assert policy.archs_table is not None
     assert policy.arch_table().lookup("cu132", "x86_64").sass_names()[-1] == "sm_120"
     assert {c.name for c in policy.components} == {"cuda_backend", "cuda_allocator", "aoti_shims"}
