@@ -13,7 +13,8 @@ Rules (each finding carries one):
 * ``duplicate`` (warning): two different files known by one SONAME loaded in one process (two CUDA
   runtimes, each with its own state; which one a library binds to depends on import order).
 * ``shadowed`` (warning): a library's own packaged copy is not the one loaded (``LD_LIBRARY_PATH``, the
-  cache or an earlier load win).
+  cache or an earlier load win) and the two files differ.
+* ``identical-copies`` (note): the same, with two files of the same size and sha256: nothing is shadowed.
 * ``component-version`` (error): installed NVIDIA component wheels older than what a sibling needs, with the
   source of the rule.
 * ``unreadable`` (error, exit 2): a native file that could not be read.
@@ -36,6 +37,7 @@ from cudaship.checks.records import Severity
 from cudaship.inspection.environment import (
     Environment,
     InstalledDistribution,
+    SameContent,
     SystemFiles,
     env_files_exist,
     ld_cache_names,
@@ -130,7 +132,9 @@ def check_environment(env: Environment, graph: LoadGraph) -> list[EnvFinding]:
         elif edge.target is not None:
             findings += _versions(owners, edge, scopes)
             if edge.packaged is not None:
-                findings.append(_shadowed(owners, edge))
+                findings.append(
+                    _identical(owners, edge) if edge.packaged_identical else _shadowed(owners, edge)
+                )
     findings += _duplicates(owners, graph)
     findings += _components(env)
     return findings
@@ -303,6 +307,19 @@ def _shadowed(owners: _Owners, edge: Edge) -> EnvFinding:
     return _about(owners, edge, "shadowed", Severity.WARNING, message)
 
 
+def _identical(owners: _Owners, edge: Edge) -> EnvFinding:
+    """The importer's own copy is not the file loaded, but both are the same bytes: nothing is shadowed."""
+    assert edge.packaged is not None and edge.target is not None
+    how = edge.how.value if edge.how else "the search order"
+    message = (
+        f"{owners.described(edge.importer)} imports {edge.name}: {how} gives "
+        f"{owners.described(edge.target)}, identical to its package's copy "
+        f"{owners.described(edge.packaged)} (same size and sha256): "
+        "two copies of one file exist; whichever loads, the same code runs"
+    )
+    return _about(owners, edge, "identical-copies", Severity.NOTE, message)
+
+
 def _duplicates(owners: _Owners, graph: LoadGraph) -> list[EnvFinding]:
     by_key: dict[str, list[str]] = {}
     for obj in graph.loaded:
@@ -316,7 +333,9 @@ def _duplicates(owners: _Owners, graph: LoadGraph) -> list[EnvFinding]:
         for other in others:
             a, b = graph.hosts.get(first), graph.hosts.get(other)
             differ = ""
-            if a is not None and b is not None and set(a.versioned_exports) != set(b.versioned_exports):
+            if graph.same_content(first, other):
+                differ = " (identical files: same size and sha256)"
+            elif a is not None and b is not None and set(a.versioned_exports) != set(b.versioned_exports):
                 differ = (
                     f" of different versions ({len(a.versioned_exports)} and {len(b.versioned_exports)} "
                     "versioned exports)"
@@ -480,7 +499,7 @@ def doctor_env(
                 )
             return outside.get(candidate, False)
 
-        graph = simulate(env, loader, exists, lambda _p: None, system_checked=False)
+        graph = simulate(env, loader, exists, lambda _p: None, system_checked=False, same_file=SameContent())
     else:
         local = sys.platform.startswith("linux") if system is None else system
         paths = tuple(p for p in (ld_library_path or "").split(":") if p)
@@ -495,9 +514,18 @@ def doctor_env(
         settings = LoaderSettings("linux", local, paths, ld_cache if local and ld_cache else None, len(cache))
         if local:
             files = SystemFiles(env)
-            graph = simulate(env, loader, files.exists, files.host, system_checked=True)
+            graph = simulate(
+                env, loader, files.exists, files.host, system_checked=True, same_file=SameContent()
+            )
         else:
-            graph = simulate(env, loader, env_files_exist(env), lambda _p: None, system_checked=False)
+            graph = simulate(
+                env,
+                loader,
+                env_files_exist(env),
+                lambda _p: None,
+                system_checked=False,
+                same_file=SameContent(),
+            )
     findings = check_environment(env, graph)
     gpu = _gpu_check(env, probe, no_gpu)
     findings += _gpu_findings(env, gpu)
