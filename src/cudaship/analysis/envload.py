@@ -82,6 +82,8 @@ class LoadedObject:
     reachable: bool  #: loaded in the simulated process (not only checked on its own)
     system: bool  #: a file of the system, not of the environment (its imports are not followed)
     preloaded_by: str | None = None  #: the distribution whose import loads it by path (a preload convention)
+    loaded_by: str | None = None  #: the object whose import first loaded it (None: loaded by its path)
+    how: How | None = None  #: the search rule that found it then
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,9 @@ class LoadGraph:
     system_checked: bool  #: the system's libraries were searched and read (a local Linux environment)
     #: pairs of files (sorted) found to have the same content (size and sha256)
     identical: frozenset[tuple[str, str]] = frozenset()
+
+    def first_load(self, path: str) -> LoadedObject | None:
+        return next((o for o in self.loaded if o.path == path), None)
 
     def same_content(self, a: str, b: str) -> bool:
         return ((a, b) if a < b else (b, a)) in self.identical
@@ -206,7 +211,13 @@ def simulate(
             hosts[path] = found
         return hosts[path]
 
-    def register(path: str, by_path: bool, reachable: bool, preloaded_by: str | None = None) -> bool:
+    def register(
+        path: str,
+        by_path: bool,
+        reachable: bool,
+        preloaded_by: str | None = None,
+        loaded_by: tuple[str, How] | None = None,
+    ) -> bool:
         """Add ``path`` to the process; False when it is there already."""
         if path in objects:
             return False
@@ -219,7 +230,16 @@ def simulate(
             key = path if path.lower().endswith(".pyd") else library_key(posixpath.basename(path))
         else:
             key = library_key(soname) if soname else path
-        objects[path] = LoadedObject(path, key, by_path, reachable, path not in env_paths, preloaded_by)
+        objects[path] = LoadedObject(
+            path,
+            key,
+            by_path,
+            reachable,
+            path not in env_paths,
+            preloaded_by,
+            loaded_by[0] if loaded_by else None,
+            loaded_by[1] if loaded_by else None,
+        )
         if reachable:
             for n in {posixpath.basename(path), name}:
                 loaded_names.setdefault(n.lower() if windows else n, path)
@@ -287,9 +307,9 @@ def simulate(
             if found.how is How.PATH_ENV:  # the safe DLL search does not read PATH: nothing is loaded from it
                 continue
             if found.path not in env_paths:  # a system file: read for its symbol versions, not followed
-                register(found.path, False, reachable)
+                register(found.path, False, reachable, loaded_by=(path, found.how))
                 continue
-            if register(found.path, False, reachable):
+            if register(found.path, False, reachable, loaded_by=(path, found.how)):
                 chain: _Chain = inherited if h.runpath or not h.rpath else ((path, h.rpath), *inherited)
                 children.append((found.path, chain))
         return children

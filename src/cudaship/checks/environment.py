@@ -132,9 +132,8 @@ def check_environment(env: Environment, graph: LoadGraph) -> list[EnvFinding]:
         elif edge.target is not None:
             findings += _versions(owners, edge, scopes)
             if edge.packaged is not None:
-                findings.append(
-                    _identical(owners, edge) if edge.packaged_identical else _shadowed(owners, edge)
-                )
+                shown = _identical if edge.packaged_identical else _shadowed
+                findings.append(shown(owners, edge, graph))
     findings += _duplicates(owners, graph)
     findings += _components(env)
     return findings
@@ -296,9 +295,24 @@ def _some(names: Iterable[str], limit: int = 4) -> str:
     return (f"… {shown}" if len(items) > limit else shown) or "no version"
 
 
-def _shadowed(owners: _Owners, edge: Edge) -> EnvFinding:
-    assert edge.packaged is not None and edge.target is not None
+def _how(owners: _Owners, edge: Edge, graph: LoadGraph) -> str:
+    """The rule that gave the target; for a loaded object, what loaded it first and how."""
     how = edge.how.value if edge.how else "the search order"
+    if edge.how is not How.LOADED or edge.target is None:
+        return how
+    first = graph.first_load(edge.target)
+    if first is None:
+        return how
+    if first.preloaded_by is not None:
+        return f"{how} (preloaded by path by `import {first.preloaded_by}`)"
+    if first.loaded_by is not None and first.how is not None:
+        return f"{how} (by {owners.show(first.loaded_by)}, through {first.how.value})"
+    return f"{how} (by its path)"
+
+
+def _shadowed(owners: _Owners, edge: Edge, graph: LoadGraph) -> EnvFinding:
+    assert edge.packaged is not None and edge.target is not None
+    how = _how(owners, edge, graph)
     message = (
         f"{owners.described(edge.importer)} imports {edge.name}: its package's copy "
         f"{owners.described(edge.packaged)} is not the one loaded; "
@@ -307,10 +321,10 @@ def _shadowed(owners: _Owners, edge: Edge) -> EnvFinding:
     return _about(owners, edge, "shadowed", Severity.WARNING, message)
 
 
-def _identical(owners: _Owners, edge: Edge) -> EnvFinding:
+def _identical(owners: _Owners, edge: Edge, graph: LoadGraph) -> EnvFinding:
     """The importer's own copy is not the file loaded, but both are the same bytes: nothing is shadowed."""
     assert edge.packaged is not None and edge.target is not None
-    how = edge.how.value if edge.how else "the search order"
+    how = _how(owners, edge, graph)
     message = (
         f"{owners.described(edge.importer)} imports {edge.name}: {how} gives "
         f"{owners.described(edge.target)}, identical to its package's copy "
