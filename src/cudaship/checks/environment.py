@@ -27,12 +27,14 @@ import os
 import posixpath
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cudaship.analysis.envload import Edge, LoadGraph, simulate
 from cudaship.analysis.gpus import FileVerdicts, file_verdicts
 from cudaship.analysis.loader import How, LinuxLoader, WindowsLoader
 from cudaship.binary.records import ImportKind, Machine
+from cudaship.checks.confirm import ConfirmReport
+from cudaship.checks.confirm import findings as confirm_findings
 from cudaship.checks.records import Severity
 from cudaship.inspection.environment import (
     Environment,
@@ -455,6 +457,7 @@ class EnvReport:
     findings: tuple[EnvFinding, ...]
     settings: LoaderSettings
     gpu: GpuCheck
+    confirm: ConfirmReport | None = None  #: ``--confirm``: the simulation against the real loader
 
     @property
     def errors(self) -> int:
@@ -543,9 +546,31 @@ def doctor_env(
     findings = check_environment(env, graph)
     gpu = _gpu_check(env, probe, no_gpu)
     findings += _gpu_findings(env, gpu)
+    return EnvReport(env, graph, tuple(_sorted(findings)), settings, gpu)
+
+
+def _sorted(findings: list[EnvFinding]) -> list[EnvFinding]:
     order = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.NOTE: 2}
-    findings.sort(key=lambda f: (order[f.severity], f.rule, f.file or "", f.library or ""))
-    return EnvReport(env, graph, tuple(findings), settings, gpu)
+    return sorted(findings, key=lambda f: (order[f.severity], f.rule, f.file or "", f.library or ""))
+
+
+def with_confirmation(report: EnvReport, confirm: ConfirmReport) -> EnvReport:
+    """``report`` with what the real loader showed: its disagreements and failed imports as findings."""
+    owners = _Owners(report.env)
+    extra = [
+        EnvFinding(
+            f.rule,
+            f.severity,
+            f.message,
+            file=f.file,
+            distribution=f.distribution,
+            library=f.library,
+            target=f.target,
+            target_distribution=f.target_distribution,
+        )
+        for f in confirm_findings(confirm, owners.show, owners.label)
+    ]
+    return replace(report, findings=tuple(_sorted([*report.findings, *extra])), confirm=confirm)
 
 
 def _gpu_check(env: Environment, probe: ProbeResult | None, no_gpu: str | None) -> GpuCheck:
