@@ -113,19 +113,25 @@ def _preloaded(env: Environment, globs_in_order: tuple[tuple[str, ...], ...]) ->
     by_dir: dict[str, list[str]] = {}
     for f in env.files:
         by_dir.setdefault(posixpath.dirname(f), []).append(f)
+    rel_dirs = {
+        site: [(d[len(site) + 1 :], d) for d in sorted(by_dir) if d.startswith(site + "/")]
+        for site in env.sites
+    }
     out: list[str] = []
     for alternatives in globs_in_order:
         picked = None
         for site in env.sites:
             for pattern in alternatives:
                 head, tail = posixpath.split(pattern)
-                dirs = sorted(
-                    d
-                    for d in by_dir
-                    if d.startswith(site + "/") and fnmatch.fnmatchcase(d[len(site) + 1 :], head)
-                )
+                if any(c in head for c in "*?["):
+                    dirs = [d for rel, d in rel_dirs[site] if fnmatch.fnmatchcase(rel, head)]
+                else:
+                    dirs = [posixpath.join(site, head)]
                 matches = sorted(
-                    f for d in dirs for f in by_dir[d] if fnmatch.fnmatchcase(posixpath.basename(f), tail)
+                    f
+                    for d in dirs
+                    for f in by_dir.get(d, ())
+                    if fnmatch.fnmatchcase(posixpath.basename(f), tail)
                 )
                 if matches:
                     picked = matches[0]
