@@ -18,6 +18,7 @@ from cudaship.binary.records import Machine
 from cudaship.checks.environment import doctor_env
 from cudaship.checks.records import Severity
 from cudaship.inspection.environment import ld_cache_names
+from tests.fixtures.envs import CUPY_CU12, variant_env
 from tests.fixtures.preload_env import EXT, build_preload_env, build_system_cudart, mapped
 
 pytestmark = [
@@ -153,3 +154,48 @@ def test_an_identical_copy_in_the_cache_is_a_note_not_shadowing(
     (libs / "libcudart.so.13").write_bytes(bytes(data))
     changed = doctor_env([str(site)], ld_library_path="", ld_cache=str(cache))
     assert [f.rule for f in changed.findings if f.rule in ("shadowed", "identical-copies")] == ["shadowed"]
+
+
+@pytest.fixture(scope="module")
+def torch_cupy_env(torch_cu12_env: Path) -> Path:
+    """torch 2.8.0 (CUDA 12) with the NVIDIA wheels it pins, and cupy-cuda12x 14.2.0 beside it."""
+    return variant_env("torch-2.8.0-cu12-cupy-14.2.0", torch_cu12_env, CUPY_CU12[0])
+
+
+@pytest.mark.skipif(ldconfig is None, reason="needs ldconfig")
+def test_the_h200_false_shadowing_with_real_torch_and_cupy_wheels(
+    torch_cupy_env: Path, tmp_path: Path
+) -> None:
+    """What doctor --env said on the H200, with real wheels: a CUDA toolkit in ld.so.cache (here other copies
+    of libnvrtc.so.12 and libcusolver.so.11, one byte changed, in a cache ldconfig builds) was reported to
+    shadow torch's lazily loaded libcaffe2_nvrtc.so and libtorch_cuda_linalg.so, because cupy's extension
+    modules (no search path) were simulated to load the cache's copies first. torch's import preloads NVRTC
+    from the wheel (torch 2.8.0's _load_global_deps) and cupy takes cuSOLVER through cuda-pathfinder, which
+    looks at the installed wheels before the system: the wheel copies are what every later lookup gets."""
+    site = torch_cupy_env
+    libs = tmp_path / "cuda" / "lib"
+    libs.mkdir(parents=True)
+    for rel in ("nvidia/cuda_nvrtc/lib/libnvrtc.so.12", "nvidia/cusolver/lib/libcusolver.so.11"):
+        data = bytearray((site / rel).read_bytes())
+        data[-1] ^= 0xFF
+        (libs / Path(rel).name).write_bytes(bytes(data))
+    (tmp_path / "ld.so.conf").write_text(f"{libs}\n")
+    cache = tmp_path / "ld.so.cache"
+    assert ldconfig is not None
+    conf = str(tmp_path / "ld.so.conf")
+    subprocess.run([ldconfig, "-C", str(cache), "-f", conf], check=True, capture_output=True)
+    report = doctor_env([str(site)], ld_library_path="", ld_cache=str(cache))
+    edges = {(str(Path(e.importer).relative_to(site)), e.name): e for e in report.graph.edges}
+    nvrtc = str(site / "nvidia/cuda_nvrtc/lib/libnvrtc.so.12")
+    cusolver = str(site / "nvidia/cusolver/lib/libcusolver.so.11")
+    first = report.graph.first_load(nvrtc)
+    assert first is not None and first.preloaded_by == "torch"
+    jitify = edges[("cupy/cuda/jitify.cpython-312-x86_64-linux-gnu.so", "libnvrtc.so.12")]
+    assert (jitify.target, jitify.how) == (nvrtc, How.LOADED)
+    solver = edges[("cupy_backends/cuda/libs/cusolver.cpython-312-x86_64-linux-gnu.so", "libcusolver.so.11")]
+    assert (solver.target, solver.how) == (cusolver, How.RUNTIME)
+    assert edges[("torch/lib/libcaffe2_nvrtc.so", "libnvrtc.so.12")].target == nvrtc
+    assert edges[("torch/lib/libtorch_cuda_linalg.so", "libcusolver.so.11")].target == cusolver
+    assert not [f for f in report.findings if f.rule == "shadowed"]
+    # nothing of the cache's copies is in the process
+    assert not [o for o in report.graph.loaded if o.path.startswith(str(libs)) and o.reachable]
