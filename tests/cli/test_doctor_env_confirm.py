@@ -103,6 +103,9 @@ def test_the_loader_agrees_with_the_simulation_on_runpath_and_preloading(
     assert main(["doctor", "--env", str(python), "--confirm", "--confirm-only", "rpathpkg"]) == 0
     text = capsys.readouterr().out
     assert "confirmed by loading: 1 imports in fresh children" in text and "disagrees on 0" in text
+    argv = ["doctor", "--env", str(python), "--confirm", "--confirm-only", "rpathpkg", "--format", "markdown"]
+    assert main(argv) == 0
+    assert "- confirmed by loading: 1 imports" in capsys.readouterr().out
 
 
 def test_the_pairs_compared_name_the_runpath_and_preloaded_imports(preloading: tuple[Path, Path]) -> None:
@@ -175,3 +178,10 @@ def test_bad_usage(
     bare.mkdir()
     assert main(["doctor", "--env", str(bare), "--confirm"]) == 2
     assert "--confirm needs the environment's interpreter" in capsys.readouterr().err
+
+
+def test_a_windows_environment_is_not_loaded_on_linux(
+    capsys: pytest.CaptureFixture[str], torch_windows_cpu_env: Path
+) -> None:
+    assert main(["doctor", "--env", str(torch_windows_cpu_env), "--confirm"]) == 2
+    assert "a windows environment cannot load on linux" in capsys.readouterr().err

@@ -44,10 +44,22 @@ def confirm_python(env: str) -> str:
     )
 
 
-def _confirm(report: EnvReport, python: str, options: ConfirmOptions) -> EnvReport:
+def _confirm(report: EnvReport, env: str, options: ConfirmOptions) -> EnvReport:
     from cudaship.checks.confirm import compare, plan
     from cudaship.oracle.observe import observe
 
+    here = (
+        "windows"
+        if sys.platform == "win32"
+        else "linux"
+        if sys.platform.startswith("linux")
+        else sys.platform
+    )
+    if report.env.os != here:
+        raise UsageError(
+            f"--confirm loads the environment here: a {report.env.os} environment cannot load on {here}"
+        )
+    python = confirm_python(env)
     names = {d.dist.name for d in report.env.distributions}
     unknown = [n for n in options.only if n.lower().replace("_", "-").replace(".", "-") not in names]
     if unknown:
@@ -97,7 +109,7 @@ def run_env(
         no_gpu=no_gpu,
     )
     if confirm is not None:
-        report = _confirm(report, confirm_python(env), confirm)
+        report = _confirm(report, env, confirm)
     text = render("doctor --env", fmt, report, Style(details=details))
     write_report(text, output)
     for f in report.findings:
