@@ -2,11 +2,12 @@
 mapped when each distribution's top-level modules were imported, each in a fresh child
 (:func:`cudaship.oracle.observe.observe`).
 
-Which children: one per top-level module of each distribution with native code (or of the distributions
-named), a module being what RECORD installs at the top (``pkg/__init__.py``, ``mod.py``, an extension
-``mod.cpython-*.so``); namespace directories (``nvidia/``) run no code and are left out. A child first
-imports the packages whose import preloads libraries (the ``[[preloads]]`` knowledge: torch), then its
-module, because the simulated process does so.
+Which children: one per top-level module of each distribution with native code and of each distribution
+requiring one of those directly (``jax`` requiring ``jaxlib``), or of the distributions named, a module
+being what RECORD installs at the top (``pkg/__init__.py``, ``mod.py``, an extension ``mod.cpython-*.so``);
+namespace directories (``nvidia/``) run no code and are left out. A child first imports the packages whose
+import preloads libraries (the ``[[preloads]]`` knowledge: torch), then its module, because the simulated
+process does so.
 
 Comparison, per importer and ``DT_NEEDED`` entry: every object mapped in a child that is one of the
 environment's libraries, each of its ``DT_NEEDED`` names with the loaded object glibc reused for it (the
@@ -25,6 +26,9 @@ import posixpath
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 
 from cudaship.analysis.envload import Edge, LoadGraph
 from cudaship.checks.records import Severity
@@ -109,10 +113,36 @@ def _has_native(env: Environment) -> set[str]:
     return {lib.owner.site + "\0" + lib.owner.dist.name for lib in env.libraries}
 
 
+def _requires(owner: InstalledDistribution) -> set[str]:
+    """Canonical names of what a distribution requires unconditionally of extras."""
+    out = set()
+    for text in owner.dist.requires_dist:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            continue
+        if req.marker is not None and "extra" in str(req.marker):
+            continue
+        out.add(canonicalize_name(req.name))
+    return out
+
+
+def chosen(env: Environment, only: Sequence[str] = ()) -> list[InstalledDistribution]:
+    """The distributions whose modules are imported: ``only`` (names), else every one with native code and
+    every one requiring one of those directly (its import is what loads them: jax loads jaxlib's)."""
+    if only:
+        wanted = {canonicalize_name(n) for n in only}
+        return [d for d in env.distributions if d.dist.name in wanted]
+    native = _has_native(env)
+    native_names = {d.dist.name for d in env.distributions if d.site + "\0" + d.dist.name in native}
+    return [
+        d for d in env.distributions if d.site + "\0" + d.dist.name in native or _requires(d) & native_names
+    ]
+
+
 def plan(env: Environment, only: Sequence[str] = ()) -> list[tuple[InstalledDistribution, Probe]]:
     """The children to run: (distribution, probe) in environment order."""
-    wanted = {n.lower().replace("_", "-").replace(".", "-") for n in only}
-    native = _has_native(env)
+    picked = chosen(env, only)
     preloading = [
         d
         for d in env.distributions
@@ -125,11 +155,7 @@ def plan(env: Environment, only: Sequence[str] = ()) -> list[tuple[InstalledDist
         first += [own] if own in mods else mods
     out: list[tuple[InstalledDistribution, Probe]] = []
     seen: set[str] = set()
-    for d in env.distributions:
-        if wanted and d.dist.name not in wanted:
-            continue
-        if not wanted and d.site + "\0" + d.dist.name not in native:
-            continue
+    for d in picked:
         for module in top_level_modules(d):
             if module in seen:
                 continue

@@ -65,7 +65,8 @@ from cudaship.render.table import formats, render
     "confirm_only",
     multiple=True,
     metavar="NAME",
-    help="With --confirm: only these distributions (repeatable; default: every one with native code).",
+    help="With --confirm: only these distributions (repeatable; default: every one with native code and "
+    "every one requiring such a one directly).",
 )
 @click.option(
     "--confirm-timeout",

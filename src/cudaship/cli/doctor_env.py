@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import click
+from packaging.utils import canonicalize_name
 
 from cudaship.checks.environment import LD_CACHE, EnvReport, doctor_env, with_confirmation
 from cudaship.errors import NoGpuError, UsageError
@@ -61,7 +62,7 @@ def _confirm(report: EnvReport, env: str, options: ConfirmOptions) -> EnvReport:
         )
     python = confirm_python(env)
     names = {d.dist.name for d in report.env.distributions}
-    unknown = [n for n in options.only if n.lower().replace("_", "-").replace(".", "-") not in names]
+    unknown = [n for n in options.only if canonicalize_name(n) not in names]
     if unknown:
         raise UsageError(f"--confirm-only: not installed in this environment: {', '.join(unknown)}")
     planned = plan(report.env, options.only)
