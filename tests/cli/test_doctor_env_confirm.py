@@ -68,6 +68,9 @@ def one_process(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     )
     dist(site, "gamma", "1.0", {"gamma/__init__.py": "from . import _g\n", f"gamma/_g{EXT}": ext})
     dist(site, "delta", "1.0", {"delta/__init__.py": "import time\ntime.sleep(60)\n"})
+    # pure Python: epsilon requires alpha (its import loads alpha's library), zeta only under an extra
+    dist(site, "epsilon", "1.0", {"epsilon/__init__.py": "import alpha\n"}, requires=("alpha>=1",))
+    dist(site, "zeta", "1.0", {"zeta/__init__.py": ""}, requires=('alpha; extra == "x"',))
     return python, site
 
 
@@ -151,6 +154,8 @@ def test_a_disagreement_names_both_files_and_a_refused_import_is_an_error(
     assert failed["gamma 1.0"]["severity"] == "error"
     assert "libgone.so.9: cannot open shared object file" in failed["gamma 1.0"]["message"]
     assert doc["confirm"]["disagree"] == 1
+    # the children: the native distributions, and the pure one requiring one of them
+    assert {c["module"] for c in doc["confirm"]["children"]} == {"alpha", "beta", "gamma", "epsilon"}
 
 
 def test_a_hanging_import_is_killed_at_the_timeout(
