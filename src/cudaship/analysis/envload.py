@@ -16,6 +16,7 @@ Pure: files are known through ``exists`` and read through ``host_of``; nothing h
 
 from __future__ import annotations
 
+import fnmatch
 import posixpath
 import re
 from collections import deque
@@ -34,7 +35,7 @@ from cudaship.analysis.loader import (
 )
 from cudaship.binary.records import HostBinary, ImportKind
 from cudaship.inspection.environment import Environment, EnvLibrary
-from cudaship.knowledge.providers import conventions_for
+from cudaship.knowledge.providers import conventions_for, preloads_for
 from cudaship.knowledge.system_libraries import provider_of
 
 #: An extension module: ``x.cpython-311-x86_64-linux-gnu.so``, ``x.abi3.so``, ``x.pyd``, a ``x.so`` not
@@ -67,6 +68,7 @@ class Edge:
     how: How | None = None
     provider: str | None = None  #: ``system``/``driver``/``python`` when no file is read for it
     packaged: str | None = None  #: the copy the importer's own RUNPATH/RPATH reaches, when that is another
+    packaged_identical: bool = False  #: that copy and the target have the same content
     searched: tuple[str, ...] = ()  #: where it was looked for, when not found
     runtime_lookup: str | None = None  #: the importer's package loads libraries by name itself (how)
     reachable: bool = True  #: the importer is loaded in the simulated process (not only on demand)
@@ -79,6 +81,9 @@ class LoadedObject:
     by_path: bool  #: loaded by its path (a root), not found by name
     reachable: bool  #: loaded in the simulated process (not only checked on its own)
     system: bool  #: a file of the system, not of the environment (its imports are not followed)
+    preloaded_by: str | None = None  #: the distribution whose import loads it by path (a preload convention)
+    loaded_by: str | None = None  #: the object whose import first loaded it (None: loaded by its path)
+    how: How | None = None  #: the search rule that found it then
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,14 @@ class LoadGraph:
     loaded: tuple[LoadedObject, ...]
     hosts: Mapping[str, HostBinary]  #: every file read: the environment's libraries and the system's
     system_checked: bool  #: the system's libraries were searched and read (a local Linux environment)
+    #: pairs of files (sorted) found to have the same content (size and sha256)
+    identical: frozenset[tuple[str, str]] = frozenset()
+
+    def first_load(self, path: str) -> LoadedObject | None:
+        return next((o for o in self.loaded if o.path == path), None)
+
+    def same_content(self, a: str, b: str) -> bool:
+        return ((a, b) if a < b else (b, a)) in self.identical
 
 
 def is_extension(path: str) -> bool:
@@ -94,21 +107,61 @@ def is_extension(path: str) -> bool:
     return bool(_EXTENSION.search(base)) or (base.endswith(".so") and not base.startswith("lib"))
 
 
-def _roots(env: Environment) -> tuple[list[EnvLibrary], list[EnvLibrary]]:
-    """(libraries a process loads by path, in order; every other library)."""
+def _preloaded(env: Environment, globs_in_order: tuple[tuple[str, ...], ...]) -> list[str]:
+    """The files a package's preload list loads: per entry, site by site (``sys.path`` order), the first glob
+    matching an installed file, its first match in name order (the package globs the directory)."""
+    by_dir: dict[str, list[str]] = {}
+    for f in env.files:
+        by_dir.setdefault(posixpath.dirname(f), []).append(f)
+    rel_dirs = {
+        site: [(d[len(site) + 1 :], d) for d in sorted(by_dir) if d.startswith(site + "/")]
+        for site in env.sites
+    }
+    out: list[str] = []
+    for alternatives in globs_in_order:
+        picked = None
+        for site in env.sites:
+            for pattern in alternatives:
+                head, tail = posixpath.split(pattern)
+                if any(c in head for c in "*?["):
+                    dirs = [d for rel, d in rel_dirs[site] if fnmatch.fnmatchcase(rel, head)]
+                else:
+                    dirs = [posixpath.join(site, head)]
+                matches = sorted(
+                    f
+                    for d in dirs
+                    for f in by_dir.get(d, ())
+                    if fnmatch.fnmatchcase(posixpath.basename(f), tail)
+                )
+                if matches:
+                    picked = matches[0]
+                    break
+            if picked is not None:
+                break
+        if picked is not None and picked not in out:
+            out.append(picked)
+    return out
+
+
+def _roots(env: Environment) -> tuple[list[tuple[str, str | None]], list[EnvLibrary]]:
+    """(what a process loads by path, in order, each with the distribution that preloads it: a preloading
+    package's preloaded files, then its extension modules, before every other package's extension modules;
+    every other library)."""
     by_owner: dict[str, list[EnvLibrary]] = {}
     for lib in env.libraries:
         by_owner.setdefault(lib.owner.site + "\0" + lib.owner.dist.name, []).append(lib)
-    preloading: list[EnvLibrary] = []
-    others: list[EnvLibrary] = []
+    preloading: list[tuple[str, str | None]] = []
+    others: list[tuple[str, str | None]] = []
     rest: list[EnvLibrary] = []
     for owner in env.distributions:
         libs = sorted(by_owner.get(owner.site + "\0" + owner.dist.name, []), key=lambda lib: lib.path)
         extensions = [lib for lib in libs if is_extension(lib.path)]
         if any(c.preloads for c in conventions_for(owner.dist.name)):
-            preloading += extensions
+            for row in preloads_for(owner.dist.name, owner.dist.version):
+                preloading += [(p, owner.dist.name) for p in _preloaded(env, row.files)]
+            preloading += [(lib.path, None) for lib in extensions]
         else:
-            others += extensions
+            others += [(lib.path, None) for lib in extensions]
         rest += [lib for lib in libs if not is_extension(lib.path)]
     return preloading + others, rest
 
@@ -120,8 +173,10 @@ def simulate(
     host_of: Callable[[str], HostBinary | None],
     *,
     system_checked: bool,
+    same_file: Callable[[str, str], bool] | None = None,
 ) -> LoadGraph:
-    """Resolve every import of every library of ``env`` in one simulated process."""
+    """Resolve every import of every library of ``env`` in one simulated process. ``same_file(a, b)``: the
+    two files have the same content (size and sha256); None: never asked, files are taken as different."""
     windows = isinstance(loader, WindowsLoader)
     env_hosts = {lib.path: lib.report.host for lib in env.libraries if lib.report.host is not None}
     hosts: dict[str, HostBinary] = dict(env_hosts)
@@ -134,11 +189,25 @@ def simulate(
     for lib in env.libraries:  # in sys.path order: the first site-packages wins, as a search of sys.path does
         by_base.setdefault(posixpath.basename(lib.path).lower(), []).append(lib.path)
 
-    def runtime_lookup(importer: str) -> str | None:
+    def runtime_lookup(importer: str) -> tuple[str, bool] | None:
+        """How the importer's package loads libraries itself; whether it takes installed ones first."""
         owner = owner_of.get(importer)
         if owner is None:
             return None
-        return next((c.runtime_lookup for c in conventions_for(owner) if c.runtime_lookup), None)
+        return next(
+            ((c.runtime_lookup, c.installed_first) for c in conventions_for(owner) if c.runtime_lookup), None
+        )
+
+    identical: set[tuple[str, str]] = set()
+
+    def same(a: str, b: str) -> bool:
+        pair = (a, b) if a < b else (b, a)
+        if pair in identical:
+            return True
+        if same_file is not None and same_file(a, b):
+            identical.add(pair)
+            return True
+        return False
 
     def host(path: str) -> HostBinary | None:
         if path not in hosts:
@@ -148,7 +217,13 @@ def simulate(
             hosts[path] = found
         return hosts[path]
 
-    def register(path: str, by_path: bool, reachable: bool) -> bool:
+    def register(
+        path: str,
+        by_path: bool,
+        reachable: bool,
+        preloaded_by: str | None = None,
+        loaded_by: tuple[str, How] | None = None,
+    ) -> bool:
         """Add ``path`` to the process; False when it is there already."""
         if path in objects:
             return False
@@ -161,7 +236,16 @@ def simulate(
             key = path if path.lower().endswith(".pyd") else library_key(posixpath.basename(path))
         else:
             key = library_key(soname) if soname else path
-        objects[path] = LoadedObject(path, key, by_path, reachable, path not in env_paths)
+        objects[path] = LoadedObject(
+            path,
+            key,
+            by_path,
+            reachable,
+            path not in env_paths,
+            preloaded_by,
+            loaded_by[0] if loaded_by else None,
+            loaded_by[1] if loaded_by else None,
+        )
         if reachable:
             for n in {posixpath.basename(path), name}:
                 loaded_names.setdefault(n.lower() if windows else n, path)
@@ -178,15 +262,21 @@ def simulate(
         for imp in h.imports:
             if imp.kind not in (ImportKind.NEEDED, ImportKind.IMPORT, ImportKind.DELAY):
                 continue
-            found: Found | None
-            if isinstance(loader, WindowsLoader):
+            found: Found | None = None
+            convention = runtime_lookup(path)
+            installed = by_base.get(imp.library.lower())
+            loaded_key = imp.library.lower() if windows else imp.library
+            if convention is not None and convention[1] and installed and loaded_key not in loaded_names:
+                # cuda-pathfinder: nothing of that name loaded: the installed file before the system
+                found = Found(installed[0], How.RUNTIME)
+            elif isinstance(loader, WindowsLoader):
                 found = search_windows(imp.library, path, loader, exists, loaded_names)
             else:
                 found = search_linux(imp.library, req, loader, exists, loaded_names)
-            lookup = runtime_lookup(path) if found is None else None
-            if found is None and lookup is not None and by_base.get(imp.library.lower()):
+            lookup = convention[0] if found is None and convention is not None else None
+            if found is None and lookup is not None and installed:
                 # the package loads it by path before this import needs it (cuda-pathfinder, preload_dlls)
-                found = Found(by_base[imp.library.lower()][0], How.RUNTIME)
+                found = Found(installed[0], How.RUNTIME)
             if found is None:
                 provider = provider_of(imp.library, "windows" if windows else "linux")
                 searched = () if provider else tuple(_searched(req, loader))
@@ -210,15 +300,22 @@ def simulate(
                     break
             edges.append(
                 Edge(
-                    path, imp.library, imp.kind, found.path, found.how, packaged=packaged, reachable=reachable
+                    path,
+                    imp.library,
+                    imp.kind,
+                    found.path,
+                    found.how,
+                    packaged=packaged,
+                    packaged_identical=packaged is not None and same(packaged, found.path),
+                    reachable=reachable,
                 )
             )
             if found.how is How.PATH_ENV:  # the safe DLL search does not read PATH: nothing is loaded from it
                 continue
             if found.path not in env_paths:  # a system file: read for its symbol versions, not followed
-                register(found.path, False, reachable)
+                register(found.path, False, reachable, loaded_by=(path, found.how))
                 continue
-            if register(found.path, False, reachable):
+            if register(found.path, False, reachable, loaded_by=(path, found.how)):
                 chain: _Chain = inherited if h.runpath or not h.rpath else ((path, h.rpath), *inherited)
                 children.append((found.path, chain))
         return children
@@ -230,13 +327,20 @@ def simulate(
             queue.extend(resolve(path, inherited, reachable))
 
     roots, rest = _roots(env)
-    for lib in roots:
-        if lib.path in env_hosts and register(lib.path, True, True):
-            run(lib.path, True)
+    for root_path, preloader in roots:
+        if root_path in env_hosts and register(root_path, True, True, preloader):
+            run(root_path, True)
     for lib in rest:
         if lib.path in env_hosts and register(lib.path, True, False):
             run(lib.path, False)
-    return LoadGraph(tuple(edges), tuple(objects.values()), hosts, system_checked)
+    by_key: dict[str, list[str]] = {}
+    for obj in objects.values():
+        if obj.reachable:
+            by_key.setdefault(obj.key, []).append(obj.path)
+    for paths in by_key.values():  # two copies of one library in the process: the same bytes or not
+        for other in paths[1:]:
+            same(paths[0], other)
+    return LoadGraph(tuple(edges), tuple(objects.values()), hosts, system_checked, frozenset(identical))
 
 
 def _searched(req: Requester, loader: LinuxLoader | WindowsLoader) -> list[str]:
@@ -249,4 +353,3 @@ def _searched(req: Requester, loader: LinuxLoader | WindowsLoader) -> list[str]:
     if loader.cache:
         out.append("ld.so.cache")
     return out + list(loader.default_dirs)
-

@@ -13,7 +13,8 @@ Rules (each finding carries one):
 * ``duplicate`` (warning): two different files known by one SONAME loaded in one process (two CUDA
   runtimes, each with its own state; which one a library binds to depends on import order).
 * ``shadowed`` (warning): a library's own packaged copy is not the one loaded (``LD_LIBRARY_PATH``, the
-  cache or an earlier load win).
+  cache or an earlier load win) and the two files differ.
+* ``identical-copies`` (note): the same, with two files of the same size and sha256: nothing is shadowed.
 * ``component-version`` (error): installed NVIDIA component wheels older than what a sibling needs, with the
   source of the rule.
 * ``unreadable`` (error, exit 2): a native file that could not be read.
@@ -26,16 +27,19 @@ import os
 import posixpath
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cudaship.analysis.envload import Edge, LoadGraph, simulate
 from cudaship.analysis.gpus import FileVerdicts, file_verdicts
 from cudaship.analysis.loader import How, LinuxLoader, WindowsLoader
 from cudaship.binary.records import ImportKind, Machine
+from cudaship.checks.confirm import ConfirmReport
+from cudaship.checks.confirm import findings as confirm_findings
 from cudaship.checks.records import Severity
 from cudaship.inspection.environment import (
     Environment,
     InstalledDistribution,
+    SameContent,
     SystemFiles,
     env_files_exist,
     ld_cache_names,
@@ -130,7 +134,8 @@ def check_environment(env: Environment, graph: LoadGraph) -> list[EnvFinding]:
         elif edge.target is not None:
             findings += _versions(owners, edge, scopes)
             if edge.packaged is not None:
-                findings.append(_shadowed(owners, edge))
+                shown = _identical if edge.packaged_identical else _shadowed
+                findings.append(shown(owners, edge, graph))
     findings += _duplicates(owners, graph)
     findings += _components(env)
     return findings
@@ -292,15 +297,43 @@ def _some(names: Iterable[str], limit: int = 4) -> str:
     return (f"… {shown}" if len(items) > limit else shown) or "no version"
 
 
-def _shadowed(owners: _Owners, edge: Edge) -> EnvFinding:
-    assert edge.packaged is not None and edge.target is not None
+def _how(owners: _Owners, edge: Edge, graph: LoadGraph) -> str:
+    """The rule that gave the target; for a loaded object, what loaded it first and how."""
     how = edge.how.value if edge.how else "the search order"
+    if edge.how is not How.LOADED or edge.target is None:
+        return how
+    first = graph.first_load(edge.target)
+    if first is None:
+        return how
+    if first.preloaded_by is not None:
+        return f"{how} (preloaded by path by `import {first.preloaded_by}`)"
+    if first.loaded_by is not None and first.how is not None:
+        return f"{how} (by {owners.show(first.loaded_by)}, through {first.how.value})"
+    return f"{how} (by its path)"
+
+
+def _shadowed(owners: _Owners, edge: Edge, graph: LoadGraph) -> EnvFinding:
+    assert edge.packaged is not None and edge.target is not None
+    how = _how(owners, edge, graph)
     message = (
         f"{owners.described(edge.importer)} imports {edge.name}: its package's copy "
         f"{owners.described(edge.packaged)} is not the one loaded; "
         f"{how} gives {owners.described(edge.target)}"
     )
     return _about(owners, edge, "shadowed", Severity.WARNING, message)
+
+
+def _identical(owners: _Owners, edge: Edge, graph: LoadGraph) -> EnvFinding:
+    """The importer's own copy is not the file loaded, but both are the same bytes: nothing is shadowed."""
+    assert edge.packaged is not None and edge.target is not None
+    how = _how(owners, edge, graph)
+    message = (
+        f"{owners.described(edge.importer)} imports {edge.name}: {how} gives "
+        f"{owners.described(edge.target)}, identical to its package's copy "
+        f"{owners.described(edge.packaged)} (same size and sha256): "
+        "two copies of one file exist; whichever loads, the same code runs"
+    )
+    return _about(owners, edge, "identical-copies", Severity.NOTE, message)
 
 
 def _duplicates(owners: _Owners, graph: LoadGraph) -> list[EnvFinding]:
@@ -316,7 +349,9 @@ def _duplicates(owners: _Owners, graph: LoadGraph) -> list[EnvFinding]:
         for other in others:
             a, b = graph.hosts.get(first), graph.hosts.get(other)
             differ = ""
-            if a is not None and b is not None and set(a.versioned_exports) != set(b.versioned_exports):
+            if graph.same_content(first, other):
+                differ = " (identical files: same size and sha256)"
+            elif a is not None and b is not None and set(a.versioned_exports) != set(b.versioned_exports):
                 differ = (
                     f" of different versions ({len(a.versioned_exports)} and {len(b.versioned_exports)} "
                     "versioned exports)"
@@ -422,6 +457,7 @@ class EnvReport:
     findings: tuple[EnvFinding, ...]
     settings: LoaderSettings
     gpu: GpuCheck
+    confirm: ConfirmReport | None = None  #: ``--confirm``: the simulation against the real loader
 
     @property
     def errors(self) -> int:
@@ -480,7 +516,7 @@ def doctor_env(
                 )
             return outside.get(candidate, False)
 
-        graph = simulate(env, loader, exists, lambda _p: None, system_checked=False)
+        graph = simulate(env, loader, exists, lambda _p: None, system_checked=False, same_file=SameContent())
     else:
         local = sys.platform.startswith("linux") if system is None else system
         paths = tuple(p for p in (ld_library_path or "").split(":") if p)
@@ -495,15 +531,46 @@ def doctor_env(
         settings = LoaderSettings("linux", local, paths, ld_cache if local and ld_cache else None, len(cache))
         if local:
             files = SystemFiles(env)
-            graph = simulate(env, loader, files.exists, files.host, system_checked=True)
+            graph = simulate(
+                env, loader, files.exists, files.host, system_checked=True, same_file=SameContent()
+            )
         else:
-            graph = simulate(env, loader, env_files_exist(env), lambda _p: None, system_checked=False)
+            graph = simulate(
+                env,
+                loader,
+                env_files_exist(env),
+                lambda _p: None,
+                system_checked=False,
+                same_file=SameContent(),
+            )
     findings = check_environment(env, graph)
     gpu = _gpu_check(env, probe, no_gpu)
     findings += _gpu_findings(env, gpu)
+    return EnvReport(env, graph, tuple(_sorted(findings)), settings, gpu)
+
+
+def _sorted(findings: list[EnvFinding]) -> list[EnvFinding]:
     order = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.NOTE: 2}
-    findings.sort(key=lambda f: (order[f.severity], f.rule, f.file or "", f.library or ""))
-    return EnvReport(env, graph, tuple(findings), settings, gpu)
+    return sorted(findings, key=lambda f: (order[f.severity], f.rule, f.file or "", f.library or ""))
+
+
+def with_confirmation(report: EnvReport, confirm: ConfirmReport) -> EnvReport:
+    """``report`` with what the real loader showed: its disagreements and failed imports as findings."""
+    owners = _Owners(report.env)
+    extra = [
+        EnvFinding(
+            f.rule,
+            f.severity,
+            f.message,
+            file=f.file,
+            distribution=f.distribution,
+            library=f.library,
+            target=f.target,
+            target_distribution=f.target_distribution,
+        )
+        for f in confirm_findings(confirm, owners.show, owners.label)
+    ]
+    return replace(report, findings=tuple(_sorted([*report.findings, *extra])), confirm=confirm)
 
 
 def _gpu_check(env: Environment, probe: ProbeResult | None, no_gpu: str | None) -> GpuCheck:

@@ -54,6 +54,35 @@ from cudaship.render.table import formats, render
 @click.option(
     "--require-gpu", is_flag=True, help="With --env: exit 3 when this machine has no GPU to check against."
 )
+@click.option(
+    "--confirm",
+    is_flag=True,
+    help="With --env: also import each distribution's top-level modules, each in a fresh child of the "
+    "environment's interpreter, and compare what the real loader mapped with the simulation.",
+)
+@click.option(
+    "--confirm-only",
+    "confirm_only",
+    multiple=True,
+    metavar="NAME",
+    help="With --confirm: only these distributions (repeatable; default: every one with native code and "
+    "every one requiring such a one directly).",
+)
+@click.option(
+    "--confirm-timeout",
+    type=click.FloatRange(min=1),
+    default=120.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="With --confirm: seconds one child may take (it is killed, and reported, after that).",
+)
+@click.option(
+    "--confirm-jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="With --confirm: children run at once (default: half the CPUs, 1 to 8).",
+)
 def command(
     paths: tuple[str, ...],
     fmt: str,
@@ -65,6 +94,10 @@ def command(
     dll_path: str | None = None,
     details: bool = False,
     require_gpu: bool = False,
+    confirm: bool = False,
+    confirm_only: tuple[str, ...] = (),
+    confirm_timeout: float = 120.0,
+    confirm_jobs: int | None = None,
 ) -> int:
     """Show this machine's GPUs and driver, and whether each PATH will run here.
 
@@ -77,7 +110,9 @@ def command(
     loader will (RPATH/RUNPATH/$ORIGIN, LD_LIBRARY_PATH, the ld.so cache, packages that load their libraries
     on import; Windows: os.add_dll_directory); reports imports found nowhere, symbol versions the picked file
     does not define, two copies of one library in one process, NVIDIA component versions below what a
-    sibling needs, and device code that does not run on the GPUs here (skipped without a GPU).
+    sibling needs, and device code that does not run on the GPUs here (skipped without a GPU). With
+    --confirm, the real loader is asked too: each distribution's modules are imported in fresh children and
+    every DT_NEEDED mapped there is compared with the simulation's pick (docs/doctor-env.md).
 
     Exit status: 0 everything runs here; 1 something will not run on a GPU here (--env: will not load); 2 a
     PATH (a library of the environment) could not be read; 3 no NVIDIA driver or no GPU on this machine
@@ -86,7 +121,7 @@ def command(
     if env is not None:
         if paths:
             raise UsageError("--env checks an environment: give no PATH with it")
-        from cudaship.cli.doctor_env import run_env
+        from cudaship.cli.doctor_env import ConfirmOptions, run_env
 
         return run_env(
             env,
@@ -98,7 +133,10 @@ def command(
             dll_path=dll_path,
             details=details,
             require_gpu=require_gpu,
+            confirm=ConfirmOptions(confirm_only, confirm_timeout, confirm_jobs) if confirm else None,
         )
+    if confirm or confirm_only:
+        raise UsageError("--confirm and --confirm-only go with --env")
     if fmt.lower() not in formats("doctor"):
         raise UsageError(f"--format {fmt.lower()} is available with --env")
     result = probe()

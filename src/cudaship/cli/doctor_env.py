@@ -5,14 +5,75 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 
 import click
+from packaging.utils import canonicalize_name
 
-from cudaship.checks.environment import LD_CACHE, doctor_env
-from cudaship.errors import NoGpuError
+from cudaship.checks.environment import LD_CACHE, EnvReport, doctor_env, with_confirmation
+from cudaship.errors import NoGpuError, UsageError
 from cudaship.exitcodes import ExitCode
 from cudaship.render.output import write_report
 from cudaship.render.table import Style, render
+
+
+@dataclass(frozen=True)
+class ConfirmOptions:
+    only: tuple[str, ...] = ()
+    timeout: float = 120.0
+    jobs: int | None = None
+
+
+def confirm_python(env: str) -> str:
+    """The interpreter the children run: the one given, this one, or the virtual environment's that holds
+    the site-packages directory given."""
+    if not env:
+        return sys.executable
+    path = Path(env)
+    if not path.is_dir():
+        return env
+    for parent in path.resolve().parents:
+        if (parent / "pyvenv.cfg").is_file():
+            for name in ("bin/python", "bin/python3", "Scripts/python.exe"):
+                if (parent / name).exists():
+                    return str(parent / name)
+    raise UsageError(
+        "--confirm needs the environment's interpreter: give it as --env PYTHON (no virtual environment "
+        "holds this directory)",
+        path=env,
+    )
+
+
+def _confirm(report: EnvReport, env: str, options: ConfirmOptions) -> EnvReport:
+    from cudaship.checks.confirm import compare, plan
+    from cudaship.oracle.observe import observe
+
+    here = (
+        "windows"
+        if sys.platform == "win32"
+        else "linux"
+        if sys.platform.startswith("linux")
+        else sys.platform
+    )
+    if report.env.os != here:
+        raise UsageError(
+            f"--confirm loads the environment here: a {report.env.os} environment cannot load on {here}"
+        )
+    python = confirm_python(env)
+    names = {d.dist.name for d in report.env.distributions}
+    unknown = [n for n in options.only if canonicalize_name(n) not in names]
+    if unknown:
+        raise UsageError(f"--confirm-only: not installed in this environment: {', '.join(unknown)}")
+    planned = plan(report.env, options.only)
+    jobs = options.jobs or max(1, min(8, (os.cpu_count() or 2) // 2))
+    observation = observe(python, [p for _, p in planned], timeout=options.timeout, jobs=jobs)
+    paths = {lib.path for lib in report.env.libraries}
+    paths |= {e.target for e in report.graph.edges if e.target is not None}
+    realpaths = {p: os.path.realpath(p) for p in paths}
+    return with_confirmation(
+        report, compare(report.env, report.graph, planned, observation, realpaths, timeout=options.timeout)
+    )
 
 
 def run_env(
@@ -26,6 +87,7 @@ def run_env(
     dll_path: str | None,
     details: bool,
     require_gpu: bool,
+    confirm: ConfirmOptions | None = None,
 ) -> int:
     """Exit status: 0 loads; 1 an error finding; 2 an unreadable library (or bad --env); 3 ``--require-gpu``
     and no GPU here."""
@@ -47,6 +109,8 @@ def run_env(
         probe=result,
         no_gpu=no_gpu,
     )
+    if confirm is not None:
+        report = _confirm(report, env, confirm)
     text = render("doctor --env", fmt, report, Style(details=details))
     write_report(text, output)
     for f in report.findings:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from cudaship.binary.ldcache import read_ld_cache
 from cudaship.binary.records import HostBinary, Machine
+from cudaship.hashing import sha256_file
 from cudaship.inspection.records import FileReport
 from cudaship.inspection.walk import inspect_file
 from cudaship.probe.environment import NATIVE_NAME
@@ -139,6 +140,36 @@ class SystemFiles:
                 report = inspect_file(Path(path), path, device=False)
                 self._hosts[path] = report.host if report.error is None else None
             return self._hosts[path]
+
+
+class SameContent:
+    """Whether two files have the same content: the same file (one inode), or the same size and sha256.
+    Each file is hashed at most once, and only when another file of its size is compared with it."""
+
+    def __init__(self) -> None:
+        self._digests: dict[str, str | None] = {}
+        self._lock = threading.Lock()
+
+    def _digest(self, path: str) -> str | None:
+        with self._lock:
+            if path not in self._digests:
+                try:
+                    self._digests[path] = sha256_file(Path(path))
+                except OSError:
+                    self._digests[path] = None
+            return self._digests[path]
+
+    def __call__(self, a: str, b: str) -> bool:
+        try:
+            sa, sb = os.stat(a), os.stat(b)
+        except OSError:
+            return False
+        if (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino):
+            return True
+        if sa.st_size != sb.st_size:
+            return False
+        da = self._digest(a)
+        return da is not None and da == self._digest(b)
 
 
 def env_files_exist(env: Environment, *, case_insensitive: bool = False) -> Callable[[str], bool]:

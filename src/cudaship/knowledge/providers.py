@@ -36,6 +36,9 @@ class Convention:
     shims: tuple[
         str, ...
     ] = ()  #: globs of the package's own loader shims (needed libraries exist to be loaded)
+    #: the runtime lookup loads a library from an installed distribution before the system search
+    #: (cuda-pathfinder: already loaded, then the NVIDIA wheels, then conda, then dlopen by name)
+    installed_first: bool = False
     source: str = ""
 
 
@@ -91,6 +94,7 @@ def _conventions() -> tuple[Convention, ...]:
                 on_demand=tuple(pairs),
                 requirement=row.get("requirement"),
                 shims=_strs(row.get("shims"), f"{where}.shims"),
+                installed_first=bool(row.get("installed_first", False)),
                 source=str(row["source"]),
             )
         )
@@ -108,6 +112,49 @@ def conventions_for(project: str, requirements: tuple[str, ...] = ()) -> tuple[C
             continue
         out.append(c)
     return tuple(out)
+
+
+@dataclass(frozen=True)
+class Preload:
+    """What ``import <project>`` (of ``versions``) loads by path before its extension modules, in order: each
+    entry a tuple of site-packages relative globs; the first glob matching a file, site by site in
+    ``sys.path`` order, gives the file loaded."""
+
+    project: str
+    versions: SpecifierSet
+    files: tuple[tuple[str, ...], ...]
+    source: str
+
+
+@once
+def _preloads() -> tuple[Preload, ...]:
+    out = []
+    for i, row in enumerate(_data.load(_FILE).get("preloads", [])):
+        where = f"preloads[{i}]"
+        if not isinstance(row, dict) or not isinstance(row.get("project"), str) or not row.get("source"):
+            raise KnowledgeError(f"{_FILE}: {where} needs a project and a source")
+        files = []
+        for entry in row.get("files", []):
+            globs = (entry,) if isinstance(entry, str) else _strs(entry, f"{where}.files")
+            if not globs:
+                raise KnowledgeError(f"{_FILE}: {where}.files entries are globs or lists of globs")
+            files.append(globs)
+        try:
+            versions = SpecifierSet(str(row.get("versions", "")))
+        except ValueError as exc:
+            raise KnowledgeError(f"{_FILE}: {where}.versions: {exc}") from None
+        out.append(Preload(row["project"], versions, tuple(files), str(row["source"])))
+    return tuple(out)
+
+
+def preloads_for(project: str, version: str) -> tuple[Preload, ...]:
+    """The preload rows of ``project`` (canonical name) that apply to ``version`` (local versions such as
+    ``2.11.0+cu130`` included)."""
+    return tuple(
+        p
+        for p in _preloads()
+        if fnmatch.fnmatchcase(project, p.project) and p.versions.contains(version, prereleases=True)
+    )
 
 
 @once

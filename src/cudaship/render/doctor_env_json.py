@@ -33,6 +33,46 @@ def _finding(f: EnvFinding) -> dict[str, Any]:
     return out
 
 
+def _confirm(report: EnvReport) -> dict[str, Any]:
+    c = report.confirm
+    assert c is not None
+    return {
+        "python": c.python,
+        "timeout": c.timeout,
+        "driver": c.driver,
+        "notes": list(c.notes),
+        "agree": c.agree,
+        "disagree": c.disagree,
+        "not_compared": c.not_compared,
+        "children": [
+            {
+                "module": child.module,
+                "distribution": child.distribution,
+                "before": list(child.before),
+                "ok": child.ok,
+                "message": child.message,
+                "timed_out": child.timed_out,
+                "seconds": child.seconds,
+                "mapped": child.mapped,
+                "compared": child.compared,
+                "disagreed": child.disagreed,
+            }
+            for child in c.children
+        ],
+        "disagreements": [
+            {
+                "importer": d.importer,
+                "name": d.name,
+                "static": d.static,
+                "static_how": d.static_how,
+                "loader": d.loader,
+                "module": d.module,
+            }
+            for d in c.disagreements
+        ],
+    }
+
+
 def render_json(report: EnvReport) -> str:
     env, s, gpu = report.env, report.settings, report.gpu
     owners = {lib.path: lib.owner.label for lib in env.libraries}
@@ -83,6 +123,7 @@ def render_json(report: EnvReport) -> str:
             for lib in env.libraries
         ],
         "findings": [_finding(f) for f in report.findings],
+        **({"confirm": _confirm(report)} if report.confirm is not None else {}),
         "summary": {s.value: sum(1 for f in report.findings if f.severity is s) for s in Severity},
     }
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from cudaship.checks.confirm import child_label
 from cudaship.checks.environment import EnvFinding, EnvReport, shown
 from cudaship.checks.records import Severity
 
@@ -42,7 +43,26 @@ def settings_lines(report: EnvReport) -> list[str]:
         )
     else:
         lines.append(f"GPUs: {gpu.note}")
+    if report.confirm is not None:
+        lines.append(confirm_line(report))
     return lines
+
+
+def confirm_line(report: EnvReport) -> str:
+    """The real loader's part in one line: children, and agreement per importer and DT_NEEDED."""
+    c = report.confirm
+    assert c is not None
+    ok = sum(1 for child in c.children if child.ok)
+    total = c.agree + c.disagree
+    driver = {"stub": "libcuda.so.1 from the toolkit's stub", "absent": "no libcuda.so.1"}.get(c.driver or "")
+    return (
+        f"confirmed by loading: {len(c.children)} imports in fresh children of {c.python} "
+        f"({ok} ok, {len(c.children) - ok} failed; timeout {c.timeout:g} s"
+        + (f"; {driver}" if driver else "")
+        + f"); loader agrees with the simulation on {c.agree} of {total} imports "
+        f"(importer and DT_NEEDED), disagrees on {c.disagree}; {c.not_compared} not compared "
+        "(system libraries not read, or not matched)"
+    )
 
 
 def _finding(f: EnvFinding) -> list[str]:
@@ -74,6 +94,9 @@ def render_text(report: EnvReport, *, details: bool = False) -> str:
         for importer, rows in by_importer.items():
             lines.append(f"  {shown(report.env, importer)} ({owners.get(importer, 'system')})")
             lines += rows
+    if details and report.confirm is not None:
+        lines += ["", "children (each imports its module in a fresh interpreter):"]
+        lines += [f"  {child_label(c)}" for c in report.confirm.children]
     lines += ["", verdict(report)]
     return "\n".join(lines) + "\n"
 
