@@ -177,6 +177,9 @@ def _entries_table(f: FileReport) -> Table:
             version = ""
         if g.toolkits:
             version += ("; " if version else "") + "toolkit " + ", ".join(g.toolkits)
+        if g.kernel_free:
+            empty = "no kernel" if g.kernel_free == g.count else f"{g.kernel_free} without a kernel"
+            version += ("; " if version else "") + empty
         table.add_row(
             f"  {_KIND[g.kind]}",
             g.arch,
