@@ -55,7 +55,7 @@ class FileVerdicts:
     error: str | None = None
     imports: tuple[str, ...] = ()  #: lower-cased base names of the libraries it imports
     #: why a file with device code has no verdicts: its loaded device code holds no kernel, so it restricts
-    #: no GPU (``"SASS sm_75 holds no kernel: nothing to launch"``); None otherwise
+    #: no GPU (``"SASS sm_75 holds no kernel"``); None otherwise
     no_kernels: str | None = None
 
     @property

@@ -162,7 +162,7 @@ def kernel_free(entries: Iterable[DeviceCode]) -> str | None:
     sass = sorted({e.arch for e in loaded if e.kind is DeviceCodeKind.SASS})
     ptx = sorted({e.arch for e in loaded if e.kind is DeviceCodeKind.PTX})
     parts = ([f"SASS {' '.join(sass)}"] if sass else []) + ([f"PTX {' '.join(ptx)}"] if ptx else [])
-    return f"{' and '.join(parts)} hold{'s' if len(loaded) == 1 else ''} no kernel: nothing to launch"
+    return f"{' and '.join(parts)} hold{'s' if len(loaded) == 1 else ''} no kernel"
 
 
 def _max_driver(*candidates: tuple[str | None, str | None]) -> tuple[str | None, str | None]:
@@ -214,7 +214,7 @@ def _decide(
     if not loadable:
         empty = kernel_free(all_entries)
         if empty is not None:  # nothing to launch: no GPU is refused for want of it
-            return Verdict(VerdictKind.NATIVE, None, f"{empty}, so it restricts no GPU")
+            return Verdict(VerdictKind.NATIVE, None, f"{empty}: nothing to launch, so it restricts no GPU")
         return Verdict(VerdictKind.NO, None, _nothing_loadable(all_entries))
     build = as_train(build_cuda).line if build_cuda is not None else build_cuda_of(loadable)
 

@@ -104,7 +104,7 @@ def render(report: GpuReport) -> str:
         lines.append(f"{len(without)} file(s) without device code (they do not limit the GPUs)")
     if empty:
         lines.append(f"{len(empty)} file(s) whose device code holds no kernel (they do not limit the GPUs):")
-        lines.extend(f"  {short_label(report, f)}: {f.no_kernels}" for f in empty)
+        lines.extend(f"  {short_label(report, f)}: {f.no_kernels}, nothing to launch" for f in empty)
     for failed in report.failed:
         lines.append(f"error: {failed.label}: {failed.error}")
     return "\n".join(lines).rstrip() + "\n"
