@@ -54,7 +54,8 @@ def _kernel_free(ctx: AuditContext) -> list[CheckResult]:
             continue
         empty = kernel_free(report.device_code)
         if empty is not None:
-            results.append(passed(FAMILY, f"archs: {path}", f"{empty}: nothing to launch, so it restricts no GPU (not judged)"))
+            why = f"{empty}: nothing to launch, so it restricts no GPU (not judged)"
+            results.append(passed(FAMILY, f"archs: {path}", why))
     return results
 
 
