@@ -236,7 +236,13 @@ def run(ctx: AuditContext) -> list[CheckResult]:
     else:
         reason = "agree: " + "; ".join(shown)
     results = [verdict(FAMILY, "consistency: CUDA train", findings, reason)]
-    if not isinstance(train, str) and newest is not None and newest[0] < train.line:
+    # (a train cudaship has no release for is already a finding above: nothing to compare with)
+    if (
+        not isinstance(train, str)
+        and expected_isa is not None
+        and newest is not None
+        and newest[0] < train.line
+    ):
         message = (
             f"the newest device code is CUDA {newest[0].version} ({newest[1]}), older than CUDA "
             f"{train.version}: {ctx.train_claim}; it runs on the drivers that train needs, but was not built "
