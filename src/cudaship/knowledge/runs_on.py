@@ -162,7 +162,7 @@ def kernel_free(entries: Iterable[DeviceCode]) -> str | None:
     sass = sorted({e.arch for e in loaded if e.kind is DeviceCodeKind.SASS})
     ptx = sorted({e.arch for e in loaded if e.kind is DeviceCodeKind.PTX})
     parts = ([f"SASS {' '.join(sass)}"] if sass else []) + ([f"PTX {' '.join(ptx)}"] if ptx else [])
-    return f"{' and '.join(parts)} hold{'s' if len(loaded) == 1 else ''} no kernel"
+    return f"{' and '.join(parts)} hold{'s' if len(sass) + len(ptx) == 1 else ''} no kernel"
 
 
 def _max_driver(*candidates: tuple[str | None, str | None]) -> tuple[str | None, str | None]:
