@@ -169,9 +169,9 @@ def run(ctx: AuditContext) -> list[CheckResult]:
                 )
         if parts:
             shown.append(f"{path}: {', '.join(parts)}")
-        for label, release in _device(s):
-            if newest is None or release > newest[0]:
-                newest = (release, f"{path}: {label}")
+        for label, made_by in _device(s):
+            if newest is None or made_by > newest[0]:
+                newest = (made_by, f"{path}: {label}")
         if not isinstance(train, str):
             if s.cudart is not None and s.cudart != train.major:
                 findings.append(Finding(f"cudart {s.cudart}: CUDA {s.cudart}, {ctx.train_claim}", file=path))
