@@ -26,7 +26,7 @@ from typing import NamedTuple
 from cudaship.binary._bounded import work_budget
 from cudaship.binary.fatbin import arch_name, entry_payload
 from cudaship.binary.magic import ELF_MAGIC, EM_CUDA
-from cudaship.binary.ptx import read_ptx
+from cudaship.binary.ptx import ptx_kernel_count, read_ptx
 from cudaship.binary.records import Buffer, Compression, CubinInfo, DeviceCode, DeviceCodeKind
 from cudaship.errors import BinaryFormatError
 
@@ -396,7 +396,9 @@ def entry_details(buf: Buffer, entry: DeviceCode) -> DeviceCode:
             if info.sm != entry.sm:
                 raise BinaryFormatError(f"holds a cubin for sm_{info.sm}, header says sm_{entry.sm}")
             return replace(entry, toolkit_version=info.toolkit_version, kernels=len(info.kernels))
+        if entry.version:  # the header gave the ISA: only the kernel count is wanted (fast)
+            return replace(entry, kernels=ptx_kernel_count(payload))
         ptx = read_ptx(payload)
-        return replace(entry, version=entry.version or ptx.isa_version, kernels=len(ptx.entries))
+        return replace(entry, version=ptx.isa_version, kernels=len(ptx.entries))
     except BinaryFormatError as e:
         raise BinaryFormatError(f"{where}: {e.message}") from e
