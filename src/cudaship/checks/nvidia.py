@@ -16,6 +16,7 @@ from cudaship.wheel.metadata import DeclaredRequirement
 if TYPE_CHECKING:
     from cudaship.checks.context import AuditContext
 
+
 def requirement_major(req: DeclaredRequirement) -> int | None:
     """The CUDA major a requirement pins (:func:`~cudaship.knowledge.libraries.project_cuda_major`): a
     ``-cu12`` name suffix; the lower bound for a CUDA-versioned project such as ``nvidia-cublas``; the one
