@@ -8,6 +8,11 @@ Known differences, asserted below (docs/formats.md explains them):
   cudaship reports both, marking relocatable entries.
 * cuobjdump stops with "Invalid ELF" part-way through bitsandbytes' CUDA 12.1 library; cudaship reads it all.
 * LTO-IR entries are not listed by ``--list-elf`` / ``--list-ptx``; ``-elf`` shows them as "nvvm" blocks.
+
+Kernels: ``-elf`` prints each cubin's symbol table; a kernel is a row of type ``FUNC`` whose "Other" column
+says ``ENTRY`` (STO_CUDA_ENTRY). cudaship's count per cubin equals that count for every build, including the
+two with no ``__global__`` (``no_kernels``, ``device_data``: zero), and for nvidia-cufft 12.0.0.61's
+``libcufftw.so.12`` (one sm_75 cubin, zero kernels) and ``libcufft.so.12`` (whose first sm_75 cubin is empty).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from cudaship.binary.devicescan import find_containers, read_device_file
 from cudaship.binary.fatbin import entry_payload
 from cudaship.binary.records import Compression, DeviceCode, DeviceCodeKind
 from tests.fixtures import cuobjdump_path
-from tests.fixtures.nvcc import NvccBuild, builds_of_kind, elf_sections, extract_members
+from tests.fixtures.nvcc import BUILDS, NvccBuild, builds_of_kind, elf_sections, extract_members
 
 Build = Callable[[str], Path]
 _LISTED = re.compile(r"^(ELF|PTX) file\s+\d+: .*\.(sm_\d+[af]?)\.(?:cubin|ptx)$")
@@ -89,6 +94,7 @@ class Block:
     fields: dict[str, str]
     flags: set[str]
     elf: tuple[str, ...] | None = None
+    kernels: int = 0  #: symbol table rows ``FUNC ... ENTRY`` (STO_CUDA_ENTRY) of its cubin
 
 
 def blocks(cuobjdump: Path, path: Path) -> list[Block]:
@@ -106,7 +112,30 @@ def blocks(cuobjdump: Path, path: Path) -> list[Block]:
             out[-1].flags.add(line)
         elif out and (match := _ELF_LINE.match(line)) and out[-1].elf is None:
             out[-1].elf = match.groups()
+        elif out and out[-1].elf is not None and _is_kernel_row(line):
+            out[-1].kernels += 1
     return out
+
+
+def _is_kernel_row(line: str) -> bool:
+    """A ``.symtab`` row of ``cuobjdump -elf``: ``Num Value Size Type Bind Vis Other Ndx Name``."""
+    cells = line.split()
+    return len(cells) >= 9 and cells[3] == "FUNC" and cells[6] == "ENTRY"
+
+
+def cuobjdump_kernel_counts(cuobjdump: Path, path: Path) -> Counter[tuple[str, int]]:
+    """(sm, kernels) of every cubin ``cuobjdump -all -elf`` prints."""
+    return Counter((f"sm_{b.elf[2]}", b.kernels) for b in blocks(cuobjdump, path) if b.elf is not None)
+
+
+def our_kernel_counts(data: bytes, entries: list[DeviceCode]) -> Counter[tuple[str, int]]:
+    found: Counter[tuple[str, int]] = Counter()
+    for entry in entries:
+        if entry.kind is DeviceCodeKind.SASS:
+            kernels = entry_details(data, entry).kernels
+            assert kernels is not None
+            found[f"sm_{entry.sm}", kernels] += 1
+    return found
 
 
 def entries_of(path: Path) -> tuple[bytes, list[DeviceCode]]:
@@ -165,7 +194,9 @@ def test_entry_headers_match_cuobjdump_elf_dump(cuobjdump: Path, nvcc_build: Bui
             )
             assert variant == ("" if info.variant == "f" else info.variant)  # shows sm=100a, never sm=100f
             assert cubin_is_relocatable(payload) == (elf_type == "ET_REL")
-            assert entry_details(data, entry).toolkit_version == toolkit
+            detailed = entry_details(data, entry)
+            assert detailed.toolkit_version == toolkit
+            assert detailed.kernels == block.kernels == len(info.kernels)
 
 
 def test_default_listing_skips_the_relocatable_fatbin(cuobjdump: Path, nvcc_build: Build) -> None:
@@ -193,6 +224,8 @@ def test_standalone_cubin_header_line(cuobjdump: Path, nvcc_build: Build, build:
     )
     assert variant == ("" if info.variant == "f" else info.variant)
     assert cubin_is_relocatable(path.read_bytes()) == (elf_type == "ET_REL") == build.relocatable
+    rows = sum(1 for line in done.stdout.splitlines() if _is_kernel_row(line.strip()))
+    assert len(info.kernels) == rows == len(build.kernels)
 
 
 def toolkit_library(name: str) -> Path:
@@ -262,3 +295,31 @@ def test_cuobjdump_gives_up_on_a_library_cudaship_reads(
     assert ours(entries, drop_f_on_sass=False) == ours(neighbour, drop_f_on_sass=False)
     assert sum(theirs.values()) < len(entries)
     assert not theirs - ours(entries, drop_f_on_sass=True)  # what cuobjdump did list, we list too
+
+
+def test_kernel_free_builds_hold_cubins_without_kernels(cuobjdump: Path, nvcc_build: Build) -> None:
+    """``nvcc -shared`` adds, per SASS arch, the device-link step's cubin (tool ``nvlink``), which holds no
+    kernel, beside the ``ptxas`` cubins that hold them; with no ``__global__`` only the empty one is left."""
+    for name in ("no_kernels", "device_data"):
+        path = nvcc_build(name)
+        data, entries = entries_of(path)
+        theirs = cuobjdump_kernel_counts(cuobjdump, path)
+        assert theirs == our_kernel_counts(data, entries)
+        assert set(theirs) == {(arch, 0) for arch in BUILDS[name].sass}
+    ours_many = our_kernel_counts(*entries_of(nvcc_build("many_kernels")))
+    assert ours_many == cuobjdump_kernel_counts(cuobjdump, nvcc_build("many_kernels"))
+    assert ours_many == Counter({("sm_80", 8): 1, ("sm_90", 8): 1, ("sm_80", 0): 1, ("sm_90", 0): 1})
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_cufft_kernel_counts_match(cuobjdump: Path, cufft_linux_wheel: Path, tmp_path: Path) -> None:
+    """nvidia-cufft 12.0.0.61 (CUDA 13): libcufftw.so.12's only cubin (sm_75) holds no kernel, which made
+    ``doctor`` on an H200 say it "will not run on 9.0" (issue 21)."""
+    (cufftw,) = extract_members(cufft_linux_wheel, "libcufftw.so.12", tmp_path)
+    data, entries = entries_of(cufftw)
+    assert (
+        our_kernel_counts(data, entries)
+        == cuobjdump_kernel_counts(cuobjdump, cufftw)
+        == Counter({("sm_75", 0): 1})
+    )

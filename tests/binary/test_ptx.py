@@ -10,7 +10,7 @@ import pytest
 
 from cudaship.binary.devicescan import find_containers
 from cudaship.binary.fatbin import entry_payload
-from cudaship.binary.ptx import isa_version, looks_like_ptx, read_ptx, virtual_arch
+from cudaship.binary.ptx import isa_version, looks_like_ptx, ptx_kernel_count, read_ptx, virtual_arch
 from cudaship.binary.records import DeviceCodeKind
 from cudaship.errors import BinaryFormatError
 from tests.fixtures.nvcc import NvccBuild, builds_of_kind
@@ -49,6 +49,18 @@ def test_ptx_entries(nvcc_build: Build, build: NvccBuild) -> None:
         assert isa_version(entry) == info.isa_version
         assert virtual_arch(info.target) == (entry.sm, entry.variant)
         assert set(info.entries) == set(build.kernels)
+        # the fast count the kernel sample uses agrees with the full reader
+        assert ptx_kernel_count(entry_payload(data, entry)) == len(info.entries) == len(build.kernels)
+
+
+def test_fast_kernel_count_never_misses_a_kernel() -> None:
+    text = b".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry k1(\n)\n{\nret;\n}\n"
+    assert ptx_kernel_count(text) == len(read_ptx(text).entries) == 1
+    no_kernel = b".version 9.0\n.target sm_90\n.address_size 64\n.global .align 4 .u32 table[4];\n"
+    assert ptx_kernel_count(no_kernel) == len(read_ptx(no_kernel).entries) == 0
+    # a kernel named only in a comment is counted (the module then counts as code, as an unread one does)
+    commented = no_kernel + b"// .entry gone(\n"
+    assert (ptx_kernel_count(commented), len(read_ptx(commented).entries)) == (1, 0)
 
 
 SAMPLE = b"""//

@@ -35,7 +35,9 @@ from cudaship.wheel.metadata import DistInfo, Metadata, RecordEntry, RecordProbl
 TAGS = {"linux": "cp312-cp312-manylinux_2_28_x86_64", "windows": "cp312-cp312-win_amd64"}
 
 
-def sass(arch: str, *, relocatable: bool = False, toolkit: str | None = None) -> DeviceCode:
+def sass(
+    arch: str, *, relocatable: bool = False, toolkit: str | None = None, kernels: int | None = None
+) -> DeviceCode:
     number = int(arch.split("_")[1].rstrip("af"))
     return DeviceCode(
         DeviceCodeKind.SASS,
@@ -49,6 +51,7 @@ def sass(arch: str, *, relocatable: bool = False, toolkit: str | None = None) ->
         100,
         0,
         toolkit_version=toolkit,
+        kernels=kernels,
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -154,8 +155,9 @@ def test_ptx_isa_and_release(nvcc_build: Callable[[str], Path], nvcc_version: st
 def test_details_on_a_corrupt_payload_notes_it_and_reads_the_rest(
     nvcc_build: Callable[[str], Path], tmp_path: Path
 ) -> None:
-    """A ZSTD cubin whose frame header is damaged: without --details nothing is decompressed and all is
-    well; with it, that entry gets a note and keeps its header facts, every other entry is still detailed."""
+    """A ZSTD cubin whose frame header is damaged: without --details only the kernel sample decompresses, and
+    the entry it cannot read stays unread (``kernels`` None: counted as code) with no error; with it, that
+    entry gets a note and keeps its header facts, every other entry is still detailed."""
     path = nvcc_build("compress_size")
     clean = inspect_one(path)
     victim = next(d for d in clean.device_code if d.kind is DeviceCodeKind.SASS)
@@ -166,7 +168,13 @@ def test_details_on_a_corrupt_payload_notes_it_and_reads_the_rest(
     data[payload : payload + 16] = bytes(16)
     broken = tmp_path / "libbroken.so"
     broken.write_bytes(bytes(data))
-    assert inspect_one(broken).device_code == clean.device_code
+    sampled = inspect_one(broken)
+    assert sampled.error is None and not sampled.notes
+    assert [replace(d, kernels=None) for d in sampled.device_code] == [
+        replace(d, kernels=None) for d in clean.device_code
+    ]
+    assert next(d for d in sampled.device_code if d.offset == victim.offset).kernels is None
+    assert victim.kernels is not None  # the clean library's sample read it
     detailed = inspect_one(broken, details=True)
     assert any(n.startswith("--details:") for n in detailed.notes)
     assert len(detailed.device_code) == len(clean.device_code)

@@ -2,7 +2,9 @@
 
 A wheel (or the whole input) runs on a GPU only where every library with device code does: its verdict for a
 capability is the worst of its libraries' (``no`` over ``jit`` over ``native``). Files without device code do
-not constrain it. The minimum driver of a group is the highest any of its verdicts needs.
+not constrain it, nor do files whose device code holds no kernel (nothing in it can be launched:
+:func:`~cudaship.knowledge.runs_on.kernel_free`; :attr:`FileVerdicts.no_kernels` says so). The minimum driver
+of a group is the highest any of its verdicts needs.
 
 Two exceptions, both about libraries that are not all loaded together:
 
@@ -25,7 +27,7 @@ from cudaship.inspection.report import InspectReport
 from cudaship.knowledge.archs import Arch
 from cudaship.knowledge.driver import Driver, driver_key
 from cudaship.knowledge.gpus import shown_capabilities
-from cudaship.knowledge.runs_on import Verdict, VerdictKind, build_cuda_of, runs_on
+from cudaship.knowledge.runs_on import Verdict, VerdictKind, build_cuda_of, kernel_free, runs_on
 from cudaship.knowledge.trains import Train
 from cudaship.knowledge.variants import Variant, recognise
 
@@ -52,6 +54,9 @@ class FileVerdicts:
     verdicts: tuple[CapabilityVerdict, ...]
     error: str | None = None
     imports: tuple[str, ...] = ()  #: lower-cased base names of the libraries it imports
+    #: why a file with device code has no verdicts: its loaded device code holds no kernel, so it restricts
+    #: no GPU (``"SASS sm_75 holds no kernel"``); None otherwise
+    no_kernels: str | None = None
 
     @property
     def has_device_code(self) -> bool:
@@ -128,7 +133,8 @@ def file_verdicts(
     platform = "windows" if report.format is FileFormat.PE else "linux"
     build = _build_cuda(report)
     verdicts: tuple[CapabilityVerdict, ...] = ()
-    if report.device_code:
+    no_kernels = kernel_free(report.device_code)
+    if report.device_code and no_kernels is None:
         if driver is not None and driver.platform != platform:
             driver = replace(driver, platform=platform)
         verdicts = tuple(
@@ -150,6 +156,7 @@ def file_verdicts(
         verdicts=verdicts,
         error=report.error,
         imports=imports,
+        no_kernels=no_kernels,
     )
 
 
@@ -172,11 +179,12 @@ def combine(path: str | None, files: Sequence[FileVerdicts], capabilities: Seque
     """The worst verdict per capability over ``files`` that carry device code."""
     carrying = [f for f in files if f.has_device_code]
     verdicts = []
+    nothing = "no library carries device code"
+    if any(f.no_kernels for f in files):
+        nothing = "no library carries device code that holds a kernel"
     for index, cap in enumerate(capabilities):
         if not carrying:
-            verdicts.append(
-                CapabilityVerdict(cap, Verdict(VerdictKind.NO, None, "no library carries device code"))
-            )
+            verdicts.append(CapabilityVerdict(cap, Verdict(VerdictKind.NO, None, nothing)))
             continue
         per_file = [(f.label, f.verdicts[index]) for f in carrying]
         worst_label, worst = max(per_file, key=lambda pair: _RANK[pair[1].verdict.verdict])

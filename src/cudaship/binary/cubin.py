@@ -26,7 +26,7 @@ from typing import NamedTuple
 from cudaship.binary._bounded import work_budget
 from cudaship.binary.fatbin import arch_name, entry_payload
 from cudaship.binary.magic import ELF_MAGIC, EM_CUDA
-from cudaship.binary.ptx import read_ptx
+from cudaship.binary.ptx import ptx_kernel_count, read_ptx
 from cudaship.binary.records import Buffer, Compression, CubinInfo, DeviceCode, DeviceCodeKind
 from cudaship.errors import BinaryFormatError
 
@@ -374,6 +374,7 @@ def cubin_device_code(buf: Buffer) -> DeviceCode:
         uncompressed_size=None,
         offset=0,
         toolkit_version=info.toolkit_version,
+        kernels=len(info.kernels),
     )
 
 
@@ -381,7 +382,8 @@ def entry_details(buf: Buffer, entry: DeviceCode) -> DeviceCode:
     """Decompress one fatbin entry of ``buf`` and fill in what only its payload knows.
 
     SASS: ``toolkit_version`` from the cubin's notes (and the cubin must agree with the header's SM).
-    PTX: ``version`` from the ``.version`` directive when the header lacked it. Other kinds come back as is.
+    PTX: ``version`` from the ``.version`` directive when the header lacked it. Both: ``kernels``, how many
+    kernels the payload holds. Other kinds come back as is.
     Raises :class:`BinaryFormatError` when the payload is corrupt, a bomb, or disagrees with its header.
     """
     if entry.kind not in (DeviceCodeKind.SASS, DeviceCodeKind.PTX):
@@ -393,8 +395,10 @@ def entry_details(buf: Buffer, entry: DeviceCode) -> DeviceCode:
             info = read_cubin(payload)
             if info.sm != entry.sm:
                 raise BinaryFormatError(f"holds a cubin for sm_{info.sm}, header says sm_{entry.sm}")
-            return replace(entry, toolkit_version=info.toolkit_version)
+            return replace(entry, toolkit_version=info.toolkit_version, kernels=len(info.kernels))
+        if entry.version:  # the header gave the ISA: only the kernel count is wanted (fast)
+            return replace(entry, kernels=ptx_kernel_count(payload))
         ptx = read_ptx(payload)
-        return replace(entry, version=entry.version or ptx.isa_version)
+        return replace(entry, version=ptx.isa_version, kernels=len(ptx.entries))
     except BinaryFormatError as e:
         raise BinaryFormatError(f"{where}: {e.message}") from e

@@ -503,6 +503,7 @@ def _ptx_code(buf: Buffer) -> DeviceCode:
         uncompressed_size=None,
         offset=0,
         version=info.isa_version,
+        kernels=len(info.entries),
     )
 
 

@@ -275,6 +275,7 @@ _DEVICE_CODE_FIELDS = (
     "debug",
     "toolkit_version",
     "ptxas_options",
+    "kernels",
 )
 if DeviceCode.__match_args__ != _DEVICE_CODE_FIELDS:  # pragma: no cover - a field was added to DeviceCode
     raise ImportError("fatbin.device_code does not fill every DeviceCode field")
@@ -330,6 +331,7 @@ def device_code(
             "debug": debug,
             "toolkit_version": None,
             "ptxas_options": options,
+            "kernels": None,
         },
     )
     return code

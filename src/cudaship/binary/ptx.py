@@ -79,3 +79,13 @@ def virtual_arch(target: str) -> tuple[int, str]:
 def isa_version(entry: DeviceCode) -> str | None:
     """The PTX ISA version of a PTX fatbin entry, from its header (``"9.0"``); None for other kinds."""
     return entry.version if entry.kind is DeviceCodeKind.PTX else None
+
+
+def ptx_kernel_count(buf: Buffer) -> int:
+    """How many kernels (``.entry``) PTX text declares, read without :func:`read_ptx`'s comment stripping
+    (most of its time on a large module): ``.entry <name>`` found anywhere, names counted once. A kernel is
+    never missed; one named only in a comment would be counted, which counts the module as code, as an unread
+    one is (for every nvcc build the count equals :func:`read_ptx`'s, tests/binary/test_ptx.py)."""
+    if len(buf) > MAX_PTX_BYTES:
+        raise BinaryFormatError(f"PTX text of {len(buf)} bytes is larger than {MAX_PTX_BYTES}")
+    return len({m.group(1) for m in _ENTRY.finditer(bytes(buf))})

@@ -151,6 +151,11 @@ class DeviceCode:
     #: Toolkit that produced a cubin, from ``.note.nv.tkinfo`` (only when the entry was decompressed/read).
     toolkit_version: str | None = None
     ptxas_options: str | None = None  #: PTX: options string stored beside the entry
+    #: Kernels the payload holds: a cubin's FUNC symbols marked STO_CUDA_ENTRY (``cuobjdump -elf`` shows
+    #: them as ``FUNC ... ENTRY``), a PTX text's ``.entry`` directives. None when the payload was not read.
+    #: 0: device code with nothing a host can launch (nvlink writes such cubins when a library's device code
+    #: all went away: ``libcufftw.so.12``'s sm_75 cubin); it restricts no GPU (see docs/gpus.md).
+    kernels: int | None = None
 
 
 @dataclass(frozen=True)
@@ -176,7 +181,8 @@ class CubinInfo:
     tool: str | None = None  #: producing tool name from .note.nv.tkinfo
     command_line: str | None = None  #: ptxas command line from .note.nv.tkinfo
     virtual_sm: int | None = None  #: from .note.nv.cuinfo
-    kernels: tuple[str, ...] = ()  #: names of .text.<kernel> sections
+    #: names of the kernels: FUNC symbols marked STO_CUDA_ENTRY, else ``.text.<name>`` sections
+    kernels: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,10 @@ and, without an ``[audit.archs]`` table, libraries with SASS but no loadable gen
 ``forward_ptx``, a warning by default: a GPU none of their SASS runs on, such as any newer one, cannot JIT
 them).
 
+Device code that holds no kernel (a cubin without a kernel symbol, PTX without ``.entry``: nothing can be
+launched from it) does not count: an arch present only in such entries is not carried, and a library whose
+loaded device code all holds none is not judged (it restricts no GPU; its result says so).
+
 The train is the wheel's (``--train``, its tag, else inferred: :mod:`cudaship.checks.context`); a library
 that is a variant (one of several alternatives, one per CUDA version) is judged against its own train.
 """
@@ -27,19 +31,47 @@ from cudaship.checks.records import CheckResult, Finding, failed, passed, verdic
 from cudaship.errors import CudashipError
 from cudaship.inspection.records import FileReport
 from cudaship.knowledge.archs import ArchList, parse_arch, sort_arch_names
+from cudaship.knowledge.runs_on import kernel_free
 from cudaship.knowledge.trains import Train
 
 FAMILY = "archs"
 
 
 def _with_device_code(ctx: AuditContext) -> dict[str, FileReport]:
-    return {p: r for p, r in sorted(ctx.reports.items()) if r.device_code and r.host is not None}
+    """Libraries with device code, less those whose loaded device code all holds no kernel."""
+    return {
+        p: r
+        for p, r in sorted(ctx.reports.items())
+        if r.device_code and r.host is not None and kernel_free(r.device_code) is None
+    }
+
+
+def _kernel_free(ctx: AuditContext) -> list[CheckResult]:
+    """``archs: <library>`` passes, naming why, for each library whose device code holds no kernel."""
+    results = []
+    for path, report in sorted(ctx.reports.items()):
+        if report.host is None:
+            continue
+        empty = kernel_free(report.device_code)
+        if empty is not None:
+            why = f"{empty}: nothing to launch, so it restricts no GPU (not judged)"
+            results.append(passed(FAMILY, f"archs: {path}", why))
+    return results
 
 
 def _arch_sets(report: FileReport) -> tuple[set[str], set[str], set[str], set[str]]:
-    """(loadable SASS, loadable PTX, relocatable-only SASS, relocatable-only PTX) arch names."""
-    sass = {d.arch for d in report.device_code if d.kind is DeviceCodeKind.SASS and not d.relocatable}
-    ptx = {d.arch for d in report.device_code if d.kind is DeviceCodeKind.PTX and not d.relocatable}
+    """(loadable SASS, loadable PTX, relocatable-only SASS, relocatable-only PTX) arch names. Entries known
+    to hold no kernel are left out."""
+    sass = {
+        d.arch
+        for d in report.device_code
+        if d.kind is DeviceCodeKind.SASS and not d.relocatable and d.kernels != 0
+    }
+    ptx = {
+        d.arch
+        for d in report.device_code
+        if d.kind is DeviceCodeKind.PTX and not d.relocatable and d.kernels != 0
+    }
     rsass = {d.arch for d in report.device_code if d.kind is DeviceCodeKind.SASS and d.relocatable} - sass
     rptx = {d.arch for d in report.device_code if d.kind is DeviceCodeKind.PTX and d.relocatable} - ptx
     return sass, ptx, rsass, rptx
@@ -52,6 +84,7 @@ def _names(names: set[str] | tuple[str, ...]) -> str:
 def run(ctx: AuditContext) -> list[CheckResult]:
     results: list[CheckResult] = []
     libraries = _with_device_code(ctx)
+    results.extend(_kernel_free(ctx))
     if ctx.policy.archs.relocatable_ptx:
         results.extend(_relocatable_ptx(libraries))
     if "archs" in ctx.policy.configured:

@@ -1,17 +1,26 @@
 """consistency: the CUDA train named several ways agrees. Sources: the local version tag (``+cu132``), the
-cudart
-major each library imports dynamically, the CUDA release implied by each library's PTX ISA versions and by the
-toolkit each cubin records, and the CUDA major of the declared NVIDIA requirements. The report shows each
-source.
+cudart major each library imports dynamically, the CUDA release implied by each library's PTX ISA versions
+and by the toolkit each cubin records, and the CUDA major of the declared NVIDIA requirements (only of
+projects the knowledge base says are CUDA-versioned,
+:func:`~cudaship.knowledge.libraries.project_cuda_major`: ``nvidia-cudnn-frontend>=1.5`` names no CUDA 1).
+The report shows each source.
 
-With a tag, every source is compared with it: majors must be equal, and releases (PTX ISA, cubin toolkit) must
-equal the tag's ``major.minor`` (every 13.y train loads the same ``cudart64_13.dll``, so a wheel tagged cu132
-but
-built with 13.0 would not fail any other way, and PTX newer than the tag needs a newer driver than it
-promises).
-Without a tag (a wheel carrying one library per CUDA version, say), each library must agree with itself and
-the
-declared requirements with each other and with the cudart majors imported.
+What disagrees is what cannot work as claimed:
+
+* a cudart major (or a CUDA-versioned requirement's major) other than the train's: the runtime is of another
+  CUDA;
+* device code NEWER than the train (PTX ISA above the one the train's release writes, cubins of a later
+  toolkit): it needs a newer driver than the train promises.
+
+Device code OLDER than the train is not a conflict: a library links objects from earlier toolkits (NVIDIA's
+own math libraries carry PTX ISA 7.0-7.8 and CUDA 11 cubins next to their CUDA 13 ones), and a newer driver
+runs and JITs older code. When all of a wheel's device code is older than its tag (tagged cu132, built with
+13.0), a separate check, ``consistency: device code older than the train`` (rule ``older_code``, a warning by
+default), says so: it runs, but was not built with the release its tag names.
+
+Without a tag (a wheel carrying one library per CUDA version, say), a library's cudart major is its train: its
+device code must not be newer; the declared requirements must agree with each other and with the cudart majors
+imported.
 """
 
 from __future__ import annotations
@@ -21,11 +30,12 @@ from dataclasses import dataclass, field
 from cudaship.binary.records import DeviceCodeKind
 from cudaship.checks.context import AuditContext
 from cudaship.checks.nvidia import requirement_major
-from cudaship.checks.records import CheckResult, Finding, verdict
+from cudaship.checks.records import CheckResult, Finding, failed, verdict
 from cudaship.checks.requirements import nvidia_requirements
 from cudaship.errors import CudashipError
 from cudaship.inspection.records import FileReport, RuntimeLinkage
 from cudaship.knowledge.releases import isa_tuple, release_for, release_for_ptx_isa
+from cudaship.knowledge.trains import Train, parse_train
 from cudaship.wheel.metadata import DeclaredRequirement
 
 FAMILY = "consistency"
@@ -76,6 +86,29 @@ def _major(value: str) -> int:
     return int(value.split(".")[0])
 
 
+def _release(value: str) -> Train | None:
+    try:
+        return parse_train(value).line
+    except CudashipError:
+        return None
+
+
+def _device(s: _Sources) -> list[tuple[str, Train]]:
+    """(label, release) of the library's device code: PTX ISA releases and cubin toolkits."""
+    out = []
+    for label, value in s.labelled():
+        if label.startswith("cudart "):
+            continue
+        release = _release(value)
+        if release is not None:
+            out.append((label, release))
+    return out
+
+
+def _newer_than(s: _Sources, train: Train) -> list[tuple[str, Train]]:
+    return [(label, release) for label, release in _device(s) if release > train.line]
+
+
 def run(ctx: AuditContext) -> list[CheckResult]:
     # the train the wheel claims (tag or --train): an inferred one comes from these very sources
     train = ctx.tag_train_or_error
@@ -89,13 +122,16 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         assert own is not None
         s = libs.pop(path)
         shown.append(f"{path} (variant, {own.version}): {', '.join(label for label, _ in s.labelled())}")
-        for label, value in s.labelled():
-            if _major(value) != own.major:
-                findings.append(
-                    Finding(
-                        f"{label}: CUDA {_major(value)}, the variant's name says {own.version}", file=path
-                    )
+        if s.cudart is not None and s.cudart != own.major:
+            findings.append(
+                Finding(
+                    f"cudart {s.cudart}: CUDA {s.cudart}, the variant's name says {own.version}", file=path
                 )
+            )
+        for label, _release_of in _newer_than(s, own):
+            findings.append(
+                Finding(f"{label}: newer than CUDA {own.version}, which the variant's name says", file=path)
+            )
     reqs: list[tuple[DeclaredRequirement, int]] = []
     for r in nvidia_requirements(ctx.declared, ("nvidia-",)):
         m = requirement_major(r)
@@ -112,6 +148,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
             findings.append(Finding(f"{where}: {e.message}", requirement=ctx.local))
     else:
         shown.insert(0, "no train tag")
+    newest: tuple[Train, str] | None = None  #: the newest device code of the wheel's own libraries
     for path, s in libs.items():
         labelled = s.labelled()
         parts = [label for label, _ in labelled]
@@ -132,33 +169,45 @@ def run(ctx: AuditContext) -> list[CheckResult]:
                 )
         if parts:
             shown.append(f"{path}: {', '.join(parts)}")
+        for label, made_by in _device(s):
+            if newest is None or made_by > newest[0]:
+                newest = (made_by, f"{path}: {label}")
         if not isinstance(train, str):
-            for label, value in labelled:
-                if _major(value) != train.major:
+            if s.cudart is not None and s.cudart != train.major:
+                findings.append(Finding(f"cudart {s.cudart}: CUDA {s.cudart}, {ctx.train_claim}", file=path))
+            for isa, release in sorted(s.ptx.items()):
+                if expected_isa is not None:
+                    if isa_tuple(isa) > isa_tuple(expected_isa):
+                        findings.append(
+                            Finding(
+                                f"PTX ISA {isa} (CUDA {release}) is newer than CUDA {train.version} writes "
+                                f"(PTX ISA {expected_isa}): {ctx.train_claim}",
+                                file=path,
+                            )
+                        )
+                elif (found := _release(release)) is not None and found > train.line:
                     findings.append(
-                        Finding(f"{label}: CUDA {_major(value)}, {ctx.train_claim}", file=path)
+                        Finding(f"PTX ISA {isa} = CUDA {release}: newer than {ctx.train_claim}", file=path)
                     )
-            for isa in sorted(s.ptx):
-                if expected_isa is not None and isa != expected_isa and _major(s.ptx[isa]) == train.major:
+            for release in sorted(s.toolkit):
+                found = _release(release)
+                if found is not None and found > train.line:
                     findings.append(
                         Finding(
-                            f"PTX ISA {isa} (CUDA {s.ptx[isa]}), {ctx.train_claim} "
-                            f"(CUDA {train.version} writes PTX ISA {expected_isa})",
+                            f"cubins built by CUDA {release}, newer than CUDA {train.version}: "
+                            f"{ctx.train_claim}",
                             file=path,
                         )
                     )
-            for release in sorted(s.toolkit):
-                if _major(release) == train.major and release != train.version:
-                    findings.append(
-                        Finding(
-                            f"cubins built by CUDA {release}, {ctx.train_claim}", file=path
-                        )
-                    )
-        else:
-            majors = {_major(v) for _, v in labelled}
-            if len(majors) > 1:
+        elif s.cudart is not None:
+            runtime = Train(s.cudart, 0)
+            newer = [label for label, release in _device(s) if release.major > runtime.major]
+            if newer:
                 findings.append(
-                    Finding(f"sources disagree: {', '.join(label for label, _ in labelled)}", file=path)
+                    Finding(
+                        f"sources disagree: {', '.join(newer)} newer than the cudart {s.cudart} it imports",
+                        file=path,
+                    )
                 )
     for req, major in reqs:
         shown.append(f"requirement {req.text}")
@@ -186,4 +235,26 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         reason = f"{shown[0]}; nothing else names a CUDA version"
     else:
         reason = "agree: " + "; ".join(shown)
-    return [verdict(FAMILY, "consistency: CUDA train", findings, reason)]
+    results = [verdict(FAMILY, "consistency: CUDA train", findings, reason)]
+    # (a train cudaship has no release for is already a finding above: nothing to compare with)
+    if (
+        not isinstance(train, str)
+        and expected_isa is not None
+        and newest is not None
+        and newest[0] < train.line
+    ):
+        message = (
+            f"the newest device code is CUDA {newest[0].version} ({newest[1]}), older than CUDA "
+            f"{train.version}: {ctx.train_claim}; it runs on the drivers that train needs, but was not built "
+            "with that release"
+        )
+        results.append(
+            failed(
+                FAMILY,
+                "consistency: device code older than the train",
+                message,
+                [Finding(message, file=newest[1].split(": ", 1)[0])],
+                rule="older_code",
+            )
+        )
+    return results

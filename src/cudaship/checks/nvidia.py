@@ -4,36 +4,35 @@ Which declared requirement actually provides a file is :mod:`cudaship.checks.pro
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 
 from cudaship.errors import KnowledgeError
-from cudaship.knowledge.libraries import NvidiaLibrary, identify, pypi_package
+from cudaship.knowledge.libraries import NvidiaLibrary, identify, project_cuda_major, pypi_package
 from cudaship.wheel.metadata import DeclaredRequirement
 
 if TYPE_CHECKING:
     from cudaship.checks.context import AuditContext
 
-_CU_SUFFIX = re.compile(r"-cu(\d+)$")
-
 
 def requirement_major(req: DeclaredRequirement) -> int | None:
-    """The CUDA major a requirement pins: from a ``-cu12`` name suffix, else the specifier's lower bound."""
-    m = _CU_SUFFIX.search(req.name)
-    if m:
-        return int(m.group(1))
+    """The CUDA major a requirement pins (:func:`~cudaship.knowledge.libraries.project_cuda_major`): a
+    ``-cu12`` name suffix; the lower bound for a CUDA-versioned project such as ``nvidia-cublas``; the one
+    major the data names an unsuffixed project for (``nvidia-cufft`` 12.x is CUDA 13's). None for projects
+    whose version is not a CUDA version (``nvidia-cudnn-frontend>=1.5``, ``nvidia-cutlass-dsl>=4``)."""
+    return project_cuda_major(req.name, _lower_bound(req.specifier))
+
+
+def _lower_bound(specifier: str) -> str | None:
     try:
-        spec = SpecifierSet(req.specifier)
+        spec = SpecifierSet(specifier)
     except InvalidSpecifier:
         return None
     for s in spec:
         if s.operator in (">=", "==", "~=", "===", ">"):
-            head = s.version.split(".")[0].rstrip("*")
-            if head.isdigit():
-                return int(head)
+            return s.version
     return None
 
 

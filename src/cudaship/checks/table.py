@@ -161,6 +161,14 @@ FAMILIES: tuple[Family, ...] = (
         "the CUDA train named by the tag, cudart imports, PTX ISA and cubin toolkits agree",
         consistency.run,
         default=True,
+        rules=(
+            Rule(
+                "older_code",
+                WARNING,
+                "all device code is older than the train the tag names: it runs, but was not built with it",
+                "consistency: device code older than ",
+            ),
+        ),
     ),
     Family(
         "load",

@@ -14,6 +14,7 @@ from cudaship.binary.magic import MACHO_FAT_MAGICS, binary_format
 from cudaship.binary.records import (
     Buffer,
     DeviceCode,
+    DeviceCodeKind,
     FatbinContainer,
     FileFormat,
     HostBinary,
@@ -50,10 +51,14 @@ def inspect_buffer(
     details: bool = False,
     notes: tuple[str, ...] = (),
     device: bool = True,
+    toolkit_sample: bool = False,
 ) -> FileReport:
     """Read ``buf`` (the bytes of ``path``) and report everything inspect knows about it.
 
-    ``details`` decompresses SASS entries to read the toolkit version each cubin records. ``device=False``
+    ``details`` decompresses SASS entries to read the toolkit version each cubin records. Without it, a
+    sample is read (:func:`_with_kernel_sample`): per loadable kind and arch, entries until one holds a
+    kernel, for what the verdicts need; ``toolkit_sample`` keeps the toolkit versions the sample read (the
+    audit's consistency check needs one cubin per arch, no more). ``device=False``
     reads what a loader question needs: imports, search paths, symbol versions (ELF: no unversioned exports,
     no library names from read-only data), no device code, no CUDA runtime linkage.
     Never raises for bad input: the report's ``error`` says what went wrong.
@@ -68,7 +73,7 @@ def inspect_buffer(
         return FileReport(path=path, format=None, size=size, container=container, error=reason, notes=notes)
     state = _Partial(path=path, format=fmt, size=size, container=container, notes=notes)
     try:
-        _read_into(state, buf, details=details, device=device)
+        _read_into(state, buf, details=details, device=device, toolkit=toolkit_sample)
     except CudashipError as e:
         state.error = _one_line(e.message)
     except Exception as e:  # a reader bug must not hide the other files
@@ -108,14 +113,16 @@ class _Partial:
         )
 
 
-def _read_into(state: _Partial, buf: Buffer, *, details: bool, device: bool = True) -> None:
+def _read_into(
+    state: _Partial, buf: Buffer, *, details: bool, device: bool = True, toolkit: bool = False
+) -> None:
     fmt = state.format
     if fmt in (FileFormat.ELF, FileFormat.PE, FileFormat.MACHO):
         host = _read_host(fmt, buf, full=device)
         state.host = host
         if not device:  # host-side facts only: no device code, no runtime linkage
             return
-        _scan_device_code(state, buf, host, details=details)
+        _scan_device_code(state, buf, host, details=details, toolkit=toolkit)
         from cudaship.analysis.linkage import cuda_linkage
 
         state.linkage = cuda_linkage(host)
@@ -123,7 +130,9 @@ def _read_into(state: _Partial, buf: Buffer, *, details: bool, device: bool = Tr
         state.host = _read_import_library(buf)
         if not state.host.imports:  # the signature only says "ar archive": one naming no DLL is static
             state.format = FileFormat.STATIC_LIBRARY
-        _scan_device_code(state, buf, None, details=details)  # static libraries may carry relocatable code
+        _scan_device_code(
+            state, buf, None, details=details, toolkit=toolkit
+        )  # static libraries may carry relocatable code
     else:
         _read_device_file(state, buf, details=details)
 
@@ -137,6 +146,9 @@ def _read_device_file(state: _Partial, buf: Buffer, *, details: bool) -> None:
     if details:
         containers = tuple(_with_details(buf, c, state.notes) for c in containers)
         state.device_code = tuple(e for c in containers for e in c.entries) or found.entries
+    elif containers:
+        containers = _with_kernel_sample(buf, containers, toolkit=False)
+        state.device_code = tuple(e for c in containers for e in c.entries)
     else:
         state.device_code = found.entries
     state.containers = containers
@@ -174,7 +186,9 @@ def _read_import_library(buf: Buffer) -> HostBinary:
     )
 
 
-def _scan_device_code(state: _Partial, buf: Buffer, host: HostBinary | None, *, details: bool) -> None:
+def _scan_device_code(
+    state: _Partial, buf: Buffer, host: HostBinary | None, *, details: bool, toolkit: bool = False
+) -> None:
     """Find every container; one that fails validation inside a fatbin section is corruption, not noise."""
     from cudaship.binary.devicescan import is_device_section, scan_containers
 
@@ -185,6 +199,8 @@ def _scan_device_code(state: _Partial, buf: Buffer, host: HostBinary | None, *, 
     containers = scan.containers
     if details:
         containers = tuple(_with_details(buf, c, state.notes) for c in containers)
+    elif containers:
+        containers = _with_kernel_sample(buf, containers, toolkit=toolkit)
     state.containers = containers
     state.device_code = tuple(entry for c in containers for entry in c.entries)
     corrupt = [r for r in scan.rejected if is_device_section(r.section)]
@@ -219,6 +235,45 @@ def _with_details(buf: Buffer, container: FatbinContainer, notes: list[str]) -> 
             elif failed == _MAX_DETAIL_NOTES:
                 notes.append("--details: more entries could not be decompressed (not listed)")
     return replace(container, entries=tuple(entries))
+
+
+def _with_kernel_sample(
+    buf: Buffer, containers: tuple[FatbinContainer, ...], *, toolkit: bool
+) -> tuple[FatbinContainer, ...]:
+    """Read, per kind (SASS, PTX) and arch of the loadable entries, entries in file order until one holds a
+    kernel, filling in their ``kernels`` (and ``toolkit_version`` with ``toolkit``).
+
+    A verdict needs no more: an arch one of whose entries holds a kernel counts as code whatever its other
+    entries hold (those stay ``kernels=None``, "not read", which counts as code too); an arch all of whose
+    entries hold none restricts no GPU, and each of them was read to show it. A typical library costs one
+    decompression per arch (what the audit's toolkit sample always cost); one made only of code-less cubins,
+    one per entry. An entry that cannot be decompressed stays unread and ends its arch's sample (the
+    ``--details`` mode reports it).
+    """
+    from cudaship.binary.cubin import entry_details
+
+    settled: set[tuple[DeviceCodeKind, str]] = set()
+    read: dict[int, DeviceCode] = {}
+    for container in containers:
+        for entry in container.entries:
+            key = (entry.kind, entry.arch)
+            if entry.relocatable or key in settled:
+                continue
+            if entry.kind not in (DeviceCodeKind.SASS, DeviceCodeKind.PTX):
+                continue
+            try:
+                detailed = entry_details(buf, entry)
+            except CudashipError:
+                settled.add(key)
+                continue
+            if not toolkit:
+                detailed = replace(detailed, toolkit_version=entry.toolkit_version)
+            read[entry.offset] = detailed
+            if detailed.kernels != 0:
+                settled.add(key)
+    if not read:
+        return containers
+    return tuple(replace(c, entries=tuple(read.get(e.offset, e) for e in c.entries)) for c in containers)
 
 
 def _one_line(text: str) -> str:

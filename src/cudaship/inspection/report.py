@@ -66,6 +66,8 @@ class EntryGroup:
     stored_size: int
     uncompressed_size: int | None  #: None when any entry of the group does not record it
     toolkits: tuple[str, ...] = ()  #: toolkit versions the cubins record (read with ``--details`` only)
+    #: entries read and found to hold no kernel (``DeviceCode.kernels == 0``); entries not read do not count
+    kernel_free: int = 0
 
 
 def _arch_sorted(names: Iterable[str]) -> tuple[str, ...]:
@@ -128,6 +130,7 @@ def group_entries(device_code: Iterable[DeviceCode]) -> tuple[EntryGroup, ...]:
                 if any(s is None for s in sizes)
                 else sum(s for s in sizes if s is not None),
                 toolkits=tuple(sorted({e.toolkit_version for e in entries if e.toolkit_version})),
+                kernel_free=sum(1 for e in entries if e.kernels == 0),
             )
         )
     return tuple(result)

@@ -11,12 +11,11 @@ for its RECORD hash and hands the chosen ones to :func:`member_report`.
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cudaship.archive.pool import Pending, Workers
-from cudaship.binary.records import Buffer, DeviceCode, DeviceCodeKind
+from cudaship.binary.records import Buffer
 from cudaship.errors import CudashipError
 from cudaship.inspection.dispatch import inspect_buffer
 from cudaship.inspection.records import FileReport, WheelInfo
@@ -43,12 +42,12 @@ def member_report(
     """The report of one wheel member whose bytes are ``buf``.
 
     ``details`` decompresses every SASS entry for the toolkit version its cubin records (inspect
-    ``--details``); ``toolkit_sample`` does so for one entry per arch only (the audit's check needs no more).
+    ``--details``); ``toolkit_sample`` keeps those of the entries the kernel sample reads (about one per arch:
+    the audit's check needs no more).
     """
-    report = inspect_buffer(buf, shown_name(name), container=container, details=details)
-    if toolkit_sample and not details and report.device_code and report.error is None:
-        report = _with_toolkit_versions(buf, report)
-    return report
+    return inspect_buffer(
+        buf, shown_name(name), container=container, details=details, toolkit_sample=toolkit_sample
+    )
 
 
 def failed_member(name: str, size: int, container: str, message: str) -> FileReport:
@@ -60,27 +59,6 @@ def failed_member(name: str, size: int, container: str, message: str) -> FileRep
         container=container,
         error=message.removeprefix(f"member {name}: "),
     )
-
-
-def _with_toolkit_versions(buf: Buffer, report: FileReport) -> FileReport:
-    """Fill in the toolkit version of one SASS entry per arch (decompressing a sample, not every cubin)."""
-    from cudaship.binary.cubin import entry_details
-
-    sampled: dict[str, DeviceCode] = {}
-    for entry in report.device_code:
-        if entry.kind is DeviceCodeKind.SASS and entry.toolkit_version is None and entry.arch not in sampled:
-            try:
-                sampled[entry.arch] = entry_details(buf, entry)
-            except CudashipError:
-                continue
-    if not sampled:
-        return report
-    by_offset = {e.offset: e for e in sampled.values()}
-    code = tuple(by_offset.get(e.offset, e) for e in report.device_code)
-    containers = tuple(
-        replace(c, entries=tuple(by_offset.get(e.offset, e) for e in c.entries)) for c in report.containers
-    )
-    return replace(report, device_code=code, containers=containers)
 
 
 def inspect_wheel(

@@ -10,6 +10,8 @@ its source). These pure functions answer the questions the checks ask:
   a driver library (``libcuda.so.1``, ``nvcuda.dll``: installed with the driver, never shipped).
 * :func:`cudart_major` — the CUDA major of a CUDA runtime name, also for majors the data has no row for.
 * :func:`pypi_package` — which PyPI project installs a component for a CUDA major and OS, and where.
+* :func:`project_cuda_major` — the CUDA major a requirement on an NVIDIA PyPI project names, None for the
+  projects whose version says nothing about CUDA (``nvidia-cudnn-frontend`` 1.x, ``nvidia-cutlass-dsl`` 4.x).
 """
 
 from __future__ import annotations
@@ -225,3 +227,48 @@ def _windows_name(pattern: str, version: str) -> str | None:
     text = re.sub(r"\(\?:([^|)]*)\|[^)]*\)", r"\1", text)  # first alternative: 64-bit names
     text = text.replace("\\.", ".")
     return None if re.search(r"[\\()?*+\[\]]", text) else text
+
+
+_CU_SUFFIX = re.compile(r"-cu(\d+)$")
+
+
+@once
+def _cuda_versioned() -> frozenset[str]:
+    projects = _data.table(_FILE, "pypi").get("cuda_versioned", [])
+    if not isinstance(projects, list) or not all(isinstance(p, str) for p in projects):
+        raise KnowledgeError(f"{_FILE}: [pypi].cuda_versioned must be a list of project names")
+    return frozenset(_canonical(p) for p in projects)
+
+
+@once
+def _row_majors() -> dict[str, frozenset[int]]:
+    """PyPI project -> the CUDA majors the component rows name it for."""
+    found: dict[str, set[int]] = {}
+    for comp in _components():
+        for row in comp.rows:
+            if row.pypi:
+                found.setdefault(_canonical(row.pypi), set()).add(row.major)
+    return {project: frozenset(majors) for project, majors in found.items()}
+
+
+def _canonical(project: str) -> str:
+    return re.sub(r"[-_.]+", "-", project).lower()
+
+
+def project_cuda_major(project: str, lower_bound: str | None) -> int | None:
+    """The CUDA major a requirement on ``project`` names (``lower_bound``: the version its specifier starts
+    from, ``"13.0"`` for ``>=13.0``, None when it has none), by the rules of the ``[pypi]`` table's comment:
+    a ``-cuXY`` suffix; the version's major for a CUDA-versioned project; the one major a component row names
+    the project for. None for every other project: its version is not a CUDA version."""
+    name = _canonical(project)
+    suffix = _CU_SUFFIX.search(name)
+    if suffix:
+        return int(suffix.group(1))
+    if name in _cuda_versioned() and lower_bound:
+        head = lower_bound.split(".")[0].rstrip("*")
+        if head.isdigit():
+            return int(head)
+    majors = _row_majors().get(name, frozenset())
+    if len(majors) == 1:
+        return next(iter(majors))
+    return None

@@ -10,7 +10,11 @@ Given the device code entries of one library, :func:`runs_on` decides as the CUD
   family, PTX newer than the GPU, PTX newer than the driver knows, ZSTD-compressed entries on a driver too old
   for them, a CUDA major newer than the driver.
 
-Entries in relocatable fatbins (``-rdc``, linked, never loaded), LTO-IR and unknown entry kinds never count.
+Entries in relocatable fatbins (``-rdc``, linked, never loaded), LTO-IR and unknown entry kinds never count,
+nor do entries known to hold no kernel (``DeviceCode.kernels == 0``: a cubin without a function marked as a
+kernel, PTX without ``.entry``): nothing in them can be launched, so no GPU is refused for want of them. A
+library whose loadable device code all holds no kernel runs on every GPU as far as device code goes
+(:func:`kernel_free`).
 The facts come from data/releases.toml, whose comments give their sources (NVIDIA's CUDA Toolkit release
 notes, the PTX ISA release history and the CUDA Compatibility guide); see docs/knowledge.md.
 """
@@ -112,7 +116,8 @@ def _ptx_reject(arch: Arch) -> str:
 
 def build_cuda_of(entries: Iterable[DeviceCode]) -> Train | None:
     """The newest CUDA release the entries prove they were built with: toolkit notes of cubins, else the
-    release that introduced the newest PTX ISA among them. None when nothing says."""
+    release that introduced the newest PTX ISA among them. None when nothing says. Entries holding no kernel
+    count: they still say which toolkit built the library."""
     best: Train | None = None
     for entry in entries:
         found: Train | None = None
@@ -136,6 +141,28 @@ def _ptx_release(entry: DeviceCode) -> Release | None:
         return release_for_ptx_isa(entry.version)
     except KnowledgeError:
         return None
+
+
+def _loadable(entries: Iterable[DeviceCode]) -> list[DeviceCode]:
+    """SASS and PTX entries loaded at run time (not relocatable), less those known to hold no kernel."""
+    return [
+        e
+        for e in entries
+        if not e.relocatable and e.kind in (DeviceCodeKind.SASS, DeviceCodeKind.PTX) and e.kernels != 0
+    ]
+
+
+def kernel_free(entries: Iterable[DeviceCode]) -> str | None:
+    """Why ``entries`` restrict no GPU although they are device code: every entry loaded at run time holds no
+    kernel (``"SASS sm_75 holds no kernel"``). None when some loaded entry holds one, or may (not read), or
+    when nothing is loaded at run time at all."""
+    loaded = [e for e in entries if not e.relocatable and e.kind in (DeviceCodeKind.SASS, DeviceCodeKind.PTX)]
+    if not loaded or any(e.kernels != 0 for e in loaded):
+        return None
+    sass = sorted({e.arch for e in loaded if e.kind is DeviceCodeKind.SASS})
+    ptx = sorted({e.arch for e in loaded if e.kind is DeviceCodeKind.PTX})
+    parts = ([f"SASS {' '.join(sass)}"] if sass else []) + ([f"PTX {' '.join(ptx)}"] if ptx else [])
+    return f"{' and '.join(parts)} hold{'s' if len(sass) + len(ptx) == 1 else ''} no kernel"
 
 
 def _max_driver(*candidates: tuple[str | None, str | None]) -> tuple[str | None, str | None]:
@@ -183,10 +210,11 @@ def _decide(
     platform: str,
     build_cuda: Train | str | None,
 ) -> Verdict:
-    loadable = [
-        e for e in all_entries if not e.relocatable and e.kind in (DeviceCodeKind.SASS, DeviceCodeKind.PTX)
-    ]
+    loadable = _loadable(all_entries)
     if not loadable:
+        empty = kernel_free(all_entries)
+        if empty is not None:  # nothing to launch: no GPU is refused for want of it
+            return Verdict(VerdictKind.NATIVE, None, f"{empty}: nothing to launch, so it restricts no GPU")
         return Verdict(VerdictKind.NO, None, _nothing_loadable(all_entries))
     build = as_train(build_cuda).line if build_cuda is not None else build_cuda_of(loadable)
 

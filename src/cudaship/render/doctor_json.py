@@ -17,6 +17,7 @@ def _file(c: Checked, result: ProbeResult) -> dict[str, Any]:
         "container": c.verdicts.container,
         "distribution": c.distribution,
         "device_code": c.verdicts.has_device_code,
+        "no_kernels": c.verdicts.no_kernels,
         "error": c.verdicts.error,
         "gpus": [
             {

@@ -51,6 +51,9 @@ def render(report: DoctorReport) -> str:
         if f.error is not None:
             lines.append(f"    cannot read: {f.error}")
             continue
+        if f.no_kernels:
+            lines.append(f"    {f.no_kernels}: nothing to launch, so it restricts no GPU")
+            continue
         if not f.has_device_code:
             lines.append("    no device code: nothing to run on the GPU (host code only)")
             continue

@@ -35,6 +35,7 @@ def _file(f: FileVerdicts) -> dict[str, Any]:
         "platform": f.platform,
         "build_cuda": f.build_cuda.version if f.build_cuda else None,
         "device_code": f.has_device_code,
+        "no_kernels": f.no_kernels,
         "error": f.error,
         "verdicts": _verdicts(f.verdicts),
     }

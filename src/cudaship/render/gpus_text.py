@@ -96,10 +96,15 @@ def render(report: GpuReport) -> str:
             lines.append("")
         lines.append("per library:")
         lines.extend(_grid(report, carrying))
-    without = [f for f in report.files if not f.has_device_code and f.error is None]
-    if without:
+    without = [f for f in report.files if not f.has_device_code and f.error is None and not f.no_kernels]
+    empty = [f for f in report.files if f.no_kernels and f.error is None]
+    if without or empty:
         lines.append("")
+    if without:
         lines.append(f"{len(without)} file(s) without device code (they do not limit the GPUs)")
+    if empty:
+        lines.append(f"{len(empty)} file(s) whose device code holds no kernel (they do not limit the GPUs):")
+        lines.extend(f"  {short_label(report, f)}: {f.no_kernels}, nothing to launch" for f in empty)
     for failed in report.failed:
         lines.append(f"error: {failed.label}: {failed.error}")
     return "\n".join(lines).rstrip() + "\n"

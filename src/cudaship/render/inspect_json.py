@@ -229,7 +229,17 @@ def _entries(code: tuple[DeviceCode, ...]) -> str:
         head = heads.get(head_key)
         if head is None:
             head = heads[head_key] = _ENCODER.encode(_entry_head(d))[:-1] + ', "stored_size": '
-        tail_key = (d.kind, d.version, d.toolkit_version, d.host, d.debug, d.flags, d.name, d.ptxas_options)
+        tail_key = (
+            d.kind,
+            d.version,
+            d.toolkit_version,
+            d.host,
+            d.debug,
+            d.flags,
+            d.name,
+            d.ptxas_options,
+            d.kernels,
+        )
         tail = tails.get(tail_key)
         if tail is None:
             tail = tails[tail_key] = ", " + _ENCODER.encode(_entry_tail(d))[1:]
@@ -329,4 +339,5 @@ def _entry_tail(d: DeviceCode) -> dict[str, Any]:
         "flags": d.flags,
         "name": d.name,
         "ptxas_options": d.ptxas_options,
+        "kernels": d.kernels,
     }

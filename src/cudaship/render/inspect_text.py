@@ -177,6 +177,8 @@ def _entries_table(f: FileReport) -> Table:
             version = ""
         if g.toolkits:
             version += ("; " if version else "") + "toolkit " + ", ".join(g.toolkits)
+        if g.kernel_free == g.count:  # (nvlink's empty cubin beside ptxas' in most libraries is not news)
+            version += ("; " if version else "") + "no kernel"
         table.add_row(
             f"  {_KIND[g.kind]}",
             g.arch,
