@@ -190,3 +190,41 @@ def test_a_windows_environment_is_not_loaded_on_linux(
 ) -> None:
     assert main(["doctor", "--env", str(torch_windows_cpu_env), "--confirm"]) == 2
     assert "a windows environment cannot load on linux" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def identical_copies(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """alpha and beta each ship the same librp.so.1 (byte for byte) through their DT_RUNPATH."""
+    root = tmp_path_factory.mktemp("confirm-identical")
+    _python, site = make_venv(root / "venv")
+    build = root / "build"
+    lib = shared_lib(build / "rp-lib", "librp.so.1", "rp_value", 7)
+    for name in ("alpha", "beta"):
+        ext = ext_module(
+            build / name,
+            "_rp",
+            "int rp_value(void);",
+            "rp_value()",
+            f"-L{lib.parent}",
+            "-l:librp.so.1",
+            "-Wl,--enable-new-dtags",
+            f"-Wl,-rpath,$ORIGIN/../{name}.libs",
+        )
+        files: dict[str, Path | str] = {f"{name}/__init__.py": "from . import _rp\n", f"{name}/_rp{EXT}": ext}
+        files[f"{name}.libs/librp.so.1"] = lib
+        dist(site, name, "1.0", files)
+    return site
+
+
+def test_a_disagreement_between_identical_files_is_a_note(
+    capsys: pytest.CaptureFixture[str], identical_copies: Path
+) -> None:
+    site = identical_copies
+    code, doc = run_json(capsys, "--env", str(site), "--confirm", "--confirm-timeout", "30")
+    assert code == 0
+    assert not [f for f in doc["findings"] if f["rule"] in ("loader-disagrees", "shadowed")]
+    (same,) = [f for f in doc["findings"] if f["rule"] == "loader-identical"]
+    assert same["severity"] == "note" and same["file"] == str(site / f"beta/_rp{EXT}")
+    assert same["target"] == str(site / "beta.libs" / "librp.so.1")
+    assert "identical (same size and sha256)" in same["message"]
+    assert doc["confirm"]["disagree"] == 1  # still counted: the loader did map the other file

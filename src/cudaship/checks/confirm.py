@@ -15,7 +15,8 @@ oracle's ``needed``), against the simulation's pick for that import. Paths are c
 links (the caller gives ``realpath``). An import the simulation did not read (a system library taken as
 present) or that the oracle could not match is not compared, and counted as such.
 
-Findings: ``loader-disagrees`` (warning) names both files; ``import-failed``: an error when the loader
+Findings: ``loader-disagrees`` (warning) names both files (``loader-identical``, a note, when the two files
+have the same content: the pick then depends only on import order); ``import-failed``: an error when the loader
 refused (its message: ``cannot open shared object file``, ``undefined symbol``, ``version ... not found``),
 a note otherwise (a Python error, a missing GPU), a warning for a crash or a timeout.
 """
@@ -268,9 +269,13 @@ class ConfirmFinding:
 
 
 def findings(
-    report: ConfirmReport, show: Callable[[str], str], label: Callable[[str], str | None]
+    report: ConfirmReport,
+    show: Callable[[str], str],
+    label: Callable[[str], str | None],
+    same: Callable[[str, str], bool] = lambda a, b: False,
 ) -> list[ConfirmFinding]:
-    """``show``: a path as the user reads it; ``label``: its distribution (None: a system file)."""
+    """``show``: a path as the user reads it; ``label``: its distribution (None: a system file); ``same``: the
+    two files have the same content (the simulation's identical copies)."""
     out: list[ConfirmFinding] = []
 
     def described(path: str) -> str:
@@ -279,12 +284,19 @@ def findings(
 
     for d in report.disagreements:
         static = f"{described(d.static)} ({d.static_how})" if d.static else "not found"
+        identical = d.static is not None and same(d.static, d.loader)
         out.append(
             ConfirmFinding(
-                "loader-disagrees",
-                Severity.WARNING,
+                "loader-identical" if identical else "loader-disagrees",
+                Severity.NOTE if identical else Severity.WARNING,
                 f"{described(d.importer)} imports {d.name}: static: {static}; loader: {described(d.loader)} "
-                f"(mapped after `import {d.module}`)",
+                f"(mapped after `import {d.module}`)"
+                + (
+                    "; the two files are identical (same size and sha256): which copy loads depends on the "
+                    "import order, with no consequence"
+                    if identical
+                    else ""
+                ),
                 file=d.importer,
                 distribution=label(d.importer),
                 library=d.name,

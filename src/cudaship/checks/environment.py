@@ -360,7 +360,7 @@ def _duplicates(owners: _Owners, graph: LoadGraph) -> list[EnvFinding]:
                 EnvFinding(
                     "duplicate",
                     Severity.WARNING,
-                    f"two different files known as {key}{differ} are loaded in one process: "
+                    f"two copies of {key}{differ} are loaded in one process: "
                     f"{owners.described(first)} and {owners.described(other)}; each library binds to "
                     "whichever its search finds first, and each copy keeps its own state",
                     file=other,
@@ -568,7 +568,7 @@ def with_confirmation(report: EnvReport, confirm: ConfirmReport) -> EnvReport:
             target=f.target,
             target_distribution=f.target_distribution,
         )
-        for f in confirm_findings(confirm, owners.show, owners.label)
+        for f in confirm_findings(confirm, owners.show, owners.label, report.graph.same_content)
     ]
     return replace(report, findings=tuple(_sorted([*report.findings, *extra])), confirm=confirm)
 
