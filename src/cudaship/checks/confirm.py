@@ -16,9 +16,9 @@ links (the caller gives ``realpath``). An import the simulation did not read (a 
 present) or that the oracle could not match is not compared, and counted as such.
 
 Findings: ``loader-disagrees`` (warning) names both files (``loader-identical``, a note, when the two files
-have the same content: the pick then depends only on import order); ``import-failed``: an error when the loader
-refused (its message: ``cannot open shared object file``, ``undefined symbol``, ``version ... not found``),
-a note otherwise (a Python error, a missing GPU), a warning for a crash or a timeout.
+have the same content: the pick then depends only on import order); ``import-failed``: an error when the
+loader refused (its message: ``cannot open shared object file``, ``undefined symbol``, ``version ... not
+found``), a note otherwise (a Python error, a missing GPU), a warning for a crash or a timeout.
 """
 
 from __future__ import annotations
