@@ -135,9 +135,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         if not isinstance(train, str):
             for label, value in labelled:
                 if _major(value) != train.major:
-                    findings.append(
-                        Finding(f"{label}: CUDA {_major(value)}, {ctx.train_claim}", file=path)
-                    )
+                    findings.append(Finding(f"{label}: CUDA {_major(value)}, {ctx.train_claim}", file=path))
             for isa in sorted(s.ptx):
                 if expected_isa is not None and isa != expected_isa and _major(s.ptx[isa]) == train.major:
                     findings.append(
@@ -149,11 +147,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
                     )
             for release in sorted(s.toolkit):
                 if _major(release) == train.major and release != train.version:
-                    findings.append(
-                        Finding(
-                            f"cubins built by CUDA {release}, {ctx.train_claim}", file=path
-                        )
-                    )
+                    findings.append(Finding(f"cubins built by CUDA {release}, {ctx.train_claim}", file=path))
         else:
             majors = {_major(v) for _, v in labelled}
             if len(majors) > 1:

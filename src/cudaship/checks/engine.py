@@ -151,6 +151,7 @@ def audit_scanned(
         checks=tuple(results),
         notes=tuple(ctx.notes),
         unreadable=tuple(scan.unreadable),
+        host_packages=tuple(sorted(ctx.host_packages)),
     )
 
 
@@ -200,6 +201,7 @@ def _scan_and_check(
     if is_program(Path(path)):
         scan = scan_program(path, observer=hooks)
     else:
+
         def on_dist(dist: DistInfo, filename: str) -> None:
             if ahead is not None:
                 ahead.start(dist, platform_of(dist, filename)[0])  # the platform audit_scanned will use

@@ -197,6 +197,10 @@ class WheelAudit:
     #: members the archive could not give back (corrupt data, bad CRC, unsupported method), with the
     #: reason: the wheel is damaged and those members went unchecked, so the audit exits 2 (bad input)
     unreadable: tuple[tuple[str, str], ...] = ()
+    #: canonical names of host packages the wheel's libraries need but do not declare (an extension whose
+    #: RUNPATH points into torch/lib, or that links libc10.so, with no torch requirement): ``audit --load``
+    #: installs them too. See knowledge/data/hosts.toml.
+    host_packages: tuple[str, ...] = ()
 
     @property
     def summary(self) -> Summary:
