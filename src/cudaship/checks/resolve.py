@@ -348,10 +348,12 @@ def _loaded_sibling(ctx: AuditContext, path: str, report: FileReport, name: str)
     reach (class 3 of issue 21). glibc first looks for an already loaded object of that name
     (``_dl_lookup_map``); so the import is satisfied when that library is loaded before the importer.
 
-    The rule: a library no Python import loads itself (a plugin, loaded by its host with dlopen) is
-    satisfied; a Python extension module needing it is satisfied only when something else loaded it first,
-    which the import order decides: a warning naming that."""
-    if report.format is not FileFormat.ELF:
+    The rule: a library that no shipped library needs and that is not a Python module (a plugin, which its
+    host loads with dlopen once it is itself loaded) is satisfied; a Python extension module needing it is
+    satisfied only when something else loaded it first, which the import order decides: a warning naming
+    that. A library that is itself needed by another (loaded as part of a chain) gets no such benefit: the
+    loader searches for the name then, and fails (unless an RPATH up the chain reaches it)."""
+    if report.format is not FileFormat.ELF or ctx.needed_by.get(path):
         return None
     targets = [t for t in ctx.by_soname.get(posixpath.basename(name).lower(), ()) if t != path]
     if not targets:
