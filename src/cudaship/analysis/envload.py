@@ -249,4 +249,3 @@ def _searched(req: Requester, loader: LinuxLoader | WindowsLoader) -> list[str]:
     if loader.cache:
         out.append("ld.so.cache")
     return out + list(loader.default_dirs)
-

@@ -134,6 +134,8 @@ class AuditContext:
     #: canonical names of host packages the wheel's libraries need but do not declare (filled by the
     #: closure checks, see :mod:`cudaship.checks.resolve`)
     host_packages: set[str] = field(default_factory=set)
+    #: values the load model computes once per wheel (see :mod:`cudaship.checks.resolve`)
+    memo: dict[str, object] = field(default_factory=dict)
 
     # --- platform, train, requirements ------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ from cudaship.wheel.pyloads import LoadCall, PythonLoads
 
 if TYPE_CHECKING:
     from cudaship.checks.context import AuditContext
+    from cudaship.providers.records import Reached
 
 _GENERIC = frozenset({"", ".", "..", "lib", "lib64", "bin", "site-packages", "dist-packages"})
 _STEM = re.compile(
@@ -64,9 +65,24 @@ def _first(calls: tuple[LoadCall, ...], kind: str) -> LoadCall | None:
     return next((c for c in calls if c.kind == kind), None)
 
 
-def preloaded_by_package(ctx: AuditContext, name: str, provided: str, pe: bool) -> tuple[str, str] | None:
+def _brings(helper: Reached, reached: Reached | None) -> bool:
+    """``reached`` is the helper's distribution or one of its requirements (its chain passes through it)."""
+    if reached is None:
+        return False
+    n = len(helper.chain)
+    return reached is helper or (len(reached.chain) > n and reached.chain[:n] == helper.chain)
+
+
+def preloaded_by_package(
+    ctx: AuditContext, name: str, provided: str, pe: bool, reached: Reached | None = None
+) -> tuple[str, str] | None:
     """(the Python file as installed, the mechanism in words) when the package's own code loads ``name``,
-    installed at ``provided`` by a requirement, before its extensions; None when no file does."""
+    installed at ``provided`` (by ``reached``, a requirement; None: shipped in the wheel) before its
+    extensions; None when no file does.
+
+    A ``load_library()`` helper of a required distribution loads that distribution's libraries, which load
+    theirs: a library installed by the helper's distribution or by one of its own requirements counts as
+    preloaded by that call."""
     base = posixpath.basename(name)
     directory = posixpath.dirname(provided)
     wanted = [c for c in directory.split("/") if c.lower() not in _GENERIC]
@@ -97,6 +113,12 @@ def preloaded_by_package(ctx: AuditContext, name: str, provided: str, pe: bool) 
                 continue
             if call.scope and wanted and all(w in call.scope for w in wanted):
                 return where, f"{call.mechanism} line {call.line} loads {directory}"
+            owner = ctx.providers.owner_of_module("/".join(call.scope)) if call.scope else None
+            if owner is not None and reached is not None and _brings(owner, reached):
+                tail = "" if owner is reached else f", which need those of {reached.dist.name}"
+                return where, (
+                    f"{call.mechanism} line {call.line} loads the libraries of {owner.dist.name}{tail}"
+                )
             named = stem is not None and stem.group(1) in loads.strings
             if named and stem is not None and "load_nvidia_dynamic_lib" in call.mechanism:
                 return where, f"{call.mechanism} line {call.line} loads {stem.group(1)} by name"

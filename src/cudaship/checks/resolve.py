@@ -28,7 +28,7 @@ from cudaship.checks.policy import name_match
 from cudaship.checks.providers import WheelProviders
 from cudaship.checks.pyloads import preloaded_by_package
 from cudaship.inspection.records import FileReport
-from cudaship.knowledge.hosts import host_of_library
+from cudaship.knowledge.hosts import Host, host_of_directory, host_of_library
 from cudaship.knowledge.libraries import cudart_major
 from cudaship.knowledge.program_runtimes import runtime_providing
 from cudaship.knowledge.providers import builds_providing, conventions_for
@@ -218,7 +218,7 @@ def resolve(ctx: AuditContext, path: str, report: FileReport, imp: Import) -> Re
             loader.extra,
         )
     # 4b. a library of a host package the wheel does not declare (torch): its users import the host first
-    host = _undeclared_host(ctx, name, searched)
+    host = _undeclared_host(ctx, name, searched, platform)
     if host is not None:
         return host
     # 4c. the SONAME of a library shipped in the wheel, off the search path: already loaded by then
@@ -274,6 +274,17 @@ def resolve(ctx: AuditContext, path: str, report: FileReport, imp: Import) -> Re
     shipped_elsewhere = ctx.by_name.get(posixpath.basename(name).lower(), [])
     where = ", ".join(dirs) if dirs else "none"
     if shipped_elsewhere:
+        added = preloaded_by_package(ctx, name, shipped_elsewhere[0], pe)
+        if added is not None:  # a vendored directory the package's code adds (delvewheel's patch)
+            where_py, mechanism = added
+            note = f"preloaded by the package's Python code ({where_py}: {mechanism})"
+            return Resolution(
+                Via.PACKAGE_PRELOAD,
+                shipped_elsewhere[0],
+                f"{name} shipped at {shipped_elsewhere[0]}, off the search path, {note}",
+                note,
+                cause=where_py,
+            )
         return Resolution(
             Via.UNRESOLVED,
             None,
@@ -302,25 +313,63 @@ def _declared_projects(ctx: AuditContext) -> set[str]:
     return names
 
 
+def undeclared_hosts(ctx: AuditContext) -> tuple[Host, ...]:
+    """Host packages (knowledge/data/hosts.toml) the wheel's libraries need, by a library's name or a RUNPATH
+    entry into the host's directory, that the wheel does not declare: its users install and import them
+    first (torch). Computed once per wheel."""
+    cached = ctx.memo.get("undeclared_hosts")
+    if isinstance(cached, tuple):
+        return cached
+    own = canonicalize_name(ctx.scan.dist.metadata.name or "")
+    declared = _declared_projects(ctx)
+    found: dict[str, Host] = {}
+    for path, report in sorted(ctx.libraries.items()):
+        assert report.host is not None
+        candidates = [host_of_library(i.library, own) for i in report.host.imports]
+        if report.format is FileFormat.ELF:
+            candidates += [host_of_directory(d, own) for d in search_dirs(ctx, path, report)]
+        for h in candidates:
+            if h is not None and canonicalize_name(h.project) not in declared:
+                found.setdefault(h.project, h)
+    hosts = tuple(found.values())
+    ctx.memo["undeclared_hosts"] = hosts
+    return hosts
+
+
 def _undeclared_host(
-    ctx: AuditContext, name: str, searched: tuple[tuple[str, str], ...]
+    ctx: AuditContext, name: str, searched: tuple[tuple[str, str], ...], platform: str
 ) -> Resolution | None:
-    """A library of a host package (knowledge/data/hosts.toml) that the wheel does not declare: a warning
-    naming the mechanism (class 4 of issue 21), never a pass nor an error."""
-    host = host_of_library(name)
-    if host is None or canonicalize_name(host.project) in _declared_projects(ctx):
+    """A library of a host package the wheel does not declare, or one that host's builds bring and load
+    first (torch's CUDA libraries): a warning naming the mechanism (class 4 of issue 21), never a pass nor
+    an error."""
+    hosts = undeclared_hosts(ctx)
+    if not hosts:
         return None
-    ctx.host_packages.add(canonicalize_name(host.project))
-    for d, whence in searched:
-        if host.owns_directory(d):
-            entry = whence.split(" of ", 1)[0].removeprefix("the ")
-            mechanism = f"{entry} entry {d} points into {host.project}'s directory"
-            break
-    else:
-        mechanism = (
-            f"{posixpath.basename(name)} is {host.project}'s library, matched by name once `import "
-            f"{host.module}` has loaded it"
-        )
+    base = posixpath.basename(name)
+    for host in hosts:
+        if not host.owns_library(name):
+            continue
+        ctx.host_packages.add(canonicalize_name(host.project))
+        for d, whence in searched:
+            if host.owns_directory(d):
+                mechanism = f"{whence} entry {d} points into {host.project}'s directory"
+                break
+        else:
+            mechanism = (
+                f"{base} is {host.project}'s library, matched by name once `import {host.module}` loaded it"
+            )
+        return _host_resolution(host, mechanism)
+    for host in hosts:
+        build = builds_providing(host.project, base, platform)
+        if build is None:
+            continue
+        ctx.host_packages.add(canonicalize_name(host.project))
+        mechanism = f"{base} comes with {build.note}, loaded by `import {host.module}` first"
+        return _host_resolution(host, mechanism)
+    return None
+
+
+def _host_resolution(host: Host, mechanism: str) -> Resolution:
     return Resolution(
         Via.HOST,
         None,
@@ -381,7 +430,7 @@ def _package_preload(ctx: AuditContext, name: str, provided: Provided | None, pe
     issue 21): ``ctypes.CDLL`` by name or glob, a helper loading that directory, ``os.add_dll_directory``."""
     if provided is None:
         return None
-    found = preloaded_by_package(ctx, name, provided.path, pe)
+    found = preloaded_by_package(ctx, name, provided.path, pe, provided.reached)
     if found is None:
         return None
     where, mechanism = found

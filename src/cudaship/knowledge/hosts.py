@@ -22,6 +22,10 @@ class Host:
     directories: tuple[str, ...]  #: site-packages relative directories holding its libraries
     libraries: tuple[str, ...]  #: globs of its library file names
     source: str
+    audited: tuple[str, ...] = ()  #: globs of the audited projects the row applies to (empty: any)
+
+    def applies_to(self, project: str) -> bool:
+        return not self.audited or any(fnmatch.fnmatchcase(project, g) for g in self.audited)
 
     def owns_library(self, name: str) -> bool:
         base = posixpath.basename(name)
@@ -54,22 +58,24 @@ def hosts() -> tuple[Host, ...]:
                 directories=_strs(row.get("directories", []), f"{where}.directories"),
                 libraries=_strs(row.get("libraries", []), f"{where}.libraries"),
                 source=str(row["source"]),
+                audited=_strs(row.get("audited", []), f"{where}.audited"),
             )
         )
     return tuple(out)
 
 
-def host_of_directory(directory: str) -> Host | None:
-    """The host whose library directory ``directory`` (site-packages relative) is, or None."""
+def host_of_directory(directory: str, audited: str) -> Host | None:
+    """The host whose library directory ``directory`` (site-packages relative) is, for a wheel of project
+    ``audited`` (canonical name), or None."""
     for h in hosts():
-        if h.owns_directory(directory):
+        if h.applies_to(audited) and h.owns_directory(directory):
             return h
     return None
 
 
-def host_of_library(name: str) -> Host | None:
-    """The host that installs a library named ``name``, or None."""
+def host_of_library(name: str, audited: str) -> Host | None:
+    """The host that installs a library named ``name``, for a wheel of project ``audited``, or None."""
     for h in hosts():
-        if h.owns_library(name):
+        if h.applies_to(audited) and h.owns_library(name):
             return h
     return None
