@@ -1,6 +1,6 @@
 """The reader of what a package's Python code loads itself (cudaship.wheel.pyloads): calls, their mechanism
 as written and their line, strings and dotted names; bounded (large files, files without a loading call and
-files that do not parse are not read)."""
+files that only define a loader are not read; a file that is not valid Python is read all the same)."""
 
 from __future__ import annotations
 
@@ -34,11 +34,14 @@ def test_loading_calls_are_read_with_their_mechanism_and_line() -> None:
     assert {"nvidia", "cublas"} <= set(loads.dotted)
 
 
-def test_files_without_a_loading_call_too_large_or_unparsable_are_not_read() -> None:
+def test_files_without_a_loading_call_or_too_large_are_not_read() -> None:
     assert python_loads("pkg/a.py", b"import os\nprint('hello')\n") is None
-    assert python_loads("pkg/b.py", b"ctypes.CDLL(\n") is None  # a syntax error: not read, no exception
+    # a definition is not a call; a file that is not valid Python (or not UTF-8) is read without an exception
+    assert python_loads("pkg/b.py", b"def load_library(path):\n    pass\n") is None
+    broken = python_loads("pkg/c.py", b"\xff\xfe ctypes.CDLL('libx.so' \n")
+    assert broken is not None and broken.strings == ("libx.so",)
     big = b"import ctypes\nctypes.CDLL('libx.so')\n" + b"#" * MAX_SOURCE
-    assert python_loads("pkg/c.py", big) is None
+    assert python_loads("pkg/d.py", big) is None
 
 
 def test_a_shipped_list_gives_its_library_names() -> None:

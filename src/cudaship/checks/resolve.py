@@ -110,7 +110,16 @@ def search_path(ctx: AuditContext, path: str, report: FileReport) -> tuple[tuple
     wheel the chain is the shipped libraries that need it (:attr:`AuditContext.needed_by`), up to the module
     Python loads; an object above with DT_RUNPATH contributes nothing but the chain goes on through it. Where
     several shipped libraries need it, the directories of every chain are searched (which one loads it first
-    depends on the import order), nearest first."""
+    depends on the import order), nearest first. Computed once per library."""
+    memo = ctx.memo.setdefault("search_path", {})
+    assert isinstance(memo, dict)
+    found = memo.get(path)
+    if found is None:
+        found = memo[path] = _search_path(ctx, path, report)
+    return found
+
+
+def _search_path(ctx: AuditContext, path: str, report: FileReport) -> tuple[tuple[str, str], ...]:
     host = report.host
     assert host is not None
     origin = posixpath.dirname(path)
