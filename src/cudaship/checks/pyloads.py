@@ -4,13 +4,13 @@ the facts :mod:`cudaship.wheel.pyloads` read in the scan.
 A library a declared requirement installs at ``<dir>/<name>`` counts as preloaded by the package when one of
 its Python files:
 
-* calls a loader (``ctypes.CDLL``, ``cdll.LoadLibrary``, ``ctypes.WinDLL``, ``dlopen``) and names ``<name>``
+* calls a loader (``ctypes.CDLL``, ``cdll.LoadLibrary``, ``ctypes.WinDLL``) and names ``<name>``
   itself, as a string or in a shipped list of library names (``.json`` / ``.txt``) the file names;
 * calls a loader and holds a glob matching ``<name>`` (``lib*.so.*``) while naming every distinctive part
   of ``<dir>`` (``nvidia``, ``cublas``: ``lib``, ``bin`` and the like are not distinctive) in its strings
   or dotted names: it loads that directory;
-* calls a ``load_library()`` helper of the module that installs ``<dir>`` (``nvidia.cublas.load_library()``),
-  or ``load_nvidia_dynamic_lib("<stem>")``;
+* calls a ``load_library()`` helper of the module that installs ``<dir>`` (``nvidia.cublas.load_library()``)
+  or of a distribution whose requirements install it (``librmm.load_library()``);
 * on Windows, calls ``os.add_dll_directory`` naming every distinctive part of ``<dir>``.
 
 What it cannot see (a name computed at run time, a directory named only through a variable of another
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import fnmatch
 import posixpath
-import re
 from typing import TYPE_CHECKING
 
 from cudaship.wheel.pyloads import LoadCall, PythonLoads
@@ -31,9 +30,6 @@ if TYPE_CHECKING:
     from cudaship.providers.records import Reached
 
 _GENERIC = frozenset({"", ".", "..", "lib", "lib64", "bin", "site-packages", "dist-packages"})
-_STEM = re.compile(
-    r"^(?:lib)?([A-Za-z][A-Za-z0-9]*?)(?:64)?(?:_\d+)*(?:\.so.*|\.dll|\.dylib)$", re.IGNORECASE
-)
 
 
 def _leaf(text: str) -> str:
@@ -86,7 +82,6 @@ def preloaded_by_package(
     base = posixpath.basename(name)
     directory = posixpath.dirname(provided)
     wanted = [c for c in directory.split("/") if c.lower() not in _GENERIC]
-    stem = _STEM.match(base)
 
     def same(a: str, b: str) -> bool:
         return a.lower() == b.lower() if pe else a == b
@@ -119,9 +114,6 @@ def preloaded_by_package(
                 return where, (
                     f"{call.mechanism} line {call.line} loads the libraries of {owner.dist.name}{tail}"
                 )
-            named = stem is not None and stem.group(1) in loads.strings
-            if named and stem is not None and "load_nvidia_dynamic_lib" in call.mechanism:
-                return where, f"{call.mechanism} line {call.line} loads {stem.group(1)} by name"
         directory_call = _first(loads.calls, "directory")
         if pe and directory_call is not None and covers:
             return (
