@@ -140,7 +140,7 @@ def _search_path(ctx: AuditContext, path: str, report: FileReport) -> tuple[tupl
                     continue
                 if not above.host.runpath:
                     for d in _expand(above.host.rpath, posixpath.dirname(loader)):
-                        out.setdefault(d, f"DT_RPATH of {loader}, which loads it (glibc's loading chain)")
+                        out.setdefault(d, f"DT_RPATH of {loader}, above it in the loading chain")
                 following.extend(ctx.needed_by.get(loader, ()))
             level = following
         return tuple(out.items())
