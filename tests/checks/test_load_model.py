@@ -20,9 +20,12 @@ from pathlib import Path
 
 import pytest
 
+from cudaship.checks.context import AuditContext, wheel_platform
 from cudaship.checks.engine import audit_wheels
 from cudaship.checks.policy import default_policy
 from cudaship.checks.records import CheckResult, Severity, Status, WheelAudit
+from cudaship.checks.resolve import Resolution, Via, resolve
+from cudaship.checks.wheelscan import scan_wheel
 from cudaship.providers.options import ProviderOptions
 from tests.fixtures.plant import plant, replace_bytes
 from tests.fixtures.synthetic_wheels import write_wheel
@@ -48,6 +51,17 @@ def _gcc(
 def _audit(wheel: Path, providers: ProviderOptions | None = None) -> WheelAudit:
     (audit,) = audit_wheels([wheel], default_policy(), providers=providers, workers=1).wheels
     return audit
+
+
+def _resolution(wheel: Path, path: str, library: str) -> Resolution:
+    """How the load model resolves one import of one library of ``wheel``."""
+    scan = scan_wheel(wheel)
+    platform, _notes = wheel_platform(scan)
+    ctx = AuditContext(scan=scan, policy=default_policy(), platform=platform)
+    report = ctx.libraries[path]
+    assert report.host is not None
+    (imp,) = [i for i in report.host.imports if i.library == library]
+    return resolve(ctx, path, report, imp)
 
 
 def _checks(audit: WheelAudit) -> dict[str, CheckResult]:
@@ -147,8 +161,9 @@ def test_dt_rpath_is_inherited_down_the_loading_chain_as_glibc_does(
     assert checks[f"closure: pkg/{EXT}"].status is Status.PASS
     if loads:
         assert mid.status is Status.PASS, mid.reason
-        (found,) = [f for f in mid.evidence if f.symbol == "libleaf.so.1"] or [None]
-        assert found is None or "DT_RPATH" in found.message
+        res = _resolution(wheel, "pkg/mid/libmid.so.1", "libleaf.so.1")
+        assert (res.via, res.target) == (Via.SHIPPED, "pkg/vendor/libleaf.so.1")
+        assert f"through the DT_RPATH of pkg/{EXT}, above it in the loading chain" in res.detail
     else:
         assert (mid.status, mid.severity) == (Status.FAIL, Severity.ERROR)
         assert mid.evidence[0].symbol == "libleaf.so.1"
