@@ -175,7 +175,13 @@ def test_dt_rpath_is_inherited_down_the_loading_chain_as_glibc_does(
 def test_a_plugin_needing_its_hosts_soname_is_satisfied_once_the_host_is_loaded(tmp_path: Path) -> None:
     build = tmp_path / "build"
     build.mkdir()
-    host = _gcc(build / "libhost.so", "int host_api(void) { return 3; }\n", soname="libhost.so")
+    host = _gcc(
+        build / "libhost.so",
+        "#include <dlfcn.h>\nint host_api(void) { return 3; }\n"
+        'void *load_plugin(void) { return dlopen("libplug.so", RTLD_NOW); }\n',
+        soname="libhost.so",
+        flags=("-ldl",),
+    )
     plugin = _gcc(
         build / "libplug.so",
         "int host_api(void);\nint plug(void) { return host_api(); }\n",
@@ -206,11 +212,16 @@ def test_a_plugin_needing_its_hosts_soname_is_satisfied_once_the_host_is_loaded(
     assert after["ok"], after["error"]
 
     checks = _checks(_audit(wheel))
+    # the host stores the plugin's name for dlopen: the plugin is loaded after it, satisfied
     assert checks["closure: pkg/plugins/libplug.so"].status is Status.PASS
+    assert (
+        "a plugin pkg/libhost.so loads by name"
+        in _resolution(wheel, "pkg/plugins/libplug.so", "libhost.so").detail
+    )
     # a Python module needing it loads only if something loaded libhost.so first: a warning naming that
     first = checks["closure: needs a sibling loaded first: pkg/libhost.so"]
     assert (first.status, first.severity, first.rule) == (Status.FAIL, Severity.WARNING, "loaded_first")
-    assert first.evidence[0].file == "pkg/ext/_mod.cpython-311-x86_64-linux-gnu.so"
+    assert [f.file for f in first.evidence] == ["pkg/ext/_mod.cpython-311-x86_64-linux-gnu.so"]
     assert checks["closure: pkg/ext/_mod.cpython-311-x86_64-linux-gnu.so"].status is Status.PASS
 
 

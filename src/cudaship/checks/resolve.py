@@ -406,31 +406,42 @@ def _loaded_sibling(ctx: AuditContext, path: str, report: FileReport, name: str)
     reach (class 3 of issue 21). glibc first looks for an already loaded object of that name
     (``_dl_lookup_map``); so the import is satisfied when that library is loaded before the importer.
 
-    The rule: a library that no shipped library needs and that is not a Python module (a plugin, which its
-    host loads with dlopen once it is itself loaded) is satisfied; a Python extension module needing it is
-    satisfied only when something else loaded it first, which the import order decides: a warning naming
-    that. A library that is itself needed by another (loaded as part of a chain) gets no such benefit: the
-    loader searches for the name then, and fails (unless an RPATH up the chain reaches it)."""
+    The rule: a plugin, a library that no shipped library needs and whose name a shipped library stores for
+    dlopen (its host loads it, so the host is loaded by then), is satisfied. Any other library that no
+    shipped library needs (a Python extension module, a library the package's code loads) is satisfied
+    only when something loaded the library first, which the import order decides: a warning naming that.
+    A library that is itself needed by another (loaded as part of a chain) gets no such benefit: the loader
+    searches for the name then, and fails (unless an RPATH up the chain reaches it)."""
     if report.format is not FileFormat.ELF or ctx.needed_by.get(path):
         return None
     targets = [t for t in ctx.by_soname.get(posixpath.basename(name).lower(), ()) if t != path]
     if not targets:
         return None
     target = targets[0]
-    if is_extension_module(path, report):
+    own = posixpath.basename(path)
+    loaders = [
+        p
+        for p, r in sorted(ctx.libraries.items())
+        if p != path
+        and r.host is not None
+        and own in {posixpath.basename(n) for n in r.host.embedded_library_names}
+    ]
+    if loaders:
         return Resolution(
             Via.LOADED,
             target,
-            f"the SONAME of {target}, shipped in the wheel but not on the search path: satisfied only "
-            f"when {target} is already loaded when {posixpath.basename(path)} is imported",
-            "loaded first",
-            cause=target,
+            f"the SONAME of {target}, shipped in the wheel: {own} is a plugin {loaders[0]} loads by name "
+            f"(dlopen), so {posixpath.basename(target)} is loaded by then (glibc reuses the loaded object of "
+            "that SONAME)",
         )
+    what = "a Python module" if is_extension_module(path, report) else "loaded by no shipped library"
     return Resolution(
         Via.LOADED,
         target,
-        f"the SONAME of {target}, shipped in the wheel: {posixpath.basename(path)} is not a Python module, "
-        f"it is loaded after {posixpath.basename(target)} (glibc reuses the loaded object of that SONAME)",
+        f"the SONAME of {target}, shipped in the wheel but not on the search path of {own} ({what}): "
+        f"satisfied only when {target} is already loaded when {own} is loaded",
+        "loaded first",
+        cause=target,
     )
 
 
