@@ -163,8 +163,8 @@ FAMILIES: tuple[Family, ...] = (
             Rule(
                 "loaded_first",
                 WARNING,
-                "a Python module needs a library shipped in the wheel off its search path: it loads only "
-                "when that library is already loaded",
+                "a library no shipped library loads (a Python module) needs one shipped off its search "
+                "path: it loads only when that one is already loaded",
                 "closure: needs a sibling loaded first: ",
             ),
             Rule(
