@@ -433,3 +433,22 @@ def test_copies_of_a_library_failing_alike_are_one_finding(tmp_path: Path) -> No
         "pkg/lib/libx.so.1",
         "pkg/lib/libx.so.1.2.3",
     }
+
+
+def test_a_hosts_own_wheel_is_not_its_undeclared_host(tmp_path: Path) -> None:
+    build = tmp_path / "build"
+    build.mkdir()
+    c10 = _gcc(build / "libc10.so", "int c10_api(void) { return 1; }\n", soname="libc10.so")
+    lib = _gcc(
+        build / "libtorch_cpu.so",
+        "int c10_api(void);\nint f(void) { return c10_api(); }\n",
+        soname="libtorch_cpu.so",
+        needs=(c10,),
+    )
+    # libtorch_cpu.so has no RUNPATH to its sibling: in torch's own wheel that is not "depends on torch"
+    files = {"torch/lib/libtorch_cpu.so": lib.read_bytes(), "torch/lib/libc10.so": c10.read_bytes()}
+    audit = _audit(write_wheel(tmp_path, name="torch", version="1.0", tag=TAG, files=files))
+    assert audit.host_packages == ()
+    assert not [c for c in audit.checks if c.rule == "undeclared_host"]
+    first = _checks(audit)["closure: needs a sibling loaded first: torch/lib/libc10.so"]
+    assert first.evidence[0].file == "torch/lib/libtorch_cpu.so"

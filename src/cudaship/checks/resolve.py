@@ -330,7 +330,7 @@ def undeclared_hosts(ctx: AuditContext) -> tuple[Host, ...]:
     if isinstance(cached, tuple):
         return cached
     own = canonicalize_name(ctx.scan.dist.metadata.name or "")
-    declared = _declared_projects(ctx)
+    declared = _declared_projects(ctx) | {own}  # a host's own wheel does not depend on itself
     found: dict[str, Host] = {}
     for path, report in sorted(ctx.libraries.items()):
         assert report.host is not None
