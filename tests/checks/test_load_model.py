@@ -452,3 +452,19 @@ def test_a_hosts_own_wheel_is_not_its_undeclared_host(tmp_path: Path) -> None:
     assert not [c for c in audit.checks if c.rule == "undeclared_host"]
     first = _checks(audit)["closure: needs a sibling loaded first: torch/lib/libc10.so"]
     assert first.evidence[0].file == "torch/lib/libtorch_cpu.so"
+
+
+# --- a real wheel: bitsandbytes 0.50.2 (cached PyPI download) ------------------------------------------
+
+
+def test_real_build_paths_in_bitsandbytes_are_warnings_naming_path_and_library(
+    bitsandbytes_linux_wheel: Path,
+) -> None:
+    # its CUDA variants carry the toolkit's absolute directory of the build machine as RUNPATH
+    audit = _audit(bitsandbytes_linux_wheel)
+    check = _checks(audit)["closure: search path entry /usr/local/cuda-12.8/targets/x86_64-linux/lib"]
+    assert (check.status, check.severity, check.rule) == (Status.FAIL, Severity.WARNING, "build_path")
+    assert [f.file for f in check.evidence] == ["bitsandbytes/libbitsandbytes_cuda128.so"]
+    shared = _checks(audit)["closure: search path entry /opt/rocm/lib"]
+    assert len(shared.evidence) > 1  # one finding per entry, listing every library that carries it
+    assert audit.summary.failed == 0
