@@ -18,12 +18,7 @@ from tests.fixtures.envs import TORCH_CU12, install_wheel
 from tests.fixtures.wheels import fetch
 
 SCHEMA = (
-    Path(__file__).resolve().parents[2]
-    / "src"
-    / "cudaship"
-    / "render"
-    / "schemas"
-    / "doctor-env.schema.json"
+    Path(__file__).resolve().parents[2] / "src" / "cudaship" / "render" / "schemas" / "doctor-env.schema.json"
 )
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]

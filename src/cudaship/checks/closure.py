@@ -13,6 +13,7 @@ symbol versions and NVIDIA's naming (every C symbol of libcurand starts with ``c
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 import re
 
@@ -21,8 +22,8 @@ from packaging.utils import canonicalize_name
 from cudaship.binary.records import FileFormat, Import, ImportKind
 from cudaship.checks.context import AuditContext
 from cudaship.checks.policy import DEFAULT_CUDA_PATTERNS, name_match
-from cudaship.checks.records import CheckResult, Finding, StaticImport, passed, verdict
-from cudaship.checks.resolve import Resolution, Via, resolve
+from cudaship.checks.records import CheckResult, Finding, StaticImport, Status, failed, passed, verdict
+from cudaship.checks.resolve import Resolution, Via, is_extension_module, resolve
 from cudaship.inspection.records import FileReport
 from cudaship.knowledge.libraries import identify
 from cudaship.providers.closure import wheel_extras
@@ -53,13 +54,33 @@ def _nvidia_prefixes(library: str) -> tuple[str, ...] | None:
 
 
 _LINKER_SYMBOLS = frozenset({"_init", "_fini", "_edata", "_end", "__bss_start"})
-_PROVIDED = (Via.REQUIREMENT, Via.OPTIONAL, Via.PRELOADED, Via.RUNTIME, Via.BUILD, Via.ON_DEMAND)
+_PROVIDED = (
+    Via.REQUIREMENT,
+    Via.OPTIONAL,
+    Via.PRELOADED,
+    Via.RUNTIME,
+    Via.BUILD,
+    Via.ON_DEMAND,
+    Via.LOADED,
+)
+
+
+#: resolutions that load only through a mechanism worth a warning of its own: (rule, check name prefix)
+_CONDITIONAL = {
+    Via.PACKAGE_PRELOAD: "package_preload",
+    Via.HOST: "undeclared_host",
+}
 
 
 def run(ctx: AuditContext) -> list[CheckResult]:
     results: list[CheckResult] = []
     exports = ctx.exports
     notes: dict[str, list[str]] = {}
+    copies = _copies(ctx)
+    per_path: list[tuple[str, CheckResult]] = []
+    unused_per_path: list[tuple[str, CheckResult]] = []
+    #: (rule, cause) -> evidence: one result per cause, listing every library and import it concerns
+    causes: dict[tuple[str, str], list[Finding]] = {}
     for path, report in sorted(ctx.libraries.items()):
         host = report.host
         assert host is not None
@@ -81,6 +102,15 @@ def run(ctx: AuditContext) -> list[CheckResult]:
             if problem is not None:
                 findings.append(Finding(f"{imp.library}: {problem}", file=path, symbol=imp.library))
                 continue
+            rule = _CONDITIONAL.get(res.via)
+            if res.via is Via.LOADED and res.note is not None:
+                rule = "loaded_first"
+            if rule is not None:
+                cause = res.cause or res.detail
+                causes.setdefault((rule, cause), []).append(
+                    Finding(f"{imp.library}: {res.detail}", file=path, symbol=imp.library)
+                )
+                continue
             if res.via in _PROVIDED:
                 provided.append(
                     Finding(
@@ -97,10 +127,10 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         summary = ", ".join(f"{n} {via}" for via, n in counts.items()) or "no imports"
         name = f"closure: {path}"
         if findings:
-            results.append(verdict(FAMILY, name, findings, ""))
+            per_path.append((path, verdict(FAMILY, name, findings, "")))
         else:
-            results.append(
-                passed(FAMILY, name, f"{len(resolved)} imports resolve ({summary})", tuple(provided))
+            per_path.append(
+                (path, passed(FAMILY, name, f"{len(resolved)} imports resolve ({summary})", tuple(provided)))
             )
         if ctx.policy.closure.unused_imports:
             shim = ctx.providers.shim(path)
@@ -114,14 +144,27 @@ def run(ctx: AuditContext) -> list[CheckResult]:
                 )
                 continue
             unused = _unused(path, report, resolved, exports)
-            results.append(
-                verdict(
-                    FAMILY,
-                    f"closure: unused imports in {path}",
-                    unused,
-                    f"every needed library of {len(resolved)} is used",
+            unused_per_path.append(
+                (
+                    path,
+                    verdict(
+                        FAMILY,
+                        f"closure: unused imports in {path}",
+                        unused,
+                        f"every needed library of {len(resolved)} is used",
+                    ),
                 )
             )
+    kept = _merge_copies(per_path, copies)
+    kept_unused = _merge_copies(unused_per_path, copies)
+    shims = {r.name: r for r in results}
+    results = []
+    for path in sorted(ctx.libraries):
+        for r in (kept.get(path), shims.get(f"closure: unused imports in {path}"), kept_unused.get(path)):
+            if r is not None:
+                results.append(r)
+    results.extend(_cause_results(causes))
+    results.extend(_build_paths(ctx))
     results.extend(_required_extras(ctx))
     loaded = _loaded_by_name(ctx)
     if loaded is not None:
@@ -133,6 +176,143 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
         ctx.notes.append(f"{note}: {shown}")
     return results
+
+
+_CAUSE_TITLES = {
+    "package_preload": "closure: preloaded by the package's Python code in",
+    "undeclared_host": "closure: undeclared host package",
+    "loaded_first": "closure: needs a sibling loaded first:",
+}
+
+
+def _cause_results(causes: dict[tuple[str, str], list[Finding]]) -> list[CheckResult]:
+    """One failed check (a warning by default: the rule's severity) per cause, its evidence every library
+    and import that depends on it (issue 21, class 9: one cause, reported once)."""
+    out: list[CheckResult] = []
+    for (rule, cause), evidence in sorted(causes.items()):
+        files = sorted({f.file for f in evidence if f.file})
+        shown = ", ".join(files[:4]) + (f" and {len(files) - 4} more" if len(files) > 4 else "")
+        first = evidence[0].message.split(": ", 1)[1]
+        if rule == "package_preload":
+            reason = (
+                f"{len(evidence)} import{'s' if len(evidence) != 1 else ''} of {shown} found only because "
+                f"the package's Python code loads them first: {first}"
+            )
+        else:
+            reason = f"{first} (in {shown})"
+        out.append(failed(FAMILY, f"{_CAUSE_TITLES[rule]} {cause}", reason, evidence, rule=rule))
+    return out
+
+
+def _copies(ctx: AuditContext) -> dict[str, str]:
+    """Installed path -> the first path of its group of copies: the same bytes (RECORD's digest), the same
+    SONAME in the same directory (a library under several names), or the same extension module built for
+    several Python ABIs (``m.cpython-311-...so``, ``m.cpython-312-...so``) in the same directory."""
+    parent: dict[str, str] = {p: p for p in ctx.libraries}
+
+    def find(p: str) -> str:
+        while parent[p] != p:
+            parent[p] = parent[parent[p]]
+            p = parent[p]
+        return p
+
+    def union(a: str, b: str) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+
+    digests = {e.path: (e.algorithm, e.digest) for e in ctx.scan.dist.record if e.digest}
+    keys: dict[tuple[str, ...], str] = {}
+    member_of = {v: k for k, v in ctx.installed.items()}
+    for path, report in sorted(ctx.libraries.items()):
+        assert report.host is not None
+        directory = posixpath.dirname(path)
+        own: list[tuple[str, ...]] = []
+        digest = digests.get(member_of.get(path, path))
+        if digest is not None and digest[1]:
+            own.append(("digest", str(digest[0]), str(digest[1])))
+        if report.host.soname:
+            own.append(("soname", directory, report.host.soname))
+        if is_extension_module(path, report):
+            own.append(("module", directory, posixpath.basename(path).split(".", 1)[0]))
+        for key in own:
+            first = keys.setdefault(key, path)
+            union(first, path)
+    return {p: find(p) for p in parent}
+
+
+def _merge_copies(items: list[tuple[str, CheckResult]], copies: dict[str, str]) -> dict[str, CheckResult]:
+    """Path -> its check, where the failed checks of copies of one library with the same findings become one
+    check naming every copy, kept under the first copy's path (issue 21, class 9); passing checks and unlike
+    failures stay as they are."""
+    groups: dict[tuple[str, tuple[str, ...]], list[tuple[str, CheckResult]]] = {}
+    out: dict[str, CheckResult] = {}
+    for path, result in items:
+        if result.status is not Status.FAIL:
+            out[path] = result
+            continue
+        key = (copies.get(path, path), tuple(sorted(f.message for f in result.evidence)))
+        groups.setdefault(key, []).append((path, result))
+    for members in groups.values():
+        first_path, first = members[0]
+        others = [p for p, _r in members[1:]]
+        if not others:
+            out[first_path] = first
+            continue
+        evidence = list(first.evidence) + [
+            Finding(f"a copy of {first_path} (the same bytes, SONAME or module): the same findings", file=p)
+            for p in others
+        ]
+        out[first_path] = dataclasses.replace(
+            first,
+            reason=f"{first.reason} — the same in {len(others)} cop{'y' if len(others) == 1 else 'ies'}: "
+            + ", ".join(others),
+            evidence=tuple(evidence),
+        )
+    return out
+
+
+def _build_paths(ctx: AuditContext) -> list[CheckResult]:
+    """RPATH / RUNPATH / LC_RPATH entries that are not relative to the library (``$ORIGIN``,
+    ``@loader_path``): an absolute build path (``/home/runner/work/...``, ``/usr/local/cuda-12.8/lib64``)
+    makes the loader search that directory on the user's machine, and a relative one the working
+    directory. auditwheel removes them. One warning per entry, naming the libraries that carry it."""
+    entries: dict[str, list[Finding]] = {}
+    for path, report in sorted(ctx.libraries.items()):
+        host = report.host
+        assert host is not None
+        if report.format is FileFormat.ELF:
+            tagged = [("DT_RUNPATH", e) for e in host.runpath] + [("DT_RPATH", e) for e in host.rpath]
+        elif report.format is FileFormat.MACHO:
+            tagged = [("LC_RPATH", e) for e in host.rpath]
+        else:
+            continue
+        for tag, entry in tagged:
+            for raw in entry.split(":") if tag != "LC_RPATH" else [entry]:
+                if not raw or raw.startswith(("$ORIGIN", "${ORIGIN}", "@loader_path", "@executable_path")):
+                    continue
+                if tag == "DT_RPATH" and host.runpath:
+                    continue  # ignored by glibc when DT_RUNPATH is present
+                kind = "absolute" if raw.startswith("/") else "relative to the working directory"
+                entries.setdefault(raw, []).append(
+                    Finding(f"{tag} entry {raw} ({kind}) in {path}", file=path, symbol=raw)
+                )
+    out = []
+    for raw, evidence in sorted(entries.items()):
+        files = sorted({f.file for f in evidence if f.file})
+        shown = ", ".join(files[:4]) + (f" and {len(files) - 4} more" if len(files) > 4 else "")
+        what = "an absolute path" if raw.startswith("/") else "a path relative to the working directory"
+        out.append(
+            failed(
+                FAMILY,
+                f"closure: search path entry {raw}",
+                f"{shown} search {raw}, {what} not relative to the library ($ORIGIN): the loader searches "
+                "that directory on the user's machine (a build path; auditwheel removes such entries)",
+                evidence,
+                rule="build_path",
+            )
+        )
+    return out
 
 
 def _loaded_by_name(ctx: AuditContext) -> CheckResult | None:
@@ -193,7 +373,7 @@ def _providers_line(ctx: AuditContext) -> str:
 def _extra_problem(ctx: AuditContext, res: Resolution) -> str | None:
     """With ``required_extras`` set, a provider that only an unlisted extra installs is a failure."""
     wanted = ctx.policy.closure.required_extras
-    if wanted is None or res.via not in (Via.OPTIONAL, Via.PRELOADED, Via.RUNTIME):
+    if wanted is None or res.via not in (Via.OPTIONAL, Via.PRELOADED, Via.RUNTIME, Via.PACKAGE_PRELOAD):
         return None
     extra = canonicalize_name(res.extra) if res.extra else None
     if extra is None or extra in {canonicalize_name(e) for e in wanted}:

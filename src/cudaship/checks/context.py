@@ -107,6 +107,39 @@ class AuditContext:
             out.setdefault(posixpath.basename(path).lower(), []).append(path)
         return out
 
+    @cached_property
+    def by_soname(self) -> dict[str, list[str]]:
+        """ELF SONAME (and, for every host binary, the lower-cased base name) -> installed paths: the names
+        under which the loader finds an already loaded library (glibc matches a loaded object's SONAME)."""
+        out: dict[str, list[str]] = {}
+        for path, report in sorted(self.libraries.items()):
+            assert report.host is not None
+            names = {posixpath.basename(path).lower()}
+            if report.host.soname:
+                names.add(report.host.soname.lower())
+            for name in names:
+                out.setdefault(name, []).append(path)
+        return out
+
+    @cached_property
+    def needed_by(self) -> dict[str, tuple[str, ...]]:
+        """Installed path -> the shipped libraries whose DT_NEEDED / imports name it (by SONAME or file
+        name): who loads it, within the wheel (glibc's loading chain, ``l_loader``)."""
+        out: dict[str, list[str]] = {}
+        for path, report in sorted(self.libraries.items()):
+            assert report.host is not None
+            for imp in report.host.imports:
+                for target in self.by_soname.get(posixpath.basename(imp.library).lower(), ()):
+                    if target != path and path not in out.setdefault(target, []):
+                        out[target].append(path)
+        return {k: tuple(v) for k, v in out.items()}
+
+    #: canonical names of host packages the wheel's libraries need but do not declare (filled by the
+    #: closure checks, see :mod:`cudaship.checks.resolve`)
+    host_packages: set[str] = field(default_factory=set)
+    #: values the load model computes once per wheel (see :mod:`cudaship.checks.resolve`)
+    memo: dict[str, object] = field(default_factory=dict)
+
     # --- platform, train, requirements ------------------------------------------------------------------
 
     @property

@@ -152,6 +152,7 @@ def audit_scanned(
         notes=tuple(ctx.notes),
         unreadable=tuple(scan.unreadable),
         imports=tuple(ctx.static_imports),
+        host_packages=tuple(sorted(ctx.host_packages)),
     )
 
 
@@ -201,6 +202,7 @@ def _scan_and_check(
     if is_program(Path(path)):
         scan = scan_program(path, observer=hooks)
     else:
+
         def on_dist(dist: DistInfo, filename: str) -> None:
             if ahead is not None:
                 ahead.start(dist, platform_of(dist, filename)[0])  # the platform audit_scanned will use

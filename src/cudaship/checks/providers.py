@@ -9,6 +9,7 @@ import fnmatch
 import posixpath
 import threading
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -65,6 +66,23 @@ class WheelProviders:
                 if fnmatch.fnmatchcase(path, pattern):
                     return f"{c.project}'s loader conventions, knowledge/data/providers.toml"
         return None
+
+    @cached_property
+    def _module_owners(self) -> dict[str, Reached]:
+        """Top-level and second-level directories (``librmm``, ``nvidia/cublas``) -> the distribution in the
+        closure that installs files there (the first one reached)."""
+        out: dict[str, Reached] = {}
+        for r in self.closure.reached:
+            for f in r.dist.files:
+                parts = f.split("/")
+                for depth in (1, 2):
+                    if len(parts) > depth:
+                        out.setdefault("/".join(parts[:depth]), r)
+        return out
+
+    def owner_of_module(self, module_dir: str) -> Reached | None:
+        """The distribution installing the Python package directory ``module_dir`` (``librmm``)."""
+        return self._module_owners.get(module_dir)
 
     def installed(self, path: str) -> Provided | None:
         """The provider of an installed path, preferring one that is always installed over an extra's."""

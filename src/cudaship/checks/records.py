@@ -275,6 +275,10 @@ class WheelAudit:
     imports: tuple[StaticImport, ...] = ()
     #: what ``audit --load`` saw, when it ran
     load: LoadCheck | None = None
+    #: canonical names of host packages the wheel's libraries need but do not declare (an extension whose
+    #: RUNPATH points into torch/lib, or that links libc10.so, with no torch requirement): ``audit --load``
+    #: installs them too. See knowledge/data/hosts.toml.
+    host_packages: tuple[str, ...] = ()
 
     @property
     def summary(self) -> Summary:

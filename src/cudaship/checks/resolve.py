@@ -16,15 +16,19 @@ of a requirement other than the index's (torch's CUDA builds); a library loaded 
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
+
+from packaging.utils import canonicalize_name
 
 from cudaship.binary.records import FileFormat, Import
 from cudaship.checks import nvidia
 from cudaship.checks.context import AuditContext
 from cudaship.checks.policy import name_match
 from cudaship.checks.providers import WheelProviders
+from cudaship.checks.pyloads import preloaded_by_package
 from cudaship.inspection.records import FileReport
+from cudaship.knowledge.hosts import Host, host_of_directory, host_of_library
 from cudaship.knowledge.libraries import cudart_major
 from cudaship.knowledge.program_runtimes import runtime_providing
 from cudaship.knowledge.providers import builds_providing, conventions_for
@@ -49,6 +53,13 @@ class Via(str, Enum):
     PYTHON = "python"
     #: a program's import that the runtime loading it provides (torch's libtorch_cpu.so)
     PROGRAM_RUNTIME = "program-runtime"
+    #: the SONAME of a library shipped in the wheel, off the search path: satisfied once that library is
+    #: loaded (a plugin its host library loads; glibc reuses a loaded object whose SONAME matches)
+    LOADED = "loaded"
+    #: installed by a requirement and loaded first by the package's own Python code (ctypes.CDLL, ...)
+    PACKAGE_PRELOAD = "package-preload"
+    #: a library of a host package the wheel does not declare (torch): the user installs and imports it first
+    HOST = "host"
     ALLOWED = "allowed"  #: the policy allows it unresolved
     UNRESOLVED = "unresolved"
 
@@ -60,41 +71,89 @@ class Resolution:
     detail: str = ""  #: one phrase explaining the result (requirement name, why not found)
     note: str | None = None  #: passes, but worth saying (an extra is needed, found at run time, ...)
     extra: str | None = None  #: the wheel's extra under which the provider is installed (None: always)
+    #: what a conditional resolution depends on, shared by every import it serves: the undeclared host
+    #: package, the Python file that preloads, the sibling that must be loaded first
+    cause: str | None = None
 
     @property
     def ok(self) -> bool:
         return self.via is not Via.UNRESOLVED
 
 
+def _expand(entries: tuple[str, ...], origin: str) -> list[str]:
+    """ELF RPATH / RUNPATH entries as installed directories (``$ORIGIN`` is ``origin``)."""
+    dirs: list[str] = []
+    for entry in entries:
+        for raw in entry.split(":"):
+            if not raw:
+                continue
+            d = raw.replace("${ORIGIN}", "$ORIGIN")
+            if d.startswith("$ORIGIN"):
+                dirs.append(posixpath.normpath(posixpath.join(origin, d[len("$ORIGIN") :].lstrip("/"))))
+            else:
+                dirs.append("/" + d.lstrip("/") if d.startswith("/") else d)
+    return dirs
+
+
 def search_dirs(ctx: AuditContext, path: str, report: FileReport) -> tuple[str, ...]:
-    """Installed directories the loader searches for ``report``'s imports (``..`` may leave site-packages)."""
+    """Installed directories the loader searches for ``report``'s imports (``..`` may leave site-packages),
+    in order: for ELF see :func:`search_path`."""
+    return tuple(dict.fromkeys(d for d, _whence in search_path(ctx, path, report)))
+
+
+def search_path(ctx: AuditContext, path: str, report: FileReport) -> tuple[tuple[str, str], ...]:
+    """(directory, where the loader took it from) for ``report``'s imports, in the loader's order.
+
+    ELF, as glibc's ``_dl_map_new_object`` (elf/dl-load.c) searches: a library with DT_RUNPATH searches its
+    DT_RUNPATH only (get-dynamic-info.h drops DT_RPATH when DT_RUNPATH is present); one without searches its
+    own DT_RPATH, then the DT_RPATH of the object that loaded it (``l_loader``), and so on up the chain. In a
+    wheel the chain is the shipped libraries that need it (:attr:`AuditContext.needed_by`), up to the module
+    Python loads; an object above with DT_RUNPATH contributes nothing but the chain goes on through it. Where
+    several shipped libraries need it, the directories of every chain are searched (which one loads it first
+    depends on the import order), nearest first. Computed once per library."""
+    memo = ctx.memo.setdefault("search_path", {})
+    assert isinstance(memo, dict)
+    found = memo.get(path)
+    if found is None:
+        found = memo[path] = _search_path(ctx, path, report)
+    return found
+
+
+def _search_path(ctx: AuditContext, path: str, report: FileReport) -> tuple[tuple[str, str], ...]:
     host = report.host
     assert host is not None
     origin = posixpath.dirname(path)
     if report.format is FileFormat.ELF:
-        entries = host.runpath if host.runpath else host.rpath
-        dirs: list[str] = []
-        for entry in entries:
-            for raw in entry.split(":"):
-                if not raw:
+        if host.runpath:
+            return tuple((d, "DT_RUNPATH") for d in dict.fromkeys(_expand(host.runpath, origin)))
+        out: dict[str, str] = {d: "DT_RPATH" for d in _expand(host.rpath, origin)}
+        seen = {path}
+        level = list(ctx.needed_by.get(path, ()))
+        while level:  # breadth first: the nearest loader's DT_RPATH comes first
+            following: list[str] = []
+            for loader in level:
+                if loader in seen:
                     continue
-                d = raw.replace("${ORIGIN}", "$ORIGIN")
-                if d.startswith("$ORIGIN"):
-                    dirs.append(posixpath.normpath(posixpath.join(origin, d[len("$ORIGIN") :].lstrip("/"))))
-                else:
-                    dirs.append("/" + d.lstrip("/") if d.startswith("/") else d)
-        return tuple(dict.fromkeys(dirs))
+                seen.add(loader)
+                above = ctx.libraries.get(loader)
+                if above is None or above.host is None or above.format is not FileFormat.ELF:
+                    continue
+                if not above.host.runpath:
+                    for d in _expand(above.host.rpath, posixpath.dirname(loader)):
+                        out.setdefault(d, f"DT_RPATH of {loader}, above it in the loading chain")
+                following.extend(ctx.needed_by.get(loader, ()))
+            level = following
+        return tuple(out.items())
     if report.format is FileFormat.PE:
-        return tuple(
-            dict.fromkeys((origin, *ctx.policy.closure.runtime_dirs, *ctx.providers.dll_directories))
-        )
+        dirs = (origin, *ctx.policy.closure.runtime_dirs, *ctx.providers.dll_directories)
+        return tuple((d, "search order") for d in dict.fromkeys(dirs))
     # Mach-O: @loader_path and @rpath entries
-    dirs = [origin]
+    macho = [origin]
     for entry in host.rpath:
         if entry.startswith(("@loader_path", "@executable_path")):
             rest = entry.split("/", 1)[1] if "/" in entry else ""
-            dirs.append(posixpath.normpath(posixpath.join(origin, rest)))
-    return tuple(dict.fromkeys(dirs))
+            macho.append(posixpath.normpath(posixpath.join(origin, rest)))
+    return tuple((d, "LC_RPATH") for d in dict.fromkeys(macho))
 
 
 def _in_dir(ctx: AuditContext, directory: str, name: str, case_insensitive: bool) -> str | None:
@@ -123,16 +182,21 @@ def resolve(ctx: AuditContext, path: str, report: FileReport, imp: Import) -> Re
             return Resolution(Via(provider.value), None, f"{provider.value} library")
         return Resolution(Via.UNRESOLVED, None, f"absolute path {name} outside the wheel")
     # 2. the search path: shipped files, then files a requirement installs there
-    dirs = search_dirs(ctx, path, report)
-    for d in dirs:
+    searched = search_path(ctx, path, report)
+    dirs = tuple(d for d, _whence in searched)
+    for d, whence in searched:
         found = _in_dir(ctx, d, name, pe)
         if found is not None:
-            return Resolution(Via.SHIPPED, found, f"shipped at {found}")
+            inherited = f", through the {whence}" if whence.startswith("DT_RPATH of ") else ""
+            return Resolution(Via.SHIPPED, found, f"shipped at {found}{inherited}")
     providers = ctx.providers
-    for d in dirs:
+    for d, whence in searched:
         provided = _provided_in(providers, d, name, pe)
         if provided is not None:
-            return _from_requirement(ctx, name, provided)
+            res = _from_requirement(ctx, name, provided)
+            if whence.startswith("DT_RPATH of "):
+                res = replace(res, detail=f"{res.detail}, through the {whence}")
+            return res
     # 3. the driver, the interpreter, the operating system, the policy's allow list
     provider = provider_of(name, platform, ctx.policy.closure.system_libraries)
     if provider is Provider.DRIVER:
@@ -162,6 +226,14 @@ def resolve(ctx: AuditContext, path: str, report: FileReport, imp: Import) -> Re
             note,
             loader.extra,
         )
+    # 4b. a library of a host package the wheel does not declare (torch): its users import the host first
+    host = _undeclared_host(ctx, name, searched, platform)
+    if host is not None:
+        return host
+    # 4c. the SONAME of a library shipped in the wheel, off the search path: already loaded by then
+    loaded = _loaded_sibling(ctx, path, report, name)
+    if loaded is not None:
+        return loaded
     # 5. found at run time by name wherever a requirement installs it
     lookup = providers.runtime_lookup
     anywhere = providers.named(name)
@@ -199,6 +271,10 @@ def resolve(ctx: AuditContext, path: str, report: FileReport, imp: Import) -> Re
         return Resolution(
             Via.BUILD, None, f"{name} ← {r.dist.name} (CUDA {build.cuda} build) via {r.via}", note
         )
+    # 6b. installed by a requirement and loaded first by the package's own Python code
+    preload = _package_preload(ctx, name, anywhere, pe)
+    if preload is not None:
+        return preload
     # 7. the importing library is loaded only on demand
     what = providers.on_demand(path)
     if what is not None:
@@ -207,6 +283,17 @@ def resolve(ctx: AuditContext, path: str, report: FileReport, imp: Import) -> Re
     shipped_elsewhere = ctx.by_name.get(posixpath.basename(name).lower(), [])
     where = ", ".join(dirs) if dirs else "none"
     if shipped_elsewhere:
+        added = preloaded_by_package(ctx, name, shipped_elsewhere[0], pe)
+        if added is not None:  # a vendored directory the package's code adds (delvewheel's patch)
+            where_py, mechanism = added
+            note = f"preloaded by the package's Python code ({where_py}: {mechanism})"
+            return Resolution(
+                Via.PACKAGE_PRELOAD,
+                shipped_elsewhere[0],
+                f"{name} shipped at {shipped_elsewhere[0]}, off the search path, {note}",
+                note,
+                cause=where_py,
+            )
         return Resolution(
             Via.UNRESOLVED,
             None,
@@ -226,6 +313,157 @@ def resolve(ctx: AuditContext, path: str, report: FileReport, imp: Import) -> Re
         Via.UNRESOLVED,
         None,
         f"not shipped, not a system library, no requirement provides it (searched: {where})",
+    )
+
+
+def _declared_projects(ctx: AuditContext) -> set[str]:
+    names: set[str] = {canonicalize_name(r.name) for r in ctx.declared}
+    names.update(canonicalize_name(r.dist.name) for r in ctx.providers.closure.reached)
+    return names
+
+
+def undeclared_hosts(ctx: AuditContext) -> tuple[Host, ...]:
+    """Host packages (knowledge/data/hosts.toml) the wheel's libraries need, by a library's name or a RUNPATH
+    entry into the host's directory, that the wheel does not declare: its users install and import them
+    first (torch). Computed once per wheel."""
+    cached = ctx.memo.get("undeclared_hosts")
+    if isinstance(cached, tuple):
+        return cached
+    own = canonicalize_name(ctx.scan.dist.metadata.name or "")
+    declared = _declared_projects(ctx) | {own}  # a host's own wheel does not depend on itself
+    found: dict[str, Host] = {}
+    for path, report in sorted(ctx.libraries.items()):
+        assert report.host is not None
+        candidates = [host_of_library(i.library, own) for i in report.host.imports]
+        if report.format is FileFormat.ELF:
+            candidates += [host_of_directory(d, own) for d in search_dirs(ctx, path, report)]
+        for h in candidates:
+            if h is not None and canonicalize_name(h.project) not in declared:
+                found.setdefault(h.project, h)
+    hosts = tuple(found.values())
+    ctx.memo["undeclared_hosts"] = hosts
+    return hosts
+
+
+def _undeclared_host(
+    ctx: AuditContext, name: str, searched: tuple[tuple[str, str], ...], platform: str
+) -> Resolution | None:
+    """A library of a host package the wheel does not declare, or one that host's builds bring and load
+    first (torch's CUDA libraries): a warning naming the mechanism (class 4 of issue 21), never a pass nor
+    an error."""
+    hosts = undeclared_hosts(ctx)
+    if not hosts:
+        return None
+    base = posixpath.basename(name)
+    for host in hosts:
+        if not host.owns_library(name):
+            continue
+        ctx.host_packages.add(canonicalize_name(host.project))
+        for d, whence in searched:
+            if host.owns_directory(d):
+                mechanism = f"{whence} entry {d} points into {host.project}'s directory"
+                break
+        else:
+            mechanism = (
+                f"{base} is {host.project}'s library, matched by name once `import {host.module}` loaded it"
+            )
+        return _host_resolution(host, mechanism)
+    for host in hosts:
+        build = builds_providing(host.project, base, platform)
+        if build is None:
+            continue
+        ctx.host_packages.add(canonicalize_name(host.project))
+        mechanism = f"{base} comes with {build.note}, loaded by `import {host.module}` first"
+        return _host_resolution(host, mechanism)
+    return None
+
+
+def _host_resolution(host: Host, mechanism: str) -> Resolution:
+    return Resolution(
+        Via.HOST,
+        None,
+        f"depends on {host.project}, not declared: {mechanism}; users must install {host.project} first "
+        f"(and import {host.module} before this package)",
+        f"depends on {host.project}, not declared",
+        cause=canonicalize_name(host.project),
+    )
+
+
+def is_extension_module(path: str, report: FileReport) -> bool:
+    """A Python extension module (what ``import`` loads): ``PyInit_<name>`` exported, or an extension
+    suffix (``.cpython-312-x86_64-linux-gnu.so``, ``.abi3.so``, ``.pyd``)."""
+    base = posixpath.basename(path)
+    stem = base.split(".", 1)[0]
+    host = report.host
+    if host is not None and f"PyInit_{stem}" in host.exports:
+        return True
+    lowered = base.lower()
+    return lowered.endswith(".pyd") or ".cpython-" in lowered or lowered.endswith(".abi3.so")
+
+
+def _loaded_sibling(ctx: AuditContext, path: str, report: FileReport, name: str) -> Resolution | None:
+    """An import naming the SONAME of a library shipped in the same wheel, which the search path does not
+    reach (class 3 of issue 21). glibc first looks for an already loaded object of that name
+    (``_dl_lookup_map``); so the import is satisfied when that library is loaded before the importer.
+
+    The rule: a plugin, a library that no shipped library needs and whose name a shipped library stores for
+    dlopen (its host loads it, so the host is loaded by then), is satisfied. Any other library that no
+    shipped library needs (a Python extension module, a library the package's code loads) is satisfied
+    only when something loaded the library first, which the import order decides: a warning naming that.
+    A library that is itself needed by another (loaded as part of a chain) gets no such benefit: the loader
+    searches for the name then, and fails (unless an RPATH up the chain reaches it)."""
+    if report.format is not FileFormat.ELF or ctx.needed_by.get(path):
+        return None
+    targets = [t for t in ctx.by_soname.get(posixpath.basename(name).lower(), ()) if t != path]
+    if not targets:
+        return None
+    target = targets[0]
+    own = posixpath.basename(path)
+    loaders = [
+        p
+        for p, r in sorted(ctx.libraries.items())
+        if p != path
+        and r.host is not None
+        and own in {posixpath.basename(n) for n in r.host.embedded_library_names}
+    ]
+    if loaders:
+        return Resolution(
+            Via.LOADED,
+            target,
+            f"the SONAME of {target}, shipped in the wheel: {own} is a plugin {loaders[0]} loads by name "
+            f"(dlopen), so {posixpath.basename(target)} is loaded by then (glibc reuses the loaded object of "
+            "that SONAME)",
+        )
+    what = "a Python module" if is_extension_module(path, report) else "loaded by no shipped library"
+    return Resolution(
+        Via.LOADED,
+        target,
+        f"the SONAME of {target}, shipped in the wheel but not on the search path of {own} ({what}): "
+        f"satisfied only when {target} is already loaded when {own} is loaded",
+        "loaded first",
+        cause=target,
+    )
+
+
+def _package_preload(ctx: AuditContext, name: str, provided: Provided | None, pe: bool) -> Resolution | None:
+    """Installed by a declared requirement and loaded first by the package's own Python code (class 1 of
+    issue 21): ``ctypes.CDLL`` by name or glob, a helper loading that directory, ``os.add_dll_directory``."""
+    if provided is None:
+        return None
+    found = preloaded_by_package(ctx, name, provided.path, pe, provided.reached)
+    if found is None:
+        return None
+    where, mechanism = found
+    note = f"preloaded by the package's Python code ({where}: {mechanism})"
+    if provided.reached.extra:
+        note = f"provided when installed as {_own(ctx)}[{provided.reached.extra}]; {note}"
+    return Resolution(
+        Via.PACKAGE_PRELOAD,
+        provided.path,
+        f"{name} ← {provided.reached.label()} at {provided.path}, {note}",
+        note,
+        provided.reached.extra,
+        cause=where,
     )
 
 

@@ -147,6 +147,34 @@ FAMILIES: tuple[Family, ...] = (
                 "a DT_NEEDED / imported DLL none of whose symbols is used",
                 "closure: unused imports in ",
             ),
+            Rule(
+                "package_preload",
+                WARNING,
+                "an import found only because the package's own Python code loads it first (ctypes.CDLL, "
+                "a load_library() helper, os.add_dll_directory) from a declared requirement",
+                "closure: preloaded by the package's Python code in ",
+            ),
+            Rule(
+                "undeclared_host",
+                WARNING,
+                "a library of a host package the wheel does not declare (torch): users install and import "
+                "it first",
+                "closure: undeclared host package ",
+            ),
+            Rule(
+                "loaded_first",
+                WARNING,
+                "a library no shipped library loads (a Python module) needs one shipped off its search "
+                "path: it loads only when that one is already loaded",
+                "closure: needs a sibling loaded first: ",
+            ),
+            Rule(
+                "build_path",
+                WARNING,
+                "an RPATH / RUNPATH entry not relative to the library ($ORIGIN): an absolute build path the "
+                "user's machine may have",
+                "closure: search path entry ",
+            ),
         ),
     ),
     Family(

@@ -36,6 +36,7 @@ from cudaship.archive.spill import Budget, Hasher, Sink, released
 from cudaship.archive.zip import ZipArchive, ZipFile, ZipMember
 from cudaship.errors import ArchiveError, WheelError
 from cudaship.inspection.records import ContainerKind, FileReport
+from cudaship.wheel import pyloads
 from cudaship.wheel.metadata import (
     MAX_METADATA_BYTES,
     MAX_RECORD_BYTES,
@@ -47,6 +48,7 @@ from cudaship.wheel.metadata import (
     find_dist_info,
     read_dist_info,
 )
+from cudaship.wheel.pyloads import LibraryList, PythonLoads
 
 #: Members from this size on are hashed on a helper thread while the next chunks are inflated.
 _THREADED_HASH = 8 << 20
@@ -79,6 +81,10 @@ class ScannedWheel:
     program_train: str | None = None
     train_evidence: str | None = None
     program_notes: tuple[str, ...] = ()
+    #: the package's Python files that load native libraries themselves (ctypes.CDLL, add_dll_directory,
+    #: a helper), and shipped lists of library names (see :mod:`cudaship.wheel.pyloads`)
+    python_loads: tuple[PythonLoads, ...] = ()
+    library_lists: tuple[LibraryList, ...] = ()
 
     @property
     def uncompressed_size(self) -> int:
@@ -103,6 +109,7 @@ class _Result:
     algorithm: str
     report: FileReport | None
     error: str | None
+    loads: PythonLoads | LibraryList | None = None
 
 
 def _scan_member(
@@ -123,7 +130,13 @@ def _scan_member(
             with released(memoryview(whole)) as view:
                 report = member_report(view, name, container=path, toolkit_sample=details)
         digest = b64_digest(hashlib.new(algorithm, whole).digest())
-        return _Result(name, len(whole), digest, algorithm, report, None)
+        loads: PythonLoads | LibraryList | None = None
+        if report is None:
+            if pyloads.is_python_source(name):
+                loads = pyloads.python_loads(name, whole)
+            elif pyloads.is_library_list(name):
+                loads = pyloads.library_list(name, whole)
+        return _Result(name, len(whole), digest, algorithm, report, None, loads)
     hasher: Hasher | None = None
     size = 0
     sink: Sink | None = None
@@ -246,6 +259,8 @@ def _scan(
             results = done + _run(label, archive, order, verifier, own, details, hooks, inline=False, ref=ref)
 
     reports: dict[str, FileReport] = {}
+    python: list[PythonLoads] = []
+    lists: list[LibraryList] = []
     unreadable: list[tuple[str, str]] = []
     sizes: dict[str, int] = {}
     for res in results:
@@ -258,6 +273,10 @@ def _scan(
         verifier.observe(res.name, res.algorithm, res.digest, res.size)
         if res.report is not None:
             reports[res.name] = res.report
+        if isinstance(res.loads, PythonLoads):
+            python.append(res.loads)
+        elif isinstance(res.loads, LibraryList):
+            lists.append(res.loads)
     members = tuple(MemberFacts(i.name, sizes.get(i.name, i.size), i.compressed_size) for i in infos)
     return ScannedWheel(
         path=label,
@@ -267,6 +286,8 @@ def _scan(
         reports=dict(sorted(reports.items())),
         record_problems=verifier.problems(),
         unreadable=tuple(sorted(unreadable)),
+        python_loads=tuple(sorted(python, key=lambda p: p.file)),
+        library_lists=tuple(sorted(lists, key=lambda p: p.file)),
     )
 
 

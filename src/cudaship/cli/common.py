@@ -69,6 +69,8 @@ def quick_gil_handover(interval: float = 0.001) -> Iterator[None]:
         yield
     finally:
         sys.setswitchinterval(before)
+
+
 def to_terminal(output: str | None) -> bool:
     """The report goes to standard output and that is a terminal."""
     return output in (None, "-") and sys.stdout.isatty()

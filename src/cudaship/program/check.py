@@ -167,9 +167,7 @@ def _train_driver(train: Train, driver: str, platform: str) -> str | None:
 
     drv = parse_driver(driver, platform)
     if drv.cuda is not None and drv.cuda.major < train.major:
-        return (
-            f"{drv.phrase} is older than CUDA {train.major}, which the program was exported with"
-        )
+        return f"{drv.phrase} is older than CUDA {train.major}, which the program was exported with"
     floor = minor_compat_floor(train.major, platform)
     if floor is not None and drv.version is not None and not drv.meets(floor):
         return f"driver {drv.version} is below {floor}, the oldest that runs CUDA {train.major}.x"

@@ -224,4 +224,3 @@ def export_program(
                 "crashes; re-export with --cxx pointing at a compiler that links libstdc++ dynamically"
             )
     return ExportResult(out_dir, prov, info, export_s, tuple(warnings))
-

@@ -1,0 +1,123 @@
+"""Whether the package's own Python code loads a library before its extensions (class 1 of issue 21), from
+the facts :mod:`cudaship.wheel.pyloads` read in the scan.
+
+A library a declared requirement installs at ``<dir>/<name>`` counts as preloaded by the package when one of
+its Python files:
+
+* calls a loader (``ctypes.CDLL``, ``cdll.LoadLibrary``, ``ctypes.WinDLL``) and names ``<name>``
+  itself, as a string or in a shipped list of library names (``.json`` / ``.txt``) the file names;
+* calls a loader and holds a glob matching ``<name>`` (``lib*.so.*``) while naming every distinctive part
+  of ``<dir>`` (``nvidia``, ``cublas``: ``lib``, ``bin`` and the like are not distinctive) in its strings
+  or dotted names: it loads that directory;
+* calls a ``load_library()`` helper of the module that installs ``<dir>`` (``nvidia.cublas.load_library()``)
+  or of a distribution whose requirements install it (``librmm.load_library()``);
+* on Windows, calls ``os.add_dll_directory`` naming every distinctive part of ``<dir>``.
+
+What it cannot see (a name computed at run time, a directory named only through a variable of another
+module) stays unresolved: the loader oracle (``audit --load``) is the judge there.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import posixpath
+from typing import TYPE_CHECKING
+
+from cudaship.wheel.pyloads import LoadCall, PythonLoads
+
+if TYPE_CHECKING:
+    from cudaship.checks.context import AuditContext
+    from cudaship.providers.records import Reached
+
+_GENERIC = frozenset({"", ".", "..", "lib", "lib64", "bin", "site-packages", "dist-packages"})
+
+
+def _leaf(text: str) -> str:
+    return text.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+
+
+def _parts(strings: tuple[str, ...], dotted: tuple[str, ...]) -> set[str]:
+    out = set(dotted)
+    for s in strings:
+        out.update(s.replace("\\", "/").split("/"))
+    return out
+
+
+def _names(ctx: AuditContext, loads: PythonLoads) -> tuple[set[str], str | None]:
+    """Library names the file's strings hold, with those of the shipped lists it names (and the first such
+    list's path)."""
+    names = {_leaf(s) for s in loads.strings}
+    listed: str | None = None
+    by_leaf = {posixpath.basename(lst.file): lst for lst in ctx.scan.library_lists}
+    for s in loads.strings:
+        lst = by_leaf.get(_leaf(s))
+        if lst is not None:
+            names.update(lst.names)
+            listed = listed or ctx.installed.get(lst.file, lst.file)
+    return names, listed
+
+
+def _first(calls: tuple[LoadCall, ...], kind: str) -> LoadCall | None:
+    return next((c for c in calls if c.kind == kind), None)
+
+
+def _brings(helper: Reached, reached: Reached | None) -> bool:
+    """``reached`` is the helper's distribution or one of its requirements (its chain passes through it)."""
+    if reached is None:
+        return False
+    n = len(helper.chain)
+    return reached is helper or (len(reached.chain) > n and reached.chain[:n] == helper.chain)
+
+
+def preloaded_by_package(
+    ctx: AuditContext, name: str, provided: str, pe: bool, reached: Reached | None = None
+) -> tuple[str, str] | None:
+    """(the Python file as installed, the mechanism in words) when the package's own code loads ``name``,
+    installed at ``provided`` (by ``reached``, a requirement; None: shipped in the wheel) before its
+    extensions; None when no file does.
+
+    A ``load_library()`` helper of a required distribution loads that distribution's libraries, which load
+    theirs: a library installed by the helper's distribution or by one of its own requirements counts as
+    preloaded by that call."""
+    base = posixpath.basename(name)
+    directory = posixpath.dirname(provided)
+    wanted = [c for c in directory.split("/") if c.lower() not in _GENERIC]
+
+    def same(a: str, b: str) -> bool:
+        return a.lower() == b.lower() if pe else a == b
+
+    for loads in ctx.scan.python_loads:
+        where = ctx.installed.get(loads.file, loads.file)
+        dlopen = _first(loads.calls, "dlopen")
+        names, listed = _names(ctx, loads)
+        parts = _parts(loads.strings, loads.dotted)
+        covers = bool(wanted) and all(w in parts for w in wanted)
+        if dlopen is not None:
+            if any(same(n, base) for n in names):
+                via = (
+                    f", listed in {listed}"
+                    if listed and base not in {_leaf(s) for s in loads.strings}
+                    else ""
+                )
+                return where, f"{dlopen.mechanism} line {dlopen.line} loads {base}{via}"
+            globs = [n for n in names if any(ch in n for ch in "*?[") and fnmatch.fnmatch(base, n)]
+            if globs and covers:
+                return where, f"{dlopen.mechanism} line {dlopen.line} loads {globs[0]} from {directory}"
+        for call in loads.calls:
+            if call.kind != "helper":
+                continue
+            if call.scope and wanted and all(w in call.scope for w in wanted):
+                return where, f"{call.mechanism} line {call.line} loads {directory}"
+            owner = ctx.providers.owner_of_module("/".join(call.scope)) if call.scope else None
+            if owner is not None and reached is not None and _brings(owner, reached):
+                tail = "" if owner is reached else f", which need those of {reached.dist.name}"
+                return where, (
+                    f"{call.mechanism} line {call.line} loads the libraries of {owner.dist.name}{tail}"
+                )
+        directory_call = _first(loads.calls, "directory")
+        if pe and directory_call is not None and covers:
+            return (
+                where,
+                f"{directory_call.mechanism} line {directory_call.line} adds {directory} to the DLL search",
+            )
+    return None

@@ -1,0 +1,164 @@
+"""What a wheel's Python code loads itself before its extensions: the reader behind class 1 of issue 21.
+
+A package may load the native libraries its extension needs from its own Python code, before importing the
+extension: ``ctypes.CDLL(path, mode=RTLD_GLOBAL)`` / ``cdll.LoadLibrary`` / ``ctypes.WinDLL`` over names,
+paths or globs, ``os.add_dll_directory`` (Windows), a ``load_library()`` helper of another package, over a
+shipped JSON or text list of library names. glibc then matches the extension's DT_NEEDED against the loaded
+object's SONAME; Windows reuses a loaded DLL of the same name.
+
+:func:`python_loads` reads one ``.py`` member: only a file that names one of those mechanisms is read
+(a byte search first), with regular expressions (linear in its size; :mod:`ast` was measured at 0.8 s for
+torch's 25 such files, the expressions at a few milliseconds), and only files up to :data:`MAX_SOURCE` bytes;
+what it keeps is bounded (:data:`MAX_STRINGS` strings, calls and dotted names). :func:`library_list` reads
+a small ``.json`` / ``.txt`` member for library names. Neither runs the code.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+#: .py members larger than this are not read (generated tables, vendored modules)
+MAX_SOURCE = 1 << 20
+#: at most this many strings / dotted names kept per file
+MAX_STRINGS = 4096
+#: .json / .txt members larger than this are not read for library names
+MAX_LIST = 64 << 10
+
+#: the call names that load a library or add a directory to the search (attribute or plain name)
+_LOADERS = {
+    "CDLL": "dlopen",
+    "PyDLL": "dlopen",
+    "WinDLL": "dlopen",
+    "OleDLL": "dlopen",
+    "LoadLibrary": "dlopen",
+    "LoadLibraryEx": "dlopen",
+    "add_dll_directory": "directory",
+    "load_library": "helper",
+}
+#: a file is read only when it holds one of these: ctypes' loaders come from ``ctypes``, the helpers are
+#: ``load_library``, the DLL directory is ``add_dll_directory`` (three byte searches: torch's 47 MiB of
+#: Python in 0.07 s of one core)
+_TRIGGERS = (b"ctypes", b"load_library", b"dll_dir")
+_LIBRARY_NAME = re.compile(rb"(?:lib[\w.+-]*\.so(?:\.\d+)*|[\w.+-]+\.(?:dll|dylib))", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class LoadCall:
+    line: int
+    #: ``dlopen`` (loads a file), ``directory`` (adds a DLL directory), ``helper`` (a package's loader)
+    kind: str
+    mechanism: str  #: as written: ``ctypes.CDLL(..., RTLD_GLOBAL)``, ``nvidia.cublas.load_library()``
+    scope: tuple[str, ...] = ()  #: the dotted module a helper belongs to (``nvidia``, ``cublas``)
+
+
+@dataclass(frozen=True)
+class PythonLoads:
+    """One ``.py`` member that loads native libraries itself."""
+
+    file: str  #: member path in the wheel
+    calls: tuple[LoadCall, ...]
+    strings: tuple[str, ...]  #: string literals of the file (names, path parts, globs), bounded
+    dotted: tuple[str, ...]  #: components of dotted names it uses (``nvidia.cublas.__file__``), bounded
+
+
+@dataclass(frozen=True)
+class LibraryList:
+    """A shipped data file (``.json`` / ``.txt``) that lists library names."""
+
+    file: str
+    names: tuple[str, ...]
+
+
+_CALL = re.compile(rb"(" + "|".join(sorted(_LOADERS, key=len, reverse=True)).encode() + rb")\s*\(")
+#: the dotted prefix written just before a loader's name (``ctypes.``, ``ctypes.cdll.``, ``librmm.``)
+_PREFIX = re.compile(rb"(?:[A-Za-z_]\w*\.)+$")
+_STRING = re.compile(rb"'([^'\\\n]{1,256})'|\"([^\"\\\n]{1,256})\"")
+_DOTTED = re.compile(rb"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+#: how far past a call's opening parenthesis its arguments are read (for RTLD_GLOBAL)
+_ARGS = 512
+
+
+def _arguments(data: bytes, start: int) -> bytes:
+    """The text of a call's arguments from just after its ``(`` to the matching ``)`` (at most :data:`_ARGS`
+    bytes)."""
+    depth = 1
+    end = min(len(data), start + _ARGS)
+    for i in range(start, end):
+        c = data[i]
+        if c == 0x28:  # (
+            depth += 1
+        elif c == 0x29:  # )
+            depth -= 1
+            if depth == 0:
+                return data[start:i]
+    return data[start:end]
+
+
+def python_loads(name: str, data: bytes) -> PythonLoads | None:
+    """The loading calls of the Python source ``data`` (member ``name``), or None when it has none (or is
+    too large). Read with regular expressions, not executed nor parsed: a call is a loader's name followed by
+    ``(`` (not a ``def``), with the dotted prefix written before it; strings are the quoted literals of one
+    line; linear in the file's size."""
+    if len(data) > MAX_SOURCE or not any(t in data for t in _TRIGGERS):
+        return None
+    calls: list[LoadCall] = []
+    for m in _CALL.finditer(data):
+        start = m.start()
+        before = data[max(0, start - 128) : start]
+        if before.endswith(b"def ") or (before and (before[-1:].isalnum() or before[-1:] == b"_")):
+            continue  # a definition, or a longer name that ends like a loader's
+        dotted_prefix = _PREFIX.search(before)
+        prefix = dotted_prefix.group(0).decode("ascii", "replace").rstrip(".") if dotted_prefix else ""
+        loader = m.group(1).decode("ascii")
+        kind = _LOADERS[loader]
+        path = (*prefix.split("."), loader) if prefix else (loader,)
+        written = ".".join(path)
+        line = data.count(b"\n", 0, start) + 1
+        if kind == "dlopen":
+            args = "..., RTLD_GLOBAL" if b"RTLD_GLOBAL" in _arguments(data, m.end()) else "..."
+            mechanism = f"{written}({args})"
+        else:
+            mechanism = f"{written}()" if kind == "helper" else f"{written}(...)"
+        calls.append(LoadCall(line, kind, mechanism, path[:-1] if kind == "helper" else ()))
+        if len(calls) >= MAX_STRINGS:
+            break
+    if not calls:
+        return None
+    strings: dict[str, None] = {}
+    for m in _STRING.finditer(data):
+        text = (m.group(1) if m.group(1) is not None else m.group(2)).decode("utf-8", "replace")
+        strings.setdefault(text, None)
+        if len(strings) >= MAX_STRINGS:
+            break
+    dotted: dict[str, None] = {}
+    for m in _DOTTED.finditer(data):
+        for part in m.group(0).decode("ascii").split("."):
+            dotted.setdefault(part, None)
+        if len(dotted) >= MAX_STRINGS:
+            break
+    return PythonLoads(name, tuple(calls), tuple(strings), tuple(dotted))
+
+
+def library_list(name: str, data: bytes) -> LibraryList | None:
+    """The library names a small ``.json`` / ``.txt`` member lists, or None when it lists none."""
+    if len(data) > MAX_LIST:
+        return None
+    found: dict[str, None] = {}
+    for m in _LIBRARY_NAME.finditer(data):
+        try:
+            found.setdefault(m.group(0).decode("ascii"), None)
+        except UnicodeDecodeError:
+            continue
+        if len(found) >= MAX_STRINGS:
+            break
+    return LibraryList(name, tuple(found)) if found else None
+
+
+def is_python_source(name: str) -> bool:
+    return name.endswith(".py")
+
+
+def is_library_list(name: str) -> bool:
+    lowered = name.lower()
+    return lowered.endswith((".json", ".txt")) and ".dist-info/" not in lowered
