@@ -92,9 +92,10 @@ def test_a_real_load_failure_is_an_error_and_exits_1(loaded: dict[str, Any]) -> 
 
 
 def test_preloading_by_the_package_agrees_with_the_static_model(loaded: dict[str, Any]) -> None:
-    """_ext.so needs libhelper.so.1, the SONAME of a library the wheel ships but _ext.so's search path does not
-    reach; the package's __init__ loads it first. The static model says so (a warning naming the mechanism),
-    and the loader agrees; alone, without the package's import, the extension does not load (a note)."""
+    """_ext.so needs libhelper.so.1, the SONAME of a library the wheel ships but _ext.so's search path does
+    not reach; the package's __init__ loads it first. The static model says so (a warning naming the
+    mechanism), and the loader agrees; alone, without the package's import, the extension does not load
+    (a note)."""
     checks = _checks(loaded["json"])
     assert "load: preloadpkg/_ext.so (static and loader disagree)" not in checks
     closure = {c["name"]: c for c in loaded["json"]["checks"] if c["family"] == "closure"}
