@@ -116,7 +116,7 @@ def _has_native(env: Environment) -> set[str]:
 
 def _requires(owner: InstalledDistribution) -> set[str]:
     """Canonical names of what a distribution requires unconditionally of extras."""
-    out = set()
+    out: set[str] = set()
     for text in owner.dist.requires_dist:
         try:
             req = Requirement(text)
