@@ -34,6 +34,7 @@ import json
 import shutil
 import subprocess
 import tempfile
+import time
 import tomllib
 import urllib.request
 from dataclasses import dataclass
@@ -122,6 +123,66 @@ def cmd_download(wheels: list[CorpusWheel], jobs: int) -> int:
     return 1 if failures else 0
 
 
+def static_dir() -> Path:
+    path = cache_root() / "static"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def cudaship_command() -> list[str]:
+    """The cudaship CLI of this checkout (its ``src`` first on the path), run by this Python."""
+    return [sys.executable, "-m", "cudaship"]
+
+
+def cudaship_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")]))
+    return env
+
+
+def run_static(wheel: CorpusWheel) -> dict:
+    """``cudaship audit --format json`` (default policy, online) on one wheel; kept as JSON with its exit code."""
+    started = time.monotonic()
+    proc = subprocess.run(
+        [*cudaship_command(), "audit", "--format", "json", "--no-progress", "--jobs", "1", str(wheel_path(wheel))],
+        capture_output=True,
+        text=True,
+        env=cudaship_env(),
+        cwd=tempfile.gettempdir(),  # no pyproject.toml / cudaship.toml of this checkout as the policy
+        check=False,
+    )
+    try:
+        report = json.loads(proc.stdout) if proc.stdout.strip() else None
+    except json.JSONDecodeError:
+        report = None
+    result = {
+        "filename": wheel.filename,
+        "exit_code": proc.returncode,
+        "seconds": round(time.monotonic() - started, 1),
+        "stderr": proc.stderr[-4000:],
+        "report": report,
+    }
+    _write_json_atomic(static_dir() / f"{wheel.filename}.json", result)
+    return result
+
+
+def _write_json_atomic(path: Path, data: object) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=".part-", dir=path.parent)
+    with os.fdopen(fd, "w") as out:
+        json.dump(data, out, indent=1)
+    os.replace(tmp, path)
+
+
+def cmd_static(wheels: list[CorpusWheel], jobs: int) -> int:
+    present = [w for w in wheels if wheel_path(w).exists()]
+    for missing in sorted(set(wheels) - set(present), key=lambda w: w.filename):
+        print(f"not downloaded: {missing.filename}", flush=True)
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        for result in pool.map(run_static, present):
+            print(f"exit {result['exit_code']}  {result['seconds']:7.1f} s  {result['filename']}", flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["download", "static", "load", "report", "all"])
@@ -133,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
         wheels = [w for w in wheels if w.project in args.only]
     if args.command == "download":
         return cmd_download(wheels, args.jobs)
+    if args.command == "static":
+        return cmd_static(wheels, args.jobs)
     return 2
 
 
