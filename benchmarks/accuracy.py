@@ -31,14 +31,17 @@ import argparse
 import concurrent.futures
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import tempfile
 import time
-import tomllib
 import urllib.request
-from dataclasses import dataclass
+import zipfile
+from dataclasses import dataclass, field
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(_HERE).parent
 CORPUS_FILE = Path(_HERE) / "accuracy_corpus.toml"
@@ -144,7 +147,16 @@ def run_static(wheel: CorpusWheel) -> dict:
     """``cudaship audit --format json`` (default policy, online) on one wheel; kept as JSON with its exit code."""
     started = time.monotonic()
     proc = subprocess.run(
-        [*cudaship_command(), "audit", "--format", "json", "--no-progress", "--jobs", "1", str(wheel_path(wheel))],
+        [
+            *cudaship_command(),
+            "audit",
+            "--format",
+            "json",
+            "--no-progress",
+            "--jobs",
+            "1",
+            str(wheel_path(wheel)),
+        ],
         capture_output=True,
         text=True,
         env=cudaship_env(),
@@ -183,11 +195,412 @@ def cmd_static(wheels: list[CorpusWheel], jobs: int) -> int:
     return 0
 
 
+# --- loader side ------------------------------------------------------------------------------------------
+#
+# Until ``cudaship audit --load`` exists (the oracle part), a small helper of our own gives real import
+# verdicts: pip installs the wheel (its declared requirements resolved by pip) into a fresh virtual
+# environment, then per native library a fresh child imports the wheel's top-level packages (so their own
+# preloading runs) and dlopens the library with ctypes (RTLD_NOW): ok, or the loader's own message. The child
+# also lists what it mapped from outside the environment (a system CUDA toolkit in ld.so.cache counts as the
+# system's, and the report says so).
+#
+# Wheels whose libraries link torch (declared or not) go into one shared environment with torch preinstalled
+# (``--torch-spec``, default the release this machine's pip is capped at), since a fresh torch per wheel is
+# ~5.5 GB of disk and minutes of install: the wheel is installed into it with pip as usual; when pip would have
+# to replace torch to satisfy the wheel's pins, the wheel is reported as not installable here.
+
+CHILD = r"""
+import ctypes, importlib, json, os, sys
+tops, lib, prefix = json.loads(sys.argv[1])
+out = {"imports": {}, "dlopen": None, "foreign": []}
+for top in tops:
+    try:
+        importlib.import_module(top)
+        out["imports"][top] = None
+    except BaseException as exc:  # the loader's message, whatever the exception
+        out["imports"][top] = (type(exc).__name__ + ": " + str(exc))[:600]
+if lib:
+    try:
+        ctypes.CDLL(lib, mode=os.RTLD_NOW | os.RTLD_GLOBAL)
+    except OSError as exc:
+        out["dlopen"] = str(exc)[:600]
+seen = set()
+with open("/proc/self/maps") as maps:
+    for line in maps:
+        parts = line.split(None, 5)
+        path = parts[5].strip() if len(parts) == 6 else ""
+        if (path.startswith("/") and ".so" in path and not path.startswith((prefix, sys.base_prefix))
+                and path not in seen):
+            seen.add(path)
+            if not path.startswith(("/lib/", "/usr/lib/", "/lib64/", "/usr/lib64/")) or "cuda" in path:
+                out["foreign"].append(path)
+print("\n@@RESULT@@" + json.dumps(out))
+"""
+
+TORCH_LIBS = ("libtorch", "libc10", "c10.dll", "torch_cpu", "torch_cuda")
+
+
+def venv_root() -> Path:
+    path = cache_root() / "venvs"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def pip_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("PIP_CACHE_DIR", str(cache_root() / "pip"))
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    return env
+
+
+def _base_python() -> str:
+    return getattr(sys, "_base_executable", None) or sys.executable
+
+
+def make_venv(path: Path) -> Path:
+    subprocess.run([_base_python(), "-m", "venv", str(path)], check=True, capture_output=True)
+    return path / "bin" / "python"
+
+
+def pip_install(python: Path, args: list[str], timeout: int) -> tuple[bool, str]:
+    try:
+        proc = subprocess.run(
+            [str(python), "-m", "pip", "install", "--only-binary=:all:", "-q", *args],
+            capture_output=True,
+            text=True,
+            env=pip_env(),
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return False, f"pip install timed out after {timeout} s"
+    tail = (proc.stderr or proc.stdout).strip().splitlines()[-6:]
+    return proc.returncode == 0, " | ".join(tail)
+
+
+def needs_torch(result: dict | None, wheel: CorpusWheel) -> bool:
+    """The wheel's libraries link torch's (from the inspect-free static report: closure evidence or imports),
+    or it declares torch."""
+    with zipfile.ZipFile(wheel_path(wheel)) as zf:
+        meta = next((n for n in zf.namelist() if n.endswith(".dist-info/METADATA")), None)
+        text = zf.read(meta).decode("utf-8", "replace") if meta else ""
+    if re.search(r"^Requires-Dist: torch\b", text, re.M):
+        return True
+    if result and result.get("report"):
+        blob = json.dumps(result["report"])
+        return any(name in blob for name in TORCH_LIBS)
+    return False
+
+
+def wheel_members(wheel: CorpusWheel) -> tuple[list[str], list[str]]:
+    """(top-level importable packages, native library paths inside the wheel)."""
+    with zipfile.ZipFile(wheel_path(wheel)) as zf:
+        names = zf.namelist()
+        top_txt = next((n for n in names if n.endswith(".dist-info/top_level.txt")), None)
+        tops = zf.read(top_txt).decode().split() if top_txt else []
+    present = {n.split("/", 1)[0] for n in names} | {n.split("/", 1)[0].split(".", 1)[0] for n in names}
+    tops = [t for t in tops if t in present]
+    if not tops:
+        cands = set()
+        for n in names:
+            first = n.split("/", 1)[0]
+            if ".dist-info" in first or ".data" in first or first.endswith(".libs"):
+                continue
+            if "/" in n and n.split("/", 1)[1] and (n.endswith(".py") or n.endswith(".so")):
+                cands.add(first)
+            elif n.endswith(".py") and "/" not in n:
+                cands.add(n[:-3])
+        tops = sorted(cands)
+    tops = [t for t in tops if t.isidentifier() and not t.startswith("_")]
+    natives = [n for n in names if re.search(r"\.so(\.[0-9.]+)?$", n) and ".data/" not in n]
+    return sorted(set(tops)), natives
+
+
+def run_child(python: Path, tops: list[str], lib: str | None, prefix: str, timeout: int = 180) -> dict:
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    try:
+        proc = subprocess.run(
+            [str(python), "-c", CHILD, json.dumps([tops, lib, prefix])],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tempfile.gettempdir(),
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout} s"}
+    marker = proc.stdout.rfind("@@RESULT@@")
+    if marker < 0:
+        return {
+            "error": f"child exited {proc.returncode}: " + " | ".join(proc.stderr.strip().splitlines()[-3:])
+        }
+    return json.loads(proc.stdout[marker + len("@@RESULT@@") :])
+
+
+def site_packages(python: Path) -> Path:
+    out = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return Path(out.stdout.strip())
+
+
+def torch_env(spec: str) -> Path:
+    path = venv_root() / "torch-shared"
+    python = path / "bin" / "python"
+    if not (path / ".ready").exists():
+        shutil.rmtree(path, ignore_errors=True)
+        make_venv(path)
+        ok, tail = pip_install(python, [spec], timeout=3000)
+        if not ok:
+            raise OSError(f"could not install {spec}: {tail}")
+        (path / ".ready").write_text(spec)
+    return python
+
+
+def run_load(wheel: CorpusWheel, torch_spec: str, keep: bool) -> dict:
+    started = time.monotonic()
+    static = _read_json(static_dir() / f"{wheel.filename}.json")
+    result: dict = {"filename": wheel.filename, "loader": "builtin", "libraries": {}, "imports": {}}
+    shared = needs_torch(static, wheel)
+    result["environment"] = "torch-shared" if shared else "fresh"
+    if shared:
+        python = torch_env(torch_spec)
+        torch_version = subprocess.run(
+            [str(python), "-c", "import importlib.metadata as m; print(m.version('torch'))"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+        ok, tail = pip_install(python, [str(wheel_path(wheel)), f"torch=={torch_version}"], timeout=1800)
+        venv = python.parent.parent
+    else:
+        venv = venv_root() / wheel.filename.removesuffix(".whl")
+        shutil.rmtree(venv, ignore_errors=True)
+        python = make_venv(venv)
+        ok, tail = pip_install(python, [str(wheel_path(wheel))], timeout=1800)
+    result["install"] = {"ok": ok, "message": None if ok else tail}
+    if ok:
+        tops, natives = wheel_members(wheel)
+        site = site_packages(python)
+        base = run_child(python, tops, None, str(venv))
+        result["imports"] = (
+            base.get("imports", {}) if "error" not in base else {t: base["error"] for t in tops}
+        )
+        result["import_foreign"] = base.get("foreign", [])
+        for member in natives:
+            path = site / member
+            if not path.exists():
+                result["libraries"][member] = {"error": "not installed at the expected path"}
+                continue
+            after = run_child(python, tops, str(path), str(venv))
+            alone = run_child(python, [], str(path), str(venv))
+            result["libraries"][member] = {
+                "after_import": after.get("dlopen") if "error" not in after else after["error"],
+                "alone": alone.get("dlopen") if "error" not in alone else alone["error"],
+                "foreign": after.get("foreign", []),
+            }
+    if not shared and not keep:
+        shutil.rmtree(venv, ignore_errors=True)
+    result["seconds"] = round(time.monotonic() - started, 1)
+    _write_json_atomic(load_dir() / f"{wheel.filename}.json", result)
+    return result
+
+
+def load_dir() -> Path:
+    path = cache_root() / "load"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def cmd_load(wheels: list[CorpusWheel], torch_spec: str, keep: bool) -> int:
+    linux = [w for w in wheels if w.platform == "linux" and wheel_path(w).exists()]
+    for wheel in sorted(linux, key=lambda w: w.size):
+        try:
+            res = run_load(wheel, torch_spec, keep)
+        except Exception as exc:  # one line per wheel, the run goes on
+            print(f"FAILED {wheel.filename}: {exc}", flush=True)
+            continue
+        libs = res["libraries"]
+        bad = sum(1 for v in libs.values() if v.get("after_import") or v.get("error"))
+        imp_bad = sum(1 for v in res["imports"].values() if v)
+        print(
+            f"{res['seconds']:7.1f} s  install {'ok' if res['install']['ok'] else 'FAILED'}  "
+            f"imports {len(res['imports']) - imp_bad}/{len(res['imports'])}  libraries {len(libs) - bad}/{len(libs)}  "
+            f"{wheel.filename}",
+            flush=True,
+        )
+    return 0
+
+
+# --- report -----------------------------------------------------------------------------------------------
+
+DRIVER_ONLY = re.compile(r"\blibcuda\.so\.1\b|\blibnvidia-[\w-]+\.so\.1\b|\blibnvcuvid\.so\.1\b")
+
+
+def static_library_verdicts(static: dict | None) -> dict[str, str]:
+    """Per native library of the wheel: ``resolves`` or the first error message of its closure check."""
+    out: dict[str, str] = {}
+    report = (static or {}).get("report") or {}
+    for check in report.get("checks", []):
+        if check["family"] != "closure" or not check["name"].startswith("closure: "):
+            continue
+        member = check["name"].removeprefix("closure: ")
+        if member.startswith("unused imports in "):
+            continue
+        if check["status"] == "fail" and check["severity"] == "error":
+            ev = check.get("evidence") or []
+            out[member] = ev[0]["message"] if ev else check["reason"]
+        else:
+            out.setdefault(member, "resolves")
+    return out
+
+
+def loader_library_verdicts(load: dict) -> dict[str, tuple[str, str | None]]:
+    """Per library: (``loads``/``loads with a driver``/``fails``, the loader's message)."""
+    out: dict[str, tuple[str, str | None]] = {}
+    for member, v in load.get("libraries", {}).items():
+        msg = v.get("error") or v.get("after_import")
+        if not msg:
+            out[member] = ("loads", None)
+        elif DRIVER_ONLY.search(msg):
+            out[member] = ("loads with a driver", msg)
+        else:
+            out[member] = ("fails", msg)
+    return out
+
+
+def cudaship_load_verdicts(static: dict | None) -> dict[str, tuple[str, str | None]] | None:
+    """``audit --load``'s own comparison when the report carries it (the oracle part's ``load`` per wheel)."""
+    report = (static or {}).get("report") or {}
+    wheels = report.get("wheels") or []
+    load = wheels[0].get("load") if wheels else None
+    if not load or load.get("skipped"):
+        return None
+    out: dict[str, tuple[str, str | None]] = {}
+    for c in load.get("comparisons", []):
+        verdict = "loads" if c.get("loader") in ("loaded", "loads", "ok") else "fails"
+        out.setdefault(c["file"], (verdict, c.get("loader")))
+    return out
+
+
+@dataclass
+class WheelRow:
+    wheel: CorpusWheel
+    exit_code: int | None
+    libraries: int = 0
+    agree: int = 0
+    compared: int = 0
+    install: str = "-"
+    imports_ok: bool | None = None
+    disagreements: list[tuple[str, str, str]] = field(default_factory=list)
+
+
+def build_rows(wheels: list[CorpusWheel]) -> list[WheelRow]:
+    rows = []
+    for wheel in wheels:
+        static = _read_json(static_dir() / f"{wheel.filename}.json")
+        row = WheelRow(wheel, static["exit_code"] if static else None)
+        statics = static_library_verdicts(static)
+        row.libraries = len(statics)
+        load = _read_json(load_dir() / f"{wheel.filename}.json")
+        loader = cudaship_load_verdicts(static)
+        if loader is None and load is not None:
+            row.install = "ok" if load["install"]["ok"] else "fails"
+            if load["install"]["ok"]:
+                row.imports_ok = not any(load["imports"].values())
+                loader = loader_library_verdicts(load)
+        if loader:
+            for member, (verdict, message) in sorted(loader.items()):
+                if member not in statics:
+                    statics[member] = "resolves"  # no closure check: nothing the audit says fails
+                static_ok = statics[member] == "resolves"
+                loader_ok = verdict != "fails"
+                row.compared += 1
+                if static_ok == loader_ok:
+                    row.agree += 1
+                else:
+                    row.disagreements.append(
+                        (member, "resolves" if static_ok else statics[member], message or verdict)
+                    )
+            row.libraries = len(statics)
+        rows.append(row)
+    return rows
+
+
+def render(rows: list[WheelRow]) -> str:
+    lines = [
+        "| project | version | platform | size (MB) | audit exit | libraries | loader: install | imports | "
+        "libraries agreeing |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        w = r.wheel
+        imports = "-" if r.imports_ok is None else ("ok" if r.imports_ok else "fail")
+        agree = f"{r.agree}/{r.compared}" if r.compared else "-"
+        exit_code = "-" if r.exit_code is None else str(r.exit_code)
+        lines.append(
+            f"| {w.project} | {w.version} | {w.platform} | {w.size / 1e6:.0f} | {exit_code} | {r.libraries} | "
+            f"{r.install} | {imports} | {agree} |"
+        )
+    compared = sum(r.compared for r in rows)
+    agree = sum(r.agree for r in rows)
+    loaded = [r for r in rows if r.imports_ok]
+    cried_wolf = [r for r in loaded if r.exit_code]
+    pct = f"{100 * agree / compared:.1f}%" if compared else "n/a"
+    lines += [
+        "",
+        f"- wheels: {len(rows)} ({sum(r.wheel.platform == 'linux' for r in rows)} Linux, "
+        f"{sum(r.wheel.platform == 'windows' for r in rows)} Windows); default audit exits non-zero on "
+        f"{sum(1 for r in rows if r.exit_code)}",
+        f"- libraries compared with the loader: {compared}; static and loader agree on {agree} ({pct})",
+        f"- wheels that install and import here: {len(loaded)}; of those, failing the default audit: "
+        f"{len(cried_wolf)}" + (f" ({', '.join(r.wheel.project for r in cried_wolf)})" if cried_wolf else ""),
+        "",
+        "### Disagreements",
+        "",
+    ]
+    for r in rows:
+        for member, static, loader in r.disagreements:
+            lines.append(
+                f"- {r.wheel.project} {r.wheel.version}: `{member}`: static: {_short(static)}; loader: {_short(loader)}"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _short(text: str, limit: int = 220) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def cmd_report(wheels: list[CorpusWheel], output: str | None) -> int:
+    text = render(build_rows(wheels))
+    if output:
+        Path(output).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["download", "static", "load", "report", "all"])
     parser.add_argument("--only", action="append", default=[], help="only these projects (repeatable)")
     parser.add_argument("--jobs", type=int, default=3)
+    parser.add_argument("--torch-spec", default="torch==2.14.1", help="torch of the shared environment")
+    parser.add_argument("--output", help="report: write the tables to this file")
+    parser.add_argument("--keep", action="store_true", help="keep the per-wheel environments")
     args = parser.parse_args(argv)
     wheels = load_corpus()
     if args.only:
@@ -196,6 +609,10 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_download(wheels, args.jobs)
     if args.command == "static":
         return cmd_static(wheels, args.jobs)
+    if args.command == "report":
+        return cmd_report(wheels, args.output)
+    if args.command == "load":
+        return cmd_load(wheels, args.torch_spec, args.keep)
     return 2
 
 
