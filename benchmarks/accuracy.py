@@ -504,6 +504,7 @@ class WheelRow:
     compared: int = 0
     install: str = "-"
     imports_ok: bool | None = None
+    libraries_fail: int = 0  #: libraries the loader could not load after the imports
     disagreements: list[tuple[str, str, str]] = field(default_factory=list)
 
 
@@ -527,6 +528,7 @@ def build_rows(wheels: list[CorpusWheel]) -> list[WheelRow]:
                     statics[member] = "resolves"  # no closure check: nothing the audit says fails
                 static_ok = statics[member] == "resolves"
                 loader_ok = verdict != "fails"
+                row.libraries_fail += not loader_ok
                 row.compared += 1
                 if static_ok == loader_ok:
                     row.agree += 1
@@ -542,17 +544,18 @@ def build_rows(wheels: list[CorpusWheel]) -> list[WheelRow]:
 def render(rows: list[WheelRow]) -> str:
     lines = [
         "| project | version | platform | size (MB) | audit exit | libraries | loader: install | imports | "
-        "libraries agreeing |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "libraries the loader loads | libraries agreeing |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         w = r.wheel
         imports = "-" if r.imports_ok is None else ("ok" if r.imports_ok else "fail")
         agree = f"{r.agree}/{r.compared}" if r.compared else "-"
+        loads = f"{r.compared - r.libraries_fail}/{r.compared}" if r.compared else "-"
         exit_code = "-" if r.exit_code is None else str(r.exit_code)
         lines.append(
             f"| {w.project} | {w.version} | {w.platform} | {w.size / 1e6:.0f} | {exit_code} | {r.libraries} | "
-            f"{r.install} | {imports} | {agree} |"
+            f"{r.install} | {imports} | {loads} | {agree} |"
         )
     compared = sum(r.compared for r in rows)
     agree = sum(r.agree for r in rows)
@@ -584,12 +587,33 @@ def _short(text: str, limit: int = 220) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+BEGIN, END = "<!-- accuracy:begin (benchmarks/accuracy.py report) -->", "<!-- accuracy:end -->"
+
+
+def render_corpus(wheels: list[CorpusWheel]) -> str:
+    lines = ["| project | version | platform | file | MB | why |", "|---|---|---|---|---|---|"]
+    for w in wheels:
+        lines.append(
+            f"| {w.project} | {w.version} | {w.platform} | [{w.filename}]({w.url}) | {w.size / 1e6:.0f} | {w.why} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def cmd_report(wheels: list[CorpusWheel], output: str | None) -> int:
-    text = render(build_rows(wheels))
-    if output:
-        Path(output).write_text(text)
-    else:
+    """The tables; with ``--output FILE`` holding the markers, only the text between them is replaced."""
+    text = "### Results\n\n" + render(build_rows(wheels)) + "\n### The corpus\n\n" + render_corpus(wheels)
+    if not output:
         sys.stdout.write(text)
+        return 0
+    path = Path(output)
+    old = path.read_text() if path.exists() else ""
+    if BEGIN in old and END in old:
+        head, rest = old.split(BEGIN, 1)
+        tail = rest.split(END, 1)[1]
+        new = f"{head}{BEGIN}\n\n{text}\n{END}{tail}"
+    else:
+        new = f"{old}{BEGIN}\n\n{text}\n{END}\n"
+    path.write_text(new)
     return 0
 
 
