@@ -79,3 +79,8 @@ class NoGpuError(CudashipError):
     """No NVIDIA driver or GPU on this machine."""
 
     exit_code = ExitCode.NO_GPU
+
+
+class OracleError(CudashipError):
+    """The loader oracle could not run (no interpreter, no environment to load in); a load that fails is a
+    result, never this."""

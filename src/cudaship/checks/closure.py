@@ -21,7 +21,7 @@ from packaging.utils import canonicalize_name
 from cudaship.binary.records import FileFormat, Import, ImportKind
 from cudaship.checks.context import AuditContext
 from cudaship.checks.policy import DEFAULT_CUDA_PATTERNS, name_match
-from cudaship.checks.records import CheckResult, Finding, passed, verdict
+from cudaship.checks.records import CheckResult, Finding, StaticImport, passed, verdict
 from cudaship.checks.resolve import Resolution, Via, resolve
 from cudaship.inspection.records import FileReport
 from cudaship.knowledge.libraries import identify
@@ -69,6 +69,9 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         for imp in host.imports:
             res = resolve(ctx, path, report, imp)
             resolved.append((imp, res))
+            ctx.static_imports.append(
+                StaticImport(path, imp.library, res.ok, res.via.value, res.target, res.detail)
+            )
             if not res.ok:
                 findings.append(
                     Finding(f"{imp.library} does not resolve: {res.detail}", file=path, symbol=imp.library)

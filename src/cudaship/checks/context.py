@@ -19,6 +19,7 @@ from functools import cached_property
 from cudaship.binary.records import DeviceCodeKind, FileFormat
 from cudaship.checks.policy import Policy, any_match
 from cudaship.checks.providers import RequirementsAhead, WheelProviders, wheel_providers
+from cudaship.checks.records import StaticImport
 from cudaship.checks.wheelscan import ScannedWheel
 from cudaship.errors import CudashipError
 from cudaship.inspection.records import ContainerKind, FileReport
@@ -51,6 +52,8 @@ class AuditContext:
     provider_options: ProviderOptions = field(default_factory=ProviderOptions)
     #: the requirements' closure, resolved while the members were read (None: resolved when first needed)
     requirements_ahead: RequirementsAhead | None = None
+    #: every import's static verdict, as the closure family resolved it (``WheelAudit.imports``)
+    static_imports: list[StaticImport] = field(default_factory=list)
 
     # --- the wheel's files ------------------------------------------------------------------------------
 

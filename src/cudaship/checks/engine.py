@@ -151,6 +151,7 @@ def audit_scanned(
         checks=tuple(results),
         notes=tuple(ctx.notes),
         unreadable=tuple(scan.unreadable),
+        imports=tuple(ctx.static_imports),
     )
 
 

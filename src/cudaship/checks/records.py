@@ -187,6 +187,78 @@ class WheelFacts:
 
 
 @dataclass(frozen=True)
+class StaticImport:
+    """The static audit's verdict on one import of one shipped native library (from the closure family's
+    resolutions): what ``audit --load`` compares with what the real loader mapped."""
+
+    file: str  #: the library, as a path inside the wheel
+    library: str  #: the DT_NEEDED / imported DLL name, as written
+    ok: bool
+    via: str  #: how it resolves (a :class:`cudaship.checks.resolve.Via` value: ``shipped``, ``system`` ...)
+    target: str | None = None  #: the installed path (site-packages relative) for shipped / required files
+    detail: str = ""
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "file": self.file,
+            "library": self.library,
+            "ok": self.ok,
+            "via": self.via,
+            "target": self.target,
+            "detail": self.detail,
+        }
+
+
+@dataclass(frozen=True)
+class LoadComparison:
+    """One DT_NEEDED of one library: the static verdict next to what the loader mapped for it."""
+
+    file: str  #: the library, as a path inside the wheel
+    library: str  #: the DT_NEEDED name
+    static: str  #: one phrase: ``resolves: shipped at x/libfoo.so.1``, ``does not resolve: ...``
+    loader: str  #: one phrase: ``loaded /venv/.../libfoo.so.1``, ``the library did not load``
+    agree: bool | None  #: None: the loader could not tell (the library itself did not load)
+
+
+@dataclass(frozen=True)
+class LoadProbeLine:
+    """One child of ``audit --load``: what it ran and how it ended."""
+
+    label: str  #: ``import pkg``, ``dlopen pkg/lib/libfoo.so (after import pkg)``
+    ok: bool
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class LoadCheck:
+    """What ``audit --load`` did for one wheel: where it loaded it, each child's outcome and, per library and
+    per DT_NEEDED, whether the static audit and the real loader agree."""
+
+    skipped: str | None = None  #: one line: why nothing was loaded (another OS's wheel, no interpreter)
+    environment: str | None = None  #: one line: the interpreter and what was installed
+    stub_libcuda: str | None = None  #: the toolkit stub used as libcuda.so.1 (no driver here)
+    libraries: int = 0
+    libraries_agree: int = 0
+    imports: int = 0
+    imports_agree: int = 0
+    probes: tuple[LoadProbeLine, ...] = ()
+    comparisons: tuple[LoadComparison, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def line(self) -> str:
+        """``loader: 41/43 libraries agree (120/122 imports)``, or why it was skipped."""
+        if self.skipped is not None:
+            return f"loader check skipped: {self.skipped}"
+        line = f"loader: {self.libraries_agree}/{self.libraries} libraries agree"
+        if self.imports:
+            line += f" ({self.imports_agree}/{self.imports} imports)"
+        if self.stub_libcuda:
+            line += "; libcuda.so.1 was the toolkit's stub (no driver)"
+        return line
+
+
+@dataclass(frozen=True)
 class WheelAudit:
     """Every check run on one wheel."""
 
@@ -197,6 +269,10 @@ class WheelAudit:
     #: members the archive could not give back (corrupt data, bad CRC, unsupported method), with the
     #: reason: the wheel is damaged and those members went unchecked, so the audit exits 2 (bad input)
     unreadable: tuple[tuple[str, str], ...] = ()
+    #: the static verdict of every import of every shipped native library (the closure family's)
+    imports: tuple[StaticImport, ...] = ()
+    #: what ``audit --load`` saw, when it ran
+    load: LoadCheck | None = None
 
     @property
     def summary(self) -> Summary:

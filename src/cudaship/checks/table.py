@@ -22,6 +22,7 @@ from cudaship.checks import (
     collisions,
     consistency,
     imports,
+    load,
     ownership,
     policy,
     record,
@@ -160,6 +161,24 @@ FAMILIES: tuple[Family, ...] = (
         "the CUDA train named by the tag, cudart imports, PTX ISA and cubin toolkits agree",
         consistency.run,
         default=True,
+    ),
+    Family(
+        "load",
+        "only with `audit --load`: the wheel installed with pip loads in fresh processes, and the real "
+        "loader maps each DT_NEEDED as the static verdicts say (docs/load.md)",
+        load.run,
+        rules=(
+            Rule("failure", ERROR, "a top-level package's import or a library's dlopen fails once installed"),
+            Rule("install", ERROR, "pip cannot install the wheel as documented (nothing could be loaded)"),
+            Rule(
+                "disagreement",
+                WARNING,
+                "the loader loads what the static audit says does not resolve, or another file than it names",
+            ),
+            Rule("preloaded", NOTE, "a library loads only after its package is imported (it preloads)"),
+            Rule("on_demand", NOTE, "a library a documented convention loads on demand does not load"),
+            Rule("variant", NOTE, "a variant library does not load, a sibling does: another environment's"),
+        ),
     ),
 )
 

@@ -1,19 +1,22 @@
-"""``cudaship audit WHEEL... [--policy FILE]``: check wheels against their CUDA contract.
+"""``cudaship audit WHEEL... [--policy FILE] [--load ...]``: check wheels against their CUDA contract.
 
 Exit 0 when every check passed, 1 when any failed, 2 for bad input (an unreadable wheel or wheel member, an
-invalid policy).
+invalid policy). ``--load`` adds the loader oracle's ``load`` checks (docs/load.md): a load failure is an
+error (exit 1), a disagreement a warning.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
 import click
 
 from cudaship.checks.engine import AuditObserver, audit_wheels
-from cudaship.checks.policy import load_policy
+from cudaship.checks.policy import Policy, load_policy
+from cudaship.checks.records import AuditReport
 from cudaship.cli.common import format_option, jobs_option, output_option, quick_gil_handover, text_style
 from cudaship.cli.progress import ByteProgress
 from cudaship.config import load_config
@@ -95,6 +98,51 @@ def _parse_train_option(value: str | None) -> Train | None:
         raise UsageError(f"--train: {e.message}") from e
 
 
+def _load(
+    report: AuditReport,
+    policy: Policy,
+    providers: ProviderOptions,
+    load_python: str | None,
+    pins: tuple[str, ...],
+    timeout: float,
+    keep: bool,
+    jobs: int | None,
+    show_progress: bool,
+) -> AuditReport:
+    """The report with each wheel loaded for real (``--load``)."""
+    import dataclasses
+
+    from cudaship.oracle.install import InstallOptions
+    from cudaship.oracle.run import LoadOptions, load_audit
+
+    if load_python is not None and shutil.which(load_python) is None and not Path(load_python).is_file():
+        raise UsageError("--load-python: no such interpreter", path=load_python)
+    index = providers.index_url if providers.index_url not in (None, DEFAULT_INDEX) else None
+    options = LoadOptions(
+        install=InstallOptions(
+            index_url=index,
+            find_links=tuple(providers.find_links),
+            offline=providers.offline,
+            pins=pins,
+            python=load_python,
+            keep=keep,
+        ),
+        timeout=timeout,
+        jobs=jobs,
+    )
+
+    def progress(done: int, total: int, label: str) -> None:
+        text = f"loading: {label}" if not total else f"loading {done}/{total}: {label}"
+        click.echo(f"\r\x1b[2K{text[:150]}", err=True, nl=False)
+
+    wheels = []
+    for wheel in report.wheels:
+        wheels.append(load_audit(wheel, policy, options, progress if show_progress else None))
+    if show_progress:
+        click.echo("\r\x1b[2K", err=True, nl=False)
+    return dataclasses.replace(report, wheels=tuple(wheels))
+
+
 @click.command("audit")
 @click.argument("wheels", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option(
@@ -165,6 +213,41 @@ def _parse_train_option(value: str | None) -> Train | None:
     help="The CUDA train the wheels are built for (13.0, cu130), for wheels whose version has no +cuXYZ tag: "
     "overrides the tag and the inference (default: the tag, else inferred; the report says from what).",
 )
+@click.option(
+    "--load",
+    "load",
+    is_flag=True,
+    help="Also install each wheel with pip into a fresh venv and load it for real: import its top-level "
+    "packages and dlopen each native library in fresh processes, and compare what the loader mapped with "
+    "the static verdicts (docs/load.md). Uses --index-url, --find-links and --offline for pip.",
+)
+@click.option(
+    "--load-python",
+    "load_python",
+    metavar="PYTHON",
+    default=None,
+    help="With --load: load in this existing environment instead of a fresh venv (the wheel alone is "
+    "installed with --no-deps into a temporary directory layered on it; nothing is installed into it).",
+)
+@click.option(
+    "--with",
+    "pins",
+    multiple=True,
+    metavar="REQUIREMENT",
+    help="With --load: install this too (torch==2.9.1); pins a host package the audit names. Repeatable.",
+)
+@click.option(
+    "--load-timeout",
+    "load_timeout",
+    type=click.FloatRange(min=1),
+    default=120,
+    show_default=True,
+    metavar="SECONDS",
+    help="With --load: seconds each child process may take before it is killed (reported as a timeout).",
+)
+@click.option(
+    "--keep", is_flag=True, help="With --load: keep the temporary environment (its path is in the report)."
+)
 @jobs_option("wheels and their members")
 def command(
     wheels: tuple[str, ...],
@@ -181,6 +264,11 @@ def command(
     offline: bool,
     cache_dir: Path | None,
     train_text: str | None,
+    load: bool = False,
+    load_python: str | None = None,
+    pins: tuple[str, ...] = (),
+    load_timeout: float = 120,
+    keep: bool = False,
 ) -> int:
     """Audit WHEEL(s) against their CUDA contract: files, imports, archs, requirements, ownership, closure.
 
@@ -212,6 +300,11 @@ def command(
                 )
         else:
             report = audit_wheels(wheels, policy, workers=jobs, providers=providers, train=train)
+
+    if load:
+        report = _load(report, policy, providers, load_python, pins, load_timeout, keep, jobs, show_progress)
+    elif load_python or pins or keep:
+        raise UsageError("--load-python, --with and --keep need --load")
 
     for error in report.errors:
         click.echo(f"cudaship: error: {error}", err=True)

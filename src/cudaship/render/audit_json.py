@@ -4,7 +4,8 @@ docs/audit.md).
 Top level: ``schema``, ``tool``, ``version``, ``policy``, ``wheels`` (facts and summary per wheel), ``checks``
 (every check of every wheel, each naming its wheel) and ``summary``. Bump :data:`SCHEMA_VERSION` when a field
 is
-removed, renamed or changes meaning; adding one is not a change of version.
+removed, renamed or changes meaning; adding one is not a change of version (``imports`` and ``load`` per
+wheel were added in 2: every import's static verdict, and what ``audit --load`` saw, null without it).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 from typing import Any
 
 from cudaship import __version__
-from cudaship.checks.records import AuditReport, CheckResult, WheelAudit
+from cudaship.checks.records import AuditReport, CheckResult, LoadCheck, WheelAudit
 
 #: 2: every check has ``severity`` (error|warning|note) and ``rule``; ``summary.failed`` counts failures of
 #: severity error only (``warnings`` and ``notes`` count the others); wheels have ``train_source``, and
@@ -52,6 +53,29 @@ def _wheel(wheel: WheelAudit) -> dict[str, Any]:
         "uncompressed_size": f.uncompressed_size,
         "notes": list(wheel.notes),
         "summary": wheel.summary.as_dict(),
+        "imports": [i.as_dict() for i in wheel.imports],
+        "load": _load(wheel.load),
+    }
+
+
+def _load(load: LoadCheck | None) -> dict[str, Any] | None:
+    if load is None:
+        return None
+    return {
+        "skipped": load.skipped,
+        "environment": load.environment,
+        "stub_libcuda": load.stub_libcuda,
+        "line": load.line,
+        "libraries": load.libraries,
+        "libraries_agree": load.libraries_agree,
+        "imports": load.imports,
+        "imports_agree": load.imports_agree,
+        "probes": [{"label": p.label, "ok": p.ok, "message": p.message} for p in load.probes],
+        "comparisons": [
+            {"file": c.file, "library": c.library, "static": c.static, "loader": c.loader, "agree": c.agree}
+            for c in load.comparisons
+        ],
+        "notes": list(load.notes),
     }
 
 

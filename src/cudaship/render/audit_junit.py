@@ -41,6 +41,8 @@ def render(report: AuditReport) -> str:
             ("train", wheel.facts.train),
             ("train_source", wheel.facts.train_source),
             ("platform", " ".join(x for x in (wheel.facts.platform, wheel.facts.machine) if x)),
+            ("loader", wheel.load.line if wheel.load is not None else None),
+            ("loader_environment", wheel.load.environment if wheel.load is not None else None),
         ):
             if value:
                 ET.SubElement(props, "property", name=key, value=value)

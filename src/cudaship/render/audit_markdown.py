@@ -36,6 +36,15 @@ def render(report: AuditReport) -> str:
             facts.append(f"train {f.train}" + (f" ({f.train_source})" if inferred else ""))
         facts.append(wheel.summary.line())
         out += [" · ".join(_cell(x) for x in facts), ""]
+        if wheel.load is not None:
+            out += [
+                f"**{_cell(wheel.load.line)}**"
+                + (f" · loaded in: {_cell(wheel.load.environment)}" if wheel.load.environment else ""),
+                "",
+            ]
+            out += [f"> loader note: {_cell(n)}" for n in wheel.load.notes]
+            if wheel.load.notes:
+                out.append("")
         out += ["| result | check | reason |", "|---|---|---|"]
         for check in wheel.checks:
             out.append(f"| {_icon(check)} | {_cell(check.name)} | {_cell(check.reason)} |")

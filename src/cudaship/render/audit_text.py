@@ -52,6 +52,17 @@ def _wheel(console: Console, wheel: WheelAudit, verbose: bool) -> None:
         console.print(f"  train: {escape(f.train_source)}")
     for note in wheel.notes:
         console.print(f"  note: {escape(note)}")
+    if wheel.load is not None:
+        load = wheel.load
+        console.print(f"  [bold]{escape(load.line)}[/]")
+        if load.environment:
+            console.print(f"  loaded in: {escape(load.environment)}")
+        for note in load.notes:
+            console.print(f"  loader note: {escape(note)}")
+        if verbose:
+            for probe in load.probes:
+                outcome = "ok" if probe.ok else f"failed: {probe.message}"
+                console.print(f"    {escape(probe.label)}: {escape(outcome)}")
     for check in wheel.checks:
         _check(console, check, verbose)
 

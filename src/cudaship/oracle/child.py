@@ -1,0 +1,167 @@
+"""The loader oracle's child: run one probe in this fresh interpreter and report what the loader mapped.
+
+Run by the TARGET interpreter (``python -c <this source> PROBE OUT``), which does not have cudaship installed,
+so this module uses the standard library only and imports nothing of cudaship. ``PROBE`` is JSON:
+``{"steps": [["import", "pkg"], ["dlopen", "/abs/lib.so"]], "method": "phdr", "dll_dirs": []}``. Each step
+runs in order (``importlib.import_module`` so a package's own preloading in its ``__init__`` runs;
+``ctypes.CDLL`` for a library, which dlopens with RTLD_NOW). A failing step is recorded with the loader's own
+message and the child goes on to the next.
+
+``OUT`` receives JSON lines, each written and flushed at once, so a crash (SIGSEGV in a constructor) or a
+hang that the parent kills still leaves the steps done and the step being run:
+``{"event": "start", "step": i, "loaded": [...]}`` before step ``i``, ``{"event": "done", "step": i, "ok":
+..., "message": ..., "seconds": ...}`` after it, ``{"event": "end", "objects": [[name, path], ...],
+"listing_us": N}`` last. ``loaded`` and ``objects`` list every object mapped, in the loader's order.
+
+Listing (``method``): ``phdr`` (default) walks the loader's own list with ``dl_iterate_phdr`` through ctypes
+(Linux; ``_dyld_get_image_name`` on macOS, ``EnumProcessModules`` on Windows); ``maps`` reads
+``/proc/self/maps`` (executable file mappings, in address order). docs/load.md has the measurements behind
+the default.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import json
+import os
+import sys
+import time
+from typing import Any
+
+
+def _phdr_linux() -> list[tuple[str, str]]:
+    class Info(ctypes.Structure):
+        _fields_ = [("addr", ctypes.c_void_p), ("name", ctypes.c_char_p)]
+
+    names: list[str] = []
+    callback_type = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(Info), ctypes.c_size_t, ctypes.c_void_p)
+
+    def each(info: Any, _size: int, _data: Any) -> int:
+        raw = info.contents.name
+        names.append(raw.decode("utf-8", "surrogateescape") if raw else "")
+        return 0
+
+    libc = ctypes.CDLL(None)
+    libc.dl_iterate_phdr.argtypes = [callback_type, ctypes.c_void_p]
+    libc.dl_iterate_phdr(callback_type(each), None)
+    out: list[tuple[str, str]] = []
+    for name in names:
+        if not name:  # the main program
+            out.append((sys.executable, os.path.realpath("/proc/self/exe")))
+        elif os.path.exists(name):  # linux-vdso.so.1 has no file
+            out.append((name, os.path.realpath(name)))
+    return out
+
+
+def _dyld() -> list[tuple[str, str]]:
+    libc = ctypes.CDLL(None)
+    libc._dyld_image_count.restype = ctypes.c_uint32
+    libc._dyld_get_image_name.restype = ctypes.c_char_p
+    libc._dyld_get_image_name.argtypes = [ctypes.c_uint32]
+    out = []
+    for i in range(libc._dyld_image_count()):
+        raw = libc._dyld_get_image_name(i)
+        if raw:
+            name = raw.decode("utf-8", "surrogateescape")
+            out.append((name, os.path.realpath(name)))
+    return out
+
+
+def _modules_windows() -> list[tuple[str, str]]:
+    kernel32 = ctypes.WinDLL("kernel32")  # type: ignore[attr-defined]
+    psapi = ctypes.WinDLL("psapi")  # type: ignore[attr-defined]
+    process = kernel32.GetCurrentProcess()
+    handles = (ctypes.c_void_p * 4096)()
+    needed = ctypes.c_ulong(0)
+    psapi.EnumProcessModules(process, handles, ctypes.sizeof(handles), ctypes.byref(needed))
+    count = min(needed.value // ctypes.sizeof(ctypes.c_void_p), 4096)
+    out = []
+    buf = ctypes.create_unicode_buffer(32768)
+    for i in range(count):
+        if psapi.GetModuleFileNameExW(process, ctypes.c_void_p(handles[i]), buf, 32768):
+            out.append((buf.value, os.path.realpath(buf.value)))
+    return out
+
+
+def _maps() -> list[tuple[str, str]]:
+    seen: dict[str, None] = {}
+    with open("/proc/self/maps", encoding="utf-8", errors="surrogateescape") as f:
+        for line in f:
+            parts = line.split(None, 5)
+            if len(parts) == 6 and "x" in parts[1] and parts[5].startswith("/"):
+                path = parts[5].rstrip("\n")
+                if path.endswith(" (deleted)"):
+                    continue
+                seen.setdefault(path, None)
+    return [(p, os.path.realpath(p)) for p in seen]
+
+
+def mapped(method: str) -> list[tuple[str, str]]:
+    """Every object mapped in this process: (the loader's name for it, its real path)."""
+    if method == "maps":
+        return _maps()
+    if sys.platform == "darwin":
+        return _dyld()
+    if sys.platform == "win32":
+        return _modules_windows()
+    return _phdr_linux()
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip().replace("\n", " ") or repr(e)
+    return f"{type(e).__name__}: {text}"
+
+
+def run(probe: dict[str, Any], out_path: str) -> int:
+    method = str(probe.get("method") or "phdr")
+    for directory in probe.get("dll_dirs") or ():
+        if hasattr(os, "add_dll_directory"):
+            os.add_dll_directory(directory)
+    fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+
+    def emit(record: dict[str, Any]) -> None:
+        os.write(fd, (json.dumps(record) + "\n").encode("utf-8", "surrogateescape"))
+
+    for i, (kind, target) in enumerate(probe.get("steps") or ()):
+        emit({"event": "start", "step": i, "loaded": [p for _n, p in mapped(method)]})
+        started = time.perf_counter()
+        ok, message = True, None
+        try:
+            if kind == "import":
+                importlib.import_module(target)
+            elif kind == "dlopen":
+                ctypes.CDLL(target)
+            else:
+                ok, message = False, f"unknown step {kind!r}"
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:  # SystemExit from a package's __init__ is a result too
+            ok, message = False, _one_line(e)
+        emit(
+            {
+                "event": "done",
+                "step": i,
+                "ok": ok,
+                "message": message,
+                "seconds": round(time.perf_counter() - started, 6),
+            }
+        )
+    started = time.perf_counter()
+    objects = mapped(method)
+    listing_us = int((time.perf_counter() - started) * 1e6)
+    emit({"event": "end", "objects": objects, "listing_us": listing_us})
+    os.close(fd)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        sys.stderr.write("usage: child PROBE_JSON OUT_PATH\n")
+        return 2
+    return run(json.loads(argv[0]), argv[1])
+
+
+if __name__ == "__main__":
+    sys.stdout.flush()
+    os._exit(main(sys.argv[1:]))

@@ -1,0 +1,251 @@
+"""Where the oracle loads a wheel: a fresh virtual environment with the wheel installed by pip, or an existing
+interpreter with the wheel layered on it.
+
+Fresh (the default): ``python -m venv`` in a temporary directory (removed afterwards unless ``keep``), then
+``pip install WHEEL HOST...``: pip resolves the wheel's declared requirements as a user's ``pip install``
+would, plus the undeclared host packages the static audit names (``WheelAudit.host_packages``), each pinned
+by a ``--with`` specifier of the same name when given. ``--index-url``, ``--find-links`` and ``--offline``
+(pip's ``--no-index``) are passed to pip. pip's own failure (no version satisfies a requirement) is a
+result: :attr:`LoadEnvironment.failure` holds pip's ERROR lines.
+
+Existing (``--load-python PYTHON``): nothing is installed into that environment. The wheel alone is
+installed with ``pip install --no-deps --target`` into a temporary directory that the children find first
+on PYTHONPATH: the question is whether the wheel loads with what that environment already has.
+
+The interpreter of a fresh venv must be one the wheel installs on: the first of this process's interpreter
+and ``pythonX.Y`` on PATH (for each ``cpXY`` the wheel's tags name) whose tags the wheel's match
+(:func:`choose_interpreter`); when none does, the loader check is skipped with that reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.tags import Tag, compatible_tags, cpython_tags, parse_tag
+from packaging.utils import canonicalize_name
+
+from cudaship.errors import OracleError
+
+#: Seconds pip may take (a large wheel with CUDA requirements from a cold cache downloads gigabytes).
+PIP_TIMEOUT = 1800
+_ERROR_LINES = 8
+
+
+@dataclass(frozen=True)
+class InstallOptions:
+    index_url: str | None = None
+    find_links: tuple[str, ...] = ()
+    offline: bool = False
+    pins: tuple[str, ...] = ()  #: ``--with`` requirement specifiers (``torch==2.9.1``)
+    python: str | None = None  #: ``--load-python``: an existing environment's interpreter
+    keep: bool = False
+    pip_timeout: float = PIP_TIMEOUT
+
+
+@dataclass(frozen=True)
+class LoadEnvironment:
+    """The environment the children run in."""
+
+    python: str  #: the interpreter the children run
+    sites: tuple[str, ...]  #: directories the wheel's files are installed under, first searched first
+    fresh: bool  #: a venv made for this run (else an existing interpreter)
+    installed: tuple[str, ...] = ()  #: what was asked of pip (the wheel, host packages)
+    directory: str | None = None  #: the temporary directory (kept with ``keep``)
+    pythonpath: str | None = None  #: the ``--target`` directory layered on an existing environment
+    failure: str | None = None  #: pip's failure, one paragraph; then nothing can be loaded
+    notes: tuple[str, ...] = field(default=())
+
+
+def python_version(python: str) -> tuple[int, int]:
+    done = _run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], 60)
+    if done.returncode != 0:
+        raise OracleError(f"cannot run: {_last_lines(done.stderr, 1) or done.returncode}", path=python)
+    major, minor = done.stdout.strip().split(".")
+    return int(major), int(minor)
+
+
+def _run(args: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(
+            list(args),
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            timeout=timeout,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except FileNotFoundError:
+        raise OracleError("no such interpreter or program", path=str(args[0])) from None
+    except subprocess.TimeoutExpired:
+        raise OracleError(f"{Path(args[0]).name} did not finish within {timeout:g} s") from None
+
+
+def _last_lines(text: str, n: int) -> str:
+    return "\n".join(text.strip().splitlines()[-n:])
+
+
+def supported(wheel_tags: Sequence[str], version: tuple[int, int]) -> bool:
+    """Whether a wheel with ``wheel_tags`` installs on CPython ``version`` on this machine (its platforms)."""
+    ours: set[Tag] = set(cpython_tags(version)) | set(compatible_tags(version))
+    for text in wheel_tags:
+        try:
+            if any(t in ours for t in parse_tag(text)):
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def _candidates(wheel_tags: Sequence[str]) -> list[str]:
+    seen: list[str] = [sys.executable]
+    for text in wheel_tags:
+        py = text.split("-", 1)[0]
+        for part in py.split("."):
+            if part.startswith("cp") and part[2:].isdigit() and len(part) >= 4:
+                name = f"python{part[2]}.{part[3:]}"
+                found = shutil.which(name)
+                if found and found not in seen:
+                    seen.append(found)
+    return seen
+
+
+def choose_interpreter(wheel_tags: Sequence[str]) -> tuple[str | None, str]:
+    """The first interpreter here the wheel installs on, or None and the one-line reason."""
+    tried: list[str] = []
+    for python in _candidates(wheel_tags):
+        try:
+            version = python_version(python)
+        except OracleError:
+            continue
+        if supported(wheel_tags, version):
+            return python, f"Python {version[0]}.{version[1]} ({python})"
+        if f"{version[0]}.{version[1]}" not in tried:
+            tried.append(f"{version[0]}.{version[1]}")
+    tags = ", ".join(sorted(wheel_tags)[:4]) + (" ..." if len(wheel_tags) > 4 else "")
+    return None, (
+        f"no interpreter here matches the wheel's tags ({tags}); tried Python {', '.join(tried) or 'none'}"
+    )
+
+
+def host_requirements(host_packages: Sequence[str], pins: Sequence[str]) -> tuple[str, ...]:
+    """The host packages to install, each replaced by the ``--with`` specifier of the same name, then the
+    other ``--with`` specifiers."""
+    pinned: dict[str, str] = {}
+    for text in pins:
+        try:
+            pinned[canonicalize_name(Requirement(text).name)] = text
+        except InvalidRequirement as e:
+            raise OracleError(f"--with {text!r}: not a requirement ({e})") from None
+    out = [pinned.pop(canonicalize_name(name), name) for name in host_packages]
+    return (*out, *pinned.values())
+
+
+def _pip_args(options: InstallOptions) -> list[str]:
+    args = ["--disable-pip-version-check", "--no-input"]
+    if options.offline:
+        args.append("--no-index")
+    elif options.index_url:
+        args += ["--index-url", options.index_url]
+    for d in options.find_links:
+        args += ["--find-links", d]
+    return args
+
+
+def _pip_failure(done: subprocess.CompletedProcess[str]) -> str:
+    lines = [ln.strip() for ln in (done.stderr + "\n" + done.stdout).splitlines()]
+    errors = [ln for ln in lines if ln.startswith("ERROR:")]
+    chosen = errors[:_ERROR_LINES] or [ln for ln in lines if ln][-_ERROR_LINES:]
+    return f"pip install failed (exit {done.returncode}): " + " / ".join(chosen)
+
+
+def _sites(python: str) -> tuple[str, ...]:
+    code = "import json,sysconfig;p=sysconfig.get_paths();print(json.dumps([p['purelib'],p['platlib']]))"
+    done = _run([python, "-c", code], 60)
+    if done.returncode != 0:
+        raise OracleError(f"cannot read its site-packages: {_last_lines(done.stderr, 1)}", path=python)
+    paths: list[str] = []
+    for p in json.loads(done.stdout):
+        if p not in paths:
+            paths.append(str(p))
+    return tuple(paths)
+
+
+def _bin(venv: Path) -> Path:
+    return venv / ("Scripts" if os.name == "nt" else "bin") / ("python.exe" if os.name == "nt" else "python")
+
+
+def prepare(
+    wheel: str,
+    wheel_tags: Sequence[str],
+    host_packages: Sequence[str],
+    options: InstallOptions,
+    workdir: str | None = None,
+) -> LoadEnvironment | str:
+    """The environment to load ``wheel`` in, or the one-line reason the loader check is skipped (no
+    interpreter here takes the wheel). pip's failure is a :class:`LoadEnvironment` with ``failure``."""
+    base = Path(workdir or tempfile.mkdtemp(prefix="cudaship-load-env-"))
+    pip = _pip_args(options)
+    wheel_abs = str(Path(wheel).resolve())
+    if options.python is not None:
+        python: str | None = options.python
+        assert python is not None
+        version = python_version(python)
+        if not supported(wheel_tags, version):
+            shutil.rmtree(base, ignore_errors=True)
+            return f"the wheel's tags do not match {python} (Python {version[0]}.{version[1]})"
+        target = base / "target"
+        args = [python, "-m", "pip", "install", *pip, "--no-deps", "--target", str(target), wheel_abs]
+        done = _run(args, options.pip_timeout)
+        env = LoadEnvironment(
+            python=python,
+            sites=(str(target), *_sites(python)),
+            fresh=False,
+            installed=(wheel_abs,),
+            directory=str(base),
+            pythonpath=str(target),
+            notes=(f"the wheel alone (--no-deps) layered on {python}'s environment",),
+        )
+        return env if done.returncode == 0 else _failed(env, done)
+    python, why = choose_interpreter(wheel_tags)
+    if python is None:
+        shutil.rmtree(base, ignore_errors=True)
+        return why
+    venv = base / "venv"
+    done = _run([python, "-m", "venv", str(venv)], options.pip_timeout)
+    if done.returncode != 0:
+        raise OracleError(f"cannot create a virtual environment: {_last_lines(done.stderr, 2)}", path=python)
+    vpython = str(_bin(venv))
+    hosts = host_requirements(host_packages, options.pins)
+    args = [vpython, "-m", "pip", "install", *pip, wheel_abs, *hosts]
+    done = _run(args, options.pip_timeout)
+    env = LoadEnvironment(
+        python=vpython,
+        sites=_sites(vpython),
+        fresh=True,
+        installed=(wheel_abs, *hosts),
+        directory=str(base),
+        notes=(f"a fresh venv of {why}" + (f", with {', '.join(hosts)}" if hosts else ""),),
+    )
+    return env if done.returncode == 0 else _failed(env, done)
+
+
+def _failed(env: LoadEnvironment, done: subprocess.CompletedProcess[str]) -> LoadEnvironment:
+    from dataclasses import replace
+
+    return replace(env, failure=_pip_failure(done))
+
+
+def cleanup(env: LoadEnvironment | None, keep: bool) -> None:
+    if env is not None and env.directory and not keep:
+        shutil.rmtree(env.directory, ignore_errors=True)

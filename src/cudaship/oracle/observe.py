@@ -1,0 +1,411 @@
+"""Run probes in fresh child processes of a target interpreter and record what the real loader mapped.
+
+:func:`observe` starts one child per probe (``python -c <child source>``, cwd an empty directory so nothing of
+cudaship or of the caller's directory is importable), a few at a time, each in its own session so a timeout
+kills the child and anything it started. A child killed by a signal or the timeout is a result. Then, in this
+process, each loaded object's SONAME and DT_NEEDED are read with cudaship's ELF reader (once per file) and
+each DT_NEEDED is matched to the loaded object that satisfied it, as glibc does: a loaded object whose SONAME,
+or a name it was loaded by, equals the entry is reused (``_dl_map_object``, elf/dl-load.c).
+
+No GPU is needed: when the target interpreter cannot load ``libcuda.so.1``, the toolkit's stub
+(``$CUDA_HOME/lib64/stubs/libcuda.so``) is linked as ``libcuda.so.1`` in a directory put first on the
+children's LD_LIBRARY_PATH, and the observation says so (:attr:`Observation.stub_libcuda`).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import mmap
+import os
+import posixpath
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from cudaship.errors import CudashipError, OracleError
+from cudaship.oracle.records import (
+    LoadedObject,
+    Needed,
+    Observation,
+    Probe,
+    ProbeResult,
+    Step,
+    StepResult,
+)
+
+#: Seconds one child may take (importing a large package from a cold disk cache takes a while).
+DEFAULT_TIMEOUT = 120.0
+#: Children run at once (each is one interpreter; more than the CPUs only queues them).
+DEFAULT_JOBS = 4
+METHODS = {"phdr": "dl_iterate_phdr", "maps": "/proc/self/maps"}
+_STUB_GLOBS = ("lib64/stubs/libcuda.so", "lib/stubs/libcuda.so", "targets/*/lib/stubs/libcuda.so")
+_TAIL_LINES = 12
+
+
+@cache
+def child_source() -> str:
+    """The child script's text (run with ``-c``: the script's directory never lands on ``sys.path``)."""
+    return (Path(__file__).with_name("child.py")).read_text(encoding="utf-8")
+
+
+def find_stub(environ: Mapping[str, str] | None = None) -> str | None:
+    """The toolkit's stub ``libcuda.so``: under ``$CUDA_HOME``, ``$CUDA_PATH``, then /usr/local/cuda."""
+    env = os.environ if environ is None else environ
+    roots = [env.get("CUDA_HOME"), env.get("CUDA_PATH"), "/usr/local/cuda"]
+    for root in roots:
+        if not root:
+            continue
+        for pattern in _STUB_GLOBS:
+            for hit in sorted(glob.glob(os.path.join(glob.escape(root), pattern))):
+                if os.path.isfile(hit):
+                    return hit
+    return None
+
+
+def driver_loadable(python: str, env: Mapping[str, str]) -> bool:
+    """Whether a child of ``python`` can dlopen ``libcuda.so.1`` (the NVIDIA driver's library)."""
+    code = "import ctypes,sys\ntry:\n ctypes.CDLL('libcuda.so.1')\nexcept OSError:\n sys.exit(3)\n"
+    try:
+        done = subprocess.run(
+            [python, "-c", code], env=dict(env), capture_output=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+def _tail(text: str) -> str | None:
+    lines = text.strip().splitlines()[-_TAIL_LINES:]
+    return "\n".join(lines) or None
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+def _read_events(path: Path) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    try:
+        text = path.read_text(encoding="utf-8", errors="surrogateescape")
+    except OSError:
+        return events
+    for line in text.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue  # the last line of a child killed while writing
+        if isinstance(event, dict):
+            events.append(event)
+    return events
+
+
+class _ElfCache:
+    """SONAME and DT_NEEDED of each loaded file, read once per real path (threads share it)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._known: dict[str, tuple[str | None, tuple[str, ...], str | None]] = {}
+
+    def get(self, path: str) -> tuple[str | None, tuple[str, ...], str | None]:
+        with self._lock:
+            hit = self._known.get(path)
+        if hit is not None:
+            return hit
+        value = _read_dynamic(path)
+        with self._lock:
+            self._known[path] = value
+        return value
+
+
+def _read_dynamic(path: str) -> tuple[str | None, tuple[str, ...], str | None]:
+    from cudaship.binary.elf import read_elf
+    from cudaship.binary.records import ImportKind
+    from cudaship.safe_read import open_regular
+
+    try:
+        with open_regular(path) as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+            if buf[:4] != b"\x7fELF":
+                return None, (), "not an ELF file"
+            host = read_elf(buf, full=False)
+    except (CudashipError, OSError, ValueError) as e:
+        return None, (), str(e)
+    needed = tuple(i.library for i in host.imports if i.kind is ImportKind.NEEDED)
+    return host.soname, needed, None
+
+
+def match_needed(name: str, loaded: Sequence[tuple[str, str, str | None]]) -> tuple[str | None, str | None]:
+    """The loaded object (real path) glibc reuses for DT_NEEDED ``name``, and what matched.
+
+    ``loaded`` is (loader's name, real path, SONAME) in load order. A name with a slash is a path: the object
+    loaded from that path. Otherwise the first object whose SONAME equals it, else whose loaded name's last
+    component does (what ``_dl_name_match_p`` compares: the names an object was loaded by)."""
+    if "/" in name:
+        real = os.path.realpath(name)
+        for _n, path, _s in loaded:
+            if path == real:
+                return path, "name"
+        return None, None
+    for _n, path, soname in loaded:
+        if soname == name:
+            return path, "soname"
+    for loader_name, path, _s in loaded:
+        if posixpath.basename(loader_name) == name:
+            return path, "name"
+    return None, None
+
+
+def _objects(pairs: Sequence[Sequence[str]], elf: _ElfCache) -> tuple[LoadedObject, ...]:
+    rows: list[tuple[str, str, str | None, tuple[str, ...], str | None]] = []
+    seen: set[str] = set()
+    for pair in pairs:
+        name, path = str(pair[0]), str(pair[1])
+        if path in seen:
+            continue
+        seen.add(path)
+        soname, needed, problem = elf.get(path) if sys.platform.startswith("linux") else (None, (), None)
+        rows.append((name, path, soname, needed, problem))
+    index = [(name, path, soname) for name, path, soname, _n, _p in rows]
+    out = []
+    for name, path, soname, needed, problem in rows:
+        matched = []
+        for entry in needed:
+            target, how = match_needed(entry, index)
+            matched.append(Needed(entry, target, how))
+        out.append(LoadedObject(name, path, soname, tuple(matched), problem))
+    return tuple(out)
+
+
+def _result(
+    probe: Probe,
+    events: list[dict[str, Any]],
+    elf: _ElfCache,
+    *,
+    code: int | None,
+    timed_out: bool,
+    stderr: str,
+    seconds: float,
+    timeout: float,
+) -> ProbeResult:
+    steps = [*probe.before, probe.step]
+    loaded_before: dict[int, tuple[str, ...]] = {}
+    done: list[StepResult] = []
+    stage: int | None = None
+    objects: tuple[LoadedObject, ...] = ()
+    listing_us: int | None = None
+    last_loaded: list[Any] = []
+    for event in events:
+        kind = event.get("event")
+        i = event.get("step")
+        if kind == "start" and isinstance(i, int) and 0 <= i < len(steps):
+            stage = i
+            last_loaded = list(event.get("loaded") or ())
+            loaded_before[i] = tuple(str(p) for p in last_loaded)
+        elif kind == "done" and isinstance(i, int) and 0 <= i < len(steps):
+            stage = None
+            done.append(
+                StepResult(
+                    steps[i],
+                    bool(event.get("ok")),
+                    event.get("message"),
+                    loaded_before.get(i, ()),
+                    event.get("seconds"),
+                )
+            )
+        elif kind == "end":
+            objects = _objects(event.get("objects") or (), elf)
+            listing_us = event.get("listing_us")
+    if not objects and last_loaded:
+        objects = _objects([(p, p) for p in last_loaded], elf)  # a crash: what was mapped before the step
+    at = steps[stage].label if stage is not None else None
+    tail = _tail(stderr)
+    signal_name = _signal_name(code) if code is not None and code < 0 and not timed_out else None
+    own = next((s for s in done if s.step == probe.step), None)
+    message: str | None
+    if timed_out:
+        message = f"did not finish within {timeout:g} s" + (f" (at {at})" if at else "")
+        ok = False
+    elif signal_name is not None:
+        message = f"killed by {signal_name}" + (f" (at {at})" if at else "")
+        ok = False
+    elif own is None:
+        message = f"the child exited with status {code} before finishing" + (f" (at {at})" if at else "")
+        ok = False
+    else:
+        ok = own.ok
+        message = own.message
+    return ProbeResult(
+        probe=probe,
+        ok=ok,
+        message=message,
+        steps=tuple(done),
+        objects=objects,
+        timed_out=timed_out,
+        signal=signal_name,
+        exit_code=code,
+        stage=at,
+        stderr_tail=tail if not ok else None,
+        seconds=round(seconds, 3),
+        listing_us=listing_us,
+    )
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (OSError, AttributeError):
+        process.kill()
+
+
+def _run_one(
+    python: str,
+    probe: Probe,
+    env: Mapping[str, str],
+    workdir: Path,
+    number: int,
+    timeout: float,
+    method: str,
+    dll_dirs: Sequence[str],
+    elf: _ElfCache,
+) -> ProbeResult:
+    out = workdir / f"probe-{number}.jsonl"
+    payload = {
+        "steps": [[s.kind.value, s.target] for s in (*probe.before, probe.step)],
+        "method": method,
+        "dll_dirs": list(dll_dirs),
+    }
+    cwd = workdir / f"cwd-{number}"
+    cwd.mkdir()
+    command = [python, "-c", child_source(), json.dumps(payload), str(out)]
+    started = time.perf_counter()
+    timed_out = False
+    try:
+        process = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=os.name == "posix",
+        )
+    except OSError as e:
+        raise OracleError(f"cannot start {python}: {e.strerror or e}") from None
+    try:
+        _o, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(process)
+        _o, err = process.communicate()
+    seconds = time.perf_counter() - started
+    stderr = (err or b"").decode("utf-8", "replace")
+    return _result(
+        probe,
+        _read_events(out),
+        elf,
+        code=process.returncode,
+        timed_out=timed_out,
+        stderr=stderr,
+        seconds=seconds,
+        timeout=timeout,
+    )
+
+
+def child_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The children's environment: ``base`` (default this process's), unbuffered, without the variables
+    that would change what a fresh interpreter imports (PYTHONPATH, PYTHONHOME, PYTHONSTARTUP)."""
+    env = dict(os.environ if base is None else base)
+    for key in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONINSPECT", "LD_DEBUG"):
+        env.pop(key, None)
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONIOENCODING"] = "utf-8"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def observe(
+    python: str,
+    probes: Sequence[Probe],
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    jobs: int | None = None,
+    method: str = "phdr",
+    stub: bool | None = None,
+    dll_dirs: Sequence[str] = (),
+    on_result: Callable[[ProbeResult], None] | None = None,
+) -> Observation:
+    """Run each probe in a fresh child of ``python`` and return what each saw, in the order of ``probes``.
+
+    ``env``: the children's environment (default: this process's, see :func:`child_environment`; a given
+    mapping is used as is). ``timeout``: seconds per child. ``stub``: None links the toolkit's stub
+    ``libcuda.so.1`` only when the interpreter cannot load the driver's, False never, True always.
+    ``on_result`` is called (from worker threads, one at a time) as each child finishes."""
+    if method not in METHODS:
+        raise OracleError(f"unknown listing method {method!r} (one of {', '.join(METHODS)})")
+    if shutil.which(python) is None and not os.path.isfile(python):
+        raise OracleError("no such interpreter", path=python)
+    children_env = child_environment() if env is None else dict(env)
+    notes: list[str] = []
+    stub_path: str | None = None
+    driver: str | None = None
+    elf = _ElfCache()
+    lock = threading.Lock()
+    with tempfile.TemporaryDirectory(prefix="cudaship-load-") as tmp:
+        workdir = Path(tmp)
+        if sys.platform.startswith("linux"):
+            present = driver_loadable(python, children_env) if stub is not True else False
+            driver = "present" if present else "absent"
+            if not present and stub is not False:
+                stub_path = find_stub(children_env)
+                if stub_path is None:
+                    notes.append(
+                        "no NVIDIA driver (libcuda.so.1) and no toolkit stub found (CUDA_HOME, "
+                        "/usr/local/cuda): a library that needs libcuda.so.1 fails to load here"
+                    )
+                else:
+                    stub_dir = workdir / "stub"
+                    stub_dir.mkdir()
+                    (stub_dir / "libcuda.so.1").symlink_to(stub_path)
+                    previous = children_env.get("LD_LIBRARY_PATH")
+                    children_env["LD_LIBRARY_PATH"] = str(stub_dir) + (f":{previous}" if previous else "")
+                    driver = "stub"
+                    notes.append(f"no NVIDIA driver here: libcuda.so.1 is the toolkit's stub {stub_path}")
+
+        def one(number: int, probe: Probe) -> ProbeResult:
+            result = _run_one(python, probe, children_env, workdir, number, timeout, method, dll_dirs, elf)
+            if on_result is not None:
+                with lock:
+                    on_result(result)
+            return result
+
+        count = max(1, min(jobs or min(DEFAULT_JOBS, os.cpu_count() or 1), len(probes) or 1))
+        if count == 1:
+            results = [one(n, p) for n, p in enumerate(probes)]
+        else:
+            with ThreadPoolExecutor(count, thread_name_prefix="cudaship-load") as pool:
+                futures = [pool.submit(one, n, p) for n, p in enumerate(probes)]
+                results = [f.result() for f in futures]
+    return Observation(
+        python=python,
+        results=tuple(results),
+        stub_libcuda=stub_path,
+        driver=driver,
+        method=METHODS[method],
+        notes=tuple(notes),
+    )
+
+
+__all__ = ["DEFAULT_TIMEOUT", "Observation", "Probe", "ProbeResult", "Step", "observe"]
