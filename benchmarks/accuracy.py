@@ -411,6 +411,62 @@ def run_load(wheel: CorpusWheel, torch_spec: str, keep: bool) -> dict:
     return result
 
 
+def cudaship_has_load() -> bool:
+    out = subprocess.run(
+        [*cudaship_command(), "audit", "--help"],
+        capture_output=True,
+        text=True,
+        env=cudaship_env(),
+        check=False,
+    )
+    return "--load" in out.stdout
+
+
+def run_load_cudaship(wheel: CorpusWheel, torch_spec: str, timeout: int) -> dict:
+    """``cudaship audit --load --format json``: pip installs the wheel into a fresh venv (requirements
+    resolved by pip) and the oracle loads it. Wheels that link torch run in the shared torch environment
+    (``--load-python``), after ``pip install WHEEL torch==<its torch>`` there brought their requirements."""
+    started = time.monotonic()
+    static = _read_json(static_dir() / f"{wheel.filename}.json")
+    args = [*cudaship_command(), "audit", "--load", "--format", "json", "--no-progress", "--jobs", "1"]
+    args += ["--load-timeout", str(timeout)]
+    environment = "fresh venv"
+    install_note = None
+    if needs_torch(static, wheel):
+        python = torch_env(torch_spec)
+        torch_version = subprocess.run(
+            [str(python), "-c", "import importlib.metadata as m; print(m.version('torch'))"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+        ok, tail = pip_install(python, [str(wheel_path(wheel)), f"torch=={torch_version}"], timeout=1800)
+        environment = f"shared torch {torch_version} environment"
+        if not ok:
+            install_note = f"does not install next to torch {torch_version}: {tail}"
+        args += ["--load-python", str(python)]
+    result: dict = {"filename": wheel.filename, "loader": "cudaship", "environment": environment}
+    if install_note:
+        result.update(exit_code=None, report=None, install_note=install_note)
+    else:
+        proc = subprocess.run(
+            [*args, str(wheel_path(wheel))],
+            capture_output=True,
+            text=True,
+            env={**pip_env(), **cudaship_env()},
+            cwd=tempfile.gettempdir(),
+            check=False,
+        )
+        try:
+            report = json.loads(proc.stdout) if proc.stdout.strip() else None
+        except json.JSONDecodeError:
+            report = None
+        result.update(exit_code=proc.returncode, report=report, stderr=proc.stderr[-4000:])
+    result["seconds"] = round(time.monotonic() - started, 1)
+    _write_json_atomic(load_dir() / f"{wheel.filename}.cudaship.json", result)
+    return result
+
+
 def load_dir() -> Path:
     path = cache_root() / "load"
     path.mkdir(parents=True, exist_ok=True)
@@ -424,8 +480,21 @@ def _read_json(path: Path) -> dict | None:
         return None
 
 
-def cmd_load(wheels: list[CorpusWheel], torch_spec: str, keep: bool) -> int:
+def cmd_load(wheels: list[CorpusWheel], torch_spec: str, keep: bool, loader: str, timeout: int) -> int:
     linux = [w for w in wheels if w.platform == "linux" and wheel_path(w).exists()]
+    if loader == "auto":
+        loader = "cudaship" if cudaship_has_load() else "builtin"
+    if loader == "cudaship":
+        for wheel in sorted(linux, key=lambda w: w.size):
+            try:
+                res = run_load_cudaship(wheel, torch_spec, timeout)
+            except Exception as exc:  # one line per wheel, the run goes on
+                print(f"FAILED {wheel.filename}: {exc}", flush=True)
+                continue
+            load = ((res.get("report") or {}).get("wheels") or [{}])[0].get("load") or {}
+            line = load.get("line") or res.get("install_note") or (res.get("stderr") or "")[-200:]
+            print(f"{res['seconds']:7.1f} s  exit {res['exit_code']}  {wheel.filename}: {line}", flush=True)
+        return 0
     for wheel in sorted(linux, key=lambda w: w.size):
         try:
             res = run_load(wheel, torch_spec, keep)
@@ -623,6 +692,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", default=[], help="only these projects (repeatable)")
     parser.add_argument("--jobs", type=int, default=3)
     parser.add_argument("--torch-spec", default="torch==2.14.1", help="torch of the shared environment")
+    parser.add_argument(
+        "--loader",
+        choices=["auto", "cudaship", "builtin"],
+        default="auto",
+        help="load: cudaship audit --load when this checkout has it (auto), or the builtin pip+dlopen helper",
+    )
+    parser.add_argument("--load-timeout", type=int, default=120, help="seconds per child process")
     parser.add_argument("--output", help="report: write the tables to this file")
     parser.add_argument("--keep", action="store_true", help="keep the per-wheel environments")
     args = parser.parse_args(argv)
@@ -636,7 +712,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "report":
         return cmd_report(wheels, args.output)
     if args.command == "load":
-        return cmd_load(wheels, args.torch_spec, args.keep)
+        return cmd_load(wheels, args.torch_spec, args.keep, args.loader, args.load_timeout)
     return 2
 
 
