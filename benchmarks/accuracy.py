@@ -550,18 +550,36 @@ def loader_library_verdicts(load: dict) -> dict[str, tuple[str, str | None]]:
     return out
 
 
-def cudaship_load_verdicts(static: dict | None) -> dict[str, tuple[str, str | None]] | None:
-    """``audit --load``'s own comparison when the report carries it (the oracle part's ``load`` per wheel)."""
-    report = (static or {}).get("report") or {}
+def cudaship_load(result: dict | None) -> dict | None:
+    """The ``load`` part of an ``audit --load --format json`` report kept by the load step, or None."""
+    report = (result or {}).get("report") or {}
     wheels = report.get("wheels") or []
     load = wheels[0].get("load") if wheels else None
-    if not load or load.get("skipped"):
-        return None
-    out: dict[str, tuple[str, str | None]] = {}
+    return load if load and not load.get("skipped") else None
+
+
+def cudaship_rows(load: dict) -> tuple[bool, dict[str, tuple[bool, bool, list[tuple[str, str, str]]]]]:
+    """From ``audit --load``'s JSON: (every top-level import ok, per library: (loader loads it after the
+    imports (alone when there are none), every DT_NEEDED comparison agrees, the disagreeing ones as (library,
+    static, loader))."""
+    probes = load.get("probes", [])
+    imports_ok = all(p["ok"] for p in probes if p["label"].startswith("import "))
+    loads: dict[str, bool] = {}
+    for p in probes:
+        m = re.match(r"dlopen (\S+)( \(after import .*\))?$", p["label"])
+        if not m:
+            continue
+        if m.group(2) or m.group(1) not in loads:
+            loads[m.group(1)] = p["ok"]
+    out: dict[str, tuple[bool, bool, list[tuple[str, str, str]]]] = {}
+    for member, ok in loads.items():
+        out[member] = (ok, True, [])
     for c in load.get("comparisons", []):
-        verdict = "loads" if c.get("loader") in ("loaded", "loads", "ok") else "fails"
-        out.setdefault(c["file"], (verdict, c.get("loader")))
-    return out
+        ok, agree, bad = out.get(c["file"], (True, True, []))
+        if not c["agree"]:
+            bad = [*bad, (c["library"], c["static"], c["loader"])]
+        out[c["file"]] = (ok, agree and c["agree"], bad)
+    return imports_ok, out
 
 
 @dataclass
@@ -575,6 +593,7 @@ class WheelRow:
     imports_ok: bool | None = None
     libraries_fail: int = 0  #: libraries the loader could not load after the imports
     disagreements: list[tuple[str, str, str]] = field(default_factory=list)
+    note: str | None = None
 
 
 def build_rows(wheels: list[CorpusWheel]) -> list[WheelRow]:
@@ -584,9 +603,26 @@ def build_rows(wheels: list[CorpusWheel]) -> list[WheelRow]:
         row = WheelRow(wheel, static["exit_code"] if static else None)
         statics = static_library_verdicts(static)
         row.libraries = len(statics)
+        kept = _read_json(load_dir() / f"{wheel.filename}.cudaship.json")
+        oracle = cudaship_load(kept)
+        if kept is not None and kept.get("install_note"):
+            row.install = "not here"
+            row.note = kept["install_note"]
+        if oracle is not None:
+            row.install = "ok"
+            row.imports_ok, per_library = cudaship_rows(oracle)
+            for member, (ok, agree, bad) in sorted(per_library.items()):
+                row.compared += 1
+                row.libraries_fail += not ok
+                if agree:
+                    row.agree += 1
+                for library, static_text, loader_text in bad:
+                    row.disagreements.append((f"{member} -> {library}", static_text, loader_text))
+            rows.append(row)
+            continue
         load = _read_json(load_dir() / f"{wheel.filename}.json")
-        loader = cudaship_load_verdicts(static)
-        if loader is None and load is not None:
+        loader = None
+        if load is not None:
             row.install = "ok" if load["install"]["ok"] else "fails"
             if load["install"]["ok"]:
                 row.imports_ok = not any(load["imports"].values())
@@ -644,11 +680,23 @@ def render(rows: list[WheelRow]) -> str:
         "",
     ]
     for r in rows:
+        groups: dict[tuple[str, str, str], list[str]] = {}
         for member, static, loader in r.disagreements:
+            file, _, library = member.partition(" -> ")
+            key = (library or file, _normalise(static), _normalise(loader))
+            groups.setdefault(key, []).append(file)
+        for (library, static, loader), files in groups.items():
+            where = f"`{files[0]}`" if len(files) == 1 else f"{len(files)} libraries (`{files[0]}`, ...)"
             lines.append(
-                f"- {r.wheel.project} {r.wheel.version}: `{member}`: static: {_short(static)}; loader: {_short(loader)}"
+                f"- {r.wheel.project} {r.wheel.version}: {library} of {where}: static: {_short(static)}; "
+                f"loader: {_short(loader)}"
             )
     return "\n".join(lines) + "\n"
+
+
+def _normalise(text: str) -> str:
+    """One disagreement's text without what differs from library to library (the folders searched)."""
+    return re.sub(r"\s*\(searched: [^)]*\)", "", text)
 
 
 def _short(text: str, limit: int = 220) -> str:
