@@ -41,7 +41,11 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import tomllib
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
 
 ROOT = Path(_HERE).parent
 CORPUS_FILE = Path(_HERE) / "accuracy_corpus.toml"
@@ -144,7 +148,7 @@ def cudaship_env() -> dict[str, str]:
 
 
 def run_static(wheel: CorpusWheel) -> dict:
-    """``cudaship audit --format json`` (default policy, online) on one wheel; kept as JSON with its exit code."""
+    """``cudaship audit --format json`` (default policy, online) on one wheel; kept with its exit code."""
     started = time.monotonic()
     proc = subprocess.run(
         [
@@ -206,8 +210,8 @@ def cmd_static(wheels: list[CorpusWheel], jobs: int) -> int:
 #
 # Wheels whose libraries link torch (declared or not) go into one shared environment with torch preinstalled
 # (``--torch-spec``, default the release this machine's pip is capped at), since a fresh torch per wheel is
-# ~5.5 GB of disk and minutes of install: the wheel is installed into it with pip as usual; when pip would have
-# to replace torch to satisfy the wheel's pins, the wheel is reported as not installable here.
+# ~5.5 GB of disk and minutes of install: the wheel is installed into it with pip as usual; when pip would
+# have to replace torch to satisfy the wheel's pins, the wheel is reported as not installable here.
 
 CHILD = r"""
 import ctypes, importlib, json, os, sys
@@ -506,7 +510,8 @@ def cmd_load(wheels: list[CorpusWheel], torch_spec: str, keep: bool, loader: str
         imp_bad = sum(1 for v in res["imports"].values() if v)
         print(
             f"{res['seconds']:7.1f} s  install {'ok' if res['install']['ok'] else 'FAILED'}  "
-            f"imports {len(res['imports']) - imp_bad}/{len(res['imports'])}  libraries {len(libs) - bad}/{len(libs)}  "
+            f"imports {len(res['imports']) - imp_bad}/{len(res['imports'])}  "
+            f"libraries {len(libs) - bad}/{len(libs)}  "
             f"{wheel.filename}",
             flush=True,
         )
@@ -594,6 +599,8 @@ class WheelRow:
     libraries_fail: int = 0  #: libraries the loader could not load after the imports
     disagreements: list[tuple[str, str, str]] = field(default_factory=list)
     note: str | None = None
+    #: per library: file, static verdict, loader loads it, agree
+    per_library: list[dict] = field(default_factory=list)
 
 
 def build_rows(wheels: list[CorpusWheel]) -> list[WheelRow]:
@@ -612,6 +619,14 @@ def build_rows(wheels: list[CorpusWheel]) -> list[WheelRow]:
             row.install = "ok"
             row.imports_ok, per_library = cudaship_rows(oracle)
             for member, (ok, agree, bad) in sorted(per_library.items()):
+                row.per_library.append(
+                    {
+                        "file": member,
+                        "static": statics.get(member, "resolves"),
+                        "loader_loads": ok,
+                        "agree": agree,
+                    }
+                )
                 row.compared += 1
                 row.libraries_fail += not ok
                 if agree:
@@ -659,7 +674,8 @@ def render(rows: list[WheelRow]) -> str:
         loads = f"{r.compared - r.libraries_fail}/{r.compared}" if r.compared else "-"
         exit_code = "-" if r.exit_code is None else str(r.exit_code)
         lines.append(
-            f"| {w.project} | {w.version} | {w.platform} | {w.size / 1e6:.0f} | {exit_code} | {r.libraries} | "
+            f"| {w.project} | {w.version} | {w.platform} | {w.size / 1e6:.0f} | {exit_code} "
+            f"| {r.libraries} | "
             f"{r.install} | {imports} | {loads} | {agree} |"
         )
     compared = sum(r.compared for r in rows)
@@ -711,14 +727,33 @@ def render_corpus(wheels: list[CorpusWheel]) -> str:
     lines = ["| project | version | platform | file | MB | why |", "|---|---|---|---|---|---|"]
     for w in wheels:
         lines.append(
-            f"| {w.project} | {w.version} | {w.platform} | [{w.filename}]({w.url}) | {w.size / 1e6:.0f} | {w.why} |"
+            f"| {w.project} | {w.version} | {w.platform} | [{w.filename}]({w.url}) "
+            f"| {w.size / 1e6:.0f} | {w.why} |"
         )
     return "\n".join(lines) + "\n"
 
 
-def cmd_report(wheels: list[CorpusWheel], output: str | None) -> int:
-    """The tables; with ``--output FILE`` holding the markers, only the text between them is replaced."""
-    text = "### Results\n\n" + render(build_rows(wheels)) + "\n### The corpus\n\n" + render_corpus(wheels)
+def cmd_report(wheels: list[CorpusWheel], output: str | None, json_file: str | None = None) -> int:
+    """The tables; with ``--output FILE`` holding the markers, only the text between them is replaced;
+    ``--json FILE``: every wheel's figures and every library's verdicts."""
+    rows = build_rows(wheels)
+    if json_file:
+        data = [
+            {
+                "project": r.wheel.project,
+                "version": r.wheel.version,
+                "platform": r.wheel.platform,
+                "filename": r.wheel.filename,
+                "audit_exit": r.exit_code,
+                "install": r.install,
+                "imports_ok": r.imports_ok,
+                "libraries": r.per_library,
+                "note": r.note,
+            }
+            for r in rows
+        ]
+        _write_json_atomic(Path(json_file).resolve(), data)
+    text = "### Results\n\n" + render(rows) + "\n### The corpus\n\n" + render_corpus(wheels)
     if not output:
         sys.stdout.write(text)
         return 0
@@ -747,6 +782,7 @@ def main(argv: list[str] | None = None) -> int:
         help="load: cudaship audit --load when this checkout has it (auto), or the builtin pip+dlopen helper",
     )
     parser.add_argument("--load-timeout", type=int, default=120, help="seconds per child process")
+    parser.add_argument("--json", help="report: also write every library's verdicts to this JSON file")
     parser.add_argument("--output", help="report: write the tables to this file")
     parser.add_argument("--keep", action="store_true", help="keep the per-wheel environments")
     args = parser.parse_args(argv)
@@ -758,7 +794,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "static":
         return cmd_static(wheels, args.jobs)
     if args.command == "report":
-        return cmd_report(wheels, args.output)
+        return cmd_report(wheels, args.output, args.json)
     if args.command == "load":
         return cmd_load(wheels, args.torch_spec, args.keep, args.loader, args.load_timeout)
     return 2
