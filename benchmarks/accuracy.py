@@ -563,27 +563,31 @@ def cudaship_load(result: dict | None) -> dict | None:
     return load if load and not load.get("skipped") else None
 
 
-def cudaship_rows(load: dict) -> tuple[bool, dict[str, tuple[bool, bool, list[tuple[str, str, str]]]]]:
-    """From ``audit --load``'s JSON: (every top-level import ok, per library: (loader loads it after the
-    imports (alone when there are none), every DT_NEEDED comparison agrees, the disagreeing ones as (library,
-    static, loader))."""
+@dataclass
+class LoaderLibrary:
+    """What ``audit --load`` saw for one native library of the wheel."""
+
+    loads: bool  #: dlopen succeeded after the imports (alone when the wheel has no top-level package)
+    message: str | None  #: the loader's message when it did not
+    entries_agree: bool = True  #: every DT_NEEDED comparison agrees (only meaningful when it loads)
+    disagreeing: list[tuple[str, str, str]] = field(default_factory=list)  #: (DT_NEEDED, static, loader)
+
+
+def cudaship_rows(load: dict) -> tuple[bool, dict[str, LoaderLibrary]]:
+    """From ``audit --load``'s JSON: whether every top-level import worked, and per native library what the
+    loader did."""
     probes = load.get("probes", [])
     imports_ok = all(p["ok"] for p in probes if p["label"].startswith("import "))
-    loads: dict[str, bool] = {}
+    out: dict[str, LoaderLibrary] = {}
     for p in probes:
         m = re.match(r"dlopen (\S+)( \(after import .*\))?$", p["label"])
-        if not m:
-            continue
-        if m.group(2) or m.group(1) not in loads:
-            loads[m.group(1)] = p["ok"]
-    out: dict[str, tuple[bool, bool, list[tuple[str, str, str]]]] = {}
-    for member, ok in loads.items():
-        out[member] = (ok, True, [])
+        if m and (m.group(2) or m.group(1) not in out):
+            out[m.group(1)] = LoaderLibrary(p["ok"], p.get("message"))
     for c in load.get("comparisons", []):
-        ok, agree, bad = out.get(c["file"], (True, True, []))
+        lib = out.setdefault(c["file"], LoaderLibrary(True, None))
         if not c["agree"]:
-            bad = [*bad, (c["library"], c["static"], c["loader"])]
-        out[c["file"]] = (ok, agree and c["agree"], bad)
+            lib.entries_agree = False
+            lib.disagreeing.append((c["library"], c["static"], c["loader"]))
     return imports_ok, out
 
 
@@ -599,6 +603,9 @@ class WheelRow:
     libraries_fail: int = 0  #: libraries the loader could not load after the imports
     disagreements: list[tuple[str, str, str]] = field(default_factory=list)
     note: str | None = None
+    entries_agree: int = 0  #: libraries whose verdicts agree and (when they load) every entry's file too
+    #: libraries both sides say load, with a DT_NEEDED the loader satisfied with another file than the audit's
+    other_file: list[tuple[str, str, str]] = field(default_factory=list)
     #: per library: file, static verdict, loader loads it, agree
     per_library: list[dict] = field(default_factory=list)
 
@@ -618,21 +625,37 @@ def build_rows(wheels: list[CorpusWheel]) -> list[WheelRow]:
         if oracle is not None:
             row.install = "ok"
             row.imports_ok, per_library = cudaship_rows(oracle)
-            for member, (ok, agree, bad) in sorted(per_library.items()):
+            for member, lib in sorted(per_library.items()):
+                static_text = statics.get(member, "resolves")
+                static_ok = static_text == "resolves"
+                # the verdicts agree when both say it loads, or both say it does not; when both say it loads,
+                # the entry-level figure also asks that every DT_NEEDED was mapped to the file the audit named
+                agree = static_ok == lib.loads
                 row.per_library.append(
                     {
                         "file": member,
-                        "static": statics.get(member, "resolves"),
-                        "loader_loads": ok,
+                        "static": static_text,
+                        "loader_loads": lib.loads,
+                        "loader_message": lib.message,
                         "agree": agree,
+                        "entries_agree": lib.entries_agree if lib.loads else None,
                     }
                 )
                 row.compared += 1
-                row.libraries_fail += not ok
-                if agree:
-                    row.agree += 1
-                for library, static_text, loader_text in bad:
-                    row.disagreements.append((f"{member} -> {library}", static_text, loader_text))
+                row.libraries_fail += not lib.loads
+                row.agree += agree
+                row.entries_agree += agree and (not lib.loads or lib.entries_agree)
+                if not agree:
+                    if lib.loads:
+                        for library, static_entry, loader_entry in lib.disagreeing or [
+                            ("-", static_text, "loads")
+                        ]:
+                            row.disagreements.append((f"{member} -> {library}", static_entry, loader_entry))
+                    else:
+                        row.disagreements.append((member, "resolves", lib.message or "does not load"))
+                elif lib.loads and not lib.entries_agree:
+                    for library, static_entry, loader_entry in lib.disagreeing:
+                        row.other_file.append((f"{member} -> {library}", static_entry, loader_entry))
             rows.append(row)
             continue
         load = _read_json(load_dir() / f"{wheel.filename}.json")
@@ -683,23 +706,36 @@ def render(rows: list[WheelRow]) -> str:
     loaded = [r for r in rows if r.imports_ok]
     cried_wolf = [r for r in loaded if r.exit_code]
     pct = f"{100 * agree / compared:.1f}%" if compared else "n/a"
+    entries = sum(r.entries_agree for r in rows)
+    epct = f"{100 * entries / compared:.1f}%" if compared else "n/a"
     lines += [
         "",
         f"- wheels: {len(rows)} ({sum(r.wheel.platform == 'linux' for r in rows)} Linux, "
         f"{sum(r.wheel.platform == 'windows' for r in rows)} Windows); default audit exits non-zero on "
         f"{sum(1 for r in rows if r.exit_code)}",
-        f"- libraries compared with the loader: {compared}; static and loader agree on {agree} ({pct})",
+        f"- libraries compared with the loader: {compared}; static and loader verdicts (loads / does not) "
+        f"agree on {agree} ({pct}); counting also every DT_NEEDED mapped to the file the audit named: "
+        f"{entries} ({epct})",
         f"- wheels that install and import here: {len(loaded)}; of those, failing the default audit: "
         f"{len(cried_wolf)}" + (f" ({', '.join(r.wheel.project for r in cried_wolf)})" if cried_wolf else ""),
         "",
         "### Disagreements",
         "",
     ]
+    lines += _grouped(rows, "disagreements")
+    lines += ["", "### Same verdict, another file", ""]
+    lines += _grouped(rows, "other_file")
+    return "\n".join(lines) + "\n"
+
+
+def _grouped(rows: list[WheelRow], attribute: str) -> list[str]:
+    """One line per wheel, DT_NEEDED and (static, loader) text, naming how many libraries it covers."""
+    lines = []
     for r in rows:
         groups: dict[tuple[str, str, str], list[str]] = {}
-        for member, static, loader in r.disagreements:
+        for member, static, loader in getattr(r, attribute):
             file, _, library = member.partition(" -> ")
-            key = (library or file, _normalise(static), _normalise(loader))
+            key = (library or "the library", _normalise(static), _normalise(loader))
             groups.setdefault(key, []).append(file)
         for (library, static, loader), files in groups.items():
             where = f"`{files[0]}`" if len(files) == 1 else f"{len(files)} libraries (`{files[0]}`, ...)"
@@ -707,7 +743,7 @@ def render(rows: list[WheelRow]) -> str:
                 f"- {r.wheel.project} {r.wheel.version}: {library} of {where}: static: {_short(static)}; "
                 f"loader: {_short(loader)}"
             )
-    return "\n".join(lines) + "\n"
+    return lines or ["(none)"]
 
 
 def _normalise(text: str) -> str:
