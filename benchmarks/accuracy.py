@@ -585,7 +585,7 @@ def cudaship_rows(load: dict) -> tuple[bool, dict[str, LoaderLibrary]]:
             out[m.group(1)] = LoaderLibrary(p["ok"], p.get("message"))
     for c in load.get("comparisons", []):
         lib = out.setdefault(c["file"], LoaderLibrary(True, None))
-        if not c["agree"]:
+        if c["agree"] is False:  # None: the loader could not say (the library did not load)
             lib.entries_agree = False
             lib.disagreeing.append((c["library"], c["static"], c["loader"]))
     return imports_ok, out
@@ -705,6 +705,13 @@ def render(rows: list[WheelRow]) -> str:
     agree = sum(r.agree for r in rows)
     loaded = [r for r in rows if r.imports_ok]
     cried_wolf = [r for r in loaded if r.exit_code]
+    whole = [r for r in loaded if not r.libraries_fail]
+    whole_wolf = [r for r in whole if r.exit_code]
+    not_loaded = [
+        f"{r.wheel.project} ({_short(r.note or r.install, 120)})"
+        for r in rows
+        if r.wheel.platform == "linux" and r.imports_ok is None
+    ]
     pct = f"{100 * agree / compared:.1f}%" if compared else "n/a"
     entries = sum(r.entries_agree for r in rows)
     epct = f"{100 * entries / compared:.1f}%" if compared else "n/a"
@@ -718,6 +725,18 @@ def render(rows: list[WheelRow]) -> str:
         f"{entries} ({epct})",
         f"- wheels that install and import here: {len(loaded)}; of those, failing the default audit: "
         f"{len(cried_wolf)}" + (f" ({', '.join(r.wheel.project for r in cried_wolf)})" if cried_wolf else ""),
+        f"- wheels that import and whose every native library loads after the imports: {len(whole)}; of those, "
+        f"failing the default audit: {len(whole_wolf)}"
+        + (f" ({', '.join(r.wheel.project for r in whole_wolf)})" if whole_wolf else ""),
+        f"- Linux wheels not loaded here: "
+        + (
+            ", ".join(
+                f"{r.wheel.project} ({r.note or r.install})"
+                for r in rows
+                if r.wheel.platform == "linux" and r.imports_ok is None
+            )
+            or "none"
+        ),
         "",
         "### Disagreements",
         "",
