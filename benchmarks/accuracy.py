@@ -725,18 +725,10 @@ def render(rows: list[WheelRow]) -> str:
         f"{entries} ({epct})",
         f"- wheels that install and import here: {len(loaded)}; of those, failing the default audit: "
         f"{len(cried_wolf)}" + (f" ({', '.join(r.wheel.project for r in cried_wolf)})" if cried_wolf else ""),
-        f"- wheels that import and whose every native library loads after the imports: {len(whole)}; of those, "
-        f"failing the default audit: {len(whole_wolf)}"
+        f"- wheels that import and whose every native library loads after the imports: {len(whole)}; "
+        f"of those, failing the default audit: {len(whole_wolf)}"
         + (f" ({', '.join(r.wheel.project for r in whole_wolf)})" if whole_wolf else ""),
-        f"- Linux wheels not loaded here: "
-        + (
-            ", ".join(
-                f"{r.wheel.project} ({r.note or r.install})"
-                for r in rows
-                if r.wheel.platform == "linux" and r.imports_ok is None
-            )
-            or "none"
-        ),
+        "- Linux wheels not loaded here: " + (", ".join(not_loaded) or "none"),
         "",
         "### Disagreements",
         "",
