@@ -278,7 +278,9 @@ def pip_install(python: Path, args: list[str], timeout: int) -> tuple[bool, str]
         )
     except subprocess.TimeoutExpired:
         return False, f"pip install timed out after {timeout} s"
-    tail = (proc.stderr or proc.stdout).strip().splitlines()[-6:]
+    # this machine's pip configuration names local indexes; their "Location ... is ignored" lines are noise
+    lines = [line for line in (proc.stderr or proc.stdout).strip().splitlines() if "is ignored:" not in line]
+    tail = lines[-4:]
     return proc.returncode == 0, " | ".join(tail)
 
 
