@@ -61,6 +61,8 @@ class CorpusWheel:
     sha256: str
     size: int
     why: str
+    #: what the documented installation adds (extras, the framework it plugs into): ``audit --load --with``
+    install: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -77,7 +79,7 @@ def cache_root() -> Path:
 def load_corpus(path: Path = CORPUS_FILE) -> list[CorpusWheel]:
     with path.open("rb") as handle:
         data = tomllib.load(handle)
-    return [CorpusWheel(**row) for row in data["wheel"]]
+    return [CorpusWheel(**{**row, "install": tuple(row.get("install", ()))}) for row in data["wheel"]]
 
 
 def wheel_path(wheel: CorpusWheel) -> Path:
@@ -446,11 +448,16 @@ def run_load_cudaship(wheel: CorpusWheel, torch_spec: str, timeout: int) -> dict
             text=True,
             check=False,
         ).stdout.strip()
-        ok, tail = pip_install(python, [str(wheel_path(wheel)), f"torch=={torch_version}"], timeout=1800)
+        ok, tail = pip_install(
+            python, [str(wheel_path(wheel)), *wheel.install, f"torch=={torch_version}"], timeout=1800
+        )
         environment = f"shared torch {torch_version} environment"
         if not ok:
             install_note = f"does not install next to torch {torch_version}: {tail}"
         args += ["--load-python", str(python)]
+    else:
+        for requirement in wheel.install:
+            args += ["--with", requirement]
     result: dict = {"filename": wheel.filename, "loader": "cudaship", "environment": environment}
     if install_note:
         result.update(exit_code=None, report=None, install_note=install_note)
@@ -522,7 +529,18 @@ def cmd_load(wheels: list[CorpusWheel], torch_spec: str, keep: bool, loader: str
 
 # --- report -----------------------------------------------------------------------------------------------
 
+#: libraries only the NVIDIA driver installs: a library or import that fails on one of them is not judged on a
+#: machine without a driver (this one)
 DRIVER_ONLY = re.compile(r"\blibcuda\.so\.1\b|\blibnvidia-[\w-]+\.so\.1\b|\blibnvcuvid\.so\.1\b")
+
+#: an extension module built for one CPython release (``.cpython-312-x86_64-linux-gnu.so``)
+CPYTHON_TAG = re.compile(r"\.cpython-(3\d+)t?-")
+
+
+def for_another_python(member: str) -> bool:
+    """An extension module of another CPython than the one loading it: not loadable there by design."""
+    m = CPYTHON_TAG.search(member)
+    return bool(m) and m.group(1) != f"{sys.version_info.major}{sys.version_info.minor}"
 
 
 def static_library_verdicts(static: dict | None) -> dict[str, str]:
@@ -575,11 +593,14 @@ class LoaderLibrary:
     disagreeing: list[tuple[str, str, str]] = field(default_factory=list)  #: (DT_NEEDED, static, loader)
 
 
-def cudaship_rows(load: dict) -> tuple[bool, dict[str, LoaderLibrary]]:
+def cudaship_rows(load: dict) -> tuple[bool | None, dict[str, LoaderLibrary]]:
     """From ``audit --load``'s JSON: whether every top-level import worked, and per native library what the
     loader did."""
     probes = load.get("probes", [])
-    imports_ok = all(p["ok"] for p in probes if p["label"].startswith("import "))
+    failed_imports = [p for p in probes if p["label"].startswith("import ") and not p["ok"]]
+    imports_ok: bool | None = not failed_imports
+    if failed_imports and all(DRIVER_ONLY.search(p.get("message") or "") for p in failed_imports):
+        imports_ok = None  # needs the NVIDIA driver, which this machine lacks: not judged here
     out: dict[str, LoaderLibrary] = {}
     for p in probes:
         m = re.match(r"dlopen (\S+)( \(after import .*\))?$", p["label"])
@@ -605,6 +626,8 @@ class WheelRow:
     libraries_fail: int = 0  #: libraries the loader could not load after the imports
     disagreements: list[tuple[str, str, str]] = field(default_factory=list)
     note: str | None = None
+    #: libraries not compared here, with why (an extension for another Python, one that needs the driver)
+    excluded: list[tuple[str, str]] = field(default_factory=list)
     entries_agree: int = 0  #: libraries whose verdicts agree and (when they load) every entry's file too
     #: libraries both sides say load, with a DT_NEEDED the loader satisfied with another file than the audit's
     other_file: list[tuple[str, str, str]] = field(default_factory=list)
@@ -628,6 +651,12 @@ def build_rows(wheels: list[CorpusWheel]) -> list[WheelRow]:
             row.install = "ok"
             row.imports_ok, per_library = cudaship_rows(oracle)
             for member, lib in sorted(per_library.items()):
+                if for_another_python(member):
+                    row.excluded.append((member, "an extension module for another Python"))
+                    continue
+                if not lib.loads and DRIVER_ONLY.search(lib.message or ""):
+                    row.excluded.append((member, "needs the NVIDIA driver: " + _short(lib.message or "", 90)))
+                    continue
                 static_text = statics.get(member, "resolves")
                 static_ok = static_text == "resolves"
                 # the verdicts agree when both say it loads, or both say it does not; when both say it loads,
@@ -694,7 +723,11 @@ def render(rows: list[WheelRow]) -> str:
     ]
     for r in rows:
         w = r.wheel
-        imports = "-" if r.imports_ok is None else ("ok" if r.imports_ok else "fail")
+        imports = (
+            ("needs driver" if r.install == "ok" else "-")
+            if r.imports_ok is None
+            else ("ok" if r.imports_ok else "fail")
+        )
         agree = f"{r.agree}/{r.compared}" if r.compared else "-"
         loads = f"{r.compared - r.libraries_fail}/{r.compared}" if r.compared else "-"
         exit_code = "-" if r.exit_code is None else str(r.exit_code)
@@ -709,10 +742,12 @@ def render(rows: list[WheelRow]) -> str:
     cried_wolf = [r for r in loaded if r.exit_code]
     whole = [r for r in loaded if not r.libraries_fail]
     whole_wolf = [r for r in whole if r.exit_code]
+    driver_only = sum(1 for r in rows for _, why in r.excluded if "driver" in why)
+    other_python = sum(1 for r in rows for _, why in r.excluded if "another Python" in why)
     not_loaded = [
         f"{r.wheel.project} ({_short(r.note or r.install, 120)})"
         for r in rows
-        if r.wheel.platform == "linux" and r.imports_ok is None
+        if r.wheel.platform == "linux" and r.install != "ok"
     ]
     pct = f"{100 * agree / compared:.1f}%" if compared else "n/a"
     entries = sum(r.entries_agree for r in rows)
@@ -731,6 +766,8 @@ def render(rows: list[WheelRow]) -> str:
         f"of those, failing the default audit: {len(whole_wolf)}"
         + (f" ({', '.join(r.wheel.project for r in whole_wolf)})" if whole_wolf else ""),
         "- Linux wheels not loaded here: " + (", ".join(not_loaded) or "none"),
+        f"- libraries not compared: {sum(len(r.excluded) for r in rows)} ({driver_only} need the NVIDIA "
+        f"driver, {other_python} are extension modules for another Python)",
         "",
         "### Disagreements",
         "",
