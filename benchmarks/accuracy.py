@@ -583,6 +583,40 @@ def cudaship_load(result: dict | None) -> dict | None:
     return load if load and not load.get("skipped") else None
 
 
+def static_imports(result: dict | None) -> list[dict]:
+    """``WheelAudit.imports`` of a kept report (every import's static verdict), empty when it has none."""
+    wheels = ((result or {}).get("report") or {}).get("wheels") or []
+    return list(wheels[0].get("imports") or []) if wheels else []
+
+
+def transitive_verdicts(statics: dict[str, str], imports: list[dict]) -> dict[str, str]:
+    """A library loads only when the shipped libraries it needs load too: its static verdict becomes the first
+    failure found down its chain of shipped dependencies (the closure check judges direct entries only)."""
+    edges: dict[str, list[str]] = {}
+    for i in imports:
+        if i.get("via") == "shipped" and i.get("target") in statics and i["target"] != i["file"]:
+            edges.setdefault(i["file"], []).append(i["target"])
+    out: dict[str, str] = {}
+
+    def verdict(member: str, seen: frozenset[str]) -> str:
+        if member in out:
+            return out[member]
+        own = statics.get(member, "resolves")
+        if own != "resolves":
+            return own
+        for target in edges.get(member, []):
+            if target in seen:
+                continue
+            below = verdict(target, seen | {member})
+            if below != "resolves":
+                return f"{target} does not load: {below}"
+        return "resolves"
+
+    for member in statics:
+        out[member] = verdict(member, frozenset())
+    return out
+
+
 @dataclass
 class LoaderLibrary:
     """What ``audit --load`` saw for one native library of the wheel."""
@@ -643,6 +677,7 @@ def build_rows(wheels: list[CorpusWheel]) -> list[WheelRow]:
         statics = static_library_verdicts(static)
         row.libraries = len(statics)
         kept = _read_json(load_dir() / f"{wheel.filename}.cudaship.json")
+        statics = transitive_verdicts(statics, static_imports(static) or static_imports(kept))
         oracle = cudaship_load(kept)
         if kept is not None and kept.get("install_note"):
             row.install = "not here"
