@@ -631,7 +631,16 @@ def cudaship_rows(load: dict) -> tuple[bool | None, dict[str, LoaderLibrary]]:
     """From ``audit --load``'s JSON: whether every top-level import worked, and per native library what the
     loader did."""
     probes = load.get("probes", [])
-    failed_imports = [p for p in probes if p["label"].startswith("import ") and not p["ok"]]
+    # what counts is native loading: a private top-level module (``_foo``) is not the package's API, and a
+    # Python module an optional tool needs (ModuleNotFoundError) is not a loader verdict
+    failed_imports = [
+        p
+        for p in probes
+        if p["label"].startswith("import ")
+        and not p["ok"]
+        and not p["label"].removeprefix("import ").startswith("_")
+        and not (p.get("message") or "").startswith("ModuleNotFoundError")
+    ]
     imports_ok: bool | None = not failed_imports
     if failed_imports and all(DRIVER_ONLY.search(p.get("message") or "") for p in failed_imports):
         imports_ok = None  # needs the NVIDIA driver, which this machine lacks: not judged here
