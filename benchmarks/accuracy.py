@@ -694,7 +694,17 @@ def build_rows(wheels: list[CorpusWheel]) -> list[WheelRow]:
         if oracle is not None:
             row.install = "ok"
             row.imports_ok, per_library = cudaship_rows(oracle)
+            on_demand = {
+                c["name"].removeprefix("load: ")
+                for c in (kept or {}).get("report", {}).get("checks", [])
+                if c["family"] == "load" and c.get("rule") == "on_demand" and c["status"] == "fail"
+            }
             for member, lib in sorted(per_library.items()):
+                if member in on_demand and not lib.loads:
+                    row.excluded.append(
+                        (member, "loaded on demand by the package (a convention the oracle knows)")
+                    )
+                    continue
                 if for_another_python(member):
                     row.excluded.append((member, "an extension module for another Python"))
                     continue
@@ -788,6 +798,7 @@ def render(rows: list[WheelRow]) -> str:
     whole_wolf = [r for r in whole if r.exit_code]
     driver_only = sum(1 for r in rows for _, why in r.excluded if "driver" in why)
     other_python = sum(1 for r in rows for _, why in r.excluded if "another Python" in why)
+    demand = sum(1 for r in rows for _, why in r.excluded if "on demand" in why)
     not_loaded = [
         f"{r.wheel.project} ({_short(r.note or r.install, 120)})"
         for r in rows
@@ -811,7 +822,7 @@ def render(rows: list[WheelRow]) -> str:
         + (f" ({', '.join(r.wheel.project for r in whole_wolf)})" if whole_wolf else ""),
         "- Linux wheels not loaded here: " + (", ".join(not_loaded) or "none"),
         f"- libraries not compared: {sum(len(r.excluded) for r in rows)} ({driver_only} need the NVIDIA "
-        f"driver, {other_python} are extension modules for another Python)",
+        f"driver, {other_python} are extension modules for another Python, {demand} are loaded on demand)",
         "",
         "### Disagreements",
         "",
