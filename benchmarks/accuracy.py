@@ -669,6 +669,7 @@ class WheelRow:
     libraries_fail: int = 0  #: libraries the loader could not load after the imports
     disagreements: list[tuple[str, str, str]] = field(default_factory=list)
     note: str | None = None
+    load_seconds: float | None = None  #: wall time of the load step for this wheel (pip install included)
     #: libraries not compared here, with why (an extension for another Python, one that needs the driver)
     excluded: list[tuple[str, str]] = field(default_factory=list)
     entries_agree: int = 0  #: libraries whose verdicts agree and (when they load) every entry's file too
@@ -688,6 +689,8 @@ def build_rows(wheels: list[CorpusWheel]) -> list[WheelRow]:
         kept = _read_json(load_dir() / f"{wheel.filename}.cudaship.json")
         statics = transitive_verdicts(statics, static_imports(static) or static_imports(kept))
         oracle = cudaship_load(kept)
+        if kept is not None:
+            row.load_seconds = kept.get("seconds")
         if kept is not None and kept.get("install_note"):
             row.install = "not here"
             row.note = kept["install_note"]
@@ -772,8 +775,8 @@ def build_rows(wheels: list[CorpusWheel]) -> list[WheelRow]:
 def render(rows: list[WheelRow]) -> str:
     lines = [
         "| project | version | platform | size (MB) | audit exit | libraries | loader: install | imports | "
-        "libraries the loader loads | libraries agreeing |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "libraries the loader loads | libraries agreeing | load s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         w = r.wheel
@@ -788,7 +791,8 @@ def render(rows: list[WheelRow]) -> str:
         lines.append(
             f"| {w.project} | {w.version} | {w.platform} | {w.size / 1e6:.0f} | {exit_code} "
             f"| {r.libraries} | "
-            f"{r.install} | {imports} | {loads} | {agree} |"
+            f"{r.install} | {imports} | {loads} | {agree} | "
+            f"{'-' if r.load_seconds is None else f'{r.load_seconds:.0f}'} |"
         )
     compared = sum(r.compared for r in rows)
     agree = sum(r.agree for r in rows)
@@ -796,6 +800,11 @@ def render(rows: list[WheelRow]) -> str:
     cried_wolf = [r for r in loaded if r.exit_code]
     whole = [r for r in loaded if not r.libraries_fail]
     whole_wolf = [r for r in whole if r.exit_code]
+    small = sorted(
+        r.load_seconds
+        for r in rows
+        if r.load_seconds is not None and r.install == "ok" and r.wheel.size < 100e6
+    )
     driver_only = sum(1 for r in rows for _, why in r.excluded if "driver" in why)
     other_python = sum(1 for r in rows for _, why in r.excluded if "another Python" in why)
     demand = sum(1 for r in rows for _, why in r.excluded if "on demand" in why)
@@ -821,6 +830,9 @@ def render(rows: list[WheelRow]) -> str:
         f"of those, failing the default audit: {len(whole_wolf)}"
         + (f" ({', '.join(r.wheel.project for r in whole_wolf)})" if whole_wolf else ""),
         "- Linux wheels not loaded here: " + (", ".join(not_loaded) or "none"),
+        f"- `audit --load` wall time for the {len(small)} loaded wheels under 100 MB (pip installing every "
+        f"requirement, shared pip cache): median {_median(small):.0f} s, "
+        f"{sum(1 for t in small if t <= 60)} within 60 s, longest {max(small, default=0):.0f} s",
         f"- libraries not compared: {sum(len(r.excluded) for r in rows)} ({driver_only} need the NVIDIA "
         f"driver, {other_python} are extension modules for another Python, {demand} are loaded on demand)",
         "",
@@ -831,6 +843,13 @@ def render(rows: list[WheelRow]) -> str:
     lines += ["", "### Same verdict, another file", ""]
     lines += _grouped(rows, "other_file")
     return "\n".join(lines) + "\n"
+
+
+def _median(values: list[float]) -> float:
+    if not values:
+        return 0.0
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
 
 
 def _grouped(rows: list[WheelRow], attribute: str) -> list[str]:
