@@ -132,20 +132,33 @@ def cmd_download(wheels: list[CorpusWheel], jobs: int) -> int:
     return 1 if failures else 0
 
 
+def results_root() -> Path:
+    """Where the static and load results go: ``$CUDASHIP_ACCURACY_RESULTS`` (``--results``), else the cache.
+    Separate folders let two checkouts be measured on the same downloaded wheels."""
+    env = os.environ.get("CUDASHIP_ACCURACY_RESULTS")
+    return Path(env) if env else cache_root()
+
+
+def source_root() -> Path:
+    """The cudaship sources run: ``$CUDASHIP_SRC`` (``--src``), else this checkout's ``src``."""
+    env = os.environ.get("CUDASHIP_SRC")
+    return Path(env) if env else ROOT / "src"
+
+
 def static_dir() -> Path:
-    path = cache_root() / "static"
+    path = results_root() / "static"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
 def cudaship_command() -> list[str]:
-    """The cudaship CLI of this checkout (its ``src`` first on the path), run by this Python."""
+    """The cudaship CLI (:func:`source_root` first on the path), run by this Python."""
     return [sys.executable, "-m", "cudaship"]
 
 
 def cudaship_env() -> dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(source_root()), env.get("PYTHONPATH")]))
     return env
 
 
@@ -481,7 +494,7 @@ def run_load_cudaship(wheel: CorpusWheel, torch_spec: str, timeout: int) -> dict
 
 
 def load_dir() -> Path:
-    path = cache_root() / "load"
+    path = results_root() / "load"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -945,7 +958,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="report: also write every library's verdicts to this JSON file")
     parser.add_argument("--output", help="report: write the tables to this file")
     parser.add_argument("--keep", action="store_true", help="keep the per-wheel environments")
+    parser.add_argument("--results", help="folder for the static and load results (default: the cache)")
+    parser.add_argument("--src", help="the cudaship sources to run (default: this checkout's src)")
     args = parser.parse_args(argv)
+    if args.results:
+        os.environ["CUDASHIP_ACCURACY_RESULTS"] = str(Path(args.results).resolve())
+    if args.src:
+        os.environ["CUDASHIP_SRC"] = str(Path(args.src).resolve())
     wheels = load_corpus()
     if args.only:
         wheels = [w for w in wheels if w.project in args.only]
