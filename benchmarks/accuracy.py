@@ -557,7 +557,12 @@ def for_another_python(member: str) -> bool:
 
 
 def static_library_verdicts(static: dict | None) -> dict[str, str]:
-    """Per native library of the wheel: ``resolves`` or the first error message of its closure check."""
+    """Per native library of the wheel: ``resolves``, or why not.
+
+    The verdict is about resolution, not severity: with ``WheelAudit.imports`` in the report (every import's
+    static verdict), a library resolves when each of its imports does, whatever severity a policy gives a
+    failing one (an optional plugin's missing MPI is a note, and still does not resolve). Without it, the
+    closure check of the library: an error is "does not resolve"."""
     out: dict[str, str] = {}
     report = (static or {}).get("report") or {}
     for check in report.get("checks", []):
@@ -571,6 +576,14 @@ def static_library_verdicts(static: dict | None) -> dict[str, str]:
             out[member] = ev[0]["message"] if ev else check["reason"]
         else:
             out.setdefault(member, "resolves")
+    imports = static_imports(static)
+    if imports:
+        by_file: dict[str, str] = {member: "resolves" for member in out}
+        for i in imports:
+            current = by_file.setdefault(i["file"], "resolves")
+            if not i.get("ok") and current == "resolves":
+                by_file[i["file"]] = f"{i['library']} does not resolve: {i.get('detail') or i.get('via')}"
+        return by_file
     return out
 
 
