@@ -10,10 +10,16 @@ sha256 and size (from PyPI's JSON API) and why it is there. Subcommands:
   digest is kept).
 - ``static``: run ``cudaship audit --format json`` (default policy, online) on every wheel; the JSON reports
   are kept in the cache's ``static/`` folder.
-- ``load``: for Linux wheels that install on this Python, the loader's verdict (see ``--loader``).
-- ``report``: the tables of docs/accuracy.md from the kept results (``--output FILE`` writes them).
+- ``load``: for Linux wheels, ``cudaship audit --load --format json`` (the loader oracle), kept in ``load/``.
+- ``report``: the tables of docs/accuracy.md from the kept results (``--output FILE`` replaces the text
+  between its markers; ``--json FILE`` writes every library's verdicts).
+- ``all``: the four in turn.
+
+``--src DIR`` runs another checkout's cudaship and ``--results DIR`` keeps its results apart, on the same
+downloaded wheels. docs/accuracy.md says what is measured and how.
 
 Usage: python benchmarks/accuracy.py {download,static,load,report,all} [--only PROJECT ...] [--jobs N]
+       [--output FILE] [--json FILE] [--src DIR] [--results DIR]
 """
 
 # ruff: noqa: E402  (the path fix below must run before the imports)
@@ -216,45 +222,16 @@ def cmd_static(wheels: list[CorpusWheel], jobs: int) -> int:
 
 # --- loader side ------------------------------------------------------------------------------------------
 #
-# Until ``cudaship audit --load`` exists (the oracle part), a small helper of our own gives real import
-# verdicts: pip installs the wheel (its declared requirements resolved by pip) into a fresh virtual
-# environment, then per native library a fresh child imports the wheel's top-level packages (so their own
-# preloading runs) and dlopens the library with ctypes (RTLD_NOW): ok, or the loader's own message. The child
-# also lists what it mapped from outside the environment (a system CUDA toolkit in ld.so.cache counts as the
-# system's, and the report says so).
+# ``cudaship audit --load --format json`` per Linux wheel: pip installs the wheel (its declared requirements,
+# plus what the corpus entry's ``install`` adds) into a fresh virtual environment, fresh children import its
+# top-level packages and dlopen each native library, and the oracle compares what the loader mapped with the
+# static verdicts.
 #
 # Wheels whose libraries link torch (declared or not) go into one shared environment with torch preinstalled
 # (``--torch-spec``, default the release this machine's pip is capped at), since a fresh torch per wheel is
-# ~5.5 GB of disk and minutes of install: the wheel is installed into it with pip as usual; when pip would
-# have to replace torch to satisfy the wheel's pins, the wheel is reported as not installable here.
-
-CHILD = r"""
-import ctypes, importlib, json, os, sys
-tops, lib, prefix = json.loads(sys.argv[1])
-out = {"imports": {}, "dlopen": None, "foreign": []}
-for top in tops:
-    try:
-        importlib.import_module(top)
-        out["imports"][top] = None
-    except BaseException as exc:  # the loader's message, whatever the exception
-        out["imports"][top] = (type(exc).__name__ + ": " + str(exc))[:600]
-if lib:
-    try:
-        ctypes.CDLL(lib, mode=os.RTLD_NOW | os.RTLD_GLOBAL)
-    except OSError as exc:
-        out["dlopen"] = str(exc)[:600]
-seen = set()
-with open("/proc/self/maps") as maps:
-    for line in maps:
-        parts = line.split(None, 5)
-        path = parts[5].strip() if len(parts) == 6 else ""
-        if (path.startswith("/") and ".so" in path and not path.startswith((prefix, sys.base_prefix))
-                and path not in seen):
-            seen.add(path)
-            if not path.startswith(("/lib/", "/usr/lib/", "/lib64/", "/usr/lib64/")) or "cuda" in path:
-                out["foreign"].append(path)
-print("\n@@RESULT@@" + json.dumps(out))
-"""
+# ~5.5 GB of disk and minutes of install: ``pip install WHEEL torch==<its torch>`` there first (so pip brings
+# the wheel's requirements, and refuses what would replace torch: reported as not installable here), then
+# ``audit --load --load-python`` that environment.
 
 TORCH_LIBS = ("libtorch", "libc10", "c10.dll", "torch_cpu", "torch_cuda")
 
@@ -313,63 +290,6 @@ def needs_torch(result: dict | None, wheel: CorpusWheel) -> bool:
     return False
 
 
-def wheel_members(wheel: CorpusWheel) -> tuple[list[str], list[str]]:
-    """(top-level importable packages, native library paths inside the wheel)."""
-    with zipfile.ZipFile(wheel_path(wheel)) as zf:
-        names = zf.namelist()
-        top_txt = next((n for n in names if n.endswith(".dist-info/top_level.txt")), None)
-        tops = zf.read(top_txt).decode().split() if top_txt else []
-    present = {n.split("/", 1)[0] for n in names} | {n.split("/", 1)[0].split(".", 1)[0] for n in names}
-    tops = [t for t in tops if t in present]
-    if not tops:
-        cands = set()
-        for n in names:
-            first = n.split("/", 1)[0]
-            if ".dist-info" in first or ".data" in first or first.endswith(".libs"):
-                continue
-            if "/" in n and n.split("/", 1)[1] and (n.endswith(".py") or n.endswith(".so")):
-                cands.add(first)
-            elif n.endswith(".py") and "/" not in n:
-                cands.add(n[:-3])
-        tops = sorted(cands)
-    tops = [t for t in tops if t.isidentifier() and not t.startswith("_")]
-    natives = [n for n in names if re.search(r"\.so(\.[0-9.]+)?$", n) and ".data/" not in n]
-    return sorted(set(tops)), natives
-
-
-def run_child(python: Path, tops: list[str], lib: str | None, prefix: str, timeout: int = 180) -> dict:
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
-    try:
-        proc = subprocess.run(
-            [str(python), "-c", CHILD, json.dumps([tops, lib, prefix])],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=tempfile.gettempdir(),
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout} s"}
-    marker = proc.stdout.rfind("@@RESULT@@")
-    if marker < 0:
-        return {
-            "error": f"child exited {proc.returncode}: " + " | ".join(proc.stderr.strip().splitlines()[-3:])
-        }
-    return json.loads(proc.stdout[marker + len("@@RESULT@@") :])
-
-
-def site_packages(python: Path) -> Path:
-    out = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return Path(out.stdout.strip())
-
-
 def torch_env(spec: str) -> Path:
     path = venv_root() / "torch-shared"
     python = path / "bin" / "python"
@@ -381,66 +301,6 @@ def torch_env(spec: str) -> Path:
             raise OSError(f"could not install {spec}: {tail}")
         (path / ".ready").write_text(spec)
     return python
-
-
-def run_load(wheel: CorpusWheel, torch_spec: str, keep: bool) -> dict:
-    started = time.monotonic()
-    static = _read_json(static_dir() / f"{wheel.filename}.json")
-    result: dict = {"filename": wheel.filename, "loader": "builtin", "libraries": {}, "imports": {}}
-    shared = needs_torch(static, wheel)
-    result["environment"] = "torch-shared" if shared else "fresh"
-    if shared:
-        python = torch_env(torch_spec)
-        torch_version = subprocess.run(
-            [str(python), "-c", "import importlib.metadata as m; print(m.version('torch'))"],
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout.strip()
-        ok, tail = pip_install(python, [str(wheel_path(wheel)), f"torch=={torch_version}"], timeout=1800)
-        venv = python.parent.parent
-    else:
-        venv = venv_root() / wheel.filename.removesuffix(".whl")
-        shutil.rmtree(venv, ignore_errors=True)
-        python = make_venv(venv)
-        ok, tail = pip_install(python, [str(wheel_path(wheel))], timeout=1800)
-    result["install"] = {"ok": ok, "message": None if ok else tail}
-    if ok:
-        tops, natives = wheel_members(wheel)
-        site = site_packages(python)
-        base = run_child(python, tops, None, str(venv))
-        result["imports"] = (
-            base.get("imports", {}) if "error" not in base else {t: base["error"] for t in tops}
-        )
-        result["import_foreign"] = base.get("foreign", [])
-        for member in natives:
-            path = site / member
-            if not path.exists():
-                result["libraries"][member] = {"error": "not installed at the expected path"}
-                continue
-            after = run_child(python, tops, str(path), str(venv))
-            alone = run_child(python, [], str(path), str(venv))
-            result["libraries"][member] = {
-                "after_import": after.get("dlopen") if "error" not in after else after["error"],
-                "alone": alone.get("dlopen") if "error" not in alone else alone["error"],
-                "foreign": after.get("foreign", []),
-            }
-    if not shared and not keep:
-        shutil.rmtree(venv, ignore_errors=True)
-    result["seconds"] = round(time.monotonic() - started, 1)
-    _write_json_atomic(load_dir() / f"{wheel.filename}.json", result)
-    return result
-
-
-def cudaship_has_load() -> bool:
-    out = subprocess.run(
-        [*cudaship_command(), "audit", "--help"],
-        capture_output=True,
-        text=True,
-        env=cudaship_env(),
-        check=False,
-    )
-    return "--load" in out.stdout
 
 
 def run_load_cudaship(wheel: CorpusWheel, torch_spec: str, timeout: int) -> dict:
@@ -506,37 +366,17 @@ def _read_json(path: Path) -> dict | None:
         return None
 
 
-def cmd_load(wheels: list[CorpusWheel], torch_spec: str, keep: bool, loader: str, timeout: int) -> int:
+def cmd_load(wheels: list[CorpusWheel], torch_spec: str, timeout: int) -> int:
     linux = [w for w in wheels if w.platform == "linux" and wheel_path(w).exists()]
-    if loader == "auto":
-        loader = "cudaship" if cudaship_has_load() else "builtin"
-    if loader == "cudaship":
-        for wheel in sorted(linux, key=lambda w: w.size):
-            try:
-                res = run_load_cudaship(wheel, torch_spec, timeout)
-            except Exception as exc:  # one line per wheel, the run goes on
-                print(f"FAILED {wheel.filename}: {exc}", flush=True)
-                continue
-            load = ((res.get("report") or {}).get("wheels") or [{}])[0].get("load") or {}
-            line = load.get("line") or res.get("install_note") or (res.get("stderr") or "")[-200:]
-            print(f"{res['seconds']:7.1f} s  exit {res['exit_code']}  {wheel.filename}: {line}", flush=True)
-        return 0
     for wheel in sorted(linux, key=lambda w: w.size):
         try:
-            res = run_load(wheel, torch_spec, keep)
+            res = run_load_cudaship(wheel, torch_spec, timeout)
         except Exception as exc:  # one line per wheel, the run goes on
             print(f"FAILED {wheel.filename}: {exc}", flush=True)
             continue
-        libs = res["libraries"]
-        bad = sum(1 for v in libs.values() if v.get("after_import") or v.get("error"))
-        imp_bad = sum(1 for v in res["imports"].values() if v)
-        print(
-            f"{res['seconds']:7.1f} s  install {'ok' if res['install']['ok'] else 'FAILED'}  "
-            f"imports {len(res['imports']) - imp_bad}/{len(res['imports'])}  "
-            f"libraries {len(libs) - bad}/{len(libs)}  "
-            f"{wheel.filename}",
-            flush=True,
-        )
+        load = ((res.get("report") or {}).get("wheels") or [{}])[0].get("load") or {}
+        line = load.get("line") or res.get("install_note") or (res.get("stderr") or "")[-200:]
+        print(f"{res['seconds']:7.1f} s  exit {res['exit_code']}  {wheel.filename}: {line}", flush=True)
     return 0
 
 
@@ -584,20 +424,6 @@ def static_library_verdicts(static: dict | None) -> dict[str, str]:
             if not i.get("ok") and current == "resolves":
                 by_file[i["file"]] = f"{i['library']} does not resolve: {i.get('detail') or i.get('via')}"
         return by_file
-    return out
-
-
-def loader_library_verdicts(load: dict) -> dict[str, tuple[str, str | None]]:
-    """Per library: (``loads``/``loads with a driver``/``fails``, the loader's message)."""
-    out: dict[str, tuple[str, str | None]] = {}
-    for member, v in load.get("libraries", {}).items():
-        msg = v.get("error") or v.get("after_import")
-        if not msg:
-            out[member] = ("loads", None)
-        elif DRIVER_ONLY.search(msg):
-            out[member] = ("loads with a driver", msg)
-        else:
-            out[member] = ("fails", msg)
     return out
 
 
@@ -772,28 +598,6 @@ def build_rows(wheels: list[CorpusWheel]) -> list[WheelRow]:
                         row.other_file.append((f"{member} -> {library}", static_entry, loader_entry))
             rows.append(row)
             continue
-        load = _read_json(load_dir() / f"{wheel.filename}.json")
-        loader = None
-        if load is not None:
-            row.install = "ok" if load["install"]["ok"] else "fails"
-            if load["install"]["ok"]:
-                row.imports_ok = not any(load["imports"].values())
-                loader = loader_library_verdicts(load)
-        if loader:
-            for member, (verdict, message) in sorted(loader.items()):
-                if member not in statics:
-                    statics[member] = "resolves"  # no closure check: nothing the audit says fails
-                static_ok = statics[member] == "resolves"
-                loader_ok = verdict != "fails"
-                row.libraries_fail += not loader_ok
-                row.compared += 1
-                if static_ok == loader_ok:
-                    row.agree += 1
-                else:
-                    row.disagreements.append(
-                        (member, "resolves" if static_ok else statics[member], message or verdict)
-                    )
-            row.libraries = len(statics)
         rows.append(row)
     return rows
 
@@ -956,21 +760,16 @@ def cmd_report(wheels: list[CorpusWheel], output: str | None, json_file: str | N
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description="Accuracy of cudaship's static load verdicts against the real loader (docs/accuracy.md)."
+    )
     parser.add_argument("command", choices=["download", "static", "load", "report", "all"])
     parser.add_argument("--only", action="append", default=[], help="only these projects (repeatable)")
     parser.add_argument("--jobs", type=int, default=3)
     parser.add_argument("--torch-spec", default="torch==2.14.1", help="torch of the shared environment")
-    parser.add_argument(
-        "--loader",
-        choices=["auto", "cudaship", "builtin"],
-        default="auto",
-        help="load: cudaship audit --load when this checkout has it (auto), or the builtin pip+dlopen helper",
-    )
     parser.add_argument("--load-timeout", type=int, default=120, help="seconds per child process")
     parser.add_argument("--json", help="report: also write every library's verdicts to this JSON file")
     parser.add_argument("--output", help="report: write the tables to this file")
-    parser.add_argument("--keep", action="store_true", help="keep the per-wheel environments")
     parser.add_argument("--results", help="folder for the static and load results (default: the cache)")
     parser.add_argument("--src", help="the cudaship sources to run (default: this checkout's src)")
     args = parser.parse_args(argv)
@@ -981,6 +780,13 @@ def main(argv: list[str] | None = None) -> int:
     wheels = load_corpus()
     if args.only:
         wheels = [w for w in wheels if w.project in args.only]
+    if args.command == "all":
+        return (
+            cmd_download(wheels, args.jobs)
+            or cmd_static(wheels, args.jobs)
+            or cmd_load(wheels, args.torch_spec, args.load_timeout)
+            or cmd_report(wheels, args.output, args.json)
+        )
     if args.command == "download":
         return cmd_download(wheels, args.jobs)
     if args.command == "static":
@@ -988,7 +794,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "report":
         return cmd_report(wheels, args.output, args.json)
     if args.command == "load":
-        return cmd_load(wheels, args.torch_spec, args.keep, args.loader, args.load_timeout)
+        return cmd_load(wheels, args.torch_spec, args.load_timeout)
     return 2
 
 
