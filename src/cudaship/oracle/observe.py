@@ -41,6 +41,7 @@ from cudaship.oracle.records import (
     Probe,
     ProbeResult,
     Step,
+    StepKind,
     StepResult,
 )
 
@@ -247,7 +248,13 @@ def _result(
         message = f"killed by {signal_name}" + (f" (at {at})" if at else "")
         ok = False
     elif own is None:
-        message = f"the child exited with status {code} before finishing" + (f" (at {at})" if at else "")
+        where = steps[stage] if stage is not None else None
+        if where is not None and where.kind is StepKind.DLOPEN:
+            message = f"the library's initializer exited the process with status {code} (at {at})"
+        elif where is not None:
+            message = f"{where.label} exited the process with status {code}"
+        else:
+            message = f"the child exited with status {code} before finishing"
         ok = False
     else:
         ok = own.ok
@@ -269,10 +276,10 @@ def _result(
 
 
 def _forkable(probes: Sequence[Probe]) -> dict[tuple[Step, ...], list[int]]:
-    """Probes that share their ``before`` steps, all imports, by those steps (groups of two or more)."""
+    """Probes that share their ``before`` steps (imports, loader calls), by those steps (groups of 2+)."""
     groups: dict[tuple[Step, ...], list[int]] = {}
     for n, probe in enumerate(probes):
-        if probe.before and all(s.kind.value == "import" for s in probe.before):
+        if probe.before and all(s.kind.value in ("import", "call") for s in probe.before):
             groups.setdefault(probe.before, []).append(n)
     return {k: v for k, v in groups.items() if len(v) >= 2}
 
