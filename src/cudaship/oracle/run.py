@@ -43,6 +43,9 @@ class LoadOptions:
     install: InstallOptions = dataclasses.field(default_factory=InstallOptions)
     timeout: float = DEFAULT_TIMEOUT
     jobs: int | None = None
+    libcuda_stub: str | None = (
+        None  #: the stub libcuda.so to use where there is no driver (``--libcuda-stub``)
+    )
 
 
 Progress = Callable[[int, int, str], None]
@@ -364,7 +367,13 @@ def load_audit(
                 progress(done[0], len(probes), result.probe.label)
 
         obs = observe(
-            env.python, probes, env=children_env, timeout=options.timeout, jobs=options.jobs, on_result=tick
+            env.python,
+            probes,
+            env=children_env,
+            timeout=options.timeout,
+            jobs=options.jobs,
+            on_result=tick,
+            stub_path=options.libcuda_stub,
         )
         inputs = load_family.LoadInputs(
             installed=libs,
