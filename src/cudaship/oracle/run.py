@@ -168,7 +168,7 @@ def _elf_kind(path: str) -> str | None:
         return None
 
 
-_PY_EXTENSION = re.compile(r"\.((?:cpython|cp|pypy)[0-9][^./]*)\.(so|pyd)$")
+_PY_EXTENSION = re.compile(r"\.((?:cpython-|cp|pypy)[0-9][^./]*)\.(so|pyd)$")
 
 
 def _other_python(path: str, suffixes: tuple[str, ...]) -> str | None:
