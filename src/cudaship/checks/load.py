@@ -24,6 +24,7 @@ It never runs anything: the family's engine entry returns nothing (the loader ch
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import os
 import re
@@ -476,6 +477,13 @@ def compare(
             if lib in inputs.installed and (after.get(lib) or alone.get(lib)) and lib not in not_judged
         ]
     )
+    # a library not counted (on demand, an extra or a run-time lookup, no driver here): its entries
+    # are not compared either
+    skipped_libs = set(not_judged)
+    comparisons = [
+        dataclasses.replace(c, agree=None) if c.file in skipped_libs and c.agree is not None else c
+        for c in comparisons
+    ]
     judged = [c for c in comparisons if c.agree is not None]
     if agreeing:
         results.append(
