@@ -104,3 +104,27 @@ def test_a_system_verdict_the_loader_satisfied_from_site_packages_is_a_disagreem
     )
     # libc.so.6 is not among the static imports here: only the verdicts the audit gave are compared
     assert (check.imports, check.imports_agree) == (1, 0)
+
+
+def test_an_entry_found_by_the_packages_run_time_lookup_is_a_note_and_not_compared(tmp_path: Path) -> None:
+    """The CuPy case: an extension whose library cuda-pathfinder loads on first use fails a plain dlopen; the
+    static model says ``runtime`` for that import, so the failure is a note and nothing of it is counted."""
+    site, libs = _site(tmp_path)
+    static = (
+        StaticImport(
+            "thing/libthing_cuda118.so",
+            "libcudart.so.11.0",
+            True,
+            "runtime",
+            "nvidia/cuda_runtime/lib/libcudart.so.11.0",
+            "found at run time by cuda-pathfinder",
+        ),
+    )
+    installed = {"thing/libthing_cuda118.so": str(libs["thing/libthing_cuda118.so"].resolve())}
+    obs = observe(sys.executable, [Probe.dlopen(p) for p in installed.values()], timeout=30)
+    check, results = compare(static, obs, LoadInputs(installed=installed, sites=(str(site),), top_level=()))
+    (note,) = [r for r in results if r.name == "load: thing/libthing_cuda118.so"]
+    assert note.rule == "runtime" and "found at run time by the package" in note.reason
+    assert (check.libraries, check.imports) == (0, 0)  # not counted either way
+    (row,) = check.comparisons
+    assert row.agree is None and row.loader.startswith("not found: OSError: libcudart.so.11.0")

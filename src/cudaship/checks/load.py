@@ -24,11 +24,12 @@ It never runs anything: the family's engine entry returns nothing (the loader ch
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cudaship.checks.context import AuditContext
 from cudaship.checks.records import (
@@ -55,6 +56,11 @@ FAILURE, DISAGREEMENT, PRELOADED, ON_DEMAND, INSTALL, VARIANT, EXTRA, RUNTIME = 
     "extra",
     "runtime",
 )
+AUXILIARY, NO_DRIVER, NOT_PROBED = "auxiliary", "no_driver", "not_probed"
+NO_DRIVER_TEXT = (
+    "not judged: no NVIDIA driver and no libcuda stub (set CUDA_HOME to a toolkit with lib64/stubs, "
+    "or --libcuda-stub PATH)"
+)
 
 
 def run(ctx: AuditContext) -> list[CheckResult]:
@@ -74,6 +80,14 @@ class LoadInputs:
     environment: str | None = None
     notes: tuple[str, ...] = ()
     extras: tuple[str, ...] = ()  #: the wheel's extras installed with it (``--extra``)
+    #: top-level modules imported on their own only (private, not a package, tests): a failure is a note
+    auxiliary: tuple[str, ...] = ()
+    calls: tuple[
+        str, ...
+    ] = ()  #: documented loader functions called after the imports (``libkvikio.load_library()``)
+    not_probed: dict[str, str] = field(default_factory=dict)  #: wheel file -> why it was not loaded
+    #: whether two installed files hold the same bytes (the oracle hashes them; this module reads no file)
+    same_content: Callable[[str, str], bool] = lambda a, b: False
 
 
 _CANNOT_OPEN = re.compile(r"([^\s:]+): cannot open shared object file")
@@ -104,6 +118,53 @@ def _deferred(
                 "that lookup"
             )
     return None
+
+
+def _missing(message: str | None) -> str | None:
+    """The DT_NEEDED name the loader's message says it could not find, or None."""
+    m = _CANNOT_OPEN.search(message or "")
+    return os.path.basename(m.group(1)) if m else None
+
+
+def _no_driver(obs: Observation, message: str | None) -> bool:
+    """Whether ``message`` is the loader not finding the NVIDIA driver's library where there is neither a
+    driver nor a stub: then nothing about the library is known here."""
+    from cudaship.knowledge.libraries import is_driver
+
+    missing = _missing(message)
+    return obs.driver == "absent" and obs.stub_libcuda is None and missing is not None and is_driver(missing)
+
+
+def _static_failures(per_file: dict[str, list[StaticImport]]) -> dict[str, str]:
+    """Per wheel library the static model says does not load, why: an import that does not resolve, or a
+    shipped library it resolves to that does not load (followed through the wheel's own libraries)."""
+    out: dict[str, str] = {}
+    state: dict[str, bool] = {}  # lib -> done (False: being looked at; a cycle is not a failure)
+
+    def visit(lib: str) -> str | None:
+        if lib in state:
+            return out.get(lib)
+        state[lib] = False
+        reason = None
+        entries = per_file.get(lib, [])
+        bad = [si for si in entries if not si.ok]
+        if bad:
+            reason = "; ".join(f"{si.library} {_static_phrase(si)}" for si in bad)
+        else:
+            for si in entries:
+                if si.target and si.target != lib and si.target in per_file:
+                    why = visit(si.target)
+                    if why is not None:
+                        reason = f"{si.library} is {si.target}, which does not load ({why})"
+                        break
+        state[lib] = True
+        if reason is not None:
+            out[lib] = reason
+        return reason
+
+    for lib in per_file:
+        visit(lib)
+    return out
 
 
 def skipped_check(reason: str) -> tuple[LoadCheck, list[CheckResult]]:
@@ -188,18 +249,43 @@ def compare(
     results: list[CheckResult] = []
     comparisons: list[LoadComparison] = []
     agree_libs = 0
-    pkg = ", ".join(f"import {m}" for m in inputs.top_level) or "no import"
+    pkg = (
+        ", ".join([*(f"import {m}" for m in inputs.top_level), *(f"call {c}" for c in inputs.calls)])
+        or "no import"
+    )
+    no_driver: list[str] = []
     for module, imported in sorted(imports.items()):
         if not imported.ok:
-            results.append(
-                failed(
-                    FAMILY,
-                    f"load: import {module}",
-                    f"import {module} fails: {_clean(imported.message, sites)}",
-                    [Finding(f"import {module} fails: {_clean(imported.message, sites)}", symbol=module)],
-                    rule=FAILURE,
+            text = f"import {module} fails: {_clean(imported.message, sites)}"
+            if _no_driver(obs, imported.message):
+                no_driver.append(f"import {module}")
+                rule, reason = NO_DRIVER, f"import {module}: {NO_DRIVER_TEXT}"
+            elif module in inputs.auxiliary:
+                rule, reason = (
+                    AUXILIARY,
+                    (
+                        f"import {module} fails; {module} is not part of the wheel's API (a private "
+                        "module, a top-level module that is not a package, or a test/sample package): "
+                        + _clean(imported.message, sites)
+                    ),
                 )
+            else:
+                rule, reason = FAILURE, text
+            results.append(
+                failed(FAMILY, f"load: import {module}", reason, [Finding(text, symbol=module)], rule=rule)
             )
+    if inputs.not_probed:
+        results.append(
+            failed(
+                FAMILY,
+                "load: files not probed",
+                f"{len(inputs.not_probed)} native files not loaded: "
+                + "; ".join(sorted({why for why in inputs.not_probed.values()})),
+                [Finding(f"{lib}: {why}", file=lib) for lib, why in sorted(inputs.not_probed.items())],
+                rule=NOT_PROBED,
+            )
+        )
+    static_failures = _static_failures(per_file)
     agreeing: list[str] = []
     not_judged: list[str] = []
     other_environment = _variant_excuses(inputs, after if inputs.top_level else alone)
@@ -210,23 +296,57 @@ def compare(
         if real is None or r is None:
             continue  # not installed where the wheel says (another .data scheme): nothing was asked
         bare = alone.get(lib)
-        static_ok = all(si.ok for si in entries)
+        static_fail = static_failures.get(lib)
         convention = inputs.on_demand(lib)
         lib_agrees = True
         if not r.ok:
-            lib_agrees = not static_ok
-            side = (
-                "static: agrees ("
-                + "; ".join(f"{si.library} {_static_phrase(si)}" for si in entries if not si.ok)
-                + ")"
-                if not static_ok
-                else "static: every import resolves"
-            )
-            for si in entries:
-                comparisons.append(
-                    LoadComparison(lib, si.library, _static_phrase(si), "the library did not load", None)
-                )
             message = f"{lib} does not load (dlopen after {pkg}): {_clean(r.message, sites)}"
+            if _no_driver(obs, r.message):
+                not_judged.append(lib)
+                no_driver.append(lib)
+                for si in entries:
+                    comparisons.append(
+                        LoadComparison(
+                            lib, si.library, _static_phrase(si), "not judged: no NVIDIA driver", None
+                        )
+                    )
+                results.append(
+                    failed(
+                        FAMILY,
+                        f"load: {lib}",
+                        f"{lib}: {NO_DRIVER_TEXT}",
+                        [Finding(message, file=lib)],
+                        rule=NO_DRIVER,
+                    )
+                )
+                continue
+            # the library is judged as a whole: it fails, and the static model says so (itself or through a
+            # shipped library it needs); of its entries only the one the loader's message names is known
+            lib_agrees = static_fail is not None
+            side = f"static: agrees ({static_fail})" if static_fail else "static: every import resolves"
+            missing = _missing(r.message)
+            for si in entries:
+                if missing is not None and (si.library == missing or os.path.basename(si.library) == missing):
+                    comparisons.append(
+                        LoadComparison(
+                            lib,
+                            si.library,
+                            _static_phrase(si),
+                            f"not found: {_clean(r.message, sites)}",
+                            not si.ok,
+                        )
+                    )
+                else:
+                    named = f" (the loader names {missing})" if missing else ""
+                    comparisons.append(
+                        LoadComparison(
+                            lib,
+                            si.library,
+                            _static_phrase(si),
+                            f"not known: the library did not load{named}",
+                            None,
+                        )
+                    )
             excuse = other_environment(lib)
             deferred = _deferred(entries, r.message, inputs.extras)
             if deferred is not None and excuse is None:
@@ -301,6 +421,16 @@ def compare(
             elif si.target is not None:
                 expected = _abs(si.target, sites)
                 agree = expected is None or expected == path
+                if not agree and expected is not None and inputs.same_content(expected, path):
+                    # another installed copy with the same bytes (an auditwheel-hashed copy in another wheel's
+                    # .libs): glibc reused the one loaded first by its SONAME
+                    agree = True
+                    soname = next((o.soname for o in r.objects if o.path == path), None)
+                    loader += (
+                        f" (an identical copy of {si.target}: same "
+                        + (f"SONAME {soname}, " if soname else "")
+                        + "size and sha256)"
+                    )
             elif si.via == "system" and where != path:
                 # the static audit says the operating system provides it; the loader used an installed file
                 agree = False
@@ -313,10 +443,9 @@ def compare(
                         symbol=si.library,
                     )
                 )
-        if not static_ok and not findings:
+        if static_fail is not None and not findings:
             # the static audit says it cannot load, the loader loaded it (an entry it could not match)
-            bad = ", ".join(si.library for si in entries if not si.ok)
-            findings.append(Finding(f"static: {bad} does not resolve; loader: {lib} loaded", file=lib))
+            findings.append(Finding(f"static: {static_fail}; loader: {lib} loaded", file=lib))
         if findings:
             lib_agrees = False
             results.append(
@@ -348,6 +477,13 @@ def compare(
             if lib in inputs.installed and (after.get(lib) or alone.get(lib)) and lib not in not_judged
         ]
     )
+    # a library not counted (on demand, an extra or a run-time lookup, no driver here): its entries
+    # are not compared either
+    skipped_libs = set(not_judged)
+    comparisons = [
+        dataclasses.replace(c, agree=None) if c.file in skipped_libs and c.agree is not None else c
+        for c in comparisons
+    ]
     judged = [c for c in comparisons if c.agree is not None]
     if agreeing:
         results.append(
@@ -379,11 +515,26 @@ def compare(
             *obs.notes,
             *(
                 [
-                    f"{len(not_judged)} libraries not counted: loaded on demand by a documented convention, "
-                    "or what they need comes with an extra not installed or from the package's run-time "
-                    "lookup, which loading alone does not exercise"
+                    f"{len(set(not_judged) - set(no_driver))} libraries not counted: loaded on demand "
+                    "by a documented convention, or what they need comes with an extra not installed "
+                    "or from the package's run-time lookup, which loading alone does not exercise"
                 ]
-                if not_judged
+                if len(set(not_judged) - set(no_driver))
+                else []
+            ),
+            *(
+                [
+                    f"{len(no_driver)} {NO_DRIVER_TEXT} ({', '.join(no_driver[:3])}"
+                    + (" ..." if len(no_driver) > 3 else "")
+                    + ")"
+                ]
+                if no_driver
+                else []
+            ),
+            *([f"called after the imports: {', '.join(inputs.calls)}"] if inputs.calls else []),
+            *(
+                [f"{len(inputs.not_probed)} native files not probed (executables, other Pythons' modules)"]
+                if inputs.not_probed
                 else []
             ),
         ),

@@ -216,6 +216,9 @@ FAMILIES: tuple[Family, ...] = (
             Rule("variant", NOTE, "a variant library does not load, a sibling does: another environment's"),
             Rule("extra", NOTE, "a library needs what an extra installs, and that extra was not installed"),
             Rule("runtime", NOTE, "a library needs what the package finds at run time (not run by loading)"),
+            Rule("auxiliary", NOTE, "a private, non-package or test/sample top-level module does not import"),
+            Rule("no_driver", NOTE, "not judged: needs libcuda.so.1 and there is no driver and no stub here"),
+            Rule("not_probed", NOTE, "native files not loaded: executables, extensions for another Python"),
         ),
     ),
 )

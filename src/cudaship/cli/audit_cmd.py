@@ -109,6 +109,7 @@ def _load(
     keep: bool,
     jobs: int | None,
     show_progress: bool,
+    libcuda_stub: str | None = None,
 ) -> AuditReport:
     """The report with each wheel loaded for real (``--load``)."""
     import dataclasses
@@ -118,6 +119,8 @@ def _load(
 
     if load_python is not None and shutil.which(load_python) is None and not Path(load_python).is_file():
         raise UsageError("--load-python: no such interpreter", path=load_python)
+    if libcuda_stub is not None and not Path(libcuda_stub).is_file():
+        raise UsageError("--libcuda-stub: no such file", path=libcuda_stub)
     index = providers.index_url if providers.index_url not in (None, DEFAULT_INDEX) else None
     options = LoadOptions(
         install=InstallOptions(
@@ -131,6 +134,7 @@ def _load(
         ),
         timeout=timeout,
         jobs=jobs,
+        libcuda_stub=libcuda_stub,
     )
 
     def progress(done: int, total: int, label: str) -> None:
@@ -255,6 +259,13 @@ def _load(
     help="With --load: seconds each child process may take before it is killed (reported as a timeout).",
 )
 @click.option(
+    "--libcuda-stub",
+    "libcuda_stub",
+    metavar="PATH",
+    help="With --load, where there is no NVIDIA driver: the stub libcuda.so to load as libcuda.so.1 "
+    "(default: CUDA_HOME, CUDA_PATH or /usr/local/cuda's lib64/stubs).",
+)
+@click.option(
     "--keep", is_flag=True, help="With --load: keep the temporary environment (its path is in the report)."
 )
 @jobs_option("wheels and their members")
@@ -279,6 +290,7 @@ def command(
     load_extras: tuple[str, ...] = (),
     load_timeout: float = 120,
     keep: bool = False,
+    libcuda_stub: str | None = None,
 ) -> int:
     """Audit WHEEL(s) against their CUDA contract: files, imports, archs, requirements, ownership, closure.
 
@@ -313,10 +325,20 @@ def command(
 
     if load:
         report = _load(
-            report, policy, providers, load_python, pins, load_extras, load_timeout, keep, jobs, show_progress
+            report,
+            policy,
+            providers,
+            load_python,
+            pins,
+            load_extras,
+            load_timeout,
+            keep,
+            jobs,
+            show_progress,
+            libcuda_stub,
         )
-    elif load_python or pins or load_extras or keep:
-        raise UsageError("--load-python, --with, --extra and --keep need --load")
+    elif load_python or pins or load_extras or keep or libcuda_stub:
+        raise UsageError("--load-python, --with, --extra, --keep and --libcuda-stub need --load")
 
     for error in report.errors:
         click.echo(f"cudaship: error: {error}", err=True)

@@ -39,6 +39,9 @@ class Convention:
     #: the runtime lookup loads a library from an installed distribution before the system search
     #: (cuda-pathfinder: already loaded, then the NVIDIA wheels, then conda, then dlopen by name)
     installed_first: bool = False
+    #: functions of the package's top-level modules that its consumers call to load its libraries (RAPIDS'
+    #: ``libkvikio.load_library()``); ``audit --load`` calls them after the import when the module has them
+    loader_functions: tuple[str, ...] = ()
     source: str = ""
 
 
@@ -95,6 +98,7 @@ def _conventions() -> tuple[Convention, ...]:
                 requirement=row.get("requirement"),
                 shims=_strs(row.get("shims"), f"{where}.shims"),
                 installed_first=bool(row.get("installed_first", False)),
+                loader_functions=_strs(row.get("loader_functions"), f"{where}.loader_functions"),
                 source=str(row["source"]),
             )
         )

@@ -128,6 +128,13 @@ def _steps(steps: Any, method: str, emit: Any, first: int = 0) -> None:
                 importlib.import_module(target)
             elif kind == "dlopen":
                 ctypes.CDLL(target)
+            elif kind == "call":  # a package's documented loader function, "module:function"
+                module_name, _, function = target.partition(":")
+                found = getattr(importlib.import_module(module_name), function, None)
+                if callable(found):
+                    found()
+                else:
+                    message = f"{module_name}.{function} is not defined: nothing called"
             else:
                 ok, message = False, f"unknown step {kind!r}"
         except KeyboardInterrupt:

@@ -41,6 +41,7 @@ from cudaship.oracle.records import (
     Probe,
     ProbeResult,
     Step,
+    StepKind,
     StepResult,
 )
 
@@ -247,7 +248,13 @@ def _result(
         message = f"killed by {signal_name}" + (f" (at {at})" if at else "")
         ok = False
     elif own is None:
-        message = f"the child exited with status {code} before finishing" + (f" (at {at})" if at else "")
+        where = steps[stage] if stage is not None else None
+        if where is not None and where.kind is StepKind.DLOPEN:
+            message = f"the library's initializer exited the process with status {code} (at {at})"
+        elif where is not None:
+            message = f"{where.label} exited the process with status {code}"
+        else:
+            message = f"the child exited with status {code} before finishing"
         ok = False
     else:
         ok = own.ok
@@ -269,10 +276,10 @@ def _result(
 
 
 def _forkable(probes: Sequence[Probe]) -> dict[tuple[Step, ...], list[int]]:
-    """Probes that share their ``before`` steps, all imports, by those steps (groups of two or more)."""
+    """Probes that share their ``before`` steps (imports, loader calls), by those steps (groups of 2+)."""
     groups: dict[tuple[Step, ...], list[int]] = {}
     for n, probe in enumerate(probes):
-        if probe.before and all(s.kind.value == "import" for s in probe.before):
+        if probe.before and all(s.kind.value in ("import", "call") for s in probe.before):
             groups.setdefault(probe.before, []).append(n)
     return {k: v for k, v in groups.items() if len(v) >= 2}
 
@@ -422,6 +429,7 @@ def observe(
     dll_dirs: Sequence[str] = (),
     on_result: Callable[[ProbeResult], None] | None = None,
     share_imports: bool = True,
+    stub_path: str | None = None,
 ) -> Observation:
     """Run each probe in a fresh child of ``python`` and return what each saw, in the order of ``probes``.
 
@@ -433,14 +441,15 @@ def observe(
     ``share_imports`` (POSIX): probes with the same ``before`` steps, all imports, run in children forked from
     one interpreter that ran those imports (the same state a fresh child reaches, for the cost of a fork); a
     forked probe that times out or is killed by a signal is run again in a fresh interpreter, whose result is
-    the one reported. False: one fresh interpreter per probe."""
+    the one reported. False: one fresh interpreter per probe. ``stub_path``: the stub ``libcuda.so`` to use
+    (default: :func:`find_stub`)."""
     if method not in METHODS:
         raise OracleError(f"unknown listing method {method!r} (one of {', '.join(METHODS)})")
     if shutil.which(python) is None and not os.path.isfile(python):
         raise OracleError("no such interpreter", path=python)
     children_env = child_environment() if env is None else dict(env)
     notes: list[str] = []
-    stub_path: str | None = None
+    stub_used: str | None = None
     driver: str | None = None
     elf = _ElfCache()
     lock = threading.Lock()
@@ -450,20 +459,21 @@ def observe(
             present = driver_loadable(python, children_env) if stub is not True else False
             driver = "present" if present else "absent"
             if not present and stub is not False:
-                stub_path = find_stub(children_env)
-                if stub_path is None:
+                stub_used = stub_path or find_stub(children_env)
+                if stub_used is None:
                     notes.append(
-                        "no NVIDIA driver (libcuda.so.1) and no toolkit stub found (CUDA_HOME, "
-                        "/usr/local/cuda): a library that needs libcuda.so.1 fails to load here"
+                        "no NVIDIA driver (libcuda.so.1) and no toolkit stub found (CUDA_HOME, CUDA_PATH, "
+                        "/usr/local/cuda; --libcuda-stub PATH): a library that needs libcuda.so.1 is not "
+                        "judged here"
                     )
                 else:
                     stub_dir = workdir / "stub"
                     stub_dir.mkdir()
-                    (stub_dir / "libcuda.so.1").symlink_to(stub_path)
+                    (stub_dir / "libcuda.so.1").symlink_to(stub_used)
                     previous = children_env.get("LD_LIBRARY_PATH")
                     children_env["LD_LIBRARY_PATH"] = str(stub_dir) + (f":{previous}" if previous else "")
                     driver = "stub"
-                    notes.append(f"no NVIDIA driver here: libcuda.so.1 is the toolkit's stub {stub_path}")
+                    notes.append(f"no NVIDIA driver here: libcuda.so.1 is the toolkit's stub {stub_used}")
 
         def one(number: int, probe: Probe) -> ProbeResult:
             result = _run_one(python, probe, children_env, workdir, number, timeout, method, dll_dirs, elf)
@@ -496,7 +506,7 @@ def observe(
     return Observation(
         python=python,
         results=tuple(results),
-        stub_libcuda=stub_path,
+        stub_libcuda=stub_used,
         driver=driver,
         method=METHODS[method],
         notes=tuple(notes),

@@ -11,6 +11,9 @@ from enum import Enum
 class StepKind(str, Enum):
     IMPORT = "import"  #: ``importlib.import_module(target)``: the package's own preloading runs
     DLOPEN = "dlopen"  #: ``ctypes.CDLL(target)``: the loader's ``dlopen`` with RTLD_NOW
+    #: ``module:function``: call a package's documented loader function (``libkvikio.load_library()``) with no
+    #: arguments; a module that does not define it is a success that says so
+    CALL = "call"
 
 
 @dataclass(frozen=True)
@@ -20,6 +23,9 @@ class Step:
 
     @property
     def label(self) -> str:
+        if self.kind is StepKind.CALL:
+            module, _, function = self.target.partition(":")
+            return f"call {module}.{function}()"
         return f"{self.kind.value} {self.target}"
 
 
@@ -37,8 +43,13 @@ class Probe:
         return cls(Step(StepKind.IMPORT, module), before)
 
     @classmethod
-    def dlopen(cls, path: str, *, after_imports: tuple[str, ...] = ()) -> Probe:
-        return cls(Step(StepKind.DLOPEN, path), tuple(Step(StepKind.IMPORT, m) for m in after_imports))
+    def dlopen(cls, path: str, *, after_imports: tuple[str, ...] = (), calls: tuple[str, ...] = ()) -> Probe:
+        """``dlopen path`` after importing ``after_imports`` and calling ``calls`` (``module:function``)."""
+        before = (
+            *(Step(StepKind.IMPORT, m) for m in after_imports),
+            *(Step(StepKind.CALL, c) for c in calls),
+        )
+        return cls(Step(StepKind.DLOPEN, path), tuple(before))
 
     @property
     def label(self) -> str:

@@ -3,15 +3,24 @@
 
 Probes, per wheel: ``import M`` for each top-level module M (``top_level.txt``, else the packages and modules
 RECORD installs at the top level; a namespace directory stands for its packages one level down); for each
-native library of the wheel, ``dlopen`` after importing every top-level module (the package's own preloading
-applies) and ``dlopen`` alone (a library that fails only alone needs that preloading).
+native library of the wheel, ``dlopen`` after importing the wheel's packages and calling their documented
+loader functions (the package's own preloading applies) and ``dlopen`` alone (a library that fails only alone
+needs that preloading).
+
+Not probed, each with a note: executables (an ELF executable or PIE is not a library: glibc refuses to dlopen
+it), and extension modules built for another Python than the environment's (``.cpython-310-...so`` on 3.11).
+Auxiliary top-level modules (:func:`auxiliary`) are imported, each alone, but not before the libraries, and
+their failure is a note.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import posixpath
+import re
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,6 +43,9 @@ class LoadOptions:
     install: InstallOptions = dataclasses.field(default_factory=InstallOptions)
     timeout: float = DEFAULT_TIMEOUT
     jobs: int | None = None
+    libcuda_stub: str | None = (
+        None  #: the stub libcuda.so to use where there is no driver (``--libcuda-stub``)
+    )
 
 
 Progress = Callable[[int, int, str], None]
@@ -114,6 +126,119 @@ def top_level_modules(installed: list[str], top_level_txt: str | None) -> tuple[
     return tuple(dict.fromkeys(out))
 
 
+#: top-level packages that hold a project's tests, samples, examples or benchmarks, not its API
+#: (``top_level.txt`` lists them when a wheel installs them)
+_AUXILIARY_PACKAGES = frozenset(
+    {
+        "test",
+        "tests",
+        "testing",
+        "sample",
+        "samples",
+        "example",
+        "examples",
+        "benchmark",
+        "benchmarks",
+        "docs",
+    }
+)
+
+
+def auxiliary(module: str, packages: frozenset[str]) -> bool:
+    """Whether top-level ``module`` is auxiliary: private (``_foo``), a plain module rather than a package
+    (``rec2idx``: a converter script installed at the top level), or a test/sample package. Decision
+    (docs/load.md): a wheel's API is its public packages; these are imported too, each alone, and a failure is
+    a note naming the module, not an error. When a wheel has no public package, its modules are its API."""
+    top = module.split(".", 1)[0]
+    return top.startswith("_") or top not in packages or top in _AUXILIARY_PACKAGES
+
+
+def _elf_kind(path: str) -> str | None:
+    """``executable``, ``shared-library`` ... of the ELF file at ``path`` (cudaship's reader), or None."""
+    import mmap
+
+    from cudaship.binary.elf import read_elf
+    from cudaship.errors import CudashipError
+    from cudaship.safe_read import open_regular
+
+    try:
+        with open_regular(path) as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+            return read_elf(buf, full=False).kind
+    except (CudashipError, OSError, ValueError):
+        return None
+
+
+_PY_EXTENSION = re.compile(r"\.((?:cpython-|cp|pypy)[0-9][^./]*)\.(so|pyd)$")
+
+
+def _other_python(path: str, suffixes: tuple[str, ...]) -> str | None:
+    """For an extension module whose name carries a Python tag (``.cpython-310-x86_64-linux-gnu.so``) that the
+    environment's interpreter does not import (``importlib.machinery.EXTENSION_SUFFIXES``): why it is not
+    loaded. Stable-ABI (``.abi3.so``) and untagged modules are loadable; None for them."""
+    m = _PY_EXTENSION.search(posixpath.basename(path))
+    if m is None or not suffixes or m.group(0) in suffixes:
+        return None
+    tag = m.group(1)
+    version = re.match(r"(?:cpython-|cp)(3)(\d+)(t?)", tag)
+    if version:
+        built = f"CPython {version.group(1)}.{version.group(2)}" + (
+            " (free-threaded)" if version.group(3) else ""
+        )
+    else:
+        built = tag
+    return f"built for {built}: not loadable by this interpreter"
+
+
+def _extension_suffixes(python: str) -> tuple[str, ...]:
+    """The interpreter's ``importlib.machinery.EXTENSION_SUFFIXES`` (empty when it cannot be asked)."""
+    code = "import importlib.machinery as m; print('\\n'.join(m.EXTENSION_SUFFIXES))"
+    try:
+        done = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    return tuple(ln.strip() for ln in done.stdout.splitlines() if ln.strip()) if done.returncode == 0 else ()
+
+
+def same_content(a: str, b: str) -> bool:
+    """Whether two files hold the same bytes (size, then sha256): two installed copies of one library."""
+    try:
+        if os.path.getsize(a) != os.path.getsize(b):
+            return False
+        digests = []
+        for path in (a, b):
+            h = hashlib.sha256()
+            with open(path, "rb") as f:
+                while chunk := f.read(1 << 20):
+                    h.update(chunk)
+            digests.append(h.digest())
+    except OSError:
+        return False
+    return digests[0] == digests[1]
+
+
+def _loader_calls(
+    modules: tuple[str, ...], project: str | None, requires: tuple[str, ...], init_text: Callable[[str], str]
+) -> tuple[str, ...]:
+    """``module:function`` for each documented loader function (knowledge/data/providers.toml
+    ``loader_functions``) that a package of the wheel defines or imports in its ``__init__.py``."""
+    from packaging.utils import canonicalize_name
+
+    from cudaship.knowledge.providers import conventions_for
+
+    if not project:
+        return ()
+    names: list[str] = []
+    for row in conventions_for(canonicalize_name(project), tuple(canonicalize_name(r) for r in requires)):
+        names.extend(row.loader_functions)
+    out = []
+    for module in modules:
+        text = init_text(module)
+        for name in dict.fromkeys(names):
+            if re.search(rf"\b(def|import)\s+{re.escape(name)}\b|\bimport\b.*\b{re.escape(name)}\b", text):
+                out.append(f"{module}:{name}")
+    return tuple(out)
+
+
 def _loadable(path: str) -> bool:
     """Whether ``path`` is a library of this OS's format (ELF, PE, Mach-O) that the loader can open."""
     from cudaship.binary.magic import binary_format
@@ -130,6 +255,17 @@ def _loadable(path: str) -> bool:
 def _native(path: str) -> bool:
     base = posixpath.basename(path).lower()
     return base.endswith((".so", ".dll", ".pyd", ".dylib")) or ".so." in base
+
+
+def _init_texts(wheel: str, modules: tuple[str, ...]) -> dict[str, str]:
+    """The text of each module's ``__init__.py`` in the wheel (empty when it has none)."""
+    from cudaship.wheel.archive import WheelArchive
+
+    out: dict[str, str] = {}
+    with WheelArchive(wheel) as archive:
+        for module in modules:
+            out[module] = archive.text_member(module.replace(".", "/") + "/__init__.py") or ""
+    return out
 
 
 def _wheel_files(wheel: str) -> tuple[list[str], str | None, str | None, tuple[str, ...]]:
@@ -192,16 +328,33 @@ def load_audit(
             check, results = load_family.install_failed(env.failure, environment)
             return _with(audit, policy, check, results)
         libs: dict[str, str] = {}
+        not_probed: dict[str, str] = {}
+        suffixes = _extension_suffixes(env.python) if running_os() == "linux" else ()
         candidates = sorted({si.file for si in audit.imports} | {p for p in installed if _native(p)})
         for rel in candidates:
             real = _where(rel, env.sites)
-            if real is not None and _loadable(real):
-                libs[rel] = real
+            if real is None or not _loadable(real):
+                continue
+            if running_os() == "linux" and _elf_kind(real) == "executable":
+                not_probed[rel] = (
+                    "an executable, not a library (glibc does not dlopen executables): not probed"
+                )
+                continue
+            other = _other_python(rel, suffixes)
+            if other is not None:
+                not_probed[rel] = other
+                continue
+            libs[rel] = real
         tops = top_level_modules(installed, top_txt)
+        package_names = frozenset(p.split("/", 1)[0] for p in installed if "/" in p)
+        main = tuple(m for m in tops if not auxiliary(m, package_names)) or tops
+        aux = tuple(m for m in tops if m not in main)
+        texts = _init_texts(audit.path, main)
+        calls = _loader_calls(main, project, requires, lambda m: texts.get(m, ""))
         probes: list[Probe] = [Probe.import_(m) for m in tops]
         for rel in sorted(libs):
-            probes.append(Probe.dlopen(libs[rel], after_imports=tops))
-            if tops:
+            probes.append(Probe.dlopen(libs[rel], after_imports=main, calls=calls))
+            if main:
                 probes.append(Probe.dlopen(libs[rel]))
         children_env = child_environment()
         if env.pythonpath:
@@ -214,12 +367,22 @@ def load_audit(
                 progress(done[0], len(probes), result.probe.label)
 
         obs = observe(
-            env.python, probes, env=children_env, timeout=options.timeout, jobs=options.jobs, on_result=tick
+            env.python,
+            probes,
+            env=children_env,
+            timeout=options.timeout,
+            jobs=options.jobs,
+            on_result=tick,
+            stub_path=options.libcuda_stub,
         )
         inputs = load_family.LoadInputs(
             installed=libs,
             sites=env.sites,
-            top_level=tops,
+            top_level=main,
+            auxiliary=aux,
+            calls=tuple(c.replace(":", ".") + "()" for c in calls),
+            not_probed=not_probed,
+            same_content=same_content,
             on_demand=load_family.on_demand_lookup(project, _requirement_names(requires)),
             environment=environment,
             notes=env.notes[1:],
