@@ -158,8 +158,9 @@ def test_dt_rpath_is_inherited_down_the_loading_chain_as_glibc_does(
 
     checks = _checks(_audit(wheel))
     mid = checks["closure: pkg/mid/libmid.so.1"]
-    assert checks[f"closure: pkg/{EXT}"].status is Status.PASS
+    ext = checks[f"closure: pkg/{EXT}"]
     if loads:
+        assert ext.status is Status.PASS, ext.reason
         assert mid.status is Status.PASS, mid.reason
         res = _resolution(wheel, "pkg/mid/libmid.so.1", "libleaf.so.1")
         assert (res.via, res.target) == (Via.SHIPPED, "pkg/vendor/libleaf.so.1")
@@ -167,6 +168,11 @@ def test_dt_rpath_is_inherited_down_the_loading_chain_as_glibc_does(
     else:
         assert (mid.status, mid.severity) == (Status.FAIL, Severity.ERROR)
         assert mid.evidence[0].symbol == "libleaf.so.1"
+        # the module's own import resolves, but libmid fails, so the module fails with it, as the loader says:
+        # a note naming the dependency, the error staying libmid's, which lists the module as its dependent
+        assert (ext.status, ext.rule, ext.severity) == (Status.FAIL, "dependency", Severity.NOTE)
+        assert ext.evidence[0].symbol == "libmid.so.1" and "libleaf.so.1" in ext.reason
+        assert any(f.file == f"pkg/{EXT}" for f in mid.evidence[1:])
 
 
 # --- class 3: a plugin needs its host's SONAME ---------------------------------------------------------

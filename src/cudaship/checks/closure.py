@@ -69,6 +69,7 @@ _PROVIDED = (
 _CONDITIONAL = {
     Via.PACKAGE_PRELOAD: "package_preload",
     Via.HOST: "undeclared_host",
+    Via.DISTRIBUTION: "distribution_library",
 }
 
 
@@ -81,12 +82,14 @@ def run(ctx: AuditContext) -> list[CheckResult]:
     unused_per_path: list[tuple[str, CheckResult]] = []
     #: (rule, cause) -> evidence: one result per cause, listing every library and import it concerns
     causes: dict[tuple[str, str], list[Finding]] = {}
+    resolved_by_path: dict[str, list[tuple[Import, Resolution]]] = {}
     for path, report in sorted(ctx.libraries.items()):
         host = report.host
         assert host is not None
         findings: list[Finding] = []
         provided: list[Finding] = []
         resolved: list[tuple[Import, Resolution]] = []
+        resolved_by_path[path] = resolved
         for imp in host.imports:
             res = resolve(ctx, path, report, imp)
             resolved.append((imp, res))
@@ -156,6 +159,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
                 )
             )
     kept = _merge_copies(per_path, copies)
+    _follow_dependencies(ctx, per_path, resolved_by_path, kept, copies)
     kept_unused = _merge_copies(unused_per_path, copies)
     shims = {r.name: r for r in results}
     results = []
@@ -182,6 +186,7 @@ _CAUSE_TITLES = {
     "package_preload": "closure: preloaded by the package's Python code in",
     "undeclared_host": "closure: undeclared host package",
     "loaded_first": "closure: needs a sibling loaded first:",
+    "distribution_library": "closure: needs the system library",
 }
 
 
@@ -202,6 +207,76 @@ def _cause_results(causes: dict[tuple[str, str], list[Finding]]) -> list[CheckRe
             reason = f"{first} (in {shown})"
         out.append(failed(FAMILY, f"{_CAUSE_TITLES[rule]} {cause}", reason, evidence, rule=rule))
     return out
+
+
+def _follow_dependencies(
+    ctx: AuditContext,
+    per_path: list[tuple[str, CheckResult]],
+    resolved_by_path: dict[str, list[tuple[Import, Resolution]]],
+    kept: dict[str, CheckResult],
+    copies: dict[str, str],
+) -> None:
+    """A library whose own imports resolve but which needs a shipped library that does not load does not load
+    either (glibc loads every DT_NEEDED before the library; one that fails fails the whole dlopen). Its check
+    fails with the rule ``dependency`` (a note: the error is the dependency's), naming the dependency; the
+    failing library's own check lists its dependents (one finding per root cause, issue 21), and the
+    dependents' :class:`StaticImport` of that dependency says it does not load (``ok`` false)."""
+    own = {p for p, r in per_path if r.status is Status.FAIL}
+    needs = {
+        p: [(imp.library, res.target) for imp, res in resolved if res.via is Via.SHIPPED and res.target]
+        for p, resolved in resolved_by_path.items()
+    }
+    #: dependent -> (the import, the shipped library it resolves to, the root library that fails)
+    failing: dict[str, tuple[str, str, str]] = {}
+    changed = True
+    while changed:
+        changed = False
+        for p, deps in sorted(needs.items()):
+            if p in own or p in failing:
+                continue
+            for library, target in deps:
+                root = target if target in own else failing[target][2] if target in failing else None
+                if root is not None:
+                    failing[p] = (library, target, root)
+                    changed = True
+                    break
+    if not failing:
+        return
+    by_root: dict[str, list[str]] = {}
+    for p, (library, target, root) in sorted(failing.items()):
+        first = kept.get(root) or kept.get(copies.get(root, root))
+        cause = first.evidence[0].message if first is not None and first.evidence else "it does not load"
+        via = f"{library} (shipped at {target}) does not load"
+        why = f"{via}: {cause}" if target == root else f"{via}: it needs {root}, which does not load: {cause}"
+        kept[p] = failed(
+            FAMILY,
+            f"closure: {p}",
+            f"its imports resolve, but {why} (the error is reported under closure: {root})",
+            [Finding(why, file=p, symbol=library)],
+            rule="dependency",
+        )
+        by_root.setdefault(root, []).append(p)
+        for i, si in enumerate(ctx.static_imports):
+            if si.file == p and si.library == library:
+                ctx.static_imports[i] = dataclasses.replace(
+                    si, ok=False, via=Via.UNRESOLVED.value, detail=f"{why} (a shipped dependency)"
+                )
+    for root, dependents in by_root.items():
+        key = root if root in kept else copies.get(root, root)
+        result = kept.get(key)
+        if result is None or result.status is not Status.FAIL:
+            continue
+        more = f" and {len(dependents) - 4} more" if len(dependents) > 4 else ""
+        shown = ", ".join(dependents[:4]) + more
+        kept[key] = dataclasses.replace(
+            result,
+            reason=f"{result.reason}; so {shown} {'does' if len(dependents) == 1 else 'do'} not load either",
+            evidence=result.evidence
+            + tuple(
+                Finding(f"{d} needs {root} and does not load either", file=d, symbol=failing[d][0])
+                for d in dependents
+            ),
+        )
 
 
 def _copies(ctx: AuditContext) -> dict[str, str]:

@@ -95,6 +95,8 @@ def _imports_provided(ctx: AuditContext) -> CheckResult:
     provider is found by the library's exact file name, which carries the major."""
     name = "requirements: CUDA imports provided"
     findings: list[Finding] = []
+    #: CUDA imports that resolve nowhere: the closure check reports each (one cause, one error)
+    in_closure: list[Finding] = []
     evidence: list[Finding] = []
     seen = 0
     for path, report in sorted(ctx.libraries.items()):
@@ -117,13 +119,26 @@ def _imports_provided(ctx: AuditContext) -> CheckResult:
                 )
             elif res.via in (Via.UNRESOLVED, Via.SYSTEM, Via.PYTHON, Via.DRIVER):
                 problem = nvidia.provided_by(lib, ctx.declared, ctx.os)
-                findings.append(
-                    Finding(problem or f"imports {imp.library}: {res.detail}", file=path, symbol=imp.library)
+                finding = Finding(
+                    problem or f"imports {imp.library}: {res.detail}", file=path, symbol=imp.library
                 )
+                closure_reports = res.via is Via.UNRESOLVED and ctx.policy.runs("closure")
+                (in_closure if closure_reports else findings).append(finding)
             else:
                 evidence.append(Finding(res.detail, file=path, symbol=imp.library))
     if findings:
-        return verdict(FAMILY, name, findings, "")
+        return verdict(FAMILY, name, findings + in_closure, "")
+    if in_closure:
+        files = sorted({f.file for f in in_closure if f.file})
+        shown = ", ".join(files[:4]) + (f" and {len(files) - 4} more" if len(files) > 4 else "")
+        return failed(
+            FAMILY,
+            name,
+            f"{in_closure[0].message}: the same import does not resolve, the closure check reports it "
+            f"(closure: {shown})",
+            in_closure,
+            rule="closure",
+        )
     return passed(
         FAMILY,
         name,

@@ -32,7 +32,7 @@ from cudaship.knowledge.hosts import Host, host_of_directory, host_of_library
 from cudaship.knowledge.libraries import cudart_major
 from cudaship.knowledge.program_runtimes import runtime_providing
 from cudaship.knowledge.providers import builds_providing, conventions_for
-from cudaship.knowledge.system_libraries import Provider, provider_of
+from cudaship.knowledge.system_libraries import Provider, distribution_library, provider_of
 from cudaship.providers.records import Provided, Reached
 
 _BINARY_OS = {FileFormat.PE: "windows", FileFormat.ELF: "linux", FileFormat.MACHO: "macos"}
@@ -60,6 +60,9 @@ class Via(str, Enum):
     PACKAGE_PRELOAD = "package-preload"
     #: a library of a host package the wheel does not declare (torch): the user installs and imports it first
     HOST = "host"
+    #: a library outside the manylinux policy that the distributions install by default (libgomp.so.1): the
+    #: user's system provides it (knowledge/data/distribution_libraries.toml)
+    DISTRIBUTION = "distribution"
     ALLOWED = "allowed"  #: the policy allows it unresolved
     UNRESOLVED = "unresolved"
 
@@ -309,6 +312,24 @@ def resolve(ctx: AuditContext, path: str, report: FileReport, imp: Import) -> Re
     hint = nvidia.requirement_hint(ctx, name)
     if hint:
         return Resolution(Via.UNRESOLVED, None, f"{hint}; searched: {where}")
+    # 9. a distribution library outside the manylinux policy: the user's system provides it, or not
+    distro = distribution_library(name) if platform == "linux" else None
+    if distro is not None and distro.default:
+        return Resolution(
+            Via.DISTRIBUTION,
+            None,
+            f"a distribution library outside the manylinux policy: needs the system package "
+            f"{distro.packages} ({distro.why})",
+            cause=f"{posixpath.basename(name)} from {distro.debian} / {distro.rhel}",
+        )
+    if distro is not None:
+        return Resolution(
+            Via.UNRESOLVED,
+            None,
+            f"not shipped: a distribution library outside the manylinux policy that is not installed by "
+            f"default ({distro.why}): needs the system package {distro.packages}, which the wheel cannot "
+            f"declare (searched: {where})",
+        )
     return Resolution(
         Via.UNRESOLVED,
         None,

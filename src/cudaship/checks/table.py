@@ -121,6 +121,12 @@ FAMILIES: tuple[Family, ...] = (
                 NOTE,
                 "CUDA imports not provided only for variants whose siblings are (another environment's)",
             ),
+            Rule(
+                "closure",
+                NOTE,
+                "CUDA imports that resolve nowhere: the closure check's error reports the same import (one "
+                "cause, one error)",
+            ),
         ),
     ),
     Family(
@@ -167,6 +173,19 @@ FAMILIES: tuple[Family, ...] = (
                 "a library no shipped library loads (a Python module) needs one shipped off its search "
                 "path: it loads only when that one is already loaded",
                 "closure: needs a sibling loaded first: ",
+            ),
+            Rule(
+                "distribution_library",
+                WARNING,
+                "an import outside the manylinux policy that the distributions install by default "
+                "(libgomp.so.1, libnuma.so.1): the message names the system package",
+                "closure: needs the system library ",
+            ),
+            Rule(
+                "dependency",
+                NOTE,
+                "a library whose imports resolve needs a shipped library that does not load: it fails with "
+                "it (the error is that library's)",
             ),
             Rule(
                 "build_path",

@@ -8,6 +8,7 @@ on the full path, others on the base name.
 from __future__ import annotations
 
 import fnmatch
+from dataclasses import dataclass
 from enum import Enum
 
 from cudaship.errors import KnowledgeError
@@ -70,3 +71,47 @@ def provider_of(name: str, platform: str, extra_system: tuple[str, ...] = ()) ->
     if _matches(system[platform] + tuple(p.lower() for p in extra_system), name):
         return Provider.SYSTEM
     return None
+
+
+_DISTRIBUTION_FILE = "distribution_libraries.toml"
+
+
+@dataclass(frozen=True)
+class DistributionLibrary:
+    """A library outside the manylinux policy that Linux distributions package
+    (data/distribution_libraries.toml)."""
+
+    soname: str
+    debian: str  #: the Debian/Ubuntu package that installs it
+    rhel: str  #: the RHEL/Fedora package that installs it
+    default: bool  #: installed wherever a CUDA wheel runs as a matter of course
+    why: str
+
+    @property
+    def packages(self) -> str:
+        return f"{self.debian} (Debian/Ubuntu) / {self.rhel} (RHEL/Fedora)"
+
+
+@once
+def _distribution() -> dict[str, DistributionLibrary]:
+    entries = _data.load(_DISTRIBUTION_FILE).get("library")
+    if not isinstance(entries, list):
+        raise KnowledgeError(f"knowledge data file {_DISTRIBUTION_FILE}: [[library]] entries expected")
+    out: dict[str, DistributionLibrary] = {}
+    for i, e in enumerate(entries):
+        where = f"knowledge data file {_DISTRIBUTION_FILE}: library {i + 1}"
+        if not isinstance(e, dict):
+            raise KnowledgeError(f"{where}: a table expected")
+        texts = {k: e.get(k) for k in ("soname", "debian", "rhel", "why")}
+        default = e.get("default")
+        if not all(isinstance(v, str) and v for v in texts.values()) or not isinstance(default, bool):
+            raise KnowledgeError(f"{where}: soname, debian, rhel, why (text) and default (true/false)")
+        soname, debian, rhel, why = (str(texts[k]) for k in ("soname", "debian", "rhel", "why"))
+        lib = DistributionLibrary(soname, debian, rhel, default, why)
+        out[lib.soname.lower()] = lib
+    return out
+
+
+def distribution_library(name: str) -> DistributionLibrary | None:
+    """The distribution library ``name`` (an ELF SONAME as imported), if the table lists it."""
+    return _distribution().get(name.replace("\\", "/").rsplit("/", 1)[-1].lower())
