@@ -208,10 +208,13 @@ def test_a_failed_library_is_judged_whole_and_only_the_named_entry_compared(repo
     above = rows[("libconv/lib64/libabove.so", "libbroken.so")]
     assert above["agree"] is None and "(the loader names libgone.so.3)" in above["loader"], above
     check = report["checks"]["load: libconv/lib64/libabove.so"]
+    # the static model follows the shipped dependency: libabove's entry for libbroken.so does not resolve
+    message = check["evidence"][0]["message"]
     assert (
-        "static: agrees (libbroken.so is libconv/lib64/libbroken.so, which does not load"
-        in (check["evidence"][0]["message"])
+        "static: agrees (libbroken.so does not resolve (libbroken.so (shipped at libconv/lib64/libbroken.so)"
+        in (message)
     )
+    assert "libgone.so.3 does not resolve" in message and message.endswith("(a shipped dependency)))")
     assert "load: libconv/lib64/libabove.so (static and loader disagree)" not in report["checks"]
 
 
