@@ -330,7 +330,12 @@ def run_load_cudaship(wheel: CorpusWheel, torch_spec: str, timeout: int) -> dict
         args += ["--load-python", str(python)]
     else:
         for requirement in wheel.install:
-            args += ["--with", requirement]
+            own = _own_extras(wheel.project, requirement)
+            if own is not None:  # the wheel's own extras: installed with it, and known to the comparison
+                for extra in own:
+                    args += ["--extra", extra]
+            else:
+                args += ["--with", requirement]
     result: dict = {"filename": wheel.filename, "loader": "cudaship", "environment": environment}
     if install_note:
         result.update(exit_code=None, report=None, install_note=install_note)
@@ -388,6 +393,25 @@ DRIVER_ONLY = re.compile(r"\blibcuda\.so\.1\b|\blibnvidia-[\w-]+\.so\.1\b|\blibn
 
 #: an extension module built for one CPython release (``.cpython-312-x86_64-linux-gnu.so``)
 CPYTHON_TAG = re.compile(r"\.cpython-(3\d+)t?-")
+
+
+def _own_extras(project: str, requirement: str) -> list[str] | None:
+    """The extras of ``requirement`` when it names the wheel's own project (``cupy-cuda13x[ctk]==14.2.0``)."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    req = Requirement(requirement)
+    if canonicalize_name(req.name) != canonicalize_name(project):
+        return None
+    return sorted(req.extras)
+
+
+#: the oracle's rules for a library it does not count (checks/load.py), and how the report says why
+_NOT_COUNTED = {
+    "on_demand": "loaded on demand by the package (a convention the oracle knows)",
+    "runtime": "CUDA libraries found by the package's own run-time lookup (not run by loading alone)",
+    "extra": "needs what an extra installs, and that extra was not installed",
+}
 
 
 def for_another_python(member: str) -> bool:
@@ -549,16 +573,15 @@ def build_rows(wheels: list[CorpusWheel]) -> list[WheelRow]:
         if oracle is not None:
             row.install = "ok"
             row.imports_ok, per_library = cudaship_rows(oracle)
-            on_demand = {
-                c["name"].removeprefix("load: ")
-                for c in (kept or {}).get("report", {}).get("checks", [])
-                if c["family"] == "load" and c.get("rule") == "on_demand" and c["status"] == "fail"
-            }
+            # the oracle's own "not counted" rules: what loading alone cannot exercise
+            not_counted = {}
+            for c in (kept or {}).get("report", {}).get("checks", []):
+                if c["family"] == "load" and c["status"] == "fail" and c.get("rule") in _NOT_COUNTED:
+                    member = c["name"].removeprefix("load: ").split(" ", 1)[0]
+                    not_counted.setdefault(member, _NOT_COUNTED[c["rule"]])
             for member, lib in sorted(per_library.items()):
-                if member in on_demand and not lib.loads:
-                    row.excluded.append(
-                        (member, "loaded on demand by the package (a convention the oracle knows)")
-                    )
+                if member in not_counted and not lib.loads:
+                    row.excluded.append((member, not_counted[member]))
                     continue
                 if for_another_python(member):
                     row.excluded.append((member, "an extension module for another Python"))
@@ -638,6 +661,8 @@ def render(rows: list[WheelRow]) -> str:
     driver_only = sum(1 for r in rows for _, why in r.excluded if "driver" in why)
     other_python = sum(1 for r in rows for _, why in r.excluded if "another Python" in why)
     demand = sum(1 for r in rows for _, why in r.excluded if "on demand" in why)
+    runtime = sum(1 for r in rows for _, why in r.excluded if "run-time lookup" in why)
+    extra = sum(1 for r in rows for _, why in r.excluded if "an extra" in why)
     not_loaded = [
         f"{r.wheel.project} ({_short(r.note or r.install, 120)})"
         for r in rows
@@ -664,7 +689,8 @@ def render(rows: list[WheelRow]) -> str:
         f"requirement, shared pip cache): median {_median(small):.0f} s, "
         f"{sum(1 for t in small if t <= 60)} within 60 s, longest {max(small, default=0):.0f} s",
         f"- libraries not compared: {sum(len(r.excluded) for r in rows)} ({driver_only} need the NVIDIA "
-        f"driver, {other_python} are extension modules for another Python, {demand} are loaded on demand)",
+        f"driver, {other_python} are extension modules for another Python, {demand} are loaded on demand, "
+        f"{runtime} need the package's own run-time lookup, {extra} need an extra not installed)",
         "",
         "### Disagreements",
         "",
