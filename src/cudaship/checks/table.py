@@ -22,7 +22,6 @@ from cudaship.checks import (
     collisions,
     consistency,
     imports,
-    load,
     ownership,
     policy,
     record,
@@ -36,6 +35,14 @@ CheckFn = Callable[[AuditContext], list[CheckResult]]
 SectionParser = Callable[["policy._Reader"], "policy.Section | None"]
 
 ERROR, WARNING, NOTE = Severity.ERROR, Severity.WARNING, Severity.NOTE
+
+
+def _load_run(ctx: AuditContext) -> list[CheckResult]:
+    """The ``load`` family's engine entry, imported only when called: the comparison (and the oracle's
+    records it reads) is needed only by ``audit --load``, so a static audit does not import it."""
+    from cudaship.checks import load
+
+    return load.run(ctx)
 
 
 @dataclass(frozen=True)
@@ -221,7 +228,7 @@ FAMILIES: tuple[Family, ...] = (
         "load",
         "only with `audit --load`: the wheel installed with pip loads in fresh processes, and the real "
         "loader maps each DT_NEEDED as the static verdicts say (docs/load.md)",
-        load.run,
+        _load_run,
         rules=(
             Rule("failure", ERROR, "a top-level package's import or a library's dlopen fails once installed"),
             Rule("install", ERROR, "pip cannot install the wheel as documented (nothing could be loaded)"),
