@@ -54,7 +54,6 @@ def stepped(decompressobj: Callable[[int], Any], data: memoryview) -> int:
 def parallel(rapidgzip: Any, data: memoryview, threads: int) -> int:
     from cudaship.archive.zip import BufferFile
 
-
     with BufferFile(data) as source, rapidgzip.RapidgzipFile(source, parallelization=threads) as f:
         n = 0
         while chunk := f.read(4 * STEP):
