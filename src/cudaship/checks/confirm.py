@@ -24,7 +24,6 @@ found``), a note otherwise (a Python error, a missing GPU), a warning for a cras
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -36,9 +35,9 @@ from cudaship.checks.records import Severity
 from cudaship.inspection.environment import Environment, InstalledDistribution
 from cudaship.knowledge.providers import conventions_for, preloads_for
 from cudaship.oracle.records import Observation, Probe, ProbeResult, Step, StepKind
+from cudaship.wheel.toplevel import top_level_modules as installed_top_level
 
 #: A top-level entry RECORD installs that is an importable module (``pkg/...``, ``mod.py``, ``mod.*.so``).
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: Text of the dynamic loader's own refusals (glibc dlerror, Windows LoadLibrary).
 LOADER_MESSAGES = (
     "cannot open shared object file",
@@ -93,21 +92,9 @@ class ConfirmReport:
 
 
 def top_level_modules(owner: InstalledDistribution) -> list[str]:
-    """The importable top-level modules a distribution installed (namespace directories left out)."""
-    packages: set[str] = set()
-    modules: set[str] = set()
-    for rel in owner.dist.files:
-        parts = rel.split("/")
-        head = parts[0]
-        if head.endswith((".dist-info", ".data", ".egg-info")) or head in ("..", "__pycache__"):
-            continue
-        if len(parts) == 1:
-            stem = head.split(".", 1)[0]
-            if (head.endswith(".py") or head.endswith((".so", ".pyd"))) and _IDENT.match(stem):
-                modules.add(stem)
-        elif len(parts) == 2 and parts[1] == "__init__.py" and _IDENT.match(head):
-            packages.add(head)
-    return sorted(packages | modules)
+    """The importable top-level modules a distribution installed (namespace directories left out: they run
+    no code)."""
+    return sorted(m for m in installed_top_level(list(owner.dist.files), None) if "." not in m)
 
 
 def _has_native(env: Environment) -> set[str]:

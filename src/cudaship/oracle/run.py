@@ -16,7 +16,6 @@ their failure is a note.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 import posixpath
 import re
@@ -30,12 +29,13 @@ from cudaship.checks.engine import with_severity
 from cudaship.checks.policy import Policy
 from cudaship.checks.records import CheckResult, LoadCheck, WheelAudit
 from cudaship.errors import OracleError
+from cudaship.inspection.environment import SameContent
 from cudaship.oracle.install import InstallOptions, LoadEnvironment, cleanup, prepare
 from cudaship.oracle.observe import DEFAULT_TIMEOUT, child_environment, observe
 from cudaship.oracle.records import Probe, ProbeResult
+from cudaship.wheel.toplevel import top_level_modules
 
 _OS_NAMES = {"linux": "Linux", "windows": "Windows", "macos": "macOS"}
-_EXTENSION_SUFFIXES = (".so", ".pyd")
 
 
 @dataclass(frozen=True)
@@ -78,52 +78,6 @@ def platform_skip(audit: WheelAudit) -> str | None:
     if facts.machine and facts.machine != _machine():
         return f"a {tag} wheel cannot be loaded on this {_machine()} machine"
     return None
-
-
-def _module_name(top: str) -> str | None:
-    """The module a top-level file installs (``pkg`` for ``pkg/...``, ``mod`` for ``mod.py`` or
-    ``mod.cpython-312-x86_64-linux-gnu.so``), or None."""
-    if top.endswith(".py"):
-        return top[:-3]
-    if top.endswith(_EXTENSION_SUFFIXES) and "." in top:
-        return top.split(".", 1)[0]
-    return None
-
-
-def top_level_modules(installed: list[str], top_level_txt: str | None) -> tuple[str, ...]:
-    """Importable top-level modules of the installed files (site-relative paths)."""
-    packages: dict[str, bool] = {}  # name -> has __init__.py
-    modules: list[str] = []
-    sub: dict[str, set[str]] = {}
-    for path in installed:
-        parts = path.split("/")
-        if parts[0].endswith((".dist-info", ".data")) or parts[0] == "__pycache__":
-            continue
-        if len(parts) == 1:
-            name = _module_name(parts[0])
-            if name and name.isidentifier() and name not in modules:
-                modules.append(name)
-            continue
-        if not parts[0].isidentifier():
-            continue
-        packages.setdefault(parts[0], False)
-        if len(parts) == 2 and parts[1] == "__init__.py":
-            packages[parts[0]] = True
-        if len(parts) == 3 and parts[2] == "__init__.py" and parts[1].isidentifier():
-            sub.setdefault(parts[0], set()).add(parts[1])
-    wanted = None
-    if top_level_txt:
-        wanted = [ln.strip() for ln in top_level_txt.splitlines() if ln.strip() and "/" not in ln]
-    out: list[str] = []
-    for name in sorted(packages):
-        if wanted is not None and name not in wanted:
-            continue
-        if packages[name]:
-            out.append(name)
-        else:  # a namespace directory: its regular packages one level down
-            out.extend(f"{name}.{s}" for s in sorted(sub.get(name, ())))
-    out.extend(m for m in modules if wanted is None or m in wanted)
-    return tuple(dict.fromkeys(out))
 
 
 #: top-level packages that hold a project's tests, samples, examples or benchmarks, not its API
@@ -197,23 +151,6 @@ def _extension_suffixes(python: str) -> tuple[str, ...]:
     except (OSError, subprocess.TimeoutExpired):
         return ()
     return tuple(ln.strip() for ln in done.stdout.splitlines() if ln.strip()) if done.returncode == 0 else ()
-
-
-def same_content(a: str, b: str) -> bool:
-    """Whether two files hold the same bytes (size, then sha256): two installed copies of one library."""
-    try:
-        if os.path.getsize(a) != os.path.getsize(b):
-            return False
-        digests = []
-        for path in (a, b):
-            h = hashlib.sha256()
-            with open(path, "rb") as f:
-                while chunk := f.read(1 << 20):
-                    h.update(chunk)
-            digests.append(h.digest())
-    except OSError:
-        return False
-    return digests[0] == digests[1]
 
 
 def _loader_calls(
@@ -382,7 +319,7 @@ def load_audit(
             auxiliary=aux,
             calls=tuple(c.replace(":", ".") + "()" for c in calls),
             not_probed=not_probed,
-            same_content=same_content,
+            same_content=SameContent(),
             on_demand=load_family.on_demand_lookup(project, _requirement_names(requires)),
             environment=environment,
             notes=env.notes[1:],
