@@ -23,6 +23,7 @@ from cudaship.checks.records import StaticImport
 from cudaship.checks.wheelscan import ScannedWheel
 from cudaship.errors import CudashipError
 from cudaship.inspection.records import ContainerKind, FileReport
+from cudaship.knowledge.hosts import Host
 from cudaship.knowledge.trains import Train, parse_train
 from cudaship.knowledge.variants import Variant, declared, recognise
 from cudaship.providers.options import ProviderOptions
@@ -137,8 +138,10 @@ class AuditContext:
     #: canonical names of host packages the wheel's libraries need but do not declare (filled by the
     #: closure checks, see :mod:`cudaship.checks.resolve`)
     host_packages: set[str] = field(default_factory=set)
-    #: values the load model computes once per wheel (see :mod:`cudaship.checks.resolve`)
-    memo: dict[str, object] = field(default_factory=dict)
+    #: computed once per wheel by the load model (see :mod:`cudaship.checks.resolve`): each library's search
+    #: path, and the host packages it needs without declaring them (None: not computed yet)
+    search_paths: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    undeclared_hosts: tuple[Host, ...] | None = None
 
     # --- platform, train, requirements ------------------------------------------------------------------
 

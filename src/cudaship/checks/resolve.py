@@ -114,11 +114,9 @@ def search_path(ctx: AuditContext, path: str, report: FileReport) -> tuple[tuple
     Python loads; an object above with DT_RUNPATH contributes nothing but the chain goes on through it. Where
     several shipped libraries need it, the directories of every chain are searched (which one loads it first
     depends on the import order), nearest first. Computed once per library."""
-    memo = ctx.memo.setdefault("search_path", {})
-    assert isinstance(memo, dict)
-    found = memo.get(path)
+    found = ctx.search_paths.get(path)
     if found is None:
-        found = memo[path] = _search_path(ctx, path, report)
+        found = ctx.search_paths[path] = _search_path(ctx, path, report)
     return found
 
 
@@ -347,9 +345,8 @@ def undeclared_hosts(ctx: AuditContext) -> tuple[Host, ...]:
     """Host packages (knowledge/data/hosts.toml) the wheel's libraries need, by a library's name or a RUNPATH
     entry into the host's directory, that the wheel does not declare: its users install and import them
     first (torch). Computed once per wheel."""
-    cached = ctx.memo.get("undeclared_hosts")
-    if isinstance(cached, tuple):
-        return cached
+    if ctx.undeclared_hosts is not None:
+        return ctx.undeclared_hosts
     own = canonicalize_name(ctx.scan.dist.metadata.name or "")
     declared = _declared_projects(ctx) | {own}  # a host's own wheel does not depend on itself
     found: dict[str, Host] = {}
@@ -362,7 +359,7 @@ def undeclared_hosts(ctx: AuditContext) -> tuple[Host, ...]:
             if h is not None and canonicalize_name(h.project) not in declared:
                 found.setdefault(h.project, h)
     hosts = tuple(found.values())
-    ctx.memo["undeclared_hosts"] = hosts
+    ctx.undeclared_hosts = hosts
     return hosts
 
 
