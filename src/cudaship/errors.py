@@ -6,13 +6,8 @@ prints ``str(error)`` as one line and exits with ``error.exit_code``. Anything e
 
 from __future__ import annotations
 
-import re
-
 from cudaship.exitcodes import ExitCode
-
-#: Shown escaped in an error's text: line breaks (an error is one line even when a file name, a symbol or a
-#: TOML key from a hostile input holds one) and terminal control characters. Tab stays as it is.
-_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f\x85\u2028\u2029]")
+from cudaship.render.escape import line
 
 
 class CudashipError(Exception):
@@ -33,7 +28,9 @@ class CudashipError(Exception):
 
     def __str__(self) -> str:
         text = f"{self.path}: {self.message}" if self.path else self.message
-        return _CONTROL.sub(lambda m: ascii(m.group())[1:-1], text)
+        # one line even when a file name, a symbol or a TOML key from a hostile input holds a line break; no
+        # terminal control character, no CI workflow command (cudaship.render.escape)
+        return line(text)
 
 
 class UsageError(CudashipError):

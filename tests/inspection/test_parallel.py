@@ -189,7 +189,9 @@ def test_audit_of_a_directory_and_a_bad_wheel_among_good_ones(
     empty = tmp_path / "empty"
     empty.mkdir()
     assert main(["audit", "--no-progress", str(empty)]) == 2
-    assert "no .whl files in this directory" in capsys.readouterr().err
+    assert "nothing to audit in this directory: audit reads wheels (.whl) and exported programs" in (
+        capsys.readouterr().err
+    )
 
 
 def test_gpus_same_report_with_any_number_of_workers(wheels: list[Path]) -> None:

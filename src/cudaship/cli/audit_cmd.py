@@ -7,6 +7,7 @@ error (exit 1), a disagreement a warning.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import sys
@@ -20,7 +21,7 @@ from cudaship.checks.records import AuditReport
 from cudaship.cli.common import format_option, jobs_option, output_option, quick_gil_handover, text_style
 from cudaship.cli.progress import ByteProgress
 from cudaship.config import load_config
-from cudaship.errors import KnowledgeError, UsageError
+from cudaship.errors import CudashipError, KnowledgeError, UsageError
 from cudaship.exitcodes import ExitCode
 from cudaship.knowledge.trains import Train, parse_train
 from cudaship.providers.index import DEFAULT_INDEX
@@ -67,26 +68,64 @@ def _parse_report_option(value: str) -> tuple[str, str]:
     return fmt, path
 
 
-def _expand(arguments: tuple[str, ...]) -> tuple[str, ...]:
+#: what ``audit`` reads: wheels and exported programs, by name (a directory stands for those under it)
+_AUDITED = (".whl", ".pt2", ".pte")
+_WHAT = "wheels (.whl) and exported programs (.pt2, .pte)"
+
+
+def _expand(arguments: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The wheels and programs to audit: files as named, and for a directory every ``.whl`` (and exported
-    program, ``.pt2``/``.pte``) under it (sorted, links to directories not followed)."""
-    from cudaship.inspection.walk import walk_files
-    from cudaship.safe_read import is_dir
+    program, ``.pt2``/``.pte``) under it (sorted, links to directories not followed); and one line for each
+    that cannot be audited (missing, a FIFO or a device, a native library, a directory with none of them),
+    so that one bad input never hides the report of the others."""
+    from cudaship.inspection.walk import walk_entries
+    from cudaship.safe_read import is_dir, not_regular_reason
 
     found: list[str] = []
+    errors: list[str] = []
+
+    def bad(message: str, path: str) -> None:
+        errors.append(str(UsageError(message, path=path)))  # control characters in the name shown escaped
+
     for w in arguments:
         path = Path(w)
         if is_dir(path):
-            inside = [os.path.join(w, os.path.relpath(f, path)) for f in walk_files(path)]
-            wheels = [f for f in inside if f.lower().endswith((".whl", ".pt2", ".pte"))]
-            if not wheels:
-                raise UsageError("no .whl files in this directory", path=w)
-            found.extend(wheels)
-        elif not path.is_file():
-            raise UsageError("no such file" if not path.exists() else "not a file", path=w)
+            seen = False
+            for f, refused in walk_entries(path):
+                shown = os.path.join(w, os.path.relpath(f, path))
+                if not shown.lower().endswith(_AUDITED):
+                    continue
+                seen = True
+                if refused is None:
+                    found.append(shown)
+                else:
+                    bad(f"{refused}: not audited", shown)
+            if not seen:
+                bad(f"nothing to audit in this directory: audit reads {_WHAT}, none is under it", w)
+        elif not path.exists():
+            bad("no such file or directory", w)
+        elif (refused := not_regular_reason(path)) is not None:
+            bad(refused, w)
+        elif not w.lower().endswith(_AUDITED) and _head_is_binary(path):
+            bad(
+                f"a native binary, not a wheel: audit reads {_WHAT}; `cudaship inspect {w}` reads a library",
+                w,
+            )
         else:
             found.append(w)
-    return tuple(found)
+    return tuple(found), tuple(errors)
+
+
+def _head_is_binary(path: Path) -> bool:
+    """The file starts as a native binary does (ELF, PE, Mach-O)."""
+    from cudaship.binary.magic import binary_format
+    from cudaship.safe_read import open_regular
+
+    try:
+        with open_regular(path) as f:
+            return binary_format(f.read(64)) is not None
+    except (CudashipError, OSError):
+        return False  # the audit's own reading says what is wrong with it
 
 
 def _parse_train_option(value: str | None) -> Train | None:
@@ -112,8 +151,6 @@ def _load(
     libcuda_stub: str | None = None,
 ) -> AuditReport:
     """The report with each wheel loaded for real (``--load``)."""
-    import dataclasses
-
     from cudaship.oracle.install import InstallOptions
     from cudaship.oracle.run import LoadOptions, load_audit
 
@@ -296,7 +333,7 @@ def command(
 
     A WHEEL may also be an exported program (.pt2, .pte), read as a container; a directory stands for every
     .whl, .pt2 and .pte file under it."""
-    wheels = _expand(wheels)
+    wheels, unreadable = _expand(wheels)
     extras = [_parse_report_option(value) for value in extra_reports]
     providers = ProviderOptions(
         env=env,
@@ -315,13 +352,17 @@ def command(
     policy = load_policy(config)
     show_progress = progress if progress is not None else sys.stderr.isatty()
     with quick_gil_handover():
-        if show_progress:
+        if not wheels:
+            report = AuditReport(wheels=(), policy_source=policy.source, policy_default=policy.is_default)
+        elif show_progress:
             with _ProgressBar() as bar:
                 report = audit_wheels(
                     wheels, policy, observer=bar, workers=jobs, providers=providers, train=train
                 )
         else:
             report = audit_wheels(wheels, policy, workers=jobs, providers=providers, train=train)
+    if unreadable:  # the inputs that could not be audited: in the report with the others (exit 2)
+        report = dataclasses.replace(report, errors=unreadable + report.errors)
 
     if load:
         report = _load(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import stat
 from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -28,7 +29,7 @@ from cudaship.inspection.dispatch import inspect_buffer
 from cudaship.inspection.records import ContainerKind, FileReport
 from cudaship.inspection.report import InspectReport, WheelReport, train_from_ptx
 from cudaship.inspection.wheel import WheelJob, start_wheel
-from cudaship.safe_read import file_size, is_dir, not_regular_reason, open_regular
+from cudaship.safe_read import file_size, is_dir, kind_of, not_regular_reason, open_regular
 from cudaship.wheel.archive import is_wheel
 
 
@@ -187,6 +188,16 @@ def walk_files(root: Path) -> Iterator[Path]:
     """Regular files under ``root`` (links to files included, links to directories not followed), sorted
     within each directory, depth first. Iterative: a tree 100,000 levels deep costs no recursion (``os.walk``
     recurses once per level on Python 3.11 and fails past about 1,000)."""
+    for path, refused in walk_entries(root):
+        if refused is None:
+            yield path
+
+
+def walk_entries(root: Path) -> Iterator[tuple[Path, str | None]]:
+    """As :func:`walk_files`, with the entries that are not directories and not regular files too (a FIFO, a
+    device, a socket, a link to nothing), each with why it is not read; a regular file comes with None. A
+    caller reports a refused entry whose name says it would have read it, instead of skipping it without a
+    word."""
     visited = 0
     for _directory, entries in tree.walk(root):
         visited += len(entries)
@@ -194,10 +205,20 @@ def walk_files(root: Path) -> Iterator[Path]:
             raise CudashipError(f"more than {MAX_WALK_ENTRIES} entries under the directory", path=str(root))
         for entry in entries:
             try:
-                if not entry.is_dir(follow_symlinks=False) and entry.is_file(follow_symlinks=True):
-                    yield Path(entry.path)
+                if entry.is_dir(follow_symlinks=False):
+                    continue
+                if entry.is_file(follow_symlinks=True):
+                    yield Path(entry.path), None
+                    continue
             except OSError:
+                pass
+            try:
+                mode = os.stat(entry.path).st_mode
+            except OSError as e:
+                yield Path(entry.path), f"cannot be read: {e.strerror or e}"
                 continue
+            if not stat.S_ISDIR(mode):  # a link to a directory is not followed, and not a problem
+                yield Path(entry.path), f"not a regular file ({kind_of(mode)})"
 
 
 #: file name suffixes of exported programs
@@ -257,10 +278,16 @@ def _inspect_program(item: _Input, details: bool, hooks: InspectObserver, pool: 
     )
 
 
-def _walk(root: Path, label: str) -> Iterator[_Input]:
-    """Files under ``root`` worth reading, in a stable order; symlinked directories are not followed."""
-    for path in walk_files(root):
+def _walk(root: Path, label: str) -> Iterator[_Input | FileReport]:
+    """Files under ``root`` worth reading, in a stable order; symlinked directories are not followed. An entry
+    named as one (a ``.whl``, a program, a library by name) that is not a regular file (a FIFO, a device) is
+    not read but gets its line: a report, with the reason as its error."""
+    for path, refused in walk_entries(root):
         shown = os.path.join(label, os.path.relpath(path, root))
+        if refused is not None:
+            if is_wheel(path) or path.suffix.lower() in PROGRAM_SUFFIXES or looks_native(path.name, b""):
+                yield FileReport(path=shown, format=None, size=0, error=refused)
+            continue
         if is_wheel(path) or path.suffix.lower() in PROGRAM_SUFFIXES or looks_native(path.name, _head(path)):
             yield _Input(path, shown, explicit=False)
 

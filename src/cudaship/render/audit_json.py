@@ -2,7 +2,8 @@
 docs/audit.md).
 
 Top level: ``schema``, ``tool``, ``version``, ``policy``, ``wheels`` (facts and summary per wheel), ``checks``
-(every check of every wheel, each naming its wheel) and ``summary``. Bump :data:`SCHEMA_VERSION` when a field
+(every check of every wheel, each naming its wheel), ``summary`` and ``errors`` (one line per input that could
+not be audited; the others are in ``wheels``). Bump :data:`SCHEMA_VERSION` when a field
 is
 removed, renamed or changes meaning; adding one is not a change of version (``imports`` and ``load`` per
 wheel were added in 2: every import's static verdict, and what ``audit --load`` saw, null without it).
@@ -88,6 +89,7 @@ def as_dict(report: AuditReport) -> dict[str, Any]:
         "wheels": [_wheel(w) for w in report.wheels],
         "checks": [_check(c, w) for w in report.wheels for c in w.checks],
         "summary": report.summary.as_dict(),
+        "errors": list(report.errors),
     }
 
 

@@ -3,7 +3,8 @@ dashboards list every check; failures carry the reason as message and the eviden
 
 Only checks that failed with severity error are ``<failure>``s: a warning or a note is a passing testcase
 whose ``<system-out>`` starts with ``warning:`` / ``note:`` and that carries a ``severity`` property (JUnit
-has no warning outcome; a dashboard that counted them as failures would fail builds the audit passes)."""
+has no warning outcome; a dashboard that counted them as failures would fail builds the audit passes).
+An input that could not be audited is a testsuite named after it with one testcase in ``<error>``."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def render(report: AuditReport) -> str:
         tests=str(total.total),
         failures=str(total.failed),
         skipped=str(total.skipped),
-        errors="0",
+        errors=str(len(report.errors)),
     )
     for wheel in report.wheels:
         s = wheel.summary
@@ -68,5 +69,10 @@ def render(report: AuditReport) -> str:
             else:
                 out = ET.SubElement(case, "system-out")
                 out.text = check.reason
+    for error in report.errors:  # an input that could not be audited: a suite of one testcase in error
+        label, _, _reason = error.partition(": ")
+        suite = ET.SubElement(root, "testsuite", name=label, tests="1", failures="0", skipped="0", errors="1")
+        case = ET.SubElement(suite, "testcase", classname="cudaship.audit.input", name="read")
+        ET.SubElement(case, "error", message=error, type="input").text = error
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -63,4 +63,6 @@ def render(report: AuditReport) -> str:
             out += ["</details>", ""]
     for note in report.notes:
         out.append(f"> note: {_cell(note)}")
+    for error in report.errors:  # an input that could not be audited
+        out.append(f"> ❗ **error:** {_cell(error)}")
     return "\n".join(out).rstrip("\n") + "\n"

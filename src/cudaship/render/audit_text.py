@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from cudaship.checks.records import AuditReport, CheckResult, Finding, Severity, Status, WheelAudit
+from cudaship.render import escape as escape_for
 from cudaship.render.console import text_console
 
 _STYLE = {"PASS": "green", "FAIL": "bold red", "WARN": "bold yellow", "NOTE": "cyan", "SKIP": "yellow"}
@@ -31,6 +32,8 @@ def render(report: AuditReport, *, color: bool = False, width: int = 120, verbos
             console.print(f"  {escape(wheel.summary.line())}")
     for note in report.notes:
         console.print(f"note: {escape(note)}")
+    for error in report.errors:  # an input that could not be audited: its line, with the others' reports
+        console.print(f"[bold red]error[/]: {escape(error)}")
     console.print()
     summary = report.summary
     style = "bold red" if summary.failed else ("bold yellow" if summary.warnings else "bold green")
@@ -99,24 +102,18 @@ _ANNOTATION = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NO
 
 def github_annotations(report: AuditReport) -> str:
     """``::error`` / ``::warning`` / ``::notice`` workflow commands, one per failed check by its severity
-    (GitHub Actions shows them on the run)."""
+    (GitHub Actions shows them on the run). Names from the input are encoded by
+    :mod:`cudaship.render.escape`: no raw control character, no line break that ends the command."""
     lines = []
     for wheel in report.wheels:
         for check in wheel.checks:
             if check.status is not Status.FAIL:
                 continue
-            title = _escape_property(f"cudaship audit: {check.name}")
-            detail = check.reason
-            if check.evidence:
-                detail += "\n" + "\n".join(finding_text(f) for f in check.evidence[:EVIDENCE_SHOWN])
+            title = escape_for.annotation_property(f"cudaship audit: {check.name}")
+            # each line escaped on its own: a line break inside a name is shown, never a line of its own
+            lines_of = [check.reason] + [finding_text(f) for f in check.evidence[:EVIDENCE_SHOWN]]
+            detail = "\n".join(escape_for.text(line) for line in lines_of)
             command = _ANNOTATION[check.severity]
-            lines.append(f"::{command} title={title}::{_escape_data(f'{wheel.facts.filename}: {detail}')}")
+            data = escape_for.annotation_data(f"{escape_for.text(wheel.facts.filename)}: {detail}")
+            lines.append(f"::{command} title={title}::{data}")
     return "\n".join(lines) + ("\n" if lines else "")
-
-
-def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")

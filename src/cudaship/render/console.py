@@ -7,10 +7,14 @@ import io
 from rich.console import Console
 
 
-def text_console(buffer: io.StringIO, *, color: bool, width: int) -> Console:
+def text_console(buffer: io.StringIO, *, color: bool, width: int, markup: bool = True) -> Console:
     """A console rendering into ``buffer`` at ``width`` columns, with ANSI colour iff ``color`` (the CLI asks
-    for it only when standard output is a terminal and NO_COLOR is unset)."""
+    for it only when standard output is a terminal and NO_COLOR is unset). ``markup=False``: strings
+    printed are never read as rich markup (a renderer that styles with :class:`rich.text.Text` only; with
+    markup, every name from an input must go through ``rich.markup.escape``, or ``[link=...]`` in a name is
+    a link)."""
     return Console(
+        markup=markup,
         file=buffer,
         width=width,
         force_terminal=color,

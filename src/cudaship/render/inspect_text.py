@@ -47,7 +47,7 @@ def render(
     all_exports: bool = False,
 ) -> str:
     buffer = io.StringIO()
-    console = text_console(buffer, color=color, width=width)
+    console = text_console(buffer, color=color, width=width, markup=False)  # styles are Text's
     for item in report.items:
         if isinstance(item, WheelReport):
             _wheel_header(console, item)

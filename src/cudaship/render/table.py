@@ -4,6 +4,10 @@ A command asks :func:`render` for ``(command, format)``; the CLI's ``--format`` 
 :func:`formats`, so a format exists for a command exactly when it is in this table. Modules are imported only
 when used (``cudaship --help`` stays fast). A renderer takes the command's record and, by keyword, any of the
 :class:`Style` fields it names: layout only, never a decision about content.
+
+:func:`render` is also where names from inputs are made safe to print, for every command and format at once:
+the record goes through :func:`cudaship.render.escape.record` before the renderer and the report through
+:func:`cudaship.render.escape.report` after (docs/formats.md, "Names from inputs").
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
+
+from cudaship.render import escape
 
 #: command -> format -> "module:function" (module under cudaship.render); the first format is the default
 TABLE: dict[str, dict[str, str]] = {
@@ -104,4 +110,6 @@ def render(command: str, fmt: str, record: Any, style: Style | None = None) -> s
         style = Style(**{**{f.name: getattr(style, f.name) for f in fields(style)}, "syntax": fmt})
     accepted = inspect.signature(fn).parameters
     options = {f.name: getattr(style, f.name) for f in fields(style) if f.name in accepted}
-    return fn(record, **options)
+    kind = escape.kind_of(fmt)
+    rendered: str = fn(escape.record(record, kind), **options)
+    return escape.report(rendered, kind, color=style.color and "color" in accepted)

@@ -1,0 +1,244 @@
+"""Class 1 of issue 25, injection into reports: names taken from inputs reach every report escaped.
+
+One hostile corpus (tests/security/hostile_names.py) is put into real inputs built here: a gcc ELF whose
+SONAME, DT_NEEDED and RUNPATH are hostile, a mingw DLL whose imports are, a wheel whose file name, member
+names and METADATA fields are, an AOTInductor package whose member names are, and an installed environment
+holding such a wheel. Every command that renders names from inputs runs on them in every format the render
+table offers (and audit's GitHub annotations), and each output must:
+
+- parse back (JSON loads, JUnit XML parses, HTML has no element or event handler the input named, markdown
+  tables keep their columns and code spans their ends);
+- hold no control character but line breaks and no line a CI runner reads as a workflow command
+  (:func:`cudaship.render.escape.stray`), standard error included;
+- still show the hostile names (escaped), so that a report that left them out cannot pass.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cudaship.cli.main import main
+from cudaship.render.escape import stray
+from cudaship.render.table import TABLE
+from tests.security.hostile_names import (
+    HOSTILE,
+    hostile_elf,
+    hostile_pe,
+    hostile_pt2,
+    hostile_site,
+    hostile_wheel,
+)
+
+
+@dataclass(frozen=True)
+class Corpus:
+    elf: Path
+    pe: Path
+    wheel: Path
+    pt2: Path
+    export: Path
+    site: Path
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory, nvcc_build: Any) -> Corpus:
+    from tests.program.builders import make_export_dir
+
+    root = tmp_path_factory.mktemp("hostile")
+    elf = hostile_elf(root / "elf")
+    pe = hostile_pe(root / "pe")
+    wheel = hostile_wheel(root / "wheel", elf, pe, nvcc_build("multi_arch"))
+    pt2 = hostile_pt2(root / "pt2", elf, nvcc_build("cubin_sm90a"))
+    export = make_export_dir(root / "export", pt2)
+    # installed: file names with no line break (RECORD is CSV, one row a line, in the environment's reader)
+    one_line = HOSTILE.replace("\n", " ").replace("\r", " ")
+    plain = hostile_wheel(root / "plain", elf, pe, nvcc_build("multi_arch"), name="pwn", hostile=one_line)
+    site = hostile_site(root / "env", plain)
+    return Corpus(elf=elf, pe=pe, wheel=wheel, pt2=pt2, export=export, site=site)
+
+
+def _runs(c: Corpus) -> Iterator[tuple[str, list[str]]]:
+    """(render-table command, argv without the format) for each command that renders names from inputs."""
+    for path in (c.elf, c.pe, c.wheel, c.pt2):
+        yield "inspect", ["inspect", str(path)]
+        yield "gpus", ["gpus", str(path)]
+    yield "inspect", ["inspect", str(c.wheel.parent.parent)]  # a directory: every input at once
+    for path in (c.wheel, c.pt2):
+        yield "audit", ["audit", "--offline", "--no-progress", str(path)]
+    yield "program inspect", ["program", "inspect", str(c.pt2)]
+    yield "program check", ["program", "check", str(c.export), "--train", "13.0", "--gpu", "9.0"]
+    yield "doctor --env", ["doctor", "--env", str(c.site), "--no-system"]
+
+
+#: commands whose short formats name no input's member when all is well (program check's text and markdown
+#: say "7 members read"; its JSON lists them)
+NAMES_IN_SOME_FORMATS = {"program check"}
+
+CASES = [
+    "inspect",
+    "gpus",
+    "audit",
+    "program inspect",
+    "program check",
+    "doctor --env",
+]
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield k
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.attributes: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        self.attributes += [name for name, _ in attrs]
+
+
+def _unescaped_pipes(line: str) -> int:
+    return len(re.findall(r"(?<!\\)\|", line))
+
+
+def _check_markdown(out: str) -> None:
+    assert "<img" not in out and "](javascript:" not in out
+    columns = None
+    for line in out.splitlines():
+        if line.startswith("|"):
+            count = _unescaped_pipes(line)
+            columns = count if columns is None else columns
+            assert count == columns, line  # a name never adds a cell
+        else:
+            columns = None
+        assert line.count("`") % 2 == 0, line  # a name never ends a code span
+
+
+#: a control character of a name, shown escaped
+_SHOWN = re.compile(r"\\(x[0-9a-f]{2}|[nrt]|u[0-9a-f]{4})")
+
+
+def _check(fmt: str, out: str) -> bool:
+    """The format's own parse-back check; True when the hostile names are in the report (escaped)."""
+    if fmt in ("json", "github"):
+        values = list(_strings(json.loads(out)))
+        return any(re.search("[\x00-\x1f]", v) for v in values)  # the names as they are (JSON escapes them)
+    if fmt == "junit":
+        root = ET.fromstring(out)
+        texts = [v for e in root.iter() for v in [e.text or "", *e.attrib.values()]]
+        return any(_SHOWN.search(t) for t in texts)
+    if fmt == "html":
+        parser = _Tags()
+        parser.feed(out)
+        assert "img" not in parser.tags and not [a for a in parser.attributes if a.startswith("on")]
+    elif fmt == "markdown":
+        _check_markdown(out)
+    else:  # text: a name is never rich markup ("[error]" and "[link]" printed, not eaten as style tags)
+        assert out.count("legacy") == out.count("[error]legacy"), out[:2000]
+    return bool(_SHOWN.search(out))
+
+
+@pytest.mark.parametrize("command", CASES)
+def test_every_format_of_every_command_escapes_names_from_inputs(
+    corpus: Corpus,
+    command: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")  # audit also writes its annotations
+    monkeypatch.setenv("NO_COLOR", "1")
+    ran = 0
+    shown: dict[str, bool] = {}  # format -> some report in it showed the names
+    for table_command, argv in _runs(corpus):
+        if table_command != command:
+            continue
+        for fmt in TABLE[table_command]:
+            code = main([*argv, "--format", fmt])
+            out, err = capsys.readouterr()
+            where = f"{' '.join(argv[:2])} --format {fmt}"
+            assert code in (0, 1, 2), (where, code, err)
+            assert "Traceback" not in err and "internal error" not in err, (where, err)
+            assert out, (where, err)
+            report = out
+            if table_command == "audit" and fmt in ("text", "markdown"):
+                # audit's own annotations follow the report on stdout: workflow commands on purpose
+                _check_annotations(out)
+                report = _report(out)
+            elif table_command == "audit":
+                _check_annotations(err)  # they go to standard error when stdout holds JSON or XML
+                err = _report(err)
+            leftovers = stray(report)
+            assert leftovers == [], (where, leftovers[:5])
+            assert stray(err) == [], (where, stray(err)[:5])
+            shown[fmt] = _check(fmt, report) or shown.get(fmt, False)
+            ran += 1
+    assert ran >= len(TABLE[command])
+    if command in NAMES_IN_SOME_FORMATS:
+        assert any(shown.values()), shown
+    else:
+        assert shown == dict.fromkeys(TABLE[command], True), shown  # every format showed the names
+
+
+_ANNOTATION = re.compile(r"^::(error|warning|notice) title=cudaship audit%3A [^:\n]*::")
+
+
+def _annotation(line: str) -> bool:
+    return bool(_ANNOTATION.match(line))
+
+
+def _report(out: str) -> str:
+    return "\n".join(line for line in out.splitlines() if not _annotation(line))
+
+
+def _check_annotations(out: str) -> None:
+    """Each annotation is one line: the names in its data percent-encoded where the runner decodes, control
+    characters shown escaped, no other command started inside it, nothing raw reaches the log."""
+    lines = [line for line in out.splitlines() if line.startswith("::")]
+    assert lines, "the hostile wheel fails checks: annotations expected"
+    for line in lines:
+        assert _annotation(line), line
+        data = line.split("::", 2)[2]
+        assert stray(data.replace("%0A", "\n").replace("%0D", "\r")) == [], line
+    assert any(_SHOWN.search(line) for line in lines)  # the names are there, shown escaped
+
+
+def test_hostile_names_reach_the_inputs() -> None:
+    """The corpus holds what each class of escaping must handle (a corpus that lost them tests nothing)."""
+    for piece in (
+        "\x1b[2J",
+        "\x1b]0;",
+        "\x07",
+        "\r",
+        "\n::add-mask::",
+        "##[",
+        "##vso[",
+        "<img",
+        "|",
+        "`",
+        "](javascript:",
+        "\u202e",
+        "\x9b",
+        "]]>",
+        "\x7f",
+    ):
+        assert piece in HOSTILE, piece
+    assert not {"/", "\0"} & set(HOSTILE)  # fits a file name and a wheel's distribution name
