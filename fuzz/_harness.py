@@ -38,6 +38,7 @@ TARGET_NAMES = (
     "archive",
     "loaders",
     "writer",
+    "render",
 )
 
 #: Per-input CPU-time ceiling (seconds) that every target must hold, for inputs up to 2 MiB; larger inputs

@@ -242,3 +242,40 @@ def test_hostile_names_reach_the_inputs() -> None:
     ):
         assert piece in HOSTILE, piece
     assert not {"/", "\0"} & set(HOSTILE)  # fits a file name and a wheel's distribution name
+
+
+@pytest.mark.parametrize("command", ["inspect", "gpus", "audit"])
+def test_error_lines_naming_hostile_members_are_escaped(
+    tmp_path: Path, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A member that cannot be read (a truncated ELF under a hostile name, and one whose stored bytes fail
+    their CRC) gets its error line on standard error: one line, escaped, no workflow command (audit: the
+    findings that name them, in the report)."""
+    import zipfile
+
+    name = "pwn"
+    path = tmp_path / f"{name}-1.0-py3-none-manylinux_2_17_x86_64.whl"
+    dist = f"{name}-1.0.dist-info"
+    truncated = b"\x7fELF\x02\x01\x01" + bytes(9)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
+        z.writestr(f"pwn/{HOSTILE}.so", truncated)
+        z.writestr(f"pwn/crc{HOSTILE}.so", b"\x7fELF" + b"x" * 64)
+        z.writestr(f"{dist}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+        z.writestr(f"{dist}/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: py3-none-any\n")
+        z.writestr(f"{dist}/RECORD", "")
+    data = bytearray(path.read_bytes())
+    at = data.index(b"x" * 64)
+    data[at] = ord("y")  # the stored bytes no longer match their CRC
+    path.write_bytes(bytes(data))
+    if command == "audit":  # the members are findings of "record: native files readable" there (exit 1)
+        assert main(["audit", "--no-progress", "--offline", str(path)]) == 1
+        out, err = capsys.readouterr()
+        assert stray(out) == [] and _SHOWN.search(out)
+        return
+    assert main([command, "--no-progress", str(path)]) == 2
+    out, err = capsys.readouterr()
+    lines = err.splitlines()
+    assert lines and all(line.startswith("cudaship: error: ") for line in lines), lines
+    assert stray(err) == [], stray(err)[:5]
+    assert any(_SHOWN.search(line) for line in lines)  # the member's name, shown escaped
+    assert stray(out) == []

@@ -26,6 +26,7 @@ from cudaship.exitcodes import ExitCode
 from cudaship.knowledge.trains import Train, parse_train
 from cudaship.providers.index import DEFAULT_INDEX
 from cudaship.providers.options import ProviderOptions
+from cudaship.render.escape import line
 from cudaship.render.output import write_report
 from cudaship.render.table import Style, formats, render
 
@@ -176,7 +177,7 @@ def _load(
 
     def progress(done: int, total: int, label: str) -> None:
         text = f"loading: {label}" if not total else f"loading {done}/{total}: {label}"
-        click.echo(f"\r\x1b[2K{text[:150]}", err=True, nl=False)
+        click.echo(f"\r\x1b[2K{line(text)[:150]}", err=True, nl=False)
 
     wheels = []
     for wheel in report.wheels:
@@ -382,7 +383,7 @@ def command(
         raise UsageError("--load-python, --with, --extra, --keep and --libcuda-stub need --load")
 
     for error in report.errors:
-        click.echo(f"cudaship: error: {error}", err=True)
+        click.echo(line(f"cudaship: error: {error}"), err=True)
     if not report.wheels:
         return ExitCode.BAD_INPUT
     fmt = fmt.lower()
@@ -401,8 +402,8 @@ def command(
             stream.flush()
     # A damaged member (the archive cannot give its bytes back) leaves part of the wheel unchecked: bad input
     # (2), as an unreadable wheel is, even though the report above also lists it as a failed check.
-    for line in report.damaged:
-        click.echo(f"cudaship: error: {line}", err=True)
+    for damaged in report.damaged:
+        click.echo(line(f"cudaship: error: {damaged}"), err=True)
     if report.errors or report.damaged:
         return ExitCode.BAD_INPUT
     return ExitCode.OK if report.ok else ExitCode.FINDINGS

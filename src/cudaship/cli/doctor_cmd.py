@@ -10,6 +10,7 @@ from cudaship.cli.common import format_option, output_option
 from cudaship.errors import UsageError
 from cudaship.exitcodes import ExitCode
 from cudaship.probe.gpus import probe
+from cudaship.render.escape import line
 from cudaship.render.output import write_report
 from cudaship.render.table import formats, render
 
@@ -143,7 +144,7 @@ def command(
     report = doctor_paths(paths, result) if paths else doctor_environment(result)
     write_report(render("doctor", fmt, report), output)
     for item in report.failed:
-        click.echo(f"cudaship: error: {item.verdicts.label}: {item.verdicts.error}", err=True)
+        click.echo(line(f"cudaship: error: {item.verdicts.label}: {item.verdicts.error}"), err=True)
     if report.failed:
         return int(ExitCode.BAD_INPUT)
     return int(ExitCode.FINDINGS if report.runs_nowhere else ExitCode.OK)

@@ -14,6 +14,7 @@ from packaging.utils import canonicalize_name
 from cudaship.checks.environment import LD_CACHE, EnvReport, doctor_env, with_confirmation
 from cudaship.errors import NoGpuError, UsageError
 from cudaship.exitcodes import ExitCode
+from cudaship.render.escape import line
 from cudaship.render.output import write_report
 from cudaship.render.table import Style, render
 
@@ -115,7 +116,9 @@ def run_env(
     write_report(text, output)
     for f in report.findings:
         if f.rule == "unreadable":
-            click.echo(f"cudaship: error: {f.file}: {f.message.split(': cannot read: ', 1)[-1]}", err=True)
+            click.echo(
+                line(f"cudaship: error: {f.file}: {f.message.split(': cannot read: ', 1)[-1]}"), err=True
+            )
     if report.unreadable:
         return int(ExitCode.BAD_INPUT)
     if report.errors:

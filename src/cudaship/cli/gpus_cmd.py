@@ -15,6 +15,7 @@ from cudaship.inspection.walk import inspect_paths
 from cudaship.knowledge.archs import Arch
 from cudaship.knowledge.driver import Driver, parse_driver
 from cudaship.knowledge.gpus import capability_of
+from cudaship.render.escape import line
 from cudaship.render.output import write_report
 from cudaship.render.table import render
 
@@ -118,5 +119,5 @@ def command(
     report = gpu_report(inspected, capabilities=capabilities, driver=parsed_driver)
     write_report(render("gpus", fmt, report), output)
     for failed in report.failed:
-        click.echo(f"cudaship: error: {failed.label}: {failed.error}", err=True)
+        click.echo(line(f"cudaship: error: {failed.label}: {failed.error}"), err=True)
     return int(ExitCode.BAD_INPUT if report.failed else ExitCode.OK)

@@ -10,6 +10,7 @@ from cudaship.cli.common import format_option, jobs_option, output_option, quick
 from cudaship.cli.progress import InspectProgress
 from cudaship.inspection.report import demangle
 from cudaship.inspection.walk import inspect_paths
+from cudaship.render.escape import line
 from cudaship.render.output import write_report
 from cudaship.render.table import render
 
@@ -72,5 +73,5 @@ def command(
     write_report(text, output)
     for failed in report.failed:
         where = f"{failed.container}!{failed.path}" if failed.container else failed.path
-        click.echo(f"cudaship: error: {where}: {failed.error}", err=True)
+        click.echo(line(f"cudaship: error: {where}: {failed.error}"), err=True)
     return int(report.exit_code)

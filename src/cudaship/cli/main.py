@@ -108,7 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # a bug: one line, unless --debug
         if debug:
             raise
-        click.echo(f"cudaship: internal error: {type(e).__name__}: {e} (rerun with --debug)", err=True)
+        from cudaship.render.escape import line
+
+        click.echo(line(f"cudaship: internal error: {type(e).__name__}: {e} (rerun with --debug)"), err=True)
         return ExitCode.INTERNAL
     return int(result) if isinstance(result, int) else ExitCode.OK
 

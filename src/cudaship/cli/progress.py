@@ -44,8 +44,13 @@ class ByteProgress:
 
     def label(self, text: str, *, restart: bool = False) -> None:
         """Show ``text`` (its tail when long); ``restart`` also empties the bar for a new unit of work."""
+        from rich.markup import escape as markup
+
+        from cudaship.render.escape import text as shown_escaped
+
         width = self.LABEL_WIDTH
-        shown = text if len(text) <= width else "..." + text[-(width - 3) :]
+        text = shown_escaped(text)  # a name from the input: no control character, never rich markup
+        shown = markup(text if len(text) <= width else "..." + text[-(width - 3) :])
         if restart:
             self._progress.reset(self._task, total=None, description=shown)
         else:
