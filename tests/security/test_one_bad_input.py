@@ -80,7 +80,9 @@ def test_audit_of_forty_inputs_reports_the_39_good_and_names_the_fifo(
         assert f"{fifo}: not a regular file (a FIFO)" in out
 
 
-def test_audit_of_only_bad_inputs_is_one_line_each(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_audit_of_only_bad_inputs_is_one_line_each(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     fifo = tmp_path / "only-1.0-py3-none-any.whl"
     os.mkfifo(fifo)
     missing = tmp_path / "missing-1.0-py3-none-any.whl"
