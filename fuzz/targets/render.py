@@ -7,7 +7,8 @@ directory around the package). Each fuzz input is cut at NUL bytes into names (d
 Latin-1 in turn, so C0, C1, DEL, ESC, line breaks and any Unicode character occur); every ``FUZZ`` in every
 string of the records (file names, member names, evidence, reasons) is replaced by the next name, and the
 records are rendered by :func:`cudaship.render.table.render` for ``inspect``, ``gpus``, ``audit``,
-``program inspect``, ``program check`` and ``doctor --env`` in every format the render table offers.
+``program inspect``, ``program check`` and ``doctor --env`` in every format the render table offers, and
+``audit``'s GitHub annotations.
 
 Each rendered report must parse back (JSON loads, JUnit XML parses; HTML holds no element and no attribute
 the clean report does not; a markdown table keeps its columns and a code span its end) and hold no control
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import cudaship
+from cudaship.render.audit_text import github_annotations
 from cudaship.render.escape import stray
 from cudaship.render.table import TABLE, render
 from fuzz._harness import Target
@@ -191,9 +193,15 @@ class _Replacer:
         return value
 
 
+#: Names taken from one input, and bytes per name: what is fuzzed is what a name holds, not how long it is (a
+#: name is copied into every place the marker is, hundreds in all: a long one only costs time and memory).
+NAMES = 64
+NAME_BYTES = 256
+
+
 def names_of(data: bytes) -> list[str]:
     """The input cut at NUL bytes, each piece decoded as UTF-8 (errors replaced) or Latin-1 in turn."""
-    pieces = data.split(b"\0")[:64]
+    pieces = [p[:NAME_BYTES] for p in data.split(b"\0")[:NAMES]]
     return [p.decode("utf-8", "replace") if i % 2 == 0 else p.decode("latin-1") for i, p in enumerate(pieces)]
 
 
@@ -265,7 +273,28 @@ def run(data: bytes) -> object:
             out = render(command, fmt, record)
             check_report(command, fmt, out, base.tags.get((command, fmt)))
             rendered += 1
+        if command == "audit":
+            check_annotations(github_annotations(record))
+            rendered += 1
     return rendered
+
+
+_ANNOTATION = re.compile(r"::(error|warning|notice) title=([^:\n]*)::([^\n]*)")
+
+
+def check_annotations(out: str) -> None:
+    """audit's GitHub annotations: each line one workflow command of ours, its title one line, its data with
+    no control character and no command of its own once the runner decodes it."""
+    for line in out.splitlines():
+        match = _ANNOTATION.fullmatch(line)
+        if match is None:
+            raise Injected(f"annotation: not one of ours: {line[:200]!r}")
+        title, data = match.group(2), match.group(3)
+        if "%0A" in title or "%0D" in title:
+            raise Injected(f"annotation: a title of several lines: {title[:200]!r}")
+        left = stray(title) + stray(data.replace("%0A", "\n").replace("%0D", "\r").replace("%25", "%"))
+        if left:
+            raise Injected(f"annotation: {left[:3]} in {line[:200]!r}")
 
 
 TARGET = Target(

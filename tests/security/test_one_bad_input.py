@@ -91,7 +91,7 @@ def test_audit_of_only_bad_inputs_is_one_line_each(
     assert out == ""
     assert err.splitlines() == [
         f"cudaship: error: {fifo}: not a regular file (a FIFO)",
-        f"cudaship: error: {missing}: no such file or directory",
+        f"cudaship: error: {missing}: no such file",
     ]
 
 

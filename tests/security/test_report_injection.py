@@ -216,7 +216,8 @@ def _check_annotations(out: str) -> None:
     assert lines, "the hostile wheel fails checks: annotations expected"
     for line in lines:
         assert _annotation(line), line
-        data = line.split("::", 2)[2]
+        title, data = line.split("::", 2)[1:]
+        assert "%0A" not in title and "%0D" not in title, line  # a title is one line
         assert stray(data.replace("%0A", "\n").replace("%0D", "\r")) == [], line
     assert any(_SHOWN.search(line) for line in lines)  # the names are there, shown escaped
 

@@ -104,7 +104,7 @@ def _expand(arguments: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...
             if not seen:
                 bad(f"nothing to audit in this directory: audit reads {_WHAT}, none is under it", w)
         elif not path.exists():
-            bad("no such file or directory", w)
+            bad("no such file", w)
         elif (refused := not_regular_reason(path)) is not None:
             bad(refused, w)
         elif not w.lower().endswith(_AUDITED) and _head_is_binary(path):

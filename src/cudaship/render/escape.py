@@ -220,9 +220,10 @@ def annotation_data(value: str) -> str:
 
 
 def annotation_property(value: str) -> str:
-    """A property value (``title=``, ``file=``): as :func:`annotation_data`, and ``:`` and ``,``, which end
-    a property, encoded too."""
-    return annotation_data(value).replace(":", "%3A").replace(",", "%2C")
+    """A property value (``title=``, ``file=``): one line (a line break in it shown escaped, as :func:`line`
+    writes it), with ``%``, and ``:`` and ``,`` that end a property, percent-encoded."""
+    encoded = line(value).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return encoded.replace(":", "%3A").replace(",", "%2C")
 
 
 def stray(rendered: str) -> list[str]:
