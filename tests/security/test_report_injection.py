@@ -280,3 +280,25 @@ def test_error_lines_naming_hostile_members_are_escaped(
     assert stray(err) == [], stray(err)[:5]
     assert any(_SHOWN.search(line) for line in lines)  # the member's name, shown escaped
     assert stray(out) == []
+
+
+@pytest.mark.parametrize("command", ["inspect", "audit"])
+def test_colour_keeps_only_the_reports_own_colour_codes(corpus: Corpus, command: str) -> None:
+    """In a terminal (colour on) the report's SGR colour codes stay; every other escape sequence, the ones the
+    names hold included (a name may hold an SGR sequence too), is shown escaped."""
+    from cudaship.checks.engine import audit_wheels
+    from cudaship.checks.policy import default_policy
+    from cudaship.inspection.walk import inspect_paths
+    from cudaship.providers.options import ProviderOptions
+    from cudaship.render.table import Style, render
+
+    if command == "inspect":
+        record: Any = inspect_paths([str(corpus.elf), str(corpus.wheel)], workers=1)
+    else:
+        record = audit_wheels([str(corpus.wheel)], default_policy(), workers=1, providers=ProviderOptions())
+    out = render(command, "text", record, Style(color=True))
+    sgr = re.compile("\x1b\\[[0-9;]*m")
+    assert sgr.search(out)  # coloured
+    plain = sgr.sub("", out)
+    assert stray(plain) == [], stray(plain)[:5]
+    assert "\\x1b[2J" in plain  # the name's own sequence, shown escaped

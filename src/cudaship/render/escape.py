@@ -13,7 +13,7 @@ renderer runs and the rendered report through :func:`report` after, by the forma
   paths), is escaped for the format. ``text``, ``xml``, ``html``: control characters (C0 including line
   breaks and tab, DEL, C1, Unicode line separators and bidirectional overrides) are shown escaped as
   Python writes them (``\\x1b``, ``\\n``, ``\\u202e``). ``markdown``: the same, and the characters markdown
-  or HTML would read as syntax (``& < > [ ] | ` \\``) as character references, so that a name is never a
+  or HTML would read as syntax (``& < > [ ] | ```) as character references, so that a name is never a
   tag, a link, an image, a table cell boundary or the end of a code span. ``json``: nothing (``json.dumps``
   escapes control characters itself and the value must stay the input's).
 - after (:func:`report`): a line that would begin a workflow command (``::`` after any whitespace) and any
@@ -58,7 +58,7 @@ KIND: dict[str, Kind] = {
 _CONTROL_CLASS = "\x00-\x1f\x7f-\x9f\u061c\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff"
 _CONTROL = re.compile(f"[{_CONTROL_CLASS}]")
 #: What markdown (or the HTML it may hold) reads as syntax in a name.
-_MARKDOWN = re.compile(f"[{_CONTROL_CLASS}&<>\\[\\]|`\\\\]")
+_MARKDOWN = re.compile(f"[{_CONTROL_CLASS}&<>\\[\\]|`]")
 #: Where a report may still hold a control character: the layout's own line breaks (and tabs) are kept.
 _REPORT_CONTROL = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]"
@@ -85,13 +85,14 @@ def text(value: str) -> str:
     return _CONTROL.sub(_shown, value)
 
 
-_MARKDOWN_REFERENCE = {c: f"&#{ord(c)};" for c in "&<>[]|`\\"}
+_MARKDOWN_REFERENCE = {c: f"&#{ord(c)};" for c in "&<>[]|`"}
 
 
 def markdown(value: str) -> str:
-    """``value`` for any place in a markdown report: control characters shown escaped; ``& < > [ ] | ` \\``
+    """``value`` for any place in a markdown report: control characters shown escaped; ``& < > [ ] | ```
     as character references (no tag, link, image, cell boundary or code-span end; a table still renders
-    them as the characters)."""
+    them as the characters). A backslash stays (a Windows path reads as one in a code span): the renderers
+    put a space between a name and the ``|`` or ``**`` after it."""
 
     def one(match: re.Match[str]) -> str:
         c = match.group()
