@@ -6,9 +6,9 @@ AOTInductor package, the library itself, the wheel installed into a site-package
 directory around the package). Each fuzz input is cut at NUL bytes into names (decoded as UTF-8 and as
 Latin-1 in turn, so C0, C1, DEL, ESC, line breaks and any Unicode character occur); every ``FUZZ`` in every
 string of the records (file names, member names, evidence, reasons) is replaced by the next name, and the
-records are rendered by :func:`cudaship.render.table.render` for ``inspect``, ``gpus``, ``audit``,
-``program inspect``, ``program check`` and ``doctor --env`` in every format the render table offers, and
-``audit``'s GitHub annotations.
+records are rendered by :func:`cudaship.render.table.render` for one of ``inspect``, ``gpus``, ``audit``,
+``program inspect``, ``program check`` and ``doctor --env`` (chosen by the input's first byte) in every
+format the render table offers, and ``audit``'s GitHub annotations.
 
 Each rendered report must parse back (JSON loads, JUnit XML parses; HTML holds no element and no attribute
 the clean report does not; a markdown table keeps its columns and a code span its end) and hold no control
@@ -264,10 +264,12 @@ def _markdown(where: str, out: str) -> None:
 
 
 def run(data: bytes) -> object:
+    """The input's names through one command's renderers, every format (the command by the input's first
+    byte: six times the executions for the same time, every command still met every few inputs)."""
     base = _base()
     names = names_of(data)
     rendered = 0
-    for command in COMMANDS:
+    for command in (COMMANDS[data[0] % len(COMMANDS)],) if data else COMMANDS:
         record = _Replacer(names).map(base.records[command])
         for fmt in TABLE[command]:
             out = render(command, fmt, record)
