@@ -35,8 +35,11 @@ def _log(message: str) -> None:
 
 
 def _error(message: str) -> None:
-    # A workflow command: GitHub shows it as an annotation on the job.
-    print(f"::error title=cudaship::{message}", flush=True)
+    # A workflow command: GitHub shows it as an annotation on the job; the message (it may name the inputs'
+    # patterns and paths) encoded so that it ends nowhere but at the end of the line.
+    from cudaship.render.escape import annotation_data
+
+    print(f"::error title=cudaship::{annotation_data(message)}", flush=True)
 
 
 def _truthy(value: str | None, default: bool) -> bool:
