@@ -159,3 +159,25 @@ def test_audit_of_a_directory_without_wheels_or_programs_names_both(
         f"cudaship: error: {tmp_path}: nothing to audit in this directory: audit reads wheels (.whl) and "
         "exported programs (.pt2, .pte), none is under it"
     )
+
+
+@pytest.mark.parametrize("fmt", list(TABLE["program inspect"]))
+def test_program_inspect_reports_the_good_package_and_names_the_bad_ones(
+    tmp_path: Path, fmt: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.program.builders import make_pt2
+
+    good = make_pt2(tmp_path / "good.pt2", EXAMPLE)
+    fifo = tmp_path / "fifo.pt2"
+    os.mkfifo(fifo)
+    missing = tmp_path / "missing.pt2"
+    code = main(["program", "inspect", "--format", fmt, str(fifo), str(good), str(missing)])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert str(good) in out
+    if fmt == "json":
+        assert [p["path"] for p in json.loads(out)["programs"]] == [str(good)]
+    assert err.splitlines() == [
+        f"cudaship: error: {fifo}: not a regular file (a FIFO)",
+        f"cudaship: error: {missing}: no such file",
+    ]

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from cudaship.cli.common import format_option, output_option
+from cudaship.errors import CudashipError
 from cudaship.exitcodes import ExitCode
 from cudaship.render.output import write_report
 from cudaship.render.table import render
@@ -25,9 +26,18 @@ def inspect_command(paths: tuple[Path, ...], fmt: str, output: str | None) -> in
     """What a .pt2 / .pte (or an export directory) holds: platform, imports, device code, train."""
     from cudaship.program.reader import read_program
 
-    infos = [read_program(p) for p in paths]
-    write_report(render("program inspect", fmt, infos), output)
-    return ExitCode.BAD_INPUT if any(i.errors for i in infos) else ExitCode.OK
+    infos = []
+    unreadable: list[str] = []  # one bad input never hides the others: they are reported, it gets its line
+    for p in paths:
+        try:
+            infos.append(read_program(p))
+        except CudashipError as e:
+            unreadable.append(str(e.with_path(str(p))))
+    if infos:
+        write_report(render("program inspect", fmt, infos), output)
+    for line in unreadable:
+        click.echo(f"cudaship: error: {line}", err=True)
+    return ExitCode.BAD_INPUT if unreadable or any(i.errors for i in infos) else ExitCode.OK
 
 
 @command.command("export")
