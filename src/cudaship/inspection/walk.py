@@ -195,7 +195,8 @@ def walk_files(root: Path) -> Iterator[Path]:
 
 def walk_entries(root: Path) -> Iterator[tuple[Path, str | None]]:
     """As :func:`walk_files`, with the entries that are not directories and not regular files too (a FIFO, a
-    device, a socket, a link to nothing), each with why it is not read; a regular file comes with None. A
+    device, a socket, or a link to one), each with why it is not read (a dangling link is left out, as
+    before); a regular file comes with None. A
     caller reports a refused entry whose name says it would have read it, instead of skipping it without a
     word."""
     visited = 0
@@ -214,8 +215,7 @@ def walk_entries(root: Path) -> Iterator[tuple[Path, str | None]]:
                 pass
             try:
                 mode = os.stat(entry.path).st_mode
-            except OSError as e:
-                yield Path(entry.path), f"cannot be read: {e.strerror or e}"
+            except OSError:  # a dangling link: nothing there to read or to report
                 continue
             if not stat.S_ISDIR(mode):  # a link to a directory is not followed, and not a problem
                 yield Path(entry.path), f"not a regular file ({kind_of(mode)})"
