@@ -64,7 +64,11 @@ def test_audit_of_forty_inputs_reports_the_39_good_and_names_the_fifo(
     errors = err.strip().splitlines()
     assert errors == [f"cudaship: error: {fifo}: not a regular file (a FIFO)"]
     if fmt == "json":
+        import jsonschema
+
         doc = json.loads(out)
+        schema = Path(__file__).resolve().parents[2] / "src/cudaship/render/schemas/audit.schema.json"
+        jsonschema.Draft202012Validator(json.loads(schema.read_text())).validate(doc)
         assert [w["filename"] for w in doc["wheels"]] == [p.name for p in good]
         assert doc["errors"] == [f"{fifo}: not a regular file (a FIFO)"]
     elif fmt == "junit":
