@@ -106,3 +106,8 @@ def test_audit_env_source_with_no_distribution_is_bad_input(
         EnvSource(str(tmp_path))
     assert info.value.path == str(tmp_path)
     assert info.value.exit_code == ExitCode.BAD_INPUT
+    wheel = Path(__file__).resolve().parents[2] / "examples" / "libvecadd.so"  # never read: the env is first
+    code = main(["audit", "--offline", "--env", str(tmp_path), str(wheel)])
+    out, err = capsys.readouterr()
+    assert (code, out) == (ExitCode.BAD_INPUT, "")
+    assert err.startswith(f"cudaship: error: {tmp_path}: no installed distribution (*.dist-info) found")
