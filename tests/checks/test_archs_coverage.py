@@ -155,3 +155,14 @@ def test_real_bitsandbytes_each_cuda_library_against_its_own_train(bitsandbytes_
         assert result.status is Status.PASS and "(8 native)" in result.reason
     assert all(r.severity is Severity.WARNING for r in results.values() if r.status is Status.FAIL)
     assert not wheel.summary.failed  # a warning does not fail the audit
+
+
+def test_a_train_with_no_known_gpu_on_the_machine_is_skipped_not_passed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Were the data to know no GPU of the train on the wheel's machine, nothing is checked: a skip."""
+    monkeypatch.setattr("cudaship.checks.archs.train_gpus", lambda train, machine: ())
+    ctx = context([library(LIB, device=TORCH_CU128)], version="1.0+cu128", platform="aarch64")
+    (result,) = _coverage(run(ctx, "archs")).values()
+    assert result.status is Status.SKIP
+    assert result.reason == "skipped: cudaship's data knows no GPU that CUDA 12.8 supports on aarch64"

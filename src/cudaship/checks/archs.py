@@ -191,6 +191,10 @@ def _coverage(ctx: AuditContext, libraries: dict[str, FileReport]) -> list[Check
             why = f"skipped: CUDA {train.version}'s GPUs are not in cudaship's data ({e.message})"
             results.append(skipped(FAMILY, f"{COVERAGE} for CUDA {train.version}", why, rule="coverage"))
             continue
+        if not gpus:  # nothing to check against is not a pass
+            why = f"skipped: cudaship's data knows no GPU that CUDA {train.version} supports on {machine}"
+            results.append(skipped(FAMILY, f"{COVERAGE} for CUDA {train.version}", why, rule="coverage"))
+            continue
         for label, members in _dispatch_groups(paths):
             results.append(_cover(ctx, label, members, train.version, machine, gpus))
     return results
