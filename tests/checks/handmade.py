@@ -32,7 +32,12 @@ from cudaship.inspection.records import CudaLinkage, DriverAccess, FileReport, R
 from cudaship.knowledge.trains import Train
 from cudaship.wheel.metadata import DistInfo, Metadata, RecordEntry, RecordProblem, WheelFile
 
-TAGS = {"linux": "cp312-cp312-manylinux_2_28_x86_64", "windows": "cp312-cp312-win_amd64"}
+TAGS = {
+    "linux": "cp312-cp312-manylinux_2_28_x86_64",
+    "windows": "cp312-cp312-win_amd64",
+    "aarch64": "cp312-cp312-manylinux_2_28_aarch64",
+    "macos": "cp312-cp312-macosx_14_0_arm64",
+}
 
 
 def sass(

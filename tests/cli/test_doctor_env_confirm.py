@@ -175,12 +175,16 @@ def test_a_hanging_import_is_killed_at_the_timeout(
 def test_bad_usage(
     capsys: pytest.CaptureFixture[str], one_process: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    python, _site = one_process
+    python, site = one_process
     assert main(["doctor", "--confirm"]) == 2
     assert main(["doctor", "--env", str(python), "--confirm", "--confirm-only", "nosuchdist"]) == 2
     assert "nosuchdist" in capsys.readouterr().err
+    # a site-packages directory outside any virtual environment (one distribution in it: an empty one is
+    # refused before, as holding nothing)
     bare = tmp_path / "site-packages"
     bare.mkdir()
+    info = next(site.glob("*.dist-info"))
+    shutil.copytree(info, bare / info.name)
     assert main(["doctor", "--env", str(bare), "--confirm"]) == 2
     assert "--confirm needs the environment's interpreter" in capsys.readouterr().err
 

@@ -112,10 +112,27 @@ class GpuReport:
     files: tuple[FileVerdicts, ...]
     wheels: tuple[GroupVerdicts, ...]
     overall: GroupVerdicts
+    #: the GPUs the user named (``--gpu "RTX 3090"``), as (capability, name); a capability given as a number
+    #: has no name here
+    asked: tuple[tuple[Arch, str], ...] = ()
+    #: ``--require``: the rows (the GPUs asked, else the default ones) under the driver given are required
+    required: bool = False
 
     @property
     def failed(self) -> tuple[FileVerdicts, ...]:
         return tuple(f for f in self.files if f.error is not None)
+
+    def asked_names(self, capability: Arch) -> tuple[str, ...]:
+        """The names the user gave for ``capability`` (``("RTX 3090",)``), in the order given."""
+        return tuple(dict.fromkeys(name for cap, name in self.asked if cap == capability.base))
+
+    @property
+    def unmet(self) -> tuple[CapabilityVerdict, ...]:
+        """With ``--require``: the rows the input as a whole does not run on (every wheel and library with
+        device code counted, under the driver given); empty when the requirement holds or none was made."""
+        if not self.required:
+            return ()
+        return tuple(cv for cv in self.overall.verdicts if not cv.verdict.runs)
 
 
 def _build_cuda(report: FileReport) -> Train | None:
@@ -343,8 +360,11 @@ def gpu_report(
     *,
     capabilities: Sequence[Arch] | None = None,
     driver: Driver | None = None,
+    asked: Sequence[tuple[Arch, str]] = (),
+    required: bool = False,
 ) -> GpuReport:
-    """Verdicts for every file of an inspect run, per wheel and overall (default rows: 7.5 to 12.1)."""
+    """Verdicts for every file of an inspect run, per wheel and overall (default rows: 7.5 to 12.1).
+    ``asked``: the GPU names the user gave, shown in their rows; ``required``: ``--require``."""
     caps = tuple(capabilities) if capabilities is not None else shown_capabilities()
     files = tuple(file_verdicts(f, caps, driver) for f in report.files)
     wheels = []
@@ -364,6 +384,8 @@ def gpu_report(
         files=files,
         wheels=tuple(wheels),
         overall=overall,
+        asked=tuple(asked),
+        required=required,
     )
 
 

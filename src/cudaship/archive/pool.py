@@ -322,7 +322,9 @@ WORKER_DIED = (
 def _processes_setting(given: bool | None) -> bool | None:
     if given is not None:
         return given
-    value = os.environ.get("CUDASHIP_PROCESSES", "auto").strip().lower()
+    from cudaship import envvars
+
+    value = (envvars.get("CUDASHIP_PROCESSES") or "auto").strip().lower()
     if value in ("always", "never"):
         return value == "always"
     return None if main_module_is_safe() else False

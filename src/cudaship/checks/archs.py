@@ -20,18 +20,33 @@ loaded device code all holds none is not judged (it restricts no GPU; its result
 
 The train is the wheel's (``--train``, its tag, else inferred: :mod:`cudaship.checks.context`); a library
 that is a variant (one of several alternatives, one per CUDA version) is judged against its own train.
+
+Without an ``[archs]`` table the default also checks GPU coverage (rule ``coverage``, a warning by default,
+``[audit.severity] "archs.coverage" = "error"`` to gate on it): every library with device code loaded at run
+time must run, natively or by PTX JIT (:func:`cudaship.knowledge.runs_on.runs_on`, the driver's rules), on
+every GPU its train supports on the wheel's machine (:func:`cudaship.knowledge.gpus.train_gpus`: each
+capability with a GPU on that machine whose SM the train's nvcc compiles for). Two shapes are judged as built:
+libraries whose names differ only by an arch token (``kernels_sm80.so``, ``kernels_sm90.so``: per-arch builds
+one caller picks from) are judged together, a GPU covered when one of them runs on it; a library whose
+device code is all arch-specific (``sm_90a``, ``sm_100f``) runs only on that GPU or family by construction,
+and its result says which, not judged against the train. With no train (nor a variant's own), on a platform
+no CUDA GPU serves, or a train the data lacks, the check is reported skipped with the reason, never passed.
 """
 
 from __future__ import annotations
 
-from cudaship.binary.records import DeviceCodeKind
+import posixpath
+import re
+
+from cudaship.binary.records import DeviceCode, DeviceCodeKind
 from cudaship.checks.context import AuditContext
 from cudaship.checks.policy import any_match
-from cudaship.checks.records import CheckResult, Finding, failed, passed, verdict
+from cudaship.checks.records import CheckResult, Finding, failed, passed, skipped, verdict
 from cudaship.errors import CudashipError
 from cudaship.inspection.records import FileReport
 from cudaship.knowledge.archs import ArchList, parse_arch, sort_arch_names
-from cudaship.knowledge.runs_on import kernel_free
+from cudaship.knowledge.gpus import GpuGroup, train_gpus
+from cudaship.knowledge.runs_on import VerdictKind, kernel_free, runs_on
 from cudaship.knowledge.trains import Train
 
 FAMILY = "archs"
@@ -91,7 +106,150 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         results.extend(_expected(ctx, libraries))
     else:
         results.extend(_forward_ptx(libraries))
+        results.extend(_coverage(ctx, libraries))
     return results
+
+
+# --- coverage: every GPU of the train -----------------------------------------------------------------------
+
+COVERAGE = "archs: GPU coverage"
+
+#: An arch token in a library's file name (``_sm80``, ``-sm_90a``, ``.compute_120``, ``_arch90``): libraries
+#: whose names differ only there are per-arch builds of one thing.
+_ARCH_TOKEN = re.compile(r"(?i)(?<=[._-])(?:sm|compute|arch)_?\d{2,3}[af]?(?=[._-])")
+
+#: (os, machine) of the wheels NVIDIA's driver serves: Linux x86_64 and aarch64 (SBSA), Windows x86_64.
+_CUDA_PLATFORMS = {("linux", "x86_64"), ("linux", "aarch64"), ("windows", "x86_64")}
+
+
+def _loadable(report: FileReport) -> tuple[DeviceCode, ...]:
+    return tuple(
+        d
+        for d in report.device_code
+        if not d.relocatable and d.kind in (DeviceCodeKind.SASS, DeviceCodeKind.PTX) and d.kernels != 0
+    )
+
+
+def _dispatch_groups(paths: list[str]) -> list[tuple[str, list[str]]]:
+    """``paths`` as (label, members): per-arch builds (same directory, names equal but for an arch token)
+    together, labelled with ``*`` for the token; every other library alone."""
+    by_key: dict[str, list[str]] = {}
+    for path in paths:
+        head, name = posixpath.split(path)
+        key = posixpath.join(head, _ARCH_TOKEN.sub("*", name)) if _ARCH_TOKEN.search(name) else path
+        by_key.setdefault(key, []).append(path)
+    out: list[tuple[str, list[str]]] = []
+    for key, members in by_key.items():
+        if len(members) > 1:
+            out.append((key, members))
+        else:
+            out.extend((m, [m]) for m in members)
+    return sorted(out)
+
+
+def _caps(groups: list[GpuGroup] | tuple[GpuGroup, ...]) -> str:
+    return " ".join(g.capability for g in groups)
+
+
+def _generations(groups: list[GpuGroup]) -> str:
+    names = list(dict.fromkeys(g.generation for g in groups if g.generation))
+    return f" ({', '.join(names)})" if names else ""
+
+
+def _coverage(ctx: AuditContext, libraries: dict[str, FileReport]) -> list[CheckResult]:
+    """``archs: GPU coverage of <library>``: runs on every GPU its train supports on the wheel's machine."""
+    targets = {p: r for p, r in libraries.items() if _loaded_at_run_time(r) and _loadable(r)}
+    if not targets:
+        return []  # nothing with device code: no GPU is restricted, nothing to cover
+    if (ctx.os, ctx.machine) not in _CUDA_PLATFORMS:
+        where = f"{ctx.os} {ctx.machine}" if ctx.machine else f"{ctx.os} (platform tag {ctx.platform.tag})"
+        why = f"skipped: no NVIDIA driver serves {where}, so no GPU to check against"
+        return [skipped(FAMILY, COVERAGE, why, rule="coverage")]
+    machine = str(ctx.machine)
+    by_train: dict[str, list[str]] = {}
+    no_train: list[str] = []
+    for path in targets:
+        train = ctx.train_of(path)
+        if isinstance(train, str):
+            no_train.append(path)
+        else:
+            by_train.setdefault(train.version, []).append(path)
+    results: list[CheckResult] = []
+    if no_train:
+        why = (
+            f"skipped: no CUDA train known to take the supported GPUs from ({ctx.train_source}); "
+            f"give --train or a local version tag (+cu130) to check {len(no_train)} "
+            f"{'library' if len(no_train) == 1 else 'libraries'} with device code"
+        )
+        results.append(skipped(FAMILY, COVERAGE, why, rule="coverage"))
+    for paths in by_train.values():
+        train = ctx.train_of(paths[0])
+        assert not isinstance(train, str)
+        try:
+            gpus = train_gpus(train, machine)
+        except CudashipError as e:
+            why = f"skipped: CUDA {train.version}'s GPUs are not in cudaship's data ({e.message})"
+            results.append(skipped(FAMILY, f"{COVERAGE} for CUDA {train.version}", why, rule="coverage"))
+            continue
+        if not gpus:  # nothing to check against is not a pass
+            why = f"skipped: cudaship's data knows no GPU that CUDA {train.version} supports on {machine}"
+            results.append(skipped(FAMILY, f"{COVERAGE} for CUDA {train.version}", why, rule="coverage"))
+            continue
+        for label, members in _dispatch_groups(paths):
+            results.append(_cover(ctx, label, members, train.version, machine, gpus))
+    return results
+
+
+def _cover(
+    ctx: AuditContext, label: str, members: list[str], train: str, machine: str, gpus: tuple[GpuGroup, ...]
+) -> CheckResult:
+    name = f"{COVERAGE} of {label}"
+    entries = [_loadable(ctx.reports[m]) for m in members]
+    every = [d for e in entries for d in e]
+    whose = f"CUDA {train} supports on {machine}"
+    if all(d.variant for d in every):
+        specific = sort_arch_names({d.arch for d in every})
+        runs = [g for g in gpus if any(runs_on(e, g.arch).runs for e in entries)]
+        where = _caps(runs) or "none of them"
+        return passed(
+            FAMILY,
+            name,
+            f"arch-specific device code only ({' '.join(specific)}): built for those GPUs alone and picked "
+            f"by its caller; of the GPUs {whose} it runs on {where}",
+            rule="coverage",
+        )
+    native = jit = 0
+    missing: list[GpuGroup] = []
+    reasons: dict[str, str] = {}
+    for g in gpus:
+        verdicts = [runs_on(e, g.arch, platform=ctx.os) for e in entries]
+        kinds = {v.verdict for v in verdicts}
+        if VerdictKind.NATIVE in kinds:
+            native += 1
+        elif VerdictKind.JIT in kinds:
+            jit += 1
+        else:
+            missing.append(g)
+            reasons[g.capability] = verdicts[0].reason
+    together = f" ({len(members)} per-arch builds judged together)" if len(members) > 1 else ""
+    if not missing:
+        how = f"{native} native" + (f", {jit} by PTX JIT" if jit else "")
+        return passed(
+            FAMILY, name, f"runs on every GPU {whose}: {_caps(gpus)} ({how}){together}", rule="coverage"
+        )
+    findings = [
+        Finding(
+            f"does not run on {g.label}, which CUDA {train} supports: {reasons[g.capability]}",
+            file=members[0] if len(members) == 1 else label,
+            arch=g.arch.sass_name,
+        )
+        for g in missing
+    ]
+    reason = (
+        f"does not run on {len(missing)} of the {len(gpus)} GPU capabilities {whose}: "
+        f"{_caps(missing)}{_generations(missing)}{together}"
+    )
+    return failed(FAMILY, name, reason, findings, rule="coverage")
 
 
 def _arch_number(name: str) -> int | None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import platform
 import sys
 
 import click
 
+from cudaship import envvars
 from cudaship.ci.archs import TrainArchs
 from cudaship.cli.common import format_option, output_option
 from cudaship.config import load_config
@@ -65,7 +65,7 @@ def command(train: str | None, machine: str | None, fmt: str, output: str | None
 
     Exit status: 0 printed; 2 bad usage or table; 4 the table has no row for the train; 5 no train given.
     """
-    text = train if train is not None else os.environ.get("CUDASHIP_TRAIN")
+    text = train if train is not None else envvars.get("CUDASHIP_TRAIN")
     if text is None or not text.strip():
         raise NoTrainError()
     try:

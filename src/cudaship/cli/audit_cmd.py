@@ -216,8 +216,8 @@ def _load(
     "env",
     metavar="PYTHON|DIR",
     default=None,
-    help="Look requirements up first in this installed environment: a Python interpreter or a "
-    "site-packages directory (RECORD files of installed distributions).",
+    help="Look requirements up first in this installed environment: a Python interpreter, a virtual "
+    "environment's root or a site-packages directory (RECORD files of installed distributions).",
 )
 @click.option(
     "--find-links",
@@ -348,6 +348,10 @@ def command(
             raise UsageError("not a directory", path=d)
     if env is not None and not Path(env).exists():
         raise UsageError("no such file or directory", path=env)
+    if env is not None:
+        from cudaship.providers.sources import EnvSource
+
+        EnvSource(env)  # one with no distribution installed is bad input, not a provider that has nothing
     train = _parse_train_option(train_text)
     config = load_config(policy_file)
     policy = load_policy(config)

@@ -25,9 +25,10 @@ from cudaship.render.table import formats, render
     is_flag=False,
     flag_value="",
     default=None,
-    metavar="[PYTHON|SITE-PACKAGES]",
+    metavar="[PYTHON|VENV|SITE-PACKAGES]",
     help="Will the installed packages load together? Simulate the loader over an environment: an interpreter "
-    "(default: this one) or a site-packages directory (a Linux one can be read from any OS).",
+    "(default: this one), a virtual environment's root or prefix, or a site-packages directory (a Linux one "
+    "can be read from any OS). One with no distribution installed is bad input (exit 2).",
 )
 @click.option(
     "--ld-library-path",

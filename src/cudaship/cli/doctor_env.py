@@ -27,14 +27,15 @@ class ConfirmOptions:
 
 
 def confirm_python(env: str) -> str:
-    """The interpreter the children run: the one given, this one, or the virtual environment's that holds
-    the site-packages directory given."""
+    """The interpreter the children run: the one given, this one, or that of the virtual environment given
+    as its root or holding the site-packages directory given."""
     if not env:
         return sys.executable
     path = Path(env)
     if not path.is_dir():
         return env
-    for parent in path.resolve().parents:
+    resolved = path.resolve()
+    for parent in (resolved, *resolved.parents):
         if (parent / "pyvenv.cfg").is_file():
             for name in ("bin/python", "bin/python3", "Scripts/python.exe"):
                 if (parent / name).exists():

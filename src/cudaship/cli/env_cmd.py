@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
 
+from cudaship import envvars
 from cudaship.ci.env import build_env, check_env, write_file, write_github_env
 from cudaship.cli.arch_list_cmd import NoTrainError
 from cudaship.cli.common import format_option, output_option
@@ -59,7 +59,7 @@ def command(
     check: bool,
 ) -> int:
     """Write the build environment (arch lists, CUDA version) of a train, looked up from the arch table."""
-    train = train or os.environ.get("CUDASHIP_TRAIN")
+    train = train or envvars.get("CUDASHIP_TRAIN")
     if not train:
         raise NoTrainError()
     project = load_config(policy)

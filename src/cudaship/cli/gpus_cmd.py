@@ -29,33 +29,43 @@ def _driver(text: str | None, platform: str) -> Driver | None:
         raise UsageError(f"--driver: {e.message}") from e
 
 
-def _capabilities(values: tuple[str, ...]) -> list[Arch] | None:
+def _capabilities(values: tuple[str, ...]) -> tuple[list[Arch] | None, list[tuple[Arch, str]]]:
+    """The capabilities asked for (None: the default rows) and each GPU name given, with its capability
+    (a capability given as a number names no GPU)."""
     if not values:
-        return None
+        return None, []
     caps: list[Arch] = []
+    asked: list[tuple[Arch, str]] = []
     for value in values:
         for item in (part.strip() for part in value.split(",")):
             if not item:
                 continue
-            for arch in _gpu_item(item):
+            for arch, name in _gpu_item(item):
                 if arch not in caps:
                     caps.append(arch)
-    return sorted(caps)
+                if name is not None:
+                    asked.append((arch, name))
+    return sorted(caps), asked
 
 
-def _gpu_item(item: str) -> list[Arch]:
+def _gpu_item(item: str) -> list[tuple[Arch, str | None]]:
     """One comma-separated item: a GPU name with spaces ("RTX 6000 Ada"), else space-separated names or
     capabilities ("8.6 9.0", "A10G H100") when every word is one."""
     try:
-        return [capability_of(item)]
+        return [_named(item)]
     except KnowledgeError as e:
         words = item.split()
         if len(words) > 1:
             try:
-                return [capability_of(word) for word in words]
+                return [_named(word) for word in words]
             except KnowledgeError:
                 pass
         raise UsageError(f"--gpu: {e.message}") from e
+
+
+def _named(text: str) -> tuple[Arch, str | None]:
+    arch = capability_of(text)
+    return arch, None if text.strip() == arch.capability else " ".join(text.split())
 
 
 @click.command("gpus")
@@ -86,6 +96,12 @@ def _gpu_item(item: str) -> list[Arch]:
     help="Progress bar on stderr: bytes read and the file or wheel member being read (default: when a "
     "terminal).",
 )
+@click.option(
+    "--require",
+    is_flag=True,
+    help="Make the GPUs asked (--gpu; without it every row shown) and the driver given (--driver) a "
+    "requirement: exit 1 when the input as a whole does not run on any of them (for a CI gate).",
+)
 @format_option("gpus")
 @output_option()
 @jobs_option("files and wheel members")
@@ -93,6 +109,7 @@ def command(
     paths: tuple[str, ...],
     driver: str | None,
     gpus: tuple[str, ...],
+    require: bool,
     details: bool,
     progress: bool | None,
     fmt: str,
@@ -106,9 +123,10 @@ def command(
     does), each capability gets a verdict: native (SASS for it), jit (PTX compiled by the driver at the first
     launch) or no, with the reason, and the minimum driver needed and why.
 
-    Exit status: 0 when every input was read, 2 when any could not be (the others are still reported).
+    Exit status: 0 when every input was read; 1 with --require when a GPU asked cannot run the input (under
+    the driver given); 2 when any input could not be read (the others are still reported).
     """
-    capabilities = _capabilities(gpus)
+    capabilities, asked = _capabilities(gpus)
     parsed_driver = _driver(driver, "linux")
     with quick_gil_handover():
         if sys.stderr.isatty() if progress is None else progress:
@@ -116,8 +134,12 @@ def command(
                 inspected = inspect_paths(paths, details=details, observer=bar, workers=jobs)
         else:
             inspected = inspect_paths(paths, details=details, workers=jobs)
-    report = gpu_report(inspected, capabilities=capabilities, driver=parsed_driver)
+    report = gpu_report(
+        inspected, capabilities=capabilities, driver=parsed_driver, asked=asked, required=require
+    )
     write_report(render("gpus", fmt, report), output)
     for failed in report.failed:
         click.echo(line(f"cudaship: error: {failed.label}: {failed.error}"), err=True)
-    return int(ExitCode.BAD_INPUT if report.failed else ExitCode.OK)
+    if report.failed:
+        return int(ExitCode.BAD_INPUT)
+    return int(ExitCode.FINDINGS if report.unmet else ExitCode.OK)

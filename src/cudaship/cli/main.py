@@ -53,6 +53,9 @@ def cli(ctx: click.Context, debug: bool) -> None:
     """Make CUDA binaries ship right: inspect, audit and check wheels, libraries and programs."""
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
+    from cudaship import envvars
+
+    envvars.validate()  # a bad CUDASHIP_* value: one line naming it, exit 2, before any command runs
 
 
 def usage_error_line(error: click.ClickException) -> str:

@@ -22,7 +22,7 @@ from cudaship.inspection.records import FileReport
 from cudaship.inspection.walk import inspect_file
 from cudaship.probe.environment import NATIVE_NAME
 from cudaship.providers.records import Distribution
-from cudaship.providers.sources import EnvSource, site_packages
+from cudaship.providers.sources import EnvSource, no_distributions, site_packages
 
 
 @dataclass(frozen=True)
@@ -59,8 +59,10 @@ def _posix(path: Path) -> str:
 
 
 def read_environment(env: Sequence[str], *, device: bool = False, jobs: int = 4) -> Environment:
-    """Read the environment ``env``: an interpreter (its purelib and platlib) or site-packages directories,
-    in ``sys.path`` order. ``device`` also scans each library for device code (for the GPU findings)."""
+    """Read the environment ``env``: an interpreter (its purelib and platlib), an environment root (a
+    virtual environment or prefix) or site-packages directories, in ``sys.path`` order. An environment
+    holding no distribution raises UsageError (exit 2): nothing read is not a pass. ``device`` also scans
+    each library for device code (for the GPU findings)."""
     sites: list[Path] = []
     for item in env:
         for d in site_packages(item):
@@ -72,13 +74,15 @@ def read_environment(env: Sequence[str], *, device: bool = False, jobs: int = 4)
     files: set[str] = set()
     for site in sites:
         root = _posix(site)
-        for dist in EnvSource(str(site)).distributions():
+        for dist in EnvSource(str(site), allow_empty=True).distributions():
             owner = InstalledDistribution(root, dist)
             installed.append(owner)
             for rel in dist.files:
                 files.add(posixpath.join(root, rel))
                 if NATIVE_NAME.search(rel):
                     native.append((site / rel, owner))
+    if not installed:
+        raise no_distributions(", ".join(env), sites)
     seen: set[str] = set()
     todo = []
     for native_path, owner in native:

@@ -8,9 +8,13 @@ from dataclasses import dataclass
 from cudaship.errors import KnowledgeError
 from cudaship.knowledge import _data
 from cudaship.knowledge.archs import Arch, parse_arch
+from cudaship.knowledge.trains import Train, parse_train
 from cudaship.once import once
 
 DATA_FILE = "gpus.toml"
+
+#: The machines ``machines`` may name: the ones NVIDIA ships a CUDA driver for that PyPI wheels target.
+MACHINES = ("x86_64", "aarch64")
 
 
 @dataclass(frozen=True)
@@ -21,6 +25,8 @@ class GpuGroup:
     generation: str | None  #: "Hopper"
     names: tuple[str, ...]  #: ("H100", "H200", ...)
     shown: bool  #: part of the default ``gpus`` table
+    machines: tuple[str, ...] = ()  #: machines whose wheels' CUDA stack serves it (``x86_64``, ``aarch64``)
+    from_train: Train | None = None  #: the first train whose aarch64 stack serves it (Jetson Thor: 13.0)
 
     @property
     def capability(self) -> str:
@@ -44,12 +50,20 @@ def gpu_groups() -> tuple[GpuGroup, ...]:
         arch = parse_arch(str(key), known_only=True)
         if arch.variant:
             raise KnowledgeError(f"{DATA_FILE}: capability {key!r} must not have a variant")
+        machines = raw.get("machines")
+        if not isinstance(machines, list) or any(m not in MACHINES for m in machines):
+            raise KnowledgeError(
+                f'{DATA_FILE} [capabilities."{key}"] machines must be a list of {", ".join(MACHINES)}'
+            )
+        from_train = raw.get("from_train")
         groups.append(
             GpuGroup(
                 arch=arch,
                 generation=arch.generation,
                 names=tuple(str(n) for n in raw.get("names", [])),
                 shown=bool(raw.get("shown", True)),
+                machines=tuple(str(m) for m in machines),
+                from_train=None if from_train is None else parse_train(str(from_train)),
             )
         )
     return tuple(sorted(groups, key=lambda g: g.arch))
@@ -67,6 +81,22 @@ def group_for(capability: Arch | str) -> GpuGroup | None:
         if group.arch == arch.base:
             return group
     return None
+
+
+def train_gpus(train: Train, machine: str) -> tuple[GpuGroup, ...]:
+    """The GPUs a build of ``train`` runs on for a wheel of ``machine`` (``x86_64``, ``aarch64``), as
+    capability groups, oldest first: each capability with a GPU on that machine (``machines``, from
+    ``from_train`` on) whose SM the train's nvcc compiles for (releases.toml ``sms``). Empty for a machine
+    no CUDA driver serves. UnknownTrainError when the data does not know the train."""
+    from cudaship.knowledge.releases import release_for
+
+    sms = set(release_for(train).sms)
+    line = train.line
+    return tuple(
+        g
+        for g in gpu_groups()
+        if machine in g.machines and g.arch.sm in sms and (g.from_train is None or line >= g.from_train)
+    )
 
 
 #: Words that vendors and drivers put before a GPU's model name, ignored when matching: "NVIDIA GeForce RTX

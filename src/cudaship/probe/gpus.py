@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ctypes
 import importlib
-import os
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -59,7 +58,9 @@ def _error_name(lib: Any, code: int) -> str:
 
 
 def _driver_api() -> _DriverApi:
-    override = os.environ.get("CUDASHIP_LIBCUDA")
+    from cudaship import envvars
+
+    override = envvars.get("CUDASHIP_LIBCUDA")
     loaded = _load((override,) if override else DRIVER_LIBRARIES)
     if loaded is None:
         names = override or " / ".join(DRIVER_LIBRARIES)

@@ -24,11 +24,14 @@ PAGE_TTL_S = 24 * 3600.0
 
 
 def default_cache_dir() -> Path:
-    env = os.environ.get("CUDASHIP_CACHE_DIR")
+    from cudaship import envvars
+
+    env = envvars.get("CUDASHIP_CACHE_DIR")
     if env:
         return Path(env)
     xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "cudaship"
+    # the XDG specification: a relative path is invalid and must be ignored
+    return (Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache") / "cudaship"
 
 
 class DiskCache:

@@ -33,12 +33,60 @@ class Source(Protocol):
 # --- an installed environment -------------------------------------------------------------------------------
 
 
+def _venv_version(root: Path) -> str | None:
+    """``3.12`` from a virtual environment's ``pyvenv.cfg`` (``version`` or ``version_info``), else None."""
+    try:
+        text = (root / "pyvenv.cfg").read_text(encoding="utf-8", errors="replace")[:65536]
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip().lower() in ("version", "version_info"):
+            parts = value.strip().split(".")
+            if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
+                return f"{parts[0]}.{parts[1]}"
+    return None
+
+
+def prefix_site_packages(root: Path) -> list[Path]:
+    """The site-packages directories of an environment root (a virtual environment or an installation
+    prefix), read from its layout without running anything: POSIX ``lib/pythonX.Y/site-packages`` and
+    ``lib64/...`` (purelib and platlib; the version from ``pyvenv.cfg`` when it names one, else every
+    ``python3*`` found), free-threaded ``pythonX.Yt``, Debian's ``dist-packages``, and Windows
+    ``Lib/site-packages``. Empty when
+    ``root`` has none of them."""
+    version = _venv_version(root)
+    found: list[Path] = []
+    for lib in ("lib", "lib64"):
+        base = root / lib
+        if not base.is_dir():
+            continue
+        names = [f"python{version}", f"python{version}t"] if version else []
+        if not names or not any((base / n / "site-packages").is_dir() for n in names):
+            names = sorted(d.name for d in base.glob("python3*") if d.is_dir())
+        for name in names:  # dist-packages: Debian's system prefix
+            found.extend(
+                base / name / s for s in ("site-packages", "dist-packages") if (base / name / s).is_dir()
+            )
+    for name in ("Lib", "lib"):
+        windows = root / name / "site-packages"
+        if windows.is_dir():
+            found.append(windows)
+    out: list[Path] = []
+    for d in found:
+        if d.resolve() not in {o.resolve() for o in out}:
+            out.append(d)
+    return out
+
+
 def site_packages(env: str) -> list[Path]:
-    """The site-packages directories of ``env``: a directory is taken as one; a file is a Python interpreter,
-    asked for its purelib and platlib."""
+    """The site-packages directories of ``env``: an environment root (a virtual environment, with its
+    ``pyvenv.cfg``, or an installation prefix: :func:`prefix_site_packages`) gives its own; another
+    directory is taken as one site-packages; a file is a Python interpreter, asked for its purelib and
+    platlib."""
     path = Path(env)
     if path.is_dir():
-        return [path]
+        return prefix_site_packages(path) or [path]
     if not path.exists():
         raise UsageError("no such file or directory", path=env)
     code = (
@@ -53,10 +101,22 @@ def site_packages(env: str) -> list[Path]:
     return list(dict.fromkeys(Path(d) for d in dirs if d))
 
 
+def no_distributions(env: str, dirs: list[Path]) -> UsageError:
+    """The one-line error for an environment holding no installed distribution (no ``*.dist-info`` with a
+    readable METADATA and RECORD): reading nothing must not pass."""
+    where = ", ".join(str(d) for d in dirs) or env
+    looked = f" (looked in {where})" if where != env else ""
+    return UsageError(
+        "no installed distribution (*.dist-info) found: give a Python interpreter, a virtual environment or "
+        f"prefix, or a site-packages directory{looked}",
+        path=env,
+    )
+
+
 class EnvSource:
     """Installed distributions: METADATA and RECORD of each ``*.dist-info`` in the site-packages given."""
 
-    def __init__(self, env: str) -> None:
+    def __init__(self, env: str, *, allow_empty: bool = False) -> None:
         self.env = env
         self.dirs = site_packages(env)
         self._dists: dict[str, Distribution] = {}
@@ -65,6 +125,8 @@ class EnvSource:
                 dist = self._read(d, info)
                 if dist is not None:
                     self._dists.setdefault(dist.name, dist)
+        if not self._dists and not allow_empty:
+            raise no_distributions(env, self.dirs)
 
     @property
     def label(self) -> str:

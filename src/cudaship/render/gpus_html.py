@@ -8,7 +8,13 @@ from html import escape
 from cudaship.analysis.gpus import CapabilityVerdict, GpuReport
 from cudaship.knowledge.gpus import group_for
 from cudaship.knowledge.runs_on import VerdictKind
-from cudaship.render.gpus_text import driver_line, groups_to_show, min_driver_line, short_label
+from cudaship.render.gpus_text import (
+    driver_line,
+    groups_to_show,
+    min_driver_line,
+    requirement_lines,
+    short_label,
+)
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
@@ -41,7 +47,7 @@ def render(report: GpuReport) -> str:
     head = []
     for cap in caps:
         gpus = group_for(cap)
-        names = ", ".join(gpus.names[:2]) if gpus else ""
+        names = ", ".join(report.asked_names(cap) or (gpus.names[:2] if gpus else ()))
         head.append(f"<th>{escape(cap.capability)}<small>{escape(names)}</small></th>")
     rows = []
     for title, group in groups_to_show(report):
@@ -68,6 +74,7 @@ def render(report: GpuReport) -> str:
         for _title, group in groups_to_show(report)
         for vg in group.variant_groups
     )
+    required = requirement_lines(report)
     errors = "".join(f"<li>{escape(f.label)}: {escape(f.error or '')}</li>" for f in report.failed)
     body = (
         f'<table class="heat"><thead><tr><th class="lib">library</th>{"".join(head)}</tr></thead>'
@@ -89,5 +96,11 @@ def render(report: GpuReport) -> str:
         f"<h2>Minimum driver</h2><ul>{drivers}</ul>"
         + (f"<h2>Variants (one is loaded at run time)</h2><ul>{variants}</ul>" if variants else "")
         + (f"<h2>Unreadable files</h2><ul>{errors}</ul>" if errors else "")
+        + (
+            f"<h2>Requirement</h2><p>{escape(required[0])}</p>"
+            + "".join(f"<li>{escape(line.strip())}</li>" for line in required[1:])
+            if required
+            else ""
+        )
         + "</body></html>\n"
     )

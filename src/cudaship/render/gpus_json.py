@@ -80,6 +80,7 @@ def to_json(report: GpuReport) -> dict[str, Any]:
                 "capability": cap.capability,
                 "generation": group.generation if group else cap.generation,
                 "gpus": list(group.names) if group else [],
+                "asked": list(report.asked_names(cap)),
             }
         )
     driver = report.driver
@@ -97,6 +98,12 @@ def to_json(report: GpuReport) -> dict[str, Any]:
         "files": [_file(f) for f in report.files],
         "wheels": [_group(w) for w in report.wheels],
         "overall": _group(report.overall),
+        "required": None
+        if not report.required
+        else {
+            "met": not report.unmet,
+            "unmet": [cv.capability.capability for cv in report.unmet],
+        },
     }
 
 

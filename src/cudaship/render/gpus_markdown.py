@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from cudaship.analysis.gpus import GpuReport, GroupVerdicts
 from cudaship.knowledge.runs_on import VerdictKind
-from cudaship.render.gpus_text import driver_line, gpu_label, groups_to_show, min_driver_line, short_label
+from cudaship.render.gpus_text import (
+    driver_line,
+    gpu_label,
+    groups_to_show,
+    min_driver_line,
+    requirement_lines,
+    short_label,
+)
 
 EMOJI = {VerdictKind.NATIVE: "🟢 native", VerdictKind.JIT: "🟡 jit", VerdictKind.NO: "🔴 no"}
 
@@ -13,10 +20,12 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _group(title: str, group: GroupVerdicts) -> list[str]:
+def _group(title: str, group: GroupVerdicts, report: GpuReport) -> list[str]:
     lines = [f"### {_cell(title)}", "", "| GPU | verdict | why |", "|---|---|---|"]
     for cv in group.verdicts:
-        lines.append(f"| {_cell(gpu_label(cv))} | {EMOJI[cv.verdict.verdict]} | {_cell(cv.verdict.reason)} |")
+        lines.append(
+            f"| {_cell(gpu_label(cv, report))} | {EMOJI[cv.verdict.verdict]} | {_cell(cv.verdict.reason)} |"
+        )
     lines += ["", f"**{_cell(min_driver_line(group))}**", ""]
     for vg in group.variant_groups:
         lines += [f"Variants `{_cell(vg.group)}` (one is loaded at run time):", ""]
@@ -35,9 +44,10 @@ def render(report: GpuReport) -> str:
     carrying = [f for f in report.files if f.has_device_code]
     if not carrying:
         lines.append("No library with device code: nothing runs on a GPU.")
+        lines.extend(f"\n**{_cell(line.strip())}**" for line in requirement_lines(report))
         return "\n".join(lines) + "\n"
     for title, group in groups_to_show(report):
-        lines.extend(_group(title, group))
+        lines.extend(_group(title, group, report))
     caps = [c.capability for c in report.capabilities]
     lines += ["### Per library", "", "| library | " + " | ".join(caps) + " |", "|---|" + "---|" * len(caps)]
     short = {VerdictKind.NATIVE: "🟢", VerdictKind.JIT: "🟡", VerdictKind.NO: "🔴"}
@@ -47,4 +57,7 @@ def render(report: GpuReport) -> str:
     lines += ["", "🟢 native SASS · 🟡 JIT from PTX (first launch compiles) · 🔴 does not run"]
     for failed in report.failed:
         lines.append(f"\n**error:** `{_cell(failed.label)}`: {_cell(failed.error or '')}")
+    required = requirement_lines(report)
+    if required:
+        lines += ["", f"**{_cell(required[0])}**", *(f"- {_cell(line.strip())}" for line in required[1:])]
     return "\n".join(lines) + "\n"

@@ -11,9 +11,33 @@ SYMBOL = {VerdictKind.NATIVE: "N", VerdictKind.JIT: "J", VerdictKind.NO: "-"}
 LEGEND = "N native SASS · J JIT from PTX (first launch compiles) · - does not run"
 
 
-def gpu_label(cv: CapabilityVerdict) -> str:
+def gpu_label(cv: CapabilityVerdict, report: GpuReport | None = None) -> str:
+    """``8.6 Ampere (A10G, A10)``; the names the user asked for instead of the examples when there are any
+    (``--gpu "RTX 3090"``: ``8.6 Ampere (RTX 3090)``)."""
     group = group_for(cv.capability)
-    return group.label if group else cv.capability.capability
+    asked = report.asked_names(cv.capability) if report is not None else ()
+    if not asked:
+        return group.label if group else cv.capability.capability
+    head = cv.capability.capability
+    if group is not None and group.generation:
+        head = f"{head} {group.generation}"
+    return f"{head} ({', '.join(asked)})"
+
+
+def requirement_lines(report: GpuReport) -> list[str]:
+    """With ``--require``: whether every row runs the input, naming each that does not."""
+    if not report.required:
+        return []
+    unmet = report.unmet
+    total = len(report.overall.verdicts)
+    gpus = f"{total} GPU{'s' if total != 1 else ''}"
+    driver = f" with driver {report.driver.describe()}" if report.driver is not None else ""
+    if not unmet:
+        return [f"required (--require): met: the input runs on all {gpus} asked{driver}"]
+    which = "the GPU" if total == 1 else f"{len(unmet)} of the {gpus}"
+    lines = [f"required (--require): NOT met: {which} asked cannot run the input{driver}"]
+    lines.extend(f"  {gpu_label(cv, report)}: {cv.verdict.reason}" for cv in unmet)
+    return lines
 
 
 def groups_to_show(report: GpuReport) -> list[tuple[str, GroupVerdicts]]:
@@ -37,10 +61,10 @@ def min_driver_line(group: GroupVerdicts) -> str:
     return f"minimum driver: {group.min_driver} ({group.min_driver_reason})"
 
 
-def _group(title: str, group: GroupVerdicts) -> list[str]:
+def _group(title: str, group: GroupVerdicts, report: GpuReport) -> list[str]:
     count = len(group.files)
     lines = [f"{title}: {count} {'library' if count == 1 else 'libraries'} with device code"]
-    labels = [gpu_label(cv) for cv in group.verdicts]
+    labels = [gpu_label(cv, report) for cv in group.verdicts]
     width = max((len(label) for label in labels), default=10)
     for label, cv in zip(labels, group.verdicts, strict=True):
         lines.append(f"  {label:<{width}}  {cv.verdict.verdict.value:<6}  {cv.verdict.reason}")
@@ -92,7 +116,7 @@ def render(report: GpuReport) -> str:
         lines.append("no library with device code: nothing runs on a GPU")
     else:
         for title, group in groups_to_show(report):
-            lines.extend(_group(title, group))
+            lines.extend(_group(title, group, report))
             lines.append("")
         lines.append("per library:")
         lines.extend(_grid(report, carrying))
@@ -107,4 +131,7 @@ def render(report: GpuReport) -> str:
         lines.extend(f"  {short_label(report, f)}: {f.no_kernels}, nothing to launch" for f in empty)
     for failed in report.failed:
         lines.append(f"error: {failed.label}: {failed.error}")
+    required = requirement_lines(report)
+    if required:
+        lines.extend(["", *required])
     return "\n".join(lines).rstrip() + "\n"

@@ -36,7 +36,9 @@ _USER_AGENT = f"cudaship/{__version__} (+toolkit)"
 
 def default_cache_dir() -> Path:
     """``$CUDASHIP_CACHE_DIR``, else the platform's user cache directory, + ``/toolkit``."""
-    explicit = os.environ.get("CUDASHIP_CACHE_DIR")
+    from cudaship import envvars
+
+    explicit = envvars.get("CUDASHIP_CACHE_DIR")
     if explicit:
         return Path(explicit) / "toolkit"
     if sys.platform == "win32":
@@ -44,7 +46,9 @@ def default_cache_dir() -> Path:
     elif sys.platform == "darwin":
         base = Path.home() / "Library" / "Caches"
     else:
-        base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        # the XDG specification: a relative path is invalid and must be ignored
+        base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
     return base / "cudaship" / "toolkit"
 
 

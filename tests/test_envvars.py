@@ -1,0 +1,159 @@
+"""Every environment variable cudaship reads is in one table (src/cudaship/envvars.py, rendered into
+docs/cli.md), and cudaship's own are validated: a bad value is one line naming the variable and the value,
+exit 2, whichever command runs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from cudaship import envvars
+from cudaship.cli.main import main
+from cudaship.errors import UsageError
+from cudaship.exitcodes import ExitCode
+
+REPO = Path(__file__).resolve().parents[1]
+SRC = REPO / "src" / "cudaship"
+EXAMPLE = str(REPO / "examples" / "libvecadd.so")
+
+NAME = r"([A-Z][A-Z0-9_]+)"
+#: A read of a variable named by a literal: os.environ.get("X"), environ["X"], env.get("X"), getenv("X"),
+#: "X" in os.environ, click's envvar="X", envvars.get("X")
+LITERAL_READS = [
+    re.compile(rf"\b(?:environ|env|envvars)\.get\(\s*\"{NAME}\""),
+    re.compile(rf"\benviron\[\s*\"{NAME}\"\s*\]"),
+    re.compile(rf"\bgetenv\(\s*\"{NAME}\""),
+    re.compile(rf"\"{NAME}\" (?:not )?in (?:os\.)?environ\b"),
+    re.compile(rf"\benvvar=\"{NAME}\""),
+    re.compile(rf"\b_append\(\s*\"{NAME}\""),  # the Action's steps append to the file a variable names
+    re.compile(rf"\bappend_github_file\(\s*\"{NAME}\""),
+]
+#: A read through a name held in a variable: each such place and the variables it reads. A new place must be
+#: added here (the test fails until it is), so no read escapes the table.
+INDIRECT = {
+    ("binary/_search.py", "DISABLE_ENV"): {"CUDASHIP_NO_MEMMEM"},
+    ("ci/cmake.py", "var"): {"CUDASHIP_TOOLKIT", "CUDA_HOME", "CUDA_PATH"},
+    ("ci/env.py", "name"): {"TORCH_CUDA_ARCH_LIST", "CMAKE_CUDA_ARCHITECTURES"},
+    ("ci/github.py", "variable"): set(),  # append_github_file's callers name it: LITERAL_READS
+    ("ci/action_steps.py", "path_var"): set(),  # _append's callers name it: LITERAL_READS
+}
+INDIRECT_READ = re.compile(r"\b(?:environ|env)(?:\.get\(\s*|\[\s*)([a-z_][a-z0-9_]*|[A-Z_]+_ENV)\s*[,)\]]")
+
+
+def _sources() -> list[tuple[str, str]]:
+    return [(p.relative_to(SRC).as_posix(), p.read_text(encoding="utf-8")) for p in sorted(SRC.rglob("*.py"))]
+
+
+def test_every_variable_the_source_reads_is_in_the_table() -> None:
+    table = {v.name for v in envvars.VARIABLES}
+    read: set[str] = set()
+    indirect_seen: set[tuple[str, str]] = set()
+    for rel, text in _sources():
+        if rel == "envvars.py":
+            continue
+        for pattern in LITERAL_READS:
+            read.update(pattern.findall(text))
+        for holder in INDIRECT_READ.findall(text):
+            key = (rel, holder)
+            assert key in INDIRECT, f"{rel} reads the variable named by {holder}: add it to INDIRECT"
+            indirect_seen.add(key)
+            read.update(INDIRECT[key])
+    assert indirect_seen == set(INDIRECT)
+    assert read - table == set(), "read by the source, missing from envvars.VARIABLES"
+    # and nothing in the table that nothing reads
+    assert table - read == set(), "in envvars.VARIABLES, read nowhere"
+    # the known cases are found (the patterns work)
+    assert {
+        "CUDASHIP_PROCESSES",
+        "CUDASHIP_OFFLINE",
+        "CUDASHIP_INDEX_URL",
+        "LD_LIBRARY_PATH",
+        "NO_COLOR",
+    } <= read
+
+
+def test_docs_table_is_generated_from_the_table() -> None:
+    text = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    start, end = text.index(envvars.DOC_START), text.index(envvars.DOC_END) + len(envvars.DOC_END)
+    assert text[start:end] == envvars.markdown()
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "problem"),
+    [
+        ("CUDASHIP_PROCESSES", "bogus", "expected one of auto, always, never"),
+        ("CUDASHIP_OFFLINE", "maybe", "expected one of '' (empty), 0, 1, true, false"),
+        ("CUDASHIP_INDEX_URL", "pypi.org/simple", "expected an http(s):// or file:// URL"),
+        ("CUDASHIP_TRAIN", "cuda-twelve", "invalid CUDA train 'cuda-twelve'"),
+        ("CUDASHIP_NO_MEMMEM", "please", "expected one of '' (empty), 0, 1"),
+        ("CUDASHIP_CACHE_DIR", "<file>", "exists and is not a directory"),
+        ("CUDASHIP_TOOLKIT", "<file>", "exists and is not a directory"),
+        ("CUDASHIP_LIBCUDA", "<dir>", "a directory, not a library file"),
+    ],
+)
+def test_a_bad_value_is_one_line_naming_it_and_exit_2(
+    name: str,
+    value: str,
+    problem: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    if value == "<file>":
+        value = str(tmp_path / "a-file")
+        Path(value).write_text("x")
+    elif value == "<dir>":
+        value = str(tmp_path)
+    monkeypatch.setenv(name, value)
+    # any command: inspect reads none of these, and still refuses to run with one of them wrong
+    code = main(["inspect", EXAMPLE])
+    out, err = capsys.readouterr()
+    assert code == ExitCode.BAD_INPUT
+    assert out == ""
+    assert err == f"cudaship: error: environment variable {name}={value!r}: {err.split(': ', 3)[3]}"
+    assert problem in err and err.count("\n") == 1
+    # the library's own read says the same (a program using cudaship, not the CLI)
+    with pytest.raises(UsageError, match=re.escape(f"{name}={value!r}")):
+        envvars.get(name)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("CUDASHIP_PROCESSES", "Never"),
+        ("CUDASHIP_OFFLINE", "1"),
+        ("CUDASHIP_OFFLINE", ""),
+        ("CUDASHIP_INDEX_URL", ""),
+        ("CUDASHIP_INDEX_URL", "file:///srv/simple"),
+        ("CUDASHIP_TRAIN", "cu130"),
+        ("CUDASHIP_CACHE_DIR", "/nonexistent/yet"),
+        ("CUDASHIP_LIBCUDA", "/nonexistent/libcuda.so"),  # does not load: "no driver", not bad usage
+    ],
+)
+def test_good_values_pass(name: str, value: str) -> None:
+    envvars.validate({name: value})
+    assert envvars.get(name, {name: value}) == value
+
+
+def test_processes_value_is_honoured_as_documented(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cudaship.archive.pool import _processes_setting
+
+    monkeypatch.setenv("CUDASHIP_PROCESSES", " ALWAYS ")
+    assert _processes_setting(None) is True
+    monkeypatch.setenv("CUDASHIP_PROCESSES", "never")
+    assert _processes_setting(None) is False
+    monkeypatch.setenv("CUDASHIP_PROCESSES", "bogus")
+    with pytest.raises(UsageError, match="CUDASHIP_PROCESSES='bogus'"):
+        _processes_setting(None)
+
+
+def test_a_relative_xdg_cache_home_is_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cudaship.providers.cache import default_cache_dir
+
+    monkeypatch.delenv("CUDASHIP_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")
+    assert default_cache_dir() == Path.home() / ".cache" / "cudaship"
+    monkeypatch.setenv("XDG_CACHE_HOME", "/abs/cache")
+    assert default_cache_dir() == Path("/abs/cache/cudaship")
