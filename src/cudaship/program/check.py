@@ -34,6 +34,8 @@ from cudaship.program.records import (
     Provenance,
     Status,
     Target,
+    TrainAnswer,
+    train_answer,
 )
 
 
@@ -62,20 +64,13 @@ def gpu_capability(text: str) -> tuple[str, str | None]:
     return arch.capability, (group.label if group else None)
 
 
-def _train_of(prov: Provenance | None) -> Train | None:
-    if prov is None or not prov.cuda_train:
+def _train_of(answer: TrainAnswer) -> Train | None:
+    if answer.version is None:
         return None
     try:
-        return parse_train(prov.cuda_train)
+        return parse_train(answer.version)
     except CudashipError:
         return None
-
-
-def _exported_with(prov: Provenance | None) -> str:
-    if prov is None:
-        return "an unknown torch (no provenance.json)"
-    train = f"CUDA {prov.cuda_train}" if prov.cuda_train else "no CUDA"
-    return f"torch {prov.torch_version} ({train})"
 
 
 def _device_groups(info: ProgramInfo) -> list[tuple[str, tuple[DeviceCode, ...]]]:
@@ -237,7 +232,8 @@ def check_program(
     except (ProgramError, OSError) as e:
         items.append(CheckItem("package", Status.FAIL, str(e) if isinstance(e, ProgramError) else f"{e}"))
     items.append(_check_reference(directory, prov))
-    exported_train = _train_of(prov)
+    answer = info.train if info is not None else train_answer(None, prov)
+    exported_train = _train_of(answer)
     program_platform = (
         f"{info.platform}-{info.machine}" if info and info.platform and info.machine else None
     ) or (prov.target_platform if prov else None)
@@ -313,25 +309,17 @@ def _check_train(
 ) -> CheckItem:
     if info is not None and info.device != "cuda" and (prov is None or prov.device != "cuda"):
         return CheckItem("train", Status.SKIP, "a CPU program: no CUDA train")
+    answer = info.train if info is not None else train_answer(None, prov)
+    program = f"the program's CUDA train is {answer.phrase}"
     if target.train is None:
-        return CheckItem(
-            "train",
-            Status.SKIP,
-            f"exported with {_exported_with(prov)}; no runtime train given (--train or --wheel)",
-        )
+        return CheckItem("train", Status.SKIP, f"{program}; no runtime train given (--train or --wheel)")
     wanted = parse_train(target.train)
     if exported is None:
         return CheckItem(
-            "train",
-            Status.FAIL,
-            f"the train the program was exported with is not recorded "
-            f"(exported with {_exported_with(prov)}); "
-            f"cannot show it matches {wanted.tag}",
+            "train", Status.FAIL, f"{program}: cannot show it matches the runtime's {wanted.tag}"
         )
     if exported.line == wanted.line:
-        return CheckItem(
-            "train", Status.PASS, f"exported with {_exported_with(prov)}; the runtime is {wanted.tag}"
-        )
+        return CheckItem("train", Status.PASS, f"{program}; the runtime is {wanted.tag}")
     same_major = (
         f"every CUDA {wanted.major} train loads the same cudart major, "
         "so this would not fail at load time by itself; "
@@ -341,7 +329,7 @@ def _check_train(
     return CheckItem(
         "train",
         Status.FAIL,
-        f"exported with {_exported_with(prov)}, but the runtime ({target.train_source}) is {wanted.tag}: "
+        f"{program}, but the runtime ({target.train_source}) is {wanted.tag}: "
         f"{same_major}re-export with a {wanted.tag} torch, or run it with a {exported.tag} runtime",
     )
 
