@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from cudaship.binary.records import DeviceCode, DeviceCodeKind
+from cudaship.binary.records import DeviceCode, DeviceCodeKind, FileFormat
 from cudaship.errors import CudashipError, ProgramError, UsageError
 from cudaship.hashing import sha256_file
 from cudaship.knowledge.archs import Arch, parse_arch
@@ -184,6 +184,7 @@ def check_program(
     gpu: str | None = None,
     here: bool = False,
     driver: str | None = None,
+    platform: str | None = None,
 ) -> CheckReport:
     """Check the export directory against the target; every check runs, the report says which failed."""
     if not directory.is_dir():
@@ -199,6 +200,13 @@ def check_program(
         target = Target(
             train=parse_train(train).version, train_source="--train", runtime=parse_train(train).tag
         )
+    if platform is not None:
+        from cudaship.program.toolchain import parse_target
+
+        wanted = parse_target(platform)
+        if target.platform is not None and target.platform != wanted:
+            raise UsageError(f"--platform {platform}: the wheel {target.runtime} is {target.platform}")
+        target = _with(target, platform=wanted)
     if gpu is not None:
         capability, label = gpu_capability(gpu)
         target = _with(target, capability=capability, gpu=label)
@@ -326,6 +334,12 @@ def _check_train(
         if exported.major == wanted.major
         else ""
     )
+    majors = info.cudart_majors if info is not None else ()
+    if majors and wanted.major not in majors:
+        names = ", ".join(_cudart_name(m, info) for m in majors)
+        same_major = (
+            f"its wrapper imports {names}, which a {wanted.tag} runtime does not provide (load fails); "
+        )
     return CheckItem(
         "train",
         Status.FAIL,
@@ -334,16 +348,46 @@ def _check_train(
     )
 
 
-def _check_libstdcxx(info: ProgramInfo) -> CheckItem:
+def _cudart_name(major: int, info: ProgramInfo | None) -> str:
+    return (
+        f"cudart64_{major}.dll"
+        if info is not None and info.platform == "windows"
+        else f"libcudart.so.{major}"
+    )
+
+
+def runtime_problems(info: ProgramInfo, cxx: str | None = None) -> list[str]:
+    """The wrapper's C++ runtime, as a target loads it: a Linux library with its own static libstdc++ (the
+    H200 crash in std::regex), a Windows library importing a MinGW runtime DLL no Windows machine has.
+    Shared by ``program check`` and ``program export``'s check of its own output."""
+    from cudaship.knowledge.program_runtimes import is_compiler_runtime
+
+    compiler = f" (compiler {cxx})" if cxx else ""
+    problems = []
     for m in info.libraries:
+        name = m.name.rsplit("/", 1)[-1]
         count = libstdcxx_copy(m.report)
         if count:
-            return CheckItem(
-                "libstdc++",
-                Status.FAIL,
-                f"{m.name.rsplit('/', 1)[-1]} links libstdc++ statically "
+            problems.append(
+                f"{name} links libstdc++ statically{compiler} "
                 f"({count} std::locale symbols exported, libstdc++.so.6 not needed): "
                 "loading it into a process that has libstdc++ crashes in std::regex "
-                "(SIGSEGV); re-export with a compiler that links libstdc++ dynamically (--cxx)",
+                "(SIGSEGV); re-export with a compiler that links libstdc++ dynamically (--cxx)"
             )
-    return CheckItem("libstdc++", Status.PASS, "no library carries its own libstdc++")
+        report = m.report
+        if report is not None and report.host is not None and report.format is FileFormat.PE:
+            mingw = [i.library for i in report.host.imports if is_compiler_runtime(i.library, "windows")]
+            if mingw:
+                problems.append(
+                    f"{name} imports {', '.join(mingw)}{compiler}: MinGW's own runtime, which no Windows "
+                    "machine, torch or NVIDIA wheel provides; link it statically "
+                    "(-static-libstdc++ -static-libgcc, as torch's Windows cross compile does)"
+                )
+    return problems
+
+
+def _check_libstdcxx(info: ProgramInfo) -> CheckItem:
+    problems = runtime_problems(info)
+    if problems:
+        return CheckItem("libstdc++", Status.FAIL, "; ".join(problems))
+    return CheckItem("libstdc++", Status.PASS, "no library carries its own libstdc++ or needs MinGW's")

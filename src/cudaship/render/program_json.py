@@ -74,6 +74,9 @@ def render_export(result: ExportResult) -> str:
         "export_s": result.export_s,
         "provenance": _plain(result.provenance),
         "warnings": list(result.warnings),
+        "notes": list(result.notes),
+        "problems": list(result.problems),
+        "passed": not result.problems,
     }
     return json.dumps(data, indent=2) + "\n"
 

@@ -81,7 +81,9 @@ def render_export(result: ExportResult) -> str:
         f"in {result.export_s:.1f} s; "
         f"device code {' '.join(prov.device_code_archs) or '(none)'}"
     ]
+    lines += [f"note: {n}" for n in result.notes]
     lines += [f"warning: {w}" for w in result.warnings]
+    lines += [f"FAILED: {p}" for p in result.problems]
     return "\n".join(lines) + "\n"
 
 
