@@ -362,7 +362,10 @@ def self_check(info: ProgramInfo, target: str, cxx: str) -> tuple[str, ...]:
     one), and a wrapper of the wrong format."""
     from cudaship.program.check import runtime_problems
 
-    problems = []
+    # a member that did not read was not checked: that is not a pass
+    problems = [f"cannot check {error}" for error in info.errors]
+    if not info.libraries:
+        problems.append("no compiled wrapper library in the package: nothing to check or load")
     want = target.split("-")[0]
     for member in info.libraries:
         report = member.report
