@@ -381,7 +381,8 @@ def runtime_problems(info: ProgramInfo, cxx: str | None = None) -> list[str]:
                 problems.append(
                     f"{name} imports {', '.join(mingw)}{compiler}: MinGW's own runtime, which no Windows "
                     "machine, torch or NVIDIA wheel provides; link it statically "
-                    "(-static-libstdc++ -static-libgcc, as torch's Windows cross compile does)"
+                    "(-static, or -static-libstdc++ -static-libgcc and a static winpthread for MinGW's "
+                    "posix flavour)"
                 )
     return problems
 
