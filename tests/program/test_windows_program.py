@@ -210,3 +210,26 @@ def test_audit_and_gpus_read_the_windows_program(
     assert main(["gpus", package]) == 0
     out = capsys.readouterr().out
     assert "sm_90a" in out or "9.0" in out
+
+
+def test_export_report_with_problems(windows_export: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The export report says what export's own check found, in text and in JSON (schema-valid)."""
+    import jsonschema
+
+    from cudaship.program.export import ExportResult
+    from cudaship.program.provenance import read_provenance
+    from cudaship.render.program_json import JSON_SCHEMA
+    from cudaship.render.table import render
+
+    info = read_program(windows_export)
+    problems = self_check(info, "linux-x86_64", "g++")
+    result = ExportResult(
+        windows_export, read_provenance(windows_export), info, 1.0, (), problems, ("compiler g++",)
+    )
+    text = render("program export", "text", result)
+    assert "\nnote: compiler g++\n" in text
+    assert "\nFAILED: cwrapperhash.wrapper.dll is PE, not a linux library (ELF)\n" in text
+    data = json.loads(render("program export", "json", result))
+    jsonschema.Draft202012Validator(JSON_SCHEMA).validate(data)
+    assert data["passed"] is False and data["problems"] == list(problems)
+    assert data["provenance"]["target_platform"] == "windows-x86_64"

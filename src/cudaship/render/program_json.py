@@ -192,11 +192,14 @@ JSON_SCHEMA: dict[str, Any] = {
             },
         },
         {
-            "required": ["directory", "export_s", "provenance", "warnings"],
+            "required": ["directory", "export_s", "provenance", "warnings", "notes", "problems", "passed"],
             "properties": {
                 "export_s": {"type": "number"},
                 "provenance": {"type": "object"},
                 "warnings": {"type": "array", "items": {"type": "string"}},
+                "notes": {"type": "array", "items": {"type": "string"}},
+                "problems": {"type": "array", "items": {"type": "string"}},
+                "passed": {"type": "boolean"},
             },
         },
         {
