@@ -226,7 +226,7 @@ def export_program(
     cuda_train = getattr(torch.version, "cuda", None)
 
     with tempfile.TemporaryDirectory(prefix="cudaship-toolchain-") as work:
-        if target.startswith("windows"):
+        if target.startswith("windows") and not sys.platform.startswith("win"):  # a cross compile
             if not hasattr(inductor_config.aot_inductor, "cross_target_platform"):
                 raise ProgramError(
                     f"--target-platform {target}: torch {torch.__version__} has no "
