@@ -81,6 +81,8 @@ NOT_EXAMPLES = {
     "paths, wheels ──▶ readers": "a diagram of the layers",
     "#0  std::codecvt<char16_t": "a cuda-gdb backtrace captured on the lent H200 machine",
     "exec /opt/gcc/bin/g++-real": "one line of a compiler wrapper found on the lent H200 machine",
+    "A (link_libtorch, as export runs it)": "linker errors of torch's Windows cross compile captured on the "
+    "lent H200 machine",
 }
 
 #: Blocks that need a GPU or the network, by the start of their first line, with which and why.
@@ -93,6 +95,11 @@ NEEDS = {
     "$ cudaship doctor": "GPU: reads this machine's NVIDIA driver and GPUs",
     "installed packages with device code": "GPU: `cudaship doctor` output on the lent H200 machine",
     "/tmp/e-bad: program run": "GPU: `cudaship program run` output on the lent H200 machine",
+    "cudaship program check DIR --here": "GPU: run on the Windows target machine, in the directory "
+    "program export wrote",
+    "$ cudaship program export demo-mlp --out /tmp/e1": "GPU and torch: `cudaship program export` on the "
+    "lent H200 machine, whose $CXX links libstdc++ statically (tests/program/test_toolchain.py checks the "
+    "same choice and error with a g++ made to link it statically)",
     "python3 -m venv .venv": "network: pip installs cudaship's dependencies from PyPI into a new environment "
     "(the same inspect command is run by the README transcript case)",
     "python benchmarks/inspect.py": "network: the benchmark downloads nvidia-cublas wheels (546 MB library); "

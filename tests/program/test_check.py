@@ -49,7 +49,7 @@ def test_train_mismatch_fails(export_dir: Path, runtime: str, same_major: bool) 
     report = check_program(export_dir, train=runtime)
     assert not report.passed
     text = message(report, "train")
-    assert "exported with torch 2.11.0+cu130 (CUDA 13.0)" in text
+    assert "CUDA train is 13.0, from provenance.json (torch 2.11.0+cu130)" in text
     assert ("would not fail at load time by itself" in text) is same_major
 
 

@@ -54,7 +54,7 @@ def scan_program(path: str | os.PathLike[str], *, observer: ScanObserver | None 
         reports[member.name] = report
     hooks.advanced(size)
     platform = _platform(program.platform, program.machine)
-    train = program.ptx_train
+    train = program.train
     name = Path(label).name
     empty = DistInfo(
         directory="",
@@ -73,8 +73,8 @@ def scan_program(path: str | os.PathLike[str], *, observer: ScanObserver | None 
         unreadable=tuple(sorted(unreadable)),
         kind=ContainerKind.PTE if program.kind is ProgramKind.PTE else ContainerKind.PT2,
         program_platform=platform,
-        program_train=train[0] if train else None,
-        train_evidence=train[1] if train else None,
+        program_train=train.version,
+        train_evidence=train.source if train.version else None,
         program_notes=program.notes,
     )
 

@@ -50,19 +50,62 @@ def inspect_command(paths: tuple[Path, ...], fmt: str, output: str | None) -> in
     help="Directory to write.",
 )
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True)
-@click.option("--cxx", default=None, help="C++ compiler AOTInductor uses (default: $CXX, else g++).")
+@click.option(
+    "--cxx",
+    default=None,
+    help="C++ compiler AOTInductor uses (default: the first of $CXX, g++, c++, clang++ on PATH that links "
+    "libstdc++ dynamically; for Windows: x86_64-w64-mingw32-g++).",
+)
+@click.option(
+    "--target-platform",
+    default=None,
+    help="Platform to compile for: linux-x86_64 or windows-x86_64 (a cross compile). "
+    "Default: this machine's.",
+)
+@click.option(
+    "--windows-cuda",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Windows CUDA libraries (cudaship toolkit install TRAIN --platform windows-x86_64 --dest DIR); "
+    "default $WINDOWS_CUDA_HOME.",
+)
+@click.option(
+    "--windows-torch",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Directory with the Windows torch import libraries (torch.lib, torch_cpu.lib, torch_cuda.lib).",
+)
 @click.option("--overwrite", is_flag=True, help="Replace an existing package in DIR.")
 @format_option("program export")
 @output_option()
 def export_command(
-    model: str, out_dir: Path, device: str, cxx: str | None, overwrite: bool, fmt: str, output: str | None
+    model: str,
+    out_dir: Path,
+    device: str,
+    cxx: str | None,
+    target_platform: str | None,
+    windows_cuda: Path | None,
+    windows_torch: Path | None,
+    overwrite: bool,
+    fmt: str,
+    output: str | None,
 ) -> int:
-    """Export MODEL (module:function returning (module, inputs), or demo-mlp / demo-conv) with AOTInductor."""
+    """Export MODEL (module:function returning (module, inputs), or demo-mlp / demo-conv) with AOTInductor;
+    exit 1 when the package fails export's own check (a wrapper with its own static libstdc++, ...)."""
     from cudaship.program.export import export_program
 
-    result = export_program(model, out_dir, device=device, cxx=cxx, overwrite=overwrite)
+    result = export_program(
+        model,
+        out_dir,
+        device=device,
+        cxx=cxx,
+        overwrite=overwrite,
+        target_platform=target_platform,
+        windows_cuda=windows_cuda,
+        windows_torch=windows_torch,
+    )
     write_report(render("program export", fmt, result), output)
-    return ExitCode.OK
+    return ExitCode.FINDINGS if result.problems else ExitCode.OK
 
 
 @command.command("check")
@@ -78,6 +121,11 @@ def export_command(
 @click.option(
     "--driver", default=None, help="Target driver version (595.45.04) or the CUDA it reports (13.2)."
 )
+@click.option(
+    "--platform",
+    default=None,
+    help="The runtime's platform: linux-x86_64 or windows-x86_64 (--wheel gives it from its tags).",
+)
 @format_option("program check")
 @output_option()
 def check_command(
@@ -87,13 +135,16 @@ def check_command(
     gpu: str | None,
     here: bool,
     driver: str | None,
+    platform: str | None,
     fmt: str,
     output: str | None,
 ) -> int:
     """Check an export directory against a runtime: train, GPU arch, driver, package, reference."""
     from cudaship.program.check import check_program
 
-    report = check_program(directory, train=train, wheel=wheel, gpu=gpu, here=here, driver=driver)
+    report = check_program(
+        directory, train=train, wheel=wheel, gpu=gpu, here=here, driver=driver, platform=platform
+    )
     write_report(render("program check", fmt, report), output)
     return ExitCode.OK if report.passed else ExitCode.FINDINGS
 

@@ -27,7 +27,7 @@ from cudaship.binary.records import Buffer
 from cudaship.errors import CudashipError
 from cudaship.inspection.dispatch import inspect_buffer
 from cudaship.inspection.records import ContainerKind, FileReport
-from cudaship.inspection.report import InspectReport, WheelReport, train_from_ptx
+from cudaship.inspection.report import InspectReport, WheelReport
 from cudaship.inspection.wheel import WheelJob, start_wheel
 from cudaship.safe_read import file_size, is_dir, kind_of, not_regular_reason, open_regular
 from cudaship.wheel.archive import is_wheel
@@ -265,15 +265,15 @@ def _inspect_program(item: _Input, details: bool, hooks: InspectObserver, pool: 
         for report in files:
             hooks.done(report)
         hooks.advanced(total)
-    train = train_from_ptx(d for f in files for d in f.device_code)
+    train = program.train  # the same answer program inspect, program check and audit give
     return WheelReport(
         path=item.label,
         info=None,
         error=None,
         files=tuple(files),
         kind=kind,
-        cuda_train=train[0] if train else None,
-        train_evidence=train[1] if train else None,
+        cuda_train=train.version,
+        train_evidence=train.source if train.version else None,
         notes=program.notes,
     )
 

@@ -30,3 +30,20 @@ def runtime_providing(kind: str, library: str, platform: str) -> str | None:
     ``platform`` (``linux``, ``windows``), or None."""
     name, libraries = _runtime(kind)
     return name if library.lower() in libraries.get(platform, frozenset()) else None
+
+
+@cache
+def _compiler_runtime(platform: str) -> frozenset[str]:
+    entry = _data.table(_FILE, "compiler_runtime")
+    value = entry.get(platform, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise KnowledgeError(
+            f"knowledge data file {_FILE}: [compiler_runtime].{platform} is not a list of names"
+        )
+    return frozenset(v.lower() for v in value)
+
+
+def is_compiler_runtime(library: str, platform: str) -> bool:
+    """Whether ``library`` is a compiler's own C++ runtime that no target machine provides
+    (``libstdc++-6.dll`` on ``windows``)."""
+    return library.lower() in _compiler_runtime(platform)

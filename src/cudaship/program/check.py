@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from cudaship.binary.records import DeviceCode, DeviceCodeKind
+from cudaship.binary.records import DeviceCode, DeviceCodeKind, FileFormat
 from cudaship.errors import CudashipError, ProgramError, UsageError
 from cudaship.hashing import sha256_file
 from cudaship.knowledge.archs import Arch, parse_arch
@@ -34,6 +34,8 @@ from cudaship.program.records import (
     Provenance,
     Status,
     Target,
+    TrainAnswer,
+    train_answer,
 )
 
 
@@ -62,20 +64,13 @@ def gpu_capability(text: str) -> tuple[str, str | None]:
     return arch.capability, (group.label if group else None)
 
 
-def _train_of(prov: Provenance | None) -> Train | None:
-    if prov is None or not prov.cuda_train:
+def _train_of(answer: TrainAnswer) -> Train | None:
+    if answer.version is None:
         return None
     try:
-        return parse_train(prov.cuda_train)
+        return parse_train(answer.version)
     except CudashipError:
         return None
-
-
-def _exported_with(prov: Provenance | None) -> str:
-    if prov is None:
-        return "an unknown torch (no provenance.json)"
-    train = f"CUDA {prov.cuda_train}" if prov.cuda_train else "no CUDA"
-    return f"torch {prov.torch_version} ({train})"
 
 
 def _device_groups(info: ProgramInfo) -> list[tuple[str, tuple[DeviceCode, ...]]]:
@@ -189,6 +184,7 @@ def check_program(
     gpu: str | None = None,
     here: bool = False,
     driver: str | None = None,
+    platform: str | None = None,
 ) -> CheckReport:
     """Check the export directory against the target; every check runs, the report says which failed."""
     if not directory.is_dir():
@@ -204,6 +200,13 @@ def check_program(
         target = Target(
             train=parse_train(train).version, train_source="--train", runtime=parse_train(train).tag
         )
+    if platform is not None:
+        from cudaship.program.toolchain import parse_target
+
+        wanted = parse_target(platform)
+        if target.platform is not None and target.platform != wanted:
+            raise UsageError(f"--platform {platform}: the wheel {target.runtime} is {target.platform}")
+        target = _with(target, platform=wanted)
     if gpu is not None:
         capability, label = gpu_capability(gpu)
         target = _with(target, capability=capability, gpu=label)
@@ -237,7 +240,8 @@ def check_program(
     except (ProgramError, OSError) as e:
         items.append(CheckItem("package", Status.FAIL, str(e) if isinstance(e, ProgramError) else f"{e}"))
     items.append(_check_reference(directory, prov))
-    exported_train = _train_of(prov)
+    answer = info.train if info is not None else train_answer(None, prov)
+    exported_train = _train_of(answer)
     program_platform = (
         f"{info.platform}-{info.machine}" if info and info.platform and info.machine else None
     ) or (prov.target_platform if prov else None)
@@ -313,49 +317,78 @@ def _check_train(
 ) -> CheckItem:
     if info is not None and info.device != "cuda" and (prov is None or prov.device != "cuda"):
         return CheckItem("train", Status.SKIP, "a CPU program: no CUDA train")
+    answer = info.train if info is not None else train_answer(None, prov)
+    program = f"the program's CUDA train is {answer.phrase}"
     if target.train is None:
-        return CheckItem(
-            "train",
-            Status.SKIP,
-            f"exported with {_exported_with(prov)}; no runtime train given (--train or --wheel)",
-        )
+        return CheckItem("train", Status.SKIP, f"{program}; no runtime train given (--train or --wheel)")
     wanted = parse_train(target.train)
     if exported is None:
         return CheckItem(
-            "train",
-            Status.FAIL,
-            f"the train the program was exported with is not recorded "
-            f"(exported with {_exported_with(prov)}); "
-            f"cannot show it matches {wanted.tag}",
+            "train", Status.FAIL, f"{program}: cannot show it matches the runtime's {wanted.tag}"
         )
     if exported.line == wanted.line:
-        return CheckItem(
-            "train", Status.PASS, f"exported with {_exported_with(prov)}; the runtime is {wanted.tag}"
-        )
+        return CheckItem("train", Status.PASS, f"{program}; the runtime is {wanted.tag}")
     same_major = (
         f"every CUDA {wanted.major} train loads the same cudart major, "
         "so this would not fail at load time by itself; "
         if exported.major == wanted.major
         else ""
     )
+    majors = info.cudart_majors if info is not None else ()
+    if majors and wanted.major not in majors:
+        names = ", ".join(_cudart_name(m, info) for m in majors)
+        same_major = (
+            f"its wrapper imports {names}, which a {wanted.tag} runtime does not provide (load fails); "
+        )
     return CheckItem(
         "train",
         Status.FAIL,
-        f"exported with {_exported_with(prov)}, but the runtime ({target.train_source}) is {wanted.tag}: "
+        f"{program}, but the runtime ({target.train_source}) is {wanted.tag}: "
         f"{same_major}re-export with a {wanted.tag} torch, or run it with a {exported.tag} runtime",
     )
 
 
-def _check_libstdcxx(info: ProgramInfo) -> CheckItem:
+def _cudart_name(major: int, info: ProgramInfo | None) -> str:
+    return (
+        f"cudart64_{major}.dll"
+        if info is not None and info.platform == "windows"
+        else f"libcudart.so.{major}"
+    )
+
+
+def runtime_problems(info: ProgramInfo, cxx: str | None = None) -> list[str]:
+    """The wrapper's C++ runtime, as a target loads it: a Linux library with its own static libstdc++ (the
+    H200 crash in std::regex), a Windows library importing a MinGW runtime DLL no Windows machine has.
+    Shared by ``program check`` and ``program export``'s check of its own output."""
+    from cudaship.knowledge.program_runtimes import is_compiler_runtime
+
+    compiler = f" (compiler {cxx})" if cxx else ""
+    problems = []
     for m in info.libraries:
+        name = m.name.rsplit("/", 1)[-1]
         count = libstdcxx_copy(m.report)
         if count:
-            return CheckItem(
-                "libstdc++",
-                Status.FAIL,
-                f"{m.name.rsplit('/', 1)[-1]} links libstdc++ statically "
+            problems.append(
+                f"{name} links libstdc++ statically{compiler} "
                 f"({count} std::locale symbols exported, libstdc++.so.6 not needed): "
                 "loading it into a process that has libstdc++ crashes in std::regex "
-                "(SIGSEGV); re-export with a compiler that links libstdc++ dynamically (--cxx)",
+                "(SIGSEGV); re-export with a compiler that links libstdc++ dynamically (--cxx)"
             )
-    return CheckItem("libstdc++", Status.PASS, "no library carries its own libstdc++")
+        report = m.report
+        if report is not None and report.host is not None and report.format is FileFormat.PE:
+            mingw = [i.library for i in report.host.imports if is_compiler_runtime(i.library, "windows")]
+            if mingw:
+                problems.append(
+                    f"{name} imports {', '.join(mingw)}{compiler}: MinGW's own runtime, which no Windows "
+                    "machine, torch or NVIDIA wheel provides; link it statically "
+                    "(-static, or -static-libstdc++ -static-libgcc and a static winpthread for MinGW's "
+                    "posix flavour)"
+                )
+    return problems
+
+
+def _check_libstdcxx(info: ProgramInfo) -> CheckItem:
+    problems = runtime_problems(info)
+    if problems:
+        return CheckItem("libstdc++", Status.FAIL, "; ".join(problems))
+    return CheckItem("libstdc++", Status.PASS, "no library carries its own libstdc++ or needs MinGW's")

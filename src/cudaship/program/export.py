@@ -38,14 +38,33 @@ REFERENCE_NAME = "reference.pt"
 EAGER_NAME = "eager/exported_program.pt2"
 
 
-def import_torch() -> Any:
-    """torch, or a one-line error saying how to get it."""
+#: what torch prints at import when numpy is missing (torch/csrc/utils/tensor_numpy.cpp)
+_NUMPY_WARNING = "Failed to initialize NumPy"
+
+
+def import_torch(notes: list[str] | None = None) -> Any:
+    """torch, or a one-line error saying how to get it.
+
+    torch warns "Failed to initialize NumPy" at import when numpy is missing; the extra ``cudaship[torch]``
+    installs numpy with torch. Without it, export works (it never converts to numpy): the warning becomes one
+    note in ``notes`` instead of a message on stderr."""
+    import warnings
+
+    numpy_missing = importlib.util.find_spec("numpy") is None
+    if numpy_missing:  # for the whole process: torch may say it again at first use, not only at import
+        warnings.filterwarnings("ignore", message=f".*{_NUMPY_WARNING}")
     try:
-        return importlib.import_module("torch")
+        torch = importlib.import_module("torch")
     except ImportError as e:
         raise ProgramError(
             f"torch is not importable ({e}); install the extra: pip install 'cudaship[torch]'"
         ) from None
+    if numpy_missing and notes is not None:
+        notes.append(
+            "numpy is not installed (torch asks for it; not needed to export): "
+            "pip install 'cudaship[torch]' installs it"
+        )
+    return torch
 
 
 def _demo_mlp(torch: Any) -> tuple[Any, tuple[Any, ...]]:
@@ -77,10 +96,33 @@ def _demo_conv(torch: Any) -> tuple[Any, tuple[Any, ...]]:
     return Conv(), (torch.randn(2, 3, 16, 16),)
 
 
+def _demo_attention(torch: Any) -> tuple[Any, tuple[Any, ...]]:
+    """A transformer block: self-attention (4 heads) and an MLP, each with a residual and a LayerNorm."""
+
+    class Block(torch.nn.Module):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.attn = torch.nn.MultiheadAttention(64, 4, batch_first=True)
+            self.norm1 = torch.nn.LayerNorm(64)
+            self.mlp = torch.nn.Sequential(
+                torch.nn.Linear(64, 256), torch.nn.GELU(), torch.nn.Linear(256, 64)
+            )
+            self.norm2 = torch.nn.LayerNorm(64)
+
+        def forward(self, x: Any) -> Any:
+            y, _ = self.attn(x, x, x, need_weights=False)
+            x = self.norm1(x + y)
+            return self.norm2(x + self.mlp(x))
+
+    torch.manual_seed(0)
+    return Block(), (torch.randn(2, 16, 64),)
+
+
 #: Built-in small models: name -> builder(torch) -> (module, example inputs).
 DEMO_MODELS: dict[str, Callable[[Any], tuple[Any, tuple[Any, ...]]]] = {
     "demo-mlp": _demo_mlp,
     "demo-conv": _demo_conv,
+    "demo-attention": _demo_attention,
 }
 
 
@@ -138,39 +180,120 @@ class ExportResult:
     program: ProgramInfo
     export_s: float
     warnings: tuple[str, ...]
+    #: what export's own check of the package found wrong (``program export`` exits 1): a Linux wrapper
+    #: with its own static libstdc++, a Windows one importing a MinGW runtime DLL, a wrong format
+    problems: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  #: the compiler chosen and the ones skipped, numpy missing
+
+
+def _host_target() -> str:
+    machine = _platform.machine().lower().replace("amd64", "x86_64").replace("arm64", "aarch64")
+    os_name = {"linux": "linux", "win32": "windows", "darwin": "macos"}.get(sys.platform, sys.platform)
+    return f"{os_name}-{machine}"
 
 
 def export_program(
-    spec: str, out_dir: Path, *, device: str = "auto", cxx: str | None = None, overwrite: bool = False
+    spec: str,
+    out_dir: Path,
+    *,
+    device: str = "auto",
+    cxx: str | None = None,
+    overwrite: bool = False,
+    target_platform: str | None = None,
+    windows_cuda: Path | None = None,
+    windows_torch: Path | None = None,
 ) -> ExportResult:
-    """Export MODEL with AOTInductor into ``out_dir`` (created), with reference data and provenance."""
-    torch = import_torch()
+    """Export MODEL with AOTInductor into ``out_dir`` (created), with reference data and provenance.
+
+    ``target_platform``: ``windows-x86_64`` cross-compiles the wrapper for Windows (see
+    :mod:`cudaship.program.toolchain` for what that needs); None: this machine's platform. The compiler is
+    checked before compiling and the package after (:func:`self_check`)."""
+    import tempfile
+
+    from cudaship.program.toolchain import linux_toolchain, parse_target, windows_toolchain
+
+    target = parse_target(target_platform) or _host_target()
+    notes: list[str] = []
+    torch = import_torch(notes)
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
         raise ProgramError("--device cuda: this torch sees no CUDA GPU (export for CUDA needs one)")
-    out_dir.mkdir(parents=True, exist_ok=True)
     package = out_dir / PACKAGE_NAME
     if package.exists() and not overwrite:
         raise UsageError(f"{package} exists (use --overwrite)")
     inductor_config: Any = importlib.import_module("torch._inductor.config")
+    cuda_train = getattr(torch.version, "cuda", None)
 
-    if cxx is not None:
-        inductor_config.cpp.cxx = (None, cxx)
-    used_cxx = str(inductor_config.cpp.cxx[-1])
+    with tempfile.TemporaryDirectory(prefix="cudaship-toolchain-") as work:
+        if target.startswith("windows") and not sys.platform.startswith("win"):  # a cross compile
+            if not hasattr(inductor_config.aot_inductor, "cross_target_platform"):
+                raise ProgramError(
+                    f"--target-platform {target}: torch {torch.__version__} has no "
+                    "aot_inductor.cross_target_platform (AOTInductor's Windows cross compile)"
+                )
+            chain = windows_toolchain(
+                cxx, windows_cuda, windows_torch, cuda_train, Path(work), cuda=device == "cuda"
+            )
+        elif target == _host_target() and sys.platform.startswith("linux"):
+            chain = linux_toolchain(cxx, Path(work))
+            inductor_config.cpp.cxx = (None, chain.cxx)
+        elif target != _host_target():
+            raise UsageError(
+                f"--target-platform {target}: export on {target} (this machine is {_host_target()})"
+            )
+        else:
+            from cudaship.program.toolchain import Toolchain
+
+            chain = Toolchain(cxx=cxx or str(inductor_config.cpp.cxx[-1]))
+            if cxx is not None:
+                inductor_config.cpp.cxx = (None, cxx)
+        notes.extend(chain.notes)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        result = _export(torch, spec, out_dir, package, device, chain, target, cuda_train, notes)
+    return result
+
+
+def _export(
+    torch: Any,
+    spec: str,
+    out_dir: Path,
+    package: Path,
+    device: str,
+    chain: Any,
+    target: str,
+    cuda_train: str | None,
+    notes: list[str],
+) -> ExportResult:
+    import os
 
     model, inputs = load_model(spec, torch)
     model = model.to(device).eval()
     inputs = tuple(x.to(device) if hasattr(x, "to") else x for x in inputs)
+    # keys this torch lacks are left out (precompile_headers is older than the cross compile, but checked)
+    configs = {k: v for k, v in chain.config.items() if _has_config(k)}
+    saved = {k: os.environ.get(k) for k in chain.env}
+    os.environ.update(chain.env)
+    if "WINDOWS_CUDA_HOME" in chain.env:  # read by torch.utils.cpp_extension at its import: set it there too
+        cpp_extension: Any = importlib.import_module("torch.utils.cpp_extension")
+        cpp_extension.WINDOWS_CUDA_HOME = chain.env["WINDOWS_CUDA_HOME"]
     started = time.perf_counter()
-    with torch.no_grad():
-        exported = torch.export.export(model, inputs)
-        eager_out = model(*inputs)
-        try:
-            torch._inductor.aoti_compile_and_package(exported, package_path=str(package))
-        except Exception as e:  # compiler errors are long: keep the first line
-            first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-            raise ProgramError(f"AOTInductor compile failed: {type(e).__name__}: {first}") from None
+    try:
+        with torch.no_grad():
+            exported = torch.export.export(model, inputs)
+            eager_out = model(*inputs)
+            try:
+                torch._inductor.aoti_compile_and_package(
+                    exported, package_path=str(package), inductor_configs=configs or None
+                )
+            except Exception as e:  # compiler errors are long: the first line and the compiler's first error
+                raise ProgramError(f"AOTInductor compile failed: {_compile_error(e)}") from None
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
     export_s = time.perf_counter() - started
     leaves = torch.utils._pytree.tree_leaves(eager_out)
     torch.save(
@@ -180,7 +303,6 @@ def export_program(
     (out_dir / EAGER_NAME).parent.mkdir(exist_ok=True)
     torch.export.save(exported, str(out_dir / EAGER_NAME))
 
-    from cudaship.program.pt2 import libstdcxx_copy
     from cudaship.program.reader import read_program
 
     info = read_program(package)
@@ -193,20 +315,18 @@ def export_program(
         from cudaship.program.runner_child import driver_version
 
         driver = driver_version()
-    machine = _platform.machine().lower().replace("amd64", "x86_64").replace("arm64", "aarch64")
-    os_name = {"linux": "linux", "win32": "windows", "darwin": "macos"}.get(sys.platform, sys.platform)
     prov = Provenance(
         package=PACKAGE_NAME,
         package_sha256=sha256_file(package),
         torch_version=str(torch.__version__),
-        cuda_train=getattr(torch.version, "cuda", None),
+        cuda_train=cuda_train,
         device=device,
-        target_platform=f"{info.platform or os_name}-{info.machine or machine}",
+        target_platform=target,
         device_code_archs=(*info.sass, *info.ptx),
         gpu_name=gpu_name,
         gpu_capability=capability,
         driver=driver,
-        compiler=compiler_version(used_cxx),
+        compiler=compiler_version(chain.cxx),
         python=_platform.python_version(),
         model=spec,
         reference=REFERENCE_NAME,
@@ -214,13 +334,45 @@ def export_program(
         created=datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
     )
     write_provenance(out_dir, prov)
-    warnings = []
-    for m in info.libraries:
-        count = libstdcxx_copy(m.report)
-        if count:
-            warnings.append(
-                f"{m.name.rsplit('/', 1)[-1]} carries its own static libstdc++ ({count} std::locale symbols, "
-                f"no libstdc++.so.6 needed; compiler {used_cxx}): loading it in a process that has libstdc++ "
-                "crashes; re-export with --cxx pointing at a compiler that links libstdc++ dynamically"
-            )
-    return ExportResult(out_dir, prov, info, export_s, tuple(warnings))
+    return ExportResult(out_dir, prov, info, export_s, (), self_check(info, target, chain.cxx), tuple(notes))
+
+
+def _has_config(key: str) -> bool:
+    node: Any = importlib.import_module("torch._inductor.config")
+    for part in key.split("."):
+        if not hasattr(node, part):
+            return False
+        node = getattr(node, part)
+    return True
+
+
+def _compile_error(error: Exception) -> str:
+    """``CppCompileError: C++ compile error; first error: ld: cannot find -ltorch_cuda``: the exception's
+    first line and the first line of the compiler's output that says what failed."""
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    head = f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+    markers = ("error:", "undefined reference", "cannot find", "fatal", "No such file")
+    first = next((line for line in lines[1:] if any(m in line for m in markers)), None)
+    return f"{head}; first error: {first[:400]}" if first else head
+
+
+def self_check(info: ProgramInfo, target: str, cxx: str) -> tuple[str, ...]:
+    """What is wrong with an exported package for ``target``: the checks ``program check`` runs on the
+    wrapper's C++ runtime (a static libstdc++ in a Linux wrapper; a MinGW runtime DLL imported by a Windows
+    one), and a wrapper of the wrong format."""
+    from cudaship.program.check import runtime_problems
+
+    # a member that did not read was not checked: that is not a pass
+    problems = [f"cannot check {error}" for error in info.errors]
+    if not info.libraries:
+        problems.append("no compiled wrapper library in the package: nothing to check or load")
+    want = target.split("-")[0]
+    for member in info.libraries:
+        report = member.report
+        fmt = report.format.value if report is not None and report.format is not None else None
+        expected = {"linux": "elf", "windows": "pe"}.get(want)
+        if expected is not None and fmt is not None and fmt != expected:
+            name = member.name.rsplit("/", 1)[-1]
+            problems.append(f"{name} is {fmt.upper()}, not a {want} library ({expected.upper()})")
+    problems.extend(runtime_problems(info, cxx))
+    return tuple(problems)

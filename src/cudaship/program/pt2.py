@@ -5,7 +5,9 @@ archive root (``model/`` or the package's stem):
 
 - ``archive_format`` (``pt2``), ``archive_version``, ``byteorder``, ``.data/version``;
 - ``data/aotinductor/<model>/<hash>.wrapper.so`` (the compiled model: host code only, it loads the
-  kernels), and for CPU programs sometimes ``<hash>.kernel.so``; Windows cross-compiles give ``.dll``;
+  kernels), and for CPU programs sometimes ``<hash>.kernel.so``; torch 2.11's Windows cross
+  compile links its PE DLL to the same ``<hash>.wrapper.so`` name (its link command on the H200), so the
+  format is read from the content, never the name;
 - ``<hash>.cubin``, one per Triton kernel, arch-specific (``sm_90a`` on an H200), no PTX;
 - ``<hash>.wrapper_metadata.json`` / ``<hash>.kernel_metadata.json``: ``AOTI_DEVICE_KEY``, ``AOTI_PLATFORM``,
   ``AOTI_MACHINE``, ``AOTI_CPU_ISA``, ``AOTI_COMPUTE_CAPABILITY`` (``"90"``);

@@ -10,7 +10,7 @@ from pathlib import Path
 from cudaship.errors import ProgramError
 from cudaship.program.pt2 import read_pt2
 from cudaship.program.pte import is_pte, read_pte
-from cudaship.program.records import ProgramInfo
+from cudaship.program.records import ProgramInfo, Provenance
 
 PACKAGE_SUFFIXES = (".pt2", ".pte")
 
@@ -28,6 +28,20 @@ def find_package(directory: Path) -> Path:
         names = ", ".join(p.name for p in found)
         raise ProgramError(f"several programs in the directory ({names}): name one", path=str(directory))
     return found[0]
+
+
+def _provenance_naming(package: Path) -> Provenance | None:
+    """The ``provenance.json`` beside ``package`` when it names that package (None when absent, unreadable
+    or about another file: the package is then read as a bare one)."""
+    from cudaship.program.provenance import PROVENANCE_FILE, read_provenance
+
+    if not (package.parent / PROVENANCE_FILE).is_file():
+        return None
+    try:
+        prov = read_provenance(package.parent)
+    except ProgramError:
+        return None
+    return prov if prov.package == package.name else None
 
 
 def read_program(path: str | Path, *, details: bool = False) -> ProgramInfo:
@@ -63,6 +77,9 @@ def read_program(path: str | Path, *, details: bool = False) -> ProgramInfo:
         raise ProgramError("is a directory", path=label) from None
     except OSError as e:
         raise ProgramError(f"cannot read: {e.strerror or e}", path=label) from None
+    prov = _provenance_naming(target)
+    if prov is not None:
+        info = replace(info, provenance=prov)
     if info.kind.value == "pte":
         sidecars = sorted(p.name for p in target.parent.glob("*.ptd"))
         note = f"weights: {', '.join(sidecars)} beside it" if sidecars else "no .ptd weights file beside it"

@@ -59,6 +59,9 @@ class ProgramInfo:
     backends: tuple[str, ...] = ()  #: .pte delegate ids (``CudaBackend``)
     metadata: tuple[tuple[str, str], ...] = ()  #: recorded key/value pairs, as written
     notes: tuple[str, ...] = field(default=())
+    #: the ``provenance.json`` beside the package that names it (read by :func:`~cudaship.program.reader.
+    #: read_program`), None for a bare package
+    provenance: Provenance | None = None
 
     @property
     def libraries(self) -> tuple[ProgramMember, ...]:
@@ -103,6 +106,12 @@ class ProgramInfo:
         return train_from_ptx(d for _, d in self.device_code)
 
     @property
+    def train(self) -> TrainAnswer:
+        """The program's CUDA train and where that answer comes from: one answer for ``program inspect``,
+        ``program check`` and ``audit`` (see :func:`train_answer`)."""
+        return train_answer(self, self.provenance)
+
+    @property
     def errors(self) -> tuple[str, ...]:
         return tuple(
             f"{m.name}: {m.report.error}" for m in self.members if m.report is not None and m.report.error
@@ -130,6 +139,40 @@ class Provenance:
     exported_program: str | None = None  #: the torch.export program (eager at run time), relative
     created: str | None = None  #: ISO 8601, UTC
     schema: int = 1
+
+
+@dataclass(frozen=True)
+class TrainAnswer:
+    """What is known of the CUDA train a program was made for, and from where."""
+
+    version: str | None  #: ``13.0``; None when nothing says
+    source: str  #: ``provenance.json (torch 2.11.0+cu130)``, ``PTX ISA 9.0``, or why nothing is known
+    recorded: bool = False  #: True: recorded at export (provenance.json); False: inferred or unknown
+
+    @property
+    def phrase(self) -> str:
+        """``13.0, from provenance.json (torch 2.11.0+cu130)`` / ``13.0, from PTX ISA 9.0`` / ``not
+        recorded (...)``."""
+        if self.version is None:
+            return f"not recorded ({self.source})"
+        return f"{self.version}, from {self.source}"
+
+
+def train_answer(info: ProgramInfo | None, prov: Provenance | None) -> TrainAnswer:
+    """The one answer to "which CUDA train": ``provenance.json``'s ``cuda_train`` (what torch was built with,
+    recorded at export), else the CUDA release of the newest PTX ISA in the device code (a lower bound: the
+    toolkit that wrote the PTX is that release or newer), else unknown with the reason. The cubins' ptxas
+    version is never the answer: Triton bundles its own ptxas."""
+    if prov is not None and prov.cuda_train:
+        return TrainAnswer(prov.cuda_train, f"provenance.json (torch {prov.torch_version})", recorded=True)
+    ptx = info.ptx_train if info is not None else None
+    if ptx is not None:
+        return TrainAnswer(ptx[0], ptx[1])
+    if prov is not None:
+        return TrainAnswer(None, f"provenance.json: torch {prov.torch_version} without CUDA; no PTX")
+    toolkits = info.recorded_toolkits if info is not None else ()
+    ptxas = f"; the cubins only say ptxas of CUDA {', '.join(toolkits)} made them" if toolkits else ""
+    return TrainAnswer(None, f"no provenance.json and no PTX in the device code{ptxas}")
 
 
 class Status(str, Enum):

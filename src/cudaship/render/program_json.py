@@ -55,8 +55,8 @@ def _program(info: ProgramInfo) -> dict[str, Any]:
         "ptx": list(info.ptx),
         "cudart_majors": list(info.cudart_majors),
         "recorded_toolkits": list(info.recorded_toolkits),
-        "cuda_train": info.ptx_train[0] if info.ptx_train else None,
-        "train_evidence": info.ptx_train[1] if info.ptx_train else None,
+        "cuda_train": info.train.version,
+        "train_evidence": info.train.source,
         "metadata": dict(info.metadata),
         "members": members,
         "notes": list(info.notes),
@@ -74,6 +74,9 @@ def render_export(result: ExportResult) -> str:
         "export_s": result.export_s,
         "provenance": _plain(result.provenance),
         "warnings": list(result.warnings),
+        "notes": list(result.notes),
+        "problems": list(result.problems),
+        "passed": not result.problems,
     }
     return json.dumps(data, indent=2) + "\n"
 
@@ -189,11 +192,14 @@ JSON_SCHEMA: dict[str, Any] = {
             },
         },
         {
-            "required": ["directory", "export_s", "provenance", "warnings"],
+            "required": ["directory", "export_s", "provenance", "warnings", "notes", "problems", "passed"],
             "properties": {
                 "export_s": {"type": "number"},
                 "provenance": {"type": "object"},
                 "warnings": {"type": "array", "items": {"type": "string"}},
+                "notes": {"type": "array", "items": {"type": "string"}},
+                "problems": {"type": "array", "items": {"type": "string"}},
+                "passed": {"type": "boolean"},
             },
         },
         {

@@ -32,15 +32,7 @@ def render_inspect(info: ProgramInfo) -> str:
         "  cudart        "
         + (", ".join(f"cudart {m} (dynamic)" for m in majors) if majors else "none imported by the libraries")
     )
-    toolkits = info.recorded_toolkits
-    ptx_train = info.ptx_train
-    if ptx_train is not None:
-        train = f"{ptx_train[0]}, from {ptx_train[1]}"
-    elif toolkits:
-        train = f"not recorded; cubins made by ptxas of CUDA {', '.join(toolkits)}"
-    else:
-        train = "not recorded in the package (provenance.json of program export records it)"
-    lines.append("  CUDA train    " + train)
+    lines.append("  CUDA train    " + info.train.phrase)
     for m in info.libraries:
         lines.append(f"  library       {m.name} ({m.size} bytes)")
         if m.report is not None and m.report.host is not None:
@@ -89,7 +81,9 @@ def render_export(result: ExportResult) -> str:
         f"in {result.export_s:.1f} s; "
         f"device code {' '.join(prov.device_code_archs) or '(none)'}"
     ]
+    lines += [f"note: {n}" for n in result.notes]
     lines += [f"warning: {w}" for w in result.warnings]
+    lines += [f"FAILED: {p}" for p in result.problems]
     return "\n".join(lines) + "\n"
 
 
@@ -113,9 +107,22 @@ def render_check(report: CheckReport) -> str:
     lines.append(f"  target        {', '.join(p for p in parts if p) or '(nothing given)'}")
     for item in report.items:
         lines.append(f"  {_MARK[item.status]:<5} {item.name:<10} {item.message}")
-    passed, decided = report.counts
-    lines.append(f"  {'passed' if report.passed else 'FAILED'}: {passed}/{decided} checks")
+    lines.append("  " + verdict_line(report))
     return "\n".join(lines) + "\n"
+
+
+def verdict_line(report: CheckReport) -> str:
+    """``passed: 6 of 6 checks passed`` / ``FAILED: 4 of 7 checks failed (3 passed)``: each number names
+    what it counts (skipped checks are not counted; a warning passes)."""
+    passed, decided = report.counts
+    failed = decided - passed
+    if report.passed:
+        return f"passed: {passed} of {decided} {_checks(decided)} passed"
+    return f"FAILED: {failed} of {decided} {_checks(decided)} failed ({passed} passed)"
+
+
+def _checks(n: int) -> str:
+    return "check" if n == 1 else "checks"
 
 
 def render_run(report: RunReport) -> str:
