@@ -17,12 +17,20 @@ import click
 from cudaship.checks.engine import AuditObserver, audit_wheels
 from cudaship.checks.policy import Policy, load_policy
 from cudaship.checks.records import AuditReport
-from cudaship.cli.common import format_option, jobs_option, output_option, quick_gil_handover, text_style
+from cudaship.cli.common import (
+    format_option,
+    jobs_option,
+    known_train,
+    output_option,
+    quick_gil_handover,
+    text_style,
+)
 from cudaship.cli.progress import ByteProgress
 from cudaship.config import load_config
-from cudaship.errors import KnowledgeError, UsageError
+from cudaship.errors import UsageError
 from cudaship.exitcodes import ExitCode
-from cudaship.knowledge.trains import Train, parse_train
+from cudaship.knowledge.releases import RELEASE_DATA, known_trains
+from cudaship.knowledge.trains import Train
 from cudaship.providers.index import DEFAULT_INDEX
 from cudaship.providers.options import ProviderOptions
 from cudaship.render.output import write_report
@@ -90,12 +98,10 @@ def _expand(arguments: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _parse_train_option(value: str | None) -> Train | None:
+    """``--train`` as a train cudaship's release data knows (the data the audit judges a train by)."""
     if value is None:
         return None
-    try:
-        return parse_train(value)
-    except KnowledgeError as e:
-        raise UsageError(f"--train: {e.message}") from e
+    return known_train(value, "--train", known_trains(), RELEASE_DATA)
 
 
 def _load(
@@ -296,6 +302,7 @@ def command(
 
     A WHEEL may also be an exported program (.pt2, .pte), read as a container; a directory stands for every
     .whl, .pt2 and .pte file under it."""
+    train = _parse_train_option(train_text)  # the same rule and exit code (4) as every command's --train
     wheels = _expand(wheels)
     extras = [_parse_report_option(value) for value in extra_reports]
     providers = ProviderOptions(
@@ -310,7 +317,6 @@ def command(
             raise UsageError("not a directory", path=d)
     if env is not None and not Path(env).exists():
         raise UsageError("no such file or directory", path=env)
-    train = _parse_train_option(train_text)
     config = load_config(policy_file)
     policy = load_policy(config)
     show_progress = progress if progress is not None else sys.stderr.isatty()

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
 
+from cudaship.ci.archs import arch_table
 from cudaship.ci.env import build_env, check_env, write_file, write_github_env
 from cudaship.cli.arch_list_cmd import NoTrainError
-from cudaship.cli.common import format_option, output_option
+from cudaship.cli.common import format_option, known_train, output_option, train_given
 from cudaship.config import load_config
 from cudaship.errors import UsageError
 from cudaship.exitcodes import ExitCode
@@ -59,11 +59,12 @@ def command(
     check: bool,
 ) -> int:
     """Write the build environment (arch lists, CUDA version) of a train, looked up from the arch table."""
-    train = train or os.environ.get("CUDASHIP_TRAIN")
-    if not train:
+    given = train_given(train)
+    if given is None:
         raise NoTrainError()
     project = load_config(policy)
-    env = build_env(project, train, machine)
+    table = arch_table(project)
+    env = build_env(project, known_train(*given, table.trains(), table.source).tag, machine)
 
     if check:
         if targets or fmt or output:

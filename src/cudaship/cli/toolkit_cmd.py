@@ -201,7 +201,7 @@ def install_command(
         limits=ExtractLimits(max_total_bytes=limit, max_member_bytes=limit),
     )
     with _Progress(quiet) as progress:
-        notes = toolkit_data.release_notes(release)
+        notes = toolkit_data.release_notes(release, target.value)
         progress.stage(
             f"CUDA {release} ({train}) for {target.value}: {', '.join(wanted)}"
             + (f". {notes}" if notes else "")
