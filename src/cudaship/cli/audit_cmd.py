@@ -143,14 +143,19 @@ def _load(
         libcuda_stub=libcuda_stub,
     )
 
+    terminal = sys.stderr.isatty()
+
     def progress(done: int, total: int, label: str) -> None:
         text = f"loading: {label}" if not total else f"loading {done}/{total}: {label}"
-        click.echo(f"\r\x1b[2K{text[:150]}", err=True, nl=False)
+        if terminal:  # one line redrawn in place
+            click.echo(f"\r\x1b[2K{text[:150]}", err=True, nl=False)
+        else:  # --progress into a log: plain lines
+            click.echo(f"cudaship: {text}", err=True)
 
     wheels = []
     for wheel in report.wheels:
         wheels.append(load_audit(wheel, policy, options, progress if show_progress else None))
-    if show_progress:
+    if show_progress and terminal:
         click.echo("\r\x1b[2K", err=True, nl=False)
     return dataclasses.replace(report, wheels=tuple(wheels))
 
