@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cudaship.checks.context import AuditContext
 from cudaship.checks.records import CheckResult, Finding, verdict
+from cudaship.words import count
 
 FAMILY = "record"
 
@@ -31,7 +32,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
             FAMILY,
             "record: native files readable",
             unread,
-            f"{len(ctx.reports)} native files read",
+            f"{count(len(ctx.reports), 'native file')} read",
         )
     )
     return results

@@ -15,6 +15,7 @@ from cudaship.errors import UsageError
 from cudaship.exitcodes import ExitCode
 from cudaship.render.output import write_report
 from cudaship.render.table import render
+from cudaship.words import count
 
 
 @click.command("env")
@@ -88,7 +89,7 @@ def command(
     for target in targets:
         if target == "github":
             path = write_github_env(env)
-            click.echo(f"cudaship: env: wrote {len(env.values)} variables to {path}", err=True)
+            click.echo(f"cudaship: env: wrote {count(len(env.values), 'variable')} to {path}", err=True)
         elif target in ("shell", "dotenv"):
             write_report(render("env", target, env), None)
         else:

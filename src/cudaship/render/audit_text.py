@@ -82,7 +82,7 @@ def _check(console: Console, check: CheckResult, verbose: bool) -> None:
         for finding in shown:
             console.print(f"        - {escape(finding_text(finding))}")
         if len(check.evidence) > len(shown):
-            console.print(f"        ... and {len(check.evidence) - len(shown)} more")
+            console.print(f"        ... and {len(check.evidence) - len(shown)} more (-v lists them all)")
 
 
 def finding_text(f: Finding) -> str:

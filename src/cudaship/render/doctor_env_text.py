@@ -6,6 +6,7 @@ from __future__ import annotations
 from cudaship.checks.confirm import child_label
 from cudaship.checks.environment import EnvFinding, EnvReport, shown
 from cudaship.checks.records import Severity
+from cudaship.words import count
 
 _TITLES = {Severity.ERROR: "errors", Severity.WARNING: "warnings", Severity.NOTE: "notes"}
 
@@ -13,8 +14,8 @@ _TITLES = {Severity.ERROR: "errors", Severity.WARNING: "warnings", Severity.NOTE
 def settings_lines(report: EnvReport) -> list[str]:
     env, s = report.env, report.settings
     lines = [
-        f"environment: {', '.join(env.sites)} ({env.os}, {len(env.distributions)} distributions, "
-        f"{len(env.libraries)} native libraries)"
+        f"environment: {', '.join(env.sites)} ({env.os}, {count(len(env.distributions), 'distribution')}, "
+        f"{count(len(env.libraries), 'native library')})"
     ]
     if s.os == "linux":
         if s.system_checked:
@@ -39,7 +40,7 @@ def settings_lines(report: EnvReport) -> list[str]:
         caps = ", ".join(sorted({g.capability.capability for g in gpu.probe.gpus}))
         lines.append(
             f"GPUs: {len(gpu.probe.gpus)} (compute capability {caps}); "
-            f"{len(gpu.checked)} libraries with device code checked"
+            f"{count(len(gpu.checked), 'library')} with device code checked"
         )
     else:
         lines.append(f"GPUs: {gpu.note}")
@@ -56,7 +57,7 @@ def confirm_line(report: EnvReport) -> str:
     total = c.agree + c.disagree
     driver = {"stub": "libcuda.so.1 from the toolkit's stub", "absent": "no libcuda.so.1"}.get(c.driver or "")
     return (
-        f"confirmed by loading: {len(c.children)} imports in fresh children of {c.python} "
+        f"confirmed by loading: {count(len(c.children), 'import')} in fresh children of {c.python} "
         f"({ok} ok, {len(c.children) - ok} failed; timeout {c.timeout:g} s"
         + (f"; {driver}" if driver else "")
         + f"); loader agrees with the simulation on {c.agree} of {total} imports "
