@@ -77,7 +77,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
                     )
                 )
         reason = (
-            f"{checked} libraries: SONAME equals the file name"
+            f"{count(checked, 'library')}: SONAME equals the file name"
             if checked
             else f"no ELF library matches {', '.join(patterns)}"
         )

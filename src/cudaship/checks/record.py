@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cudaship.checks.context import AuditContext
 from cudaship.checks.records import CheckResult, Finding, verdict
-from cudaship.words import count
+from cudaship.words import agree, count
 
 FAMILY = "record"
 
@@ -19,7 +19,8 @@ def run(ctx: AuditContext) -> list[CheckResult]:
             FAMILY,
             "record: hashes and sizes",
             findings,
-            f"{hashed} files match RECORD (hash and size), none missing, none unlisted",
+            f"{count(hashed, 'file')} {agree(hashed, 'matches', 'match')} RECORD (hash and size), none "
+            "missing, none unlisted",
         )
     ]
     unread = [

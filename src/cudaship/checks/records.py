@@ -253,9 +253,11 @@ class LoadCheck:
         """``loader: 41/43 libraries agree (120/122 imports)``, or why it was skipped."""
         if self.skipped is not None:
             return f"loader check skipped: {self.skipped}"
-        line = f"loader: {self.libraries_agree}/{self.libraries} libraries agree"
+        # "6/8 libraries agree", "1/1 library agrees": noun and verb agree with the whole
+        noun = words.agree(self.libraries, "library agrees", "libraries agree")
+        line = f"loader: {self.libraries_agree}/{self.libraries} {noun}"
         if self.imports:
-            line += f" ({self.imports_agree}/{self.imports} imports)"
+            line += f" ({self.imports_agree}/{self.imports} {words.agree(self.imports, 'import', 'imports')})"
         if self.stub_libcuda:
             line += "; libcuda.so.1 was the toolkit's stub (no driver)"
         return line

@@ -19,7 +19,7 @@ def settings_lines(report: EnvReport) -> list[str]:
     ]
     if s.os == "linux":
         if s.system_checked:
-            cache = f"{s.ld_cache} ({s.cache_entries} entries)" if s.ld_cache else "none"
+            cache = f"{s.ld_cache} ({count(s.cache_entries, 'entry')})" if s.ld_cache else "none"
             lines.append(
                 f"loader: glibc search order; LD_LIBRARY_PATH: {':'.join(s.ld_library_path) or '(unset)'}; "
                 f"cache: {cache}; this machine's system libraries searched and read"
@@ -60,7 +60,7 @@ def confirm_line(report: EnvReport) -> str:
         f"confirmed by loading: {count(len(c.children), 'import')} in fresh children of {c.python} "
         f"({ok} ok, {len(c.children) - ok} failed; timeout {c.timeout:g} s"
         + (f"; {driver}" if driver else "")
-        + f"); loader agrees with the simulation on {c.agree} of {total} imports "
+        + f"); loader agrees with the simulation on {c.agree} of {count(total, 'import')} "
         f"(importer and DT_NEEDED), disagrees on {c.disagree}; {c.not_compared} not compared "
         "(system libraries not read, or not matched)"
     )
@@ -104,8 +104,9 @@ def render_text(report: EnvReport, *, details: bool = False) -> str:
 
 def verdict(report: EnvReport) -> str:
     counts = {s: sum(1 for f in report.findings if f.severity is s) for s in Severity}
-    summary = (
-        f"{counts[Severity.ERROR]} errors, {counts[Severity.WARNING]} warnings, {counts[Severity.NOTE]} notes"
+    summary = ", ".join(
+        count(counts[s], noun)
+        for s, noun in ((Severity.ERROR, "error"), (Severity.WARNING, "warning"), (Severity.NOTE, "note"))
     )
     if counts[Severity.ERROR]:
         return f"WILL NOT LOAD: {summary}"
