@@ -52,7 +52,7 @@ def test_cut_list_says_where_the_rest_are() -> None:
 _HAND_WRITTEN = re.compile(
     r"""\{len\([^}]*\)\}\s+(?:[a-z-]+\s+)?[a-z]+s\b|\w\(s\)|\{'s' if|\{"s" if|'y' if len|"s" if len"""
     r"|\{[^{}]+\} (?:files|libraries|imports|errors|warnings|notes|checks|rows|wheels|entries|members|"
-    r"distributions|variables|directories|paths|sentinels|kernels|requests|problems)\b(?! \{)"
+    r"distributions|variables|directories|paths|sentinels|kernels|requests|problems|attempts)\b(?! \{)"
 )
 #: Counts of measures and limits, not of things a report lists: "{len(data)} bytes", "... characters".
 _MEASURES = re.compile(
