@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from cudaship.errors import CudashipError, UsageError
+from cudaship.errors import CudashipError, UnknownTrainError, UsageError
 
 Check = Callable[[str], "str | None"]  #: the problem with a value, None when it is good
 
@@ -71,6 +71,8 @@ class Variable:
     meaning: str
     values: str  #: the values it takes, as the docs say them
     check: Check | None = None  #: cudaship's own variables: the validation; None: read as the platform says
+    #: the error a bad value raises: bad usage (exit 2), or, for a train, the one train rule (exit 4)
+    error: type[CudashipError] = UsageError
 
 
 BOOLEAN = ("", "0", "1", "true", "false", "yes", "no", "on", "off", "t", "f", "y", "n")
@@ -111,6 +113,7 @@ VARIABLES: tuple[Variable, ...] = (
         "the CUDA train when `--train` is not given",
         "a train: `cu132`, `13.2`, `13.2.2`",
         _train,
+        UnknownTrainError,
     ),
     Variable(
         "CUDASHIP_TOOLKIT",
@@ -233,7 +236,7 @@ def _checked(variable: Variable, value: str | None) -> str | None:
     if value is not None and variable.check is not None:
         problem = variable.check(value)
         if problem is not None:
-            raise UsageError(f"environment variable {variable.name}={value!r}: {problem}")
+            raise variable.error(f"environment variable {variable.name}={value!r}: {problem}")
     return value
 
 
@@ -270,7 +273,10 @@ def markdown() -> str:
         "|---|---|---|---|---|",
     ]
     for v in VARIABLES:
-        bad = "exit 2, one line naming it" if v.check is not None else "read as the platform defines it"
+        if v.check is None:
+            bad = "read as the platform defines it"
+        else:
+            bad = f"exit {int(v.error.exit_code)}, one line naming it"
         cells = [f"`{v.name}`", v.read_by, v.meaning, v.values, bad]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     lines += ["", DOC_END]

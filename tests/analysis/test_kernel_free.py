@@ -66,7 +66,7 @@ def test_gpus_and_doctor_say_why(
     lib = str(nvcc_build("device_data"))
     assert main(["gpus", lib, str(nvcc_build("multi_arch"))]) == 0
     out = capsys.readouterr().out
-    assert "1 file(s) whose device code holds no kernel (they do not limit the GPUs):" in out
+    assert "1 file whose device code holds no kernel (it does not limit the GPUs):" in out
     assert f"{lib}: SASS sm_75 holds no kernel, nothing to launch" in out
     monkeypatch.setattr("cudaship.cli.doctor_cmd.probe", lambda: H200)
     assert main(["doctor", lib]) == 0

@@ -434,3 +434,20 @@ def test_big_library_read_in_place(cublas_linux_wheel: Path) -> None:
     assert host.machine is Machine.X86_64 and host.kind == "shared-library"
     assert "libcuda.so.1" in host.embedded_library_names
     assert {s.name for s in host.sections} >= {".text", ".rodata", ".nv_fatbin", ".cask_resource"}
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_nccl_library_names_are_whole_strings(nccl_linux_wheel: Path) -> None:
+    """libnccl.so.2 dlopens the driver, NVML and the InfiniBand libraries by name; the string scan reports
+    exactly those, not the constants and format strings around them (``4Blibmlx5.so``, ``s.so``)."""
+    with WheelArchive(nccl_linux_wheel) as archive:
+        member = next(m for m in archive.members() if m.name.endswith("/libnccl.so.2"))
+        with archive.member_buffer(member) as buf:
+            host = read_elf(buf)
+    names = host.embedded_library_names
+    assert set(names) >= {"libcuda.so.1", "libnvidia-ml.so.1", "libibverbs.so.1", "libmlx5.so.1"}
+    for name in names:
+        stem = name.rsplit("/", 1)[-1].split(".so")[0]
+        assert len(stem) >= 2 and (stem[0].isalpha() or stem[0] == "_"), name
+    assert "s.so" not in names and not any(n.startswith("4B") for n in names)

@@ -10,7 +10,7 @@ from tests.checks.handmade import by_name, context, library, run
 def test_clean_wheel_passes() -> None:
     results = by_name(run(context([library("pkg/libfoo.so")], files=["pkg/__init__.py"]), "record"))
     assert results["record: hashes and sizes"].status is Status.PASS
-    assert results["record: native files readable"].reason == "1 native files read"
+    assert results["record: native files readable"].reason == "1 native file read"
 
 
 def test_record_problems_and_unreadable_members_fail_naming_the_file() -> None:

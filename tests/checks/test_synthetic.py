@@ -77,7 +77,7 @@ def test_expected_archs_come_from_the_wheels_own_tag(
     report = audit_wheels([synthetic_wheel("windows")], load_policy(load_config(example_policy("windows"))))
     expected = next(c for c in report.checks if c.name == "archs: expected arch list")
     assert expected.status is Status.PASS
-    assert "cu130 x86_64 (from +cu130)" in expected.reason
+    assert "cu130 x86_64 (local tag +cu130)" in expected.reason
     assert "sm_75" not in expected.reason
 
 

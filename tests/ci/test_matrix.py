@@ -140,14 +140,14 @@ CASES = {
         {"platforms": ["linux-x86_64"]},
         archs={"cu126": {"x86_64": ["8.0", "9.0"]}, "cu130": {"x86_64": ["8.0", "12.0"]}},
         count=8,
-        notes=("train cu132 has no arch list for x86_64 in the arch table: 4 row(s) left out",),
+        notes=("train cu132 has no arch list for x86_64 in the arch table: 4 rows left out",),
     ),
     "fork-pr-labelled-drops-secret-rows": Case(
         Event.PULL_REQUEST,
         labels=("ciflow/binaries/all",),
         fork=True,
         count=ALL_ROWS - 12,
-        notes=("12 row(s) on windows-x86_64",),
+        notes=("12 rows on windows-x86_64",),
     ),
     "fork-pr-default-row-needs-secrets": Case(
         Event.PULL_REQUEST,

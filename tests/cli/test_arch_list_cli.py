@@ -86,10 +86,14 @@ def test_policy_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None
 @pytest.mark.parametrize(
     ("argv", "code", "message"),
     [
-        (["--train", "cu127", "--machine", "x86_64"], 4, "no arch list for CUDA train cu127"),
+        (
+            ["--train", "cu127", "--machine", "x86_64"],
+            4,
+            "--train 'cu127': unknown CUDA train 12.7; the built",
+        ),
         (["--machine", "x86_64"], 5, "no CUDA train given"),
         (["--train", " ", "--machine", "x86_64"], 5, "no CUDA train given"),
-        (["--train", "cu13x", "--machine", "x86_64"], 2, "--train: invalid CUDA train 'cu13x'"),
+        (["--train", "cu13x", "--machine", "x86_64"], 4, "--train 'cu13x': not a CUDA train"),
         (["--train", "cu132", "--machine", "riscv64"], 2, "--machine: unknown machine 'riscv64'"),
     ],
     ids=["unknown-train", "no-train", "blank-train", "bad-train", "bad-machine"],

@@ -1,4 +1,5 @@
-"""``cudaship audit --train``: overrides the tag and the inference; a bad value is a usage error (exit 2)."""
+"""``cudaship audit --train``: overrides the tag and the inference; a value naming no train cudaship knows
+is exit 4."""
 
 from __future__ import annotations
 
@@ -56,10 +57,10 @@ def test_inferred_train_names_its_source(
     assert wheel["train_source"].startswith("inferred from the device code")
 
 
-def test_bad_train_is_one_line_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_bad_train_is_one_line_exit_4(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     wheel = tmp_path / "p-1.0-py3-none-any.whl"
     wheel.write_bytes(b"PK")
     code = main(["audit", "--no-progress", "--train", "cu1x", str(wheel)])
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == ExitCode.BAD_INPUT
-    assert len(err) == 1 and err[0].startswith("cudaship: error: --train: invalid CUDA train 'cu1x'")
+    assert code == ExitCode.UNKNOWN_TRAIN
+    assert len(err) == 1 and err[0].startswith("cudaship: error: --train 'cu1x': not a CUDA train")

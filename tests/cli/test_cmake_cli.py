@@ -135,8 +135,10 @@ def test_write_initial_cache(tmp_path: Path, capsys: pytest.CaptureFixture[str])
             "is CUDA 13.0 (cuda.h), but train cu132 needs CUDA 13.2",
             id="toolkit-not-the-train",
         ),
-        pytest.param(["--train", "cu999"], 13000, 4, "no arch list for CUDA train cu999", id="unknown-train"),
-        pytest.param(["--train", "cuda"], 13000, 2, "invalid CUDA train 'cuda'", id="bad-train"),
+        pytest.param(
+            ["--train", "cu999"], 13000, 4, "--train 'cu999': unknown CUDA train 99.9", id="unknown-train"
+        ),
+        pytest.param(["--train", "cuda"], 13000, 4, "--train 'cuda': not a CUDA train", id="bad-train"),
         pytest.param([], 13000, 2, "missing option '--train'", id="no-train"),
         pytest.param(
             ["--train", "cu130", "--cxx-standard", "14"],

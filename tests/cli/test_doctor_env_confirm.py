@@ -105,10 +105,10 @@ def test_the_loader_agrees_with_the_simulation_on_runpath_and_preloading(
     # the text report says it in one line
     assert main(["doctor", "--env", str(python), "--confirm", "--confirm-only", "rpathpkg"]) == 0
     text = capsys.readouterr().out
-    assert "confirmed by loading: 1 imports in fresh children" in text and "disagrees on 0" in text
+    assert "confirmed by loading: 1 import in fresh children" in text and "disagrees on 0" in text
     argv = ["doctor", "--env", str(python), "--confirm", "--confirm-only", "rpathpkg", "--format", "markdown"]
     assert main(argv) == 0
-    assert "- confirmed by loading: 1 imports" in capsys.readouterr().out
+    assert "- confirmed by loading: 1 import" in capsys.readouterr().out
 
 
 def test_the_pairs_compared_name_the_runpath_and_preloaded_imports(preloading: tuple[Path, Path]) -> None:

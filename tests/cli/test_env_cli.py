@@ -147,8 +147,8 @@ def test_check_guard(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.Mon
     ("argv", "code", "message"),
     [
         pytest.param([], 5, "no CUDA train given", id="no-train"),
-        pytest.param(["--train", "cu999"], 4, "no arch list for CUDA train cu999", id="unknown-train"),
-        pytest.param(["--train", "thirteen"], 2, "invalid CUDA train 'thirteen'", id="bad-train"),
+        pytest.param(["--train", "cu999"], 4, "--train 'cu999': unknown CUDA train 99.9", id="unknown-train"),
+        pytest.param(["--train", "thirteen"], 4, "--train 'thirteen': not a CUDA train", id="bad-train"),
         pytest.param(
             ["--train", "cu130", "--machine", "riscv64"], 2, "unknown machine 'riscv64'", id="bad-machine"
         ),

@@ -39,7 +39,7 @@ def test_empty_directory_is_bad_input(
     code, out, err = run([command, str(empty)], capsys)
     assert code == ExitCode.BAD_INPUT
     assert f"cudaship: error: {empty}: empty directory: nothing to check" in err
-    assert "0 file(s)" not in out
+    assert "0 files" not in out
 
 
 def test_directory_without_binaries_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -50,7 +50,7 @@ def test_directory_without_binaries_says_so(tmp_path: Path, capsys: pytest.Captu
     code, _, err = run(["inspect", str(docs)], capsys)
     assert code == ExitCode.BAD_INPUT
     assert err == (
-        f"cudaship: error: {docs}: no binary or wheel in this directory (2 file(s), none cudaship reads): "
+        f"cudaship: error: {docs}: no binary or wheel in this directory (2 files, none cudaship reads): "
         "nothing to check\n"
     )
 
@@ -62,7 +62,7 @@ def test_directory_without_binaries_does_not_hide_the_others(
     empty.mkdir()
     code, out, err = run(["inspect", str(empty), str(EXAMPLE)], capsys)
     assert code == ExitCode.BAD_INPUT
-    assert "sm_80" in out and "2 file(s), 1 read, 1 could not be read" in out
+    assert "sm_80" in out and "2 files, 1 read, 1 could not be read" in out
     assert err.count("\n") == 1
 
 

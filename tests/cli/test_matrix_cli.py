@@ -98,7 +98,7 @@ def test_fork_note_on_stderr(project: Path, capsys: pytest.CaptureFixture[str]) 
         capsys, "matrix", "--event", "pull_request", "--labels", "ciflow/binaries/all", "--fork"
     )
     assert code == 0
-    assert "cudaship: note: fork pull request: 6 row(s) on windows-x86_64 left out" in err
+    assert "cudaship: note: fork pull request: 6 rows on windows-x86_64 left out" in err
 
 
 def test_release_gate_fails_naming_what_is_missing(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -131,7 +131,7 @@ def test_release_gate_unknown_arch_list(project: Path, capsys: pytest.CaptureFix
 def test_text_and_output_file(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "matrix", "--event", "pull_request", "--format", "text")
     assert code == 0
-    assert out.startswith("build matrix for pull_request: 1 row(s)")
+    assert out.startswith("build matrix for pull_request: 1 row")
     assert "cu130-py3.12-linux-x86_64 on ubuntu-24.04: sm_80" in out
     code, out, _ = run(capsys, "matrix", "--event", "push", "-o", "m.json")
     assert code == 0 and out == ""

@@ -41,7 +41,7 @@ def test_inspect_text_says_arch_specific(export_dir: Path, capsys: pytest.Captur
         pytest.param(["--gpu", "9.0", "--train", "cu130"], 0, id="match"),
         pytest.param(["--gpu", "8.6"], 1, id="wrong-gpu"),
         pytest.param(["--train", "cu134"], 1, id="train-mismatch"),
-        pytest.param(["--train", "cu999x"], 2, id="bad-train"),
+        pytest.param(["--train", "cu999x"], 4, id="bad-train"),
         pytest.param(["--gpu", "Voodoo5"], 2, id="unknown-gpu"),
     ],
 )

@@ -123,19 +123,19 @@ def test_env_github_without_the_variables_is_a_usage_error(
         pytest.param(
             ["toolkit", "install", "14.9", "--dest", "X"],
             ExitCode.UNKNOWN_TRAIN,
-            "unknown CUDA train '14.9'; known trains: 12.6, 12.8, 12.9, 13.0",
+            "TRAIN '14.9': unknown CUDA train 14.9; toolkit install knows 11.4, 11.5,",
             id="unknown-train",
         ),
         pytest.param(
             ["toolkit", "install", "13.2.9", "--dest", "X"],
             ExitCode.UNKNOWN_TRAIN,
-            "unknown CUDA release '13.2.9'; known releases:",
+            "TRAIN '13.2.9': unknown CUDA release 13.2.9; toolkit install knows 13.2.0, 13.2.1, 13.2.2",
             id="unknown-release",
         ),
         pytest.param(
             ["toolkit", "install", "banana", "--dest", "X"],
-            ExitCode.BAD_INPUT,
-            "invalid CUDA train 'banana'",
+            ExitCode.UNKNOWN_TRAIN,
+            "TRAIN 'banana': not a CUDA train",
             id="not-a-train",
         ),
         pytest.param(
@@ -211,3 +211,102 @@ def test_verify_and_env_of_a_plain_directory(tmp_path: Path, capsys: pytest.Capt
     (tmp_path / "cudaship-toolkit.json").write_text("{not json")
     assert main(["toolkit", "env", str(tmp_path)]) == ExitCode.BAD_INPUT
     assert "cudaship-toolkit.json is invalid" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("train", "release"),
+    [pytest.param("12.4", "12.4.1", id="12.4"), pytest.param("cu118", "11.8.0", id="11.8")],
+)
+@pytest.mark.parametrize("served", [False, True], ids=["directory", "http"])
+def test_older_trains_install_from_a_redist_mirror(
+    train: str, release: str, served: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trains before 12.6 install from redist like the newer ones: a local mirror (a directory, or it served
+    on 127.0.0.1; no network) holding redistrib_<release>.json and archives whose sha256 it lists. Before
+    13.0 crt and nvvm are part of cuda_nvcc, so the default set fetches three archives."""
+    tree = build_redist(
+        tmp_path / "redist",
+        release,
+        platforms=("linux-x86_64",),
+        components=("cuda_nvcc", "cuda_cudart", "cuda_cccl"),
+    )
+    dest = tmp_path / "cuda"
+
+    def run(mirror: str) -> int:
+        return main(
+            [
+                "toolkit",
+                "install",
+                train,
+                "--platform",
+                "linux-x86_64",
+                "--dest",
+                str(dest),
+                "--mirror",
+                mirror,
+                "--cache-dir",
+                str(tmp_path / "cache"),
+                "--retries",
+                "0",
+                "--format",
+                "json",
+            ]
+        )
+
+    if served:
+        with serve(tree.root) as (url, _control):
+            code = run(url)
+    else:
+        code = run(str(tree.root))
+    captured = capsys.readouterr()
+    assert code == ExitCode.OK, captured.err
+    report = json.loads(captured.out)
+    assert report["release"] == release
+    installed = {c["component"]: c["name"] for c in report["components"]}
+    assert installed == {"nvcc": "cuda_nvcc", "cudart": "cuda_cudart", "cccl": "cuda_cccl"}
+    assert (dest / "bin" / "nvcc").is_file() and (dest / "include" / "cuda_runtime.h").is_file()
+    assert f"crt is part of nvcc in CUDA {release}" in captured.err
+    assert main(["toolkit", "verify", str(dest)]) == ExitCode.OK
+
+
+@pytest.mark.parametrize(
+    ("platform", "shown", "hidden"),
+    [
+        pytest.param("linux-x86_64", "crt and nvvm are separate components", "bin\\x64", id="linux"),
+        pytest.param("windows-x86_64", "Its DLLs are in bin\\x64", "\nnever", id="windows"),
+    ],
+)
+def test_the_plan_speaks_of_the_target_platform(
+    platform: str,
+    shown: str,
+    hidden: str,
+    tmp_path: Path,
+    tree: RedistTree,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`toolkit install 13.0 --components cudart` says what holds for the platform it installs for: a Linux
+    plan never mentions Windows DLLs."""
+    code = main(
+        [
+            "toolkit",
+            "install",
+            "13.0",
+            "--components",
+            "cudart",
+            "--platform",
+            platform,
+            "--dest",
+            str(tmp_path / "cuda"),
+            "--mirror",
+            str(tree.root),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == ExitCode.OK, err
+    plan = next(line for line in err.splitlines() if line.startswith("cudaship: toolkit: CUDA 13.0.2"))
+    assert f"for {platform}: cudart." in plan and shown in plan
+    assert hidden not in plan
+    if platform.startswith("linux"):
+        assert "Windows" not in plan and "DLL" not in plan

@@ -69,6 +69,6 @@ def test_audit_reads_a_local_index(
     report = json.loads(capsys.readouterr().out)
     assert code == ExitCode.OK
     line = next(n for n in report["wheels"][0]["notes"] if n.startswith("providers:"))
-    assert f"1 distributions from index {local_index.url}" in line
+    assert f"1 distribution from index {local_index.url}" in line
     # nvidia-cudnn-cu13 (extra cudnn) is not on this index: said, not fatal
     assert "nvidia-cudnn-cu13" in line and "(extra cudnn)" in line

@@ -327,6 +327,41 @@ def test_default_audit_passes_against_an_installed_environment(
     code, report, _err = audit(capsys, "--env", str(windows_env), *NO_INDEX, str(xformers_windows_wheel))
     assert code == ExitCode.OK, failures(report)
     notes = [n for w in report["wheels"] for n in w.get("notes", [])]
-    assert any(n.startswith("providers: 1 distributions from env ") for n in notes), notes
+    assert any(n.startswith("providers: 1 distribution from env ") for n in notes), notes
     lines = evidence(report, "closure")
     assert any(line.startswith("torch_cpu.dll ← torch 2.10.0 at torch/lib/torch_cpu.dll") for line in lines)
+
+
+def test_one_cause_same_reason_on_linux_and_windows(
+    xformers_linux_wheel: Path,
+    xformers_windows_wheel: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """xformers 0.0.34 imports CUDA 12's runtime, which only a CUDA 12 build of torch brings: one cause on
+    both OSes. The verdict follows the build `pip install` brings (Windows: PyPI's CPU torch, which every
+    CUDA user replaces anyway: a note; Linux with a torch pin whose PyPI build is CUDA 13: an error), and
+    each report says why the other OS's verdict differs."""
+    _, report, _ = audit(capsys, *online(), str(xformers_windows_wheel))
+    windows = [
+        m for m in evidence(report, "closure") if m.startswith("cudart64_12.dll ← torch (CUDA 12 build)")
+    ]
+    assert windows, evidence(report, "closure")
+    assert (
+        "not by torch 2.10.0 from index, a CPU build: every CUDA user of torch installs another build"
+        in (windows[0])
+    )
+    assert "as on Linux, the same import is an error: `pip install` brings a build without it" in windows[0]
+
+    meta = f"{dist_info(xformers_linux_wheel)}/METADATA"
+    planted = plant(
+        xformers_linux_wheel, tmp_path, replace={meta: replace_bytes(b"torch==2.10.0", b"torch==2.14.1")}
+    )
+    code, report, _ = audit(capsys, *online(), str(planted))
+    assert code == ExitCode.FINDINGS
+    linux = [m for m in evidence(report, "closure") if "torch 2.14.1 from index is a CUDA 13 build" in m]
+    assert linux, evidence(report, "closure")
+    assert "an error because `pip install` brings that CUDA 13 build" in linux[0]
+    assert (
+        "as on Windows, every CUDA user installs another build anyway and the same import passes" in linux[0]
+    )

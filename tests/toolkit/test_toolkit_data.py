@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cudaship.errors import KnowledgeError, UnknownTrainError
+from cudaship.exitcodes import ExitCode
 from cudaship.knowledge import toolkit_data
 from cudaship.knowledge.toolkit_data import SourceName
 
@@ -18,6 +19,10 @@ from cudaship.knowledge.toolkit_data import SourceName
         pytest.param("12.6", "12.6.3", id="12.6"),
         pytest.param("12.8", "12.8.1", id="12.8"),
         pytest.param("12.9", "12.9.1", id="12.9"),
+        pytest.param("12.4", "12.4.1", id="12.4"),
+        pytest.param("cu118", "11.8.0", id="cu118"),
+        pytest.param("11.4", "11.4.4", id="11.4"),
+        pytest.param("12.0.0", "12.0.0", id="exact-12.0.0"),
         pytest.param("13.2.1", "13.2.1", id="exact-older"),
         pytest.param("13.0.2", "13.0.2", id="exact-default"),
     ],
@@ -33,18 +38,47 @@ def test_every_train_default_is_a_known_release() -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "error", "message"),
+    ("text", "message"),
     [
         pytest.param(
-            "11.2", UnknownTrainError, "unknown CUDA train '11.2'; known trains: 12.6,", id="old-train"
+            "14.9", r"TRAIN '14.9': unknown CUDA train 14.9; toolkit install knows 11.4, ", id="new"
         ),
-        pytest.param("13.0.7", UnknownTrainError, "unknown CUDA release '13.0.7'", id="unknown-patch"),
-        pytest.param("thirteen", KnowledgeError, "known trains: 12.6", id="not-a-train"),
+        pytest.param("13.0.7", r"TRAIN '13.0.7': unknown CUDA release 13.0.7; .* knows 13.0.0, ", id="patch"),
+        pytest.param("thirteen", r"TRAIN 'thirteen': not a CUDA train \(expected cuXY", id="not-a-train"),
+        pytest.param(
+            "11.2", r"CUDA 11.2 is not installable: NVIDIA's redist manifests before 11.4.2", id="old"
+        ),
+        pytest.param("11.4.1", r"CUDA 11.4.1 is not installable: .*; use 11.4 \(11.4.4\)", id="old-patch"),
+        pytest.param("cu127", r"CUDA 12.7 is not installable: NVIDIA published no CUDA 12.7", id="never"),
     ],
 )
-def test_unknown_trains_list_the_known(text: str, error: type[Exception], message: str) -> None:
-    with pytest.raises(error, match=message):
+def test_trains_it_cannot_install_are_one_error_with_the_reason(text: str, message: str) -> None:
+    with pytest.raises(UnknownTrainError, match=message) as caught:
         toolkit_data.resolve_release(text)
+    assert caught.value.exit_code == ExitCode.UNKNOWN_TRAIN
+
+
+def test_every_train_nvidia_publishes_redist_manifests_for_installs() -> None:
+    """From 11.4 (the first train with a manifest holding cudart and cccl) to the newest, every train either
+    resolves to a release or is listed as not installable with its reason: no gap answers 'unknown'."""
+    newest = max(toolkit_data.trains(), key=lambda t: tuple(map(int, t.split("."))))
+    lines = [f"11.{m}" for m in range(4, 9)] + [f"12.{m}" for m in range(10)]
+    lines += [f"13.{m}" for m in range(int(newest.split(".")[1]) + 1)]
+    for line in lines:
+        if line in toolkit_data.not_installable():
+            continue
+        assert toolkit_data.resolve_release(line).startswith(line + "."), line
+    for old in ("11.0", "11.1", "11.2", "11.3"):
+        assert old in toolkit_data.not_installable()
+
+
+def test_release_notes_follow_the_platform() -> None:
+    linux = toolkit_data.release_notes("13.0.2", "linux-x86_64")
+    windows = toolkit_data.release_notes("13.0.2", "windows-x86_64")
+    assert linux is not None and windows is not None
+    assert "bin\\x64" in windows and "DLL" in windows
+    assert "bin\\x64" not in linux and "DLL" not in linux and "Windows" not in linux
+    assert linux in windows  # the notes for every platform come first
 
 
 @pytest.mark.parametrize(
@@ -78,6 +112,12 @@ def test_unknown_component_lists_names_and_sets() -> None:
         ),
         pytest.param("cudart", "pypi", "13.0.2", SourceName("nvidia-cuda-runtime", "cudart"), id="cu13-name"),
         pytest.param("cuobjdump", "pypi", "13.0.2", None, id="not-on-pypi-before-13.2"),
+        pytest.param(
+            "cudart", "pypi", "11.8.0", SourceName("nvidia-cuda-runtime-cu11", "cudart"), id="cu11-name"
+        ),
+        pytest.param("nvjitlink", "redist", "11.8.0", None, id="no-nvjitlink-before-12.0"),
+        pytest.param("nvjitlink", "redist", "12.0.1", SourceName("libnvjitlink"), id="nvjitlink-12.0"),
+        pytest.param("nvfatbin", "redist", "12.3.2", None, id="no-nvfatbin-before-12.4"),
         pytest.param(
             "cuobjdump", "pypi", "13.2.2", SourceName("nvidia-cuda-cuobjdump", "cuobjdump"), id="cuobjdump"
         ),

@@ -30,6 +30,7 @@ from cudaship.knowledge.gpus import shown_capabilities
 from cudaship.knowledge.runs_on import Verdict, VerdictKind, build_cuda_of, kernel_free, runs_on
 from cudaship.knowledge.trains import Train
 from cudaship.knowledge.variants import Variant, recognise
+from cudaship.words import agree, count
 
 _RANK = {VerdictKind.NATIVE: 0, VerdictKind.JIT: 1, VerdictKind.NO: 2}
 
@@ -212,11 +213,16 @@ def combine(path: str | None, files: Sequence[FileVerdicts], capabilities: Seque
             verdicts.append(CapabilityVerdict(cap, verdict, worst_label))
             continue
         if kind is VerdictKind.NATIVE:
-            reason = f"all {len(carrying)} libraries with device code run natively"
+            reason = (
+                f"all {count(len(carrying), 'library')} with device code run natively"
+                if len(carrying) > 1
+                else "the library with device code runs natively"
+            )
         elif kind is VerdictKind.JIT:
             jitting = [label for label, cv in per_file if cv.verdict.verdict is VerdictKind.JIT]
             reason = (
-                f"{_names(jitting)} JIT-compile{'s' if len(jitting) == 1 else ''}: {worst.verdict.reason}"
+                f"{_names(jitting)} {agree(len(jitting), 'JIT-compiles', 'JIT-compile')}: "
+                f"{worst.verdict.reason}"
             )
         else:
             failing = [label for label, cv in per_file if cv.verdict.verdict is VerdictKind.NO]
@@ -264,7 +270,8 @@ def _variant_unit(
             reason = f"no variant of {group} runs: {best.verdict.reason}"
         else:
             shown = ", ".join(serving)
-            reason = f"{best.verdict.verdict.value} with the {shown} variant{'s' if len(serving) > 1 else ''}"
+            noun = agree(len(serving), "variant", "variants")
+            reason = f"{best.verdict.verdict.value} with the {shown} {noun}"
         verdict = Verdict(
             best.verdict.verdict,
             best.verdict.entry,

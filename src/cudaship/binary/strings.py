@@ -107,8 +107,20 @@ def _first_whole_string(
 
 
 def _ascii_back(buf: Buffer, lower: int, nul: int, skip: frozenset[int]) -> str | None:
-    """The name ending at the NUL at ``nul``: walk back over name characters (strings in ``.rdata`` may follow
-    binary constants directly, so the name's start is where name characters stop, not only a NUL)."""
+    """The library name ending at the NUL at ``nul``, or None when what ends there is not one.
+
+    The walk goes back over name characters; what stops it says what the string is:
+
+    - a NUL or the start of the range: a whole C string. It counts when it is a plausible name
+      (:func:`_plausible`); one that is not, but is a ``lib`` name behind one or two stray characters, is that
+      name glued to the end of a constant (``4Blibmlx5.so`` after NULs in libnccl.so.2: ``libmlx5.so``);
+    - another byte that is not printable text (the end of a binary constant; strings in ``.rdata`` may follow
+      constants directly): the name from there, or from its ``lib`` behind one stray character;
+    - a printable character that is no name character (a space, ``%``, a quote): the tail of a text, not a
+      name stored on its own (``%s-%s.so`` in libnccl.so.2 is no library ``s.so``). Only a ``lib`` name
+      there is one, at most one character in: the linker merges a string into the tail of a longer one that
+      ends the same way (libtorch_cuda.so's ``... skipping registration olibcuda.so.1``).
+    """
     begin = max(lower, nul - MAX_LIBRARY_NAME - 1)
     chunk = bytes(buf[begin:nul])
     at = len(chunk)
@@ -121,26 +133,35 @@ def _ascii_back(buf: Buffer, lower: int, nul: int, skip: frozenset[int]) -> str 
     text = chunk[at:].decode("ascii")
     if not _LIBRARY_NAME.fullmatch(text):
         return None
-    if at > 0 and chunk[at - 1] != 0:  # glued to the bytes before it: where the name starts is a guess
-        return _unglued(text)
-    return text
-
-
-def _unglued(text: str) -> str:
-    """The library name inside ``text``, which follows other bytes with no NUL between (the end of a string
-    that was not NUL-terminated, or a binary constant whose last bytes look like name characters), so its
-    first characters may belong to what came before: ``olibcuda.so.1`` after ``... skipping registration``.
-
-    A Unix library a program loads by name starts with ``lib`` (``dlopen("libcuda.so.1")``): a bare name
-    whose ``lib`` comes after one glued character starts there. Other names are kept as found (a DLL name has
-    no such mark to tell its first character by).
-    """
-    if "/" in text or "\\" in text or text.lower().endswith(".dll") or text.startswith("lib"):
+    before = chunk[at - 1] if at > 0 else 0
+    if before == 0:
+        return text if _plausible(text) else _after_stray(text, 2)
+    if before < 0x20 or before >= 0x7F:
+        return _after_stray(text, 1) or (text if _plausible(text) else None)
+    if text.startswith("lib") and _plausible(text):
         return text
-    # one stray character only: ``mylibrary.so`` or ``zlib.so`` glued to other bytes are still whole names
-    if len(text) > 5 and text[1:4] == "lib" and text[4].isalpha():
-        return text[1:]
-    return text
+    return _after_stray(text, 1)
+
+
+def _plausible(text: str) -> bool:
+    """A name a loader could be given: its file name's stem (before ``.so``/``.dll``/``.dylib``) has two
+    characters or more and starts with a letter or ``_`` (``s.so``, ``4Blibmlx5.so`` and ``-x.so`` do not)."""
+    base = re.split(r"[/\\]", text)[-1]
+    stem = re.sub(r"\.(?:so(?:\.[0-9]+)*|[dD][lL][lL]|dylib)$", "", base)
+    return len(stem) >= 2 and (stem[0].isalpha() or stem[0] == "_")
+
+
+def _after_stray(text: str, most: int) -> str | None:
+    """The ``lib`` name behind at most ``most`` stray characters of ``text`` (a bare name: a Unix library a
+    program loads by name starts with ``lib``, so that is where it starts), else None. ``lib`` must be
+    followed by a letter: ``xlib.so`` and ``mylibrary.so`` are names of their own, never cut."""
+    if "/" in text or "\\" in text:
+        return None
+    for cut in range(1, most + 1):
+        rest = text[cut:]
+        if rest.startswith("lib") and len(rest) > 3 and rest[3].isalpha() and _plausible(rest):
+            return rest
+    return None
 
 
 def _wide_back(buf: Buffer, lower: int, terminator: int) -> str | None:
@@ -155,4 +176,4 @@ def _wide_back(buf: Buffer, lower: int, terminator: int) -> str | None:
     if at < 0 and begin != lower:
         return None  # longer than any library name
     text = "".join(reversed(chars))
-    return text if _LIBRARY_NAME.fullmatch(text) else None
+    return text if _LIBRARY_NAME.fullmatch(text) and _plausible(text) else None

@@ -335,15 +335,17 @@ def expected_arch_list(ctx: AuditContext, train: Train | str | None = None) -> t
         return None, f"{train.tag} ({'its own train' if own else ctx.train_source}): {e.message}"
     if not archlist.sass_names():
         return None, f"the arch list for {train.tag} {ctx.machine} in {table.source} is empty"
-    where = "its own train" if own else _from(ctx)
-    return archlist, f"{train.tag} {ctx.machine} (from {where}) in {table.source}"
+    where = "its own train" if own else _source(ctx)
+    return archlist, f"{train.tag} {ctx.machine} ({where}) in {table.source}"
 
 
-def _from(ctx: AuditContext) -> str:
-    source = ctx.train_source
-    if source.startswith("local tag "):
-        return source[len("local tag ") :]
-    return source
+def _source(ctx: AuditContext) -> str:
+    """Where the train came from, as it reads in parentheses. A wheel's source is a phrase of its own (``local
+    tag +cu130``, ``--train 13.0``, ``inferred from the device code ...``: never ``from inferred from ...``);
+    a program's is the evidence itself (``PTX ISA 9.0``), which reads after ``from``."""
+    if ctx.is_program and ctx.train_override is None:
+        return f"from {ctx.train_source}"
+    return ctx.train_source
 
 
 def _expected(ctx: AuditContext, libraries: dict[str, FileReport]) -> list[CheckResult]:

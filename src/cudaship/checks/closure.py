@@ -27,6 +27,7 @@ from cudaship.checks.resolve import Resolution, Via, is_extension_module, resolv
 from cudaship.inspection.records import FileReport
 from cudaship.knowledge.libraries import identify
 from cudaship.providers.closure import wheel_extras
+from cudaship.words import agree, count, cut_list
 
 FAMILY = "closure"
 
@@ -133,7 +134,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
             per_path.append((path, verdict(FAMILY, name, findings, "")))
         else:
             per_path.append(
-                (path, passed(FAMILY, name, f"{len(resolved)} imports resolve ({summary})", tuple(provided)))
+                (path, passed(FAMILY, name, _resolve_reason(len(resolved), summary), tuple(provided)))
             )
         if ctx.policy.closure.unused_imports:
             shim = ctx.providers.shim(path)
@@ -142,7 +143,8 @@ def run(ctx: AuditContext) -> list[CheckResult]:
                     passed(
                         FAMILY,
                         f"closure: unused imports in {path}",
-                        f"a loader shim: its {len(resolved)} needed libraries exist to be loaded ({shim})",
+                        f"a loader shim: its {count(len(resolved), 'needed library')} "
+                        f"{agree(len(resolved), 'exists', 'exist')} to be loaded ({shim})",
                     )
                 )
                 continue
@@ -154,7 +156,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
                         FAMILY,
                         f"closure: unused imports in {path}",
                         unused,
-                        f"every needed library of {len(resolved)} is used",
+                        _used_reason(len(resolved)),
                     ),
                 )
             )
@@ -177,8 +179,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         ctx.notes.append(_providers_line(ctx))
     for note, libraries in notes.items():
         names = sorted(set(libraries))
-        shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
-        ctx.notes.append(f"{note}: {shown}")
+        ctx.notes.append(f"{note}: {', '.join(names)}")  # a note has no evidence: every name, never cut
     return results
 
 
@@ -196,11 +197,11 @@ def _cause_results(causes: dict[tuple[str, str], list[Finding]]) -> list[CheckRe
     out: list[CheckResult] = []
     for (rule, cause), evidence in sorted(causes.items()):
         files = sorted({f.file for f in evidence if f.file})
-        shown = ", ".join(files[:4]) + (f" and {len(files) - 4} more" if len(files) > 4 else "")
+        shown = cut_list(files, 4, where="each in the evidence")
         first = evidence[0].message.split(": ", 1)[1]
         if rule == "package_preload":
             reason = (
-                f"{len(evidence)} import{'s' if len(evidence) != 1 else ''} of {shown} found only because "
+                f"{count(len(evidence), 'import')} of {shown} found only because "
                 f"the package's Python code loads them first: {first}"
             )
         else:
@@ -266,8 +267,7 @@ def _follow_dependencies(
         result = kept.get(key)
         if result is None or result.status is not Status.FAIL:
             continue
-        more = f" and {len(dependents) - 4} more" if len(dependents) > 4 else ""
-        shown = ", ".join(dependents[:4]) + more
+        shown = cut_list(dependents, 4, where="each in the evidence")
         kept[key] = dataclasses.replace(
             result,
             reason=f"{result.reason}; so {shown} {'does' if len(dependents) == 1 else 'do'} not load either",
@@ -340,8 +340,7 @@ def _merge_copies(items: list[tuple[str, CheckResult]], copies: dict[str, str]) 
         ]
         out[first_path] = dataclasses.replace(
             first,
-            reason=f"{first.reason} — the same in {len(others)} cop{'y' if len(others) == 1 else 'ies'}: "
-            + ", ".join(others),
+            reason=f"{first.reason} — the same in {count(len(others), 'copy')}: " + ", ".join(others),
             evidence=tuple(evidence),
         )
     return out
@@ -375,7 +374,7 @@ def _build_paths(ctx: AuditContext) -> list[CheckResult]:
     out = []
     for raw, evidence in sorted(entries.items()):
         files = sorted({f.file for f in evidence if f.file})
-        shown = ", ".join(files[:4]) + (f" and {len(files) - 4} more" if len(files) > 4 else "")
+        shown = cut_list(files, 4, where="each in the evidence")
         what = "an absolute path" if raw.startswith("/") else "a path relative to the working directory"
         out.append(
             failed(
@@ -422,10 +421,20 @@ def _loaded_by_name(ctx: AuditContext) -> CheckResult | None:
     return passed(
         FAMILY,
         "closure: libraries loaded by name",
-        f"{len(evidence)} NVIDIA library names stored for dlopen/LoadLibrary"
+        f"{count(len(evidence), 'NVIDIA library name')} stored for dlopen/LoadLibrary"
         + (f", {len(missing)} installed by nothing declared" if missing else ", each provided"),
         tuple(evidence),
     )
+
+
+def _resolve_reason(n: int, summary: str) -> str:
+    """``1 import resolves (1 system)``, ``4 imports resolve (3 build, 1 system)``."""
+    return f"{count(n, 'import')} {agree(n, 'resolves', 'resolve')} ({summary})"
+
+
+def _used_reason(n: int) -> str:
+    """``the needed library is used`` / ``every needed library of 4 is used``."""
+    return "the one needed library is used" if n == 1 else f"every needed library of {n} is used"
 
 
 def _providers_line(ctx: AuditContext) -> str:
@@ -433,16 +442,15 @@ def _providers_line(ctx: AuditContext) -> str:
     c = p.closure
     fetched = p.fetched
     cost = (
-        f"{fetched.requests} requests, {fetched.bytes / 1024:.0f} KiB fetched, "
+        f"{count(fetched.requests, 'request')}, {fetched.bytes / 1024:.0f} KiB fetched, "
         f"{fetched.cache_hits} from the cache"
         if fetched.requests or fetched.cache_hits
         else "no network"
     )
-    line = f"providers: {len(c.reached)} distributions from {', '.join(c.sources) or 'no source'} ({cost})"
-    extra = list(p.notes)
-    if extra:
-        line += "; " + "; ".join(extra[:3]) + (f" (and {len(extra) - 3} more)" if len(extra) > 3 else "")
-    return line
+    sources = ", ".join(c.sources) or "no source"
+    line = f"providers: {count(len(c.reached), 'distribution')} from {sources} ({cost})"
+    # a note has no evidence to hold the rest: every provider note is listed, never "(and N more)"
+    return "; ".join([line, *p.notes])
 
 
 def _extra_problem(ctx: AuditContext, res: Resolution) -> str | None:

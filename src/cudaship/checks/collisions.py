@@ -10,6 +10,7 @@ from cudaship.binary.records import FileFormat
 from cudaship.checks.context import AuditContext
 from cudaship.checks.policy import any_match
 from cudaship.checks.records import CheckResult, Finding, verdict
+from cudaship.words import count
 
 FAMILY = "collisions"
 
@@ -29,7 +30,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
             FAMILY,
             "collisions: paths differing only by case",
             findings,
-            f"{len(ctx.files)} paths, all distinct ignoring case",
+            f"{count(len(ctx.files), 'path')}, all distinct ignoring case",
         )
     )
 
@@ -39,7 +40,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
             libs.setdefault(posixpath.basename(path).lower(), []).append(path)
     findings = [
         Finding(
-            f"import library name {posixpath.basename(paths[0])} is used {len(paths)} times: "
+            f"import library name {posixpath.basename(paths[0])} is used {count(len(paths), 'time')}: "
             + ", ".join(paths),
             file=paths[1],
         )
@@ -76,7 +77,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
                     )
                 )
         reason = (
-            f"{checked} libraries: SONAME equals the file name"
+            f"{count(checked, 'library')}: SONAME equals the file name"
             if checked
             else f"no ELF library matches {', '.join(patterns)}"
         )

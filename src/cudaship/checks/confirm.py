@@ -36,6 +36,7 @@ from cudaship.inspection.environment import Environment, InstalledDistribution
 from cudaship.knowledge.providers import conventions_for, preloads_for
 from cudaship.oracle.records import Observation, Probe, ProbeResult, Step, StepKind
 from cudaship.wheel.toplevel import top_level_modules as installed_top_level
+from cudaship.words import agree, count
 
 #: A top-level entry RECORD installs that is an importable module (``pkg/...``, ``mod.py``, ``mod.*.so``).
 #: Text of the dynamic loader's own refusals (glibc dlerror, Windows LoadLibrary).
@@ -317,7 +318,7 @@ def child_label(c: ConfirmChild) -> str:
     secs = f", {c.seconds:.2f} s" if c.seconds is not None else ""
     return (
         f"import {c.module} ({c.distribution}): {state}{secs}, {c.mapped} objects mapped, "
-        f"{c.compared} imports compared, {c.disagreed} disagree"
+        f"{count(c.compared, 'import')} compared, {c.disagreed} {agree(c.disagreed, 'disagrees', 'disagree')}"
     )
 
 

@@ -31,6 +31,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from cudaship import words
 from cudaship.checks.context import AuditContext
 from cudaship.checks.records import (
     CheckResult,
@@ -279,7 +280,7 @@ def compare(
             failed(
                 FAMILY,
                 "load: files not probed",
-                f"{len(inputs.not_probed)} native files not loaded: "
+                f"{words.count(len(inputs.not_probed), 'native file')} not loaded: "
                 + "; ".join(sorted({why for why in inputs.not_probed.values()})),
                 [Finding(f"{lib}: {why}", file=lib) for lib, why in sorted(inputs.not_probed.items())],
                 rule=NOT_PROBED,
@@ -490,7 +491,8 @@ def compare(
             passed(
                 FAMILY,
                 "load: libraries that load as the static audit says",
-                f"{len(agreeing)} of {libraries} libraries load; each DT_NEEDED agrees with the static audit",
+                f"{len(agreeing)} of {words.count(libraries, 'library')} "
+                f"{words.agree(len(agreeing), 'loads', 'load')}; each DT_NEEDED agrees with the static audit",
                 tuple(Finding("loads; static and loader agree", file=lib) for lib in agreeing),
             )
         )
@@ -515,25 +517,20 @@ def compare(
             *obs.notes,
             *(
                 [
-                    f"{len(set(not_judged) - set(no_driver))} libraries not counted: loaded on demand "
-                    "by a documented convention, or what they need comes with an extra not installed "
-                    "or from the package's run-time lookup, which loading alone does not exercise"
+                    f"{words.count(len(set(not_judged) - set(no_driver)), 'library')} not counted: loaded "
+                    "on demand by a documented convention, or what they need comes with an extra not "
+                    "installed or from the package's run-time lookup, which loading alone does not exercise"
                 ]
                 if len(set(not_judged) - set(no_driver))
                 else []
             ),
-            *(
-                [
-                    f"{len(no_driver)} {NO_DRIVER_TEXT} ({', '.join(no_driver[:3])}"
-                    + (" ..." if len(no_driver) > 3 else "")
-                    + ")"
-                ]
-                if no_driver
-                else []
-            ),
+            *([f"{len(no_driver)} {NO_DRIVER_TEXT} ({', '.join(no_driver)})"] if no_driver else []),
             *([f"called after the imports: {', '.join(inputs.calls)}"] if inputs.calls else []),
             *(
-                [f"{len(inputs.not_probed)} native files not probed (executables, other Pythons' modules)"]
+                [
+                    f"{words.count(len(inputs.not_probed), 'native file')} not probed (executables, "
+                    "other Pythons' modules)"
+                ]
                 if inputs.not_probed
                 else []
             ),

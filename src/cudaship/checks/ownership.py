@@ -12,6 +12,7 @@ import re
 
 from cudaship.checks.context import AuditContext
 from cudaship.checks.records import CheckResult, Finding, verdict
+from cudaship.words import agree, count
 
 FAMILY = "ownership"
 _GLOB = re.compile(r"[*?\[]")
@@ -39,7 +40,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
             if len(paths) > 1:
                 findings.append(
                     Finding(
-                        f"{sentinel} is defined by {len(paths)} libraries: {', '.join(paths)}",
+                        f"{sentinel} is defined by {count(len(paths), 'library')}: {', '.join(paths)}",
                         file=paths[1],
                         symbol=sentinel,
                     )
@@ -73,7 +74,8 @@ def run(ctx: AuditContext) -> list[CheckResult]:
                 FAMILY,
                 f"ownership: {component.name}",
                 findings,
-                f"{len(component.sentinels)} sentinels, each defined once, by {owner_list}",
+                f"{count(len(component.sentinels), 'sentinel')}, "
+                f"{agree(len(component.sentinels), 'defined once', 'each defined once')}, by {owner_list}",
             )
         )
     return results

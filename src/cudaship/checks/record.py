@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cudaship.checks.context import AuditContext
 from cudaship.checks.records import CheckResult, Finding, verdict
+from cudaship.words import agree, count
 
 FAMILY = "record"
 
@@ -18,7 +19,8 @@ def run(ctx: AuditContext) -> list[CheckResult]:
             FAMILY,
             "record: hashes and sizes",
             findings,
-            f"{hashed} files match RECORD (hash and size), none missing, none unlisted",
+            f"{count(hashed, 'file')} {agree(hashed, 'matches', 'match')} RECORD (hash and size), none "
+            "missing, none unlisted",
         )
     ]
     unread = [
@@ -31,7 +33,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
             FAMILY,
             "record: native files readable",
             unread,
-            f"{len(ctx.reports)} native files read",
+            f"{count(len(ctx.reports), 'native file')} read",
         )
     )
     return results

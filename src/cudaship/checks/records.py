@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from cudaship import words
+
 
 class Status(str, Enum):
     PASS = "pass"
@@ -148,14 +150,13 @@ class Summary:
         )
 
     def line(self) -> str:
-        noun = "check" if self.total == 1 else "checks"
         parts = [f"{self.passed} passed", f"{self.failed} failed"]
         if self.warnings:
-            parts.append(f"{self.warnings} warning{'s' if self.warnings != 1 else ''}")
+            parts.append(words.count(self.warnings, "warning"))
         if self.notes:
-            parts.append(f"{self.notes} note{'s' if self.notes != 1 else ''}")
+            parts.append(words.count(self.notes, "note"))
         parts.append(f"{self.skipped} skipped")
-        return f"{self.total} {noun}: {', '.join(parts)}"
+        return f"{words.count(self.total, 'check')}: {', '.join(parts)}"
 
     def as_dict(self) -> dict[str, int]:
         return {
@@ -252,9 +253,11 @@ class LoadCheck:
         """``loader: 41/43 libraries agree (120/122 imports)``, or why it was skipped."""
         if self.skipped is not None:
             return f"loader check skipped: {self.skipped}"
-        line = f"loader: {self.libraries_agree}/{self.libraries} libraries agree"
+        # "6/8 libraries agree", "1/1 library agrees": noun and verb agree with the whole
+        noun = words.agree(self.libraries, "library agrees", "libraries agree")
+        line = f"loader: {self.libraries_agree}/{self.libraries} {noun}"
         if self.imports:
-            line += f" ({self.imports_agree}/{self.imports} imports)"
+            line += f" ({self.imports_agree}/{self.imports} {words.agree(self.imports, 'import', 'imports')})"
         if self.stub_libcuda:
             line += "; libcuda.so.1 was the toolkit's stub (no driver)"
         return line

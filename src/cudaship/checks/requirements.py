@@ -16,6 +16,7 @@ from cudaship.checks.records import CheckResult, Finding, failed, passed, verdic
 from cudaship.checks.resolve import Via, resolve
 from cudaship.errors import CudashipError
 from cudaship.wheel.metadata import DeclaredRequirement, normalize_specifier, parse_requirement
+from cudaship.words import count, cut_list
 
 FAMILY = "requirements"
 
@@ -130,7 +131,7 @@ def _imports_provided(ctx: AuditContext) -> CheckResult:
         return verdict(FAMILY, name, findings + in_closure, "")
     if in_closure:
         files = sorted({f.file for f in in_closure if f.file})
-        shown = ", ".join(files[:4]) + (f" and {len(files) - 4} more" if len(files) > 4 else "")
+        shown = cut_list(files, 4, where="each in the evidence")
         return failed(
             FAMILY,
             name,
@@ -142,7 +143,7 @@ def _imports_provided(ctx: AuditContext) -> CheckResult:
     return passed(
         FAMILY,
         name,
-        f"{seen} CUDA library imports, each shipped or provided by a declared requirement"
+        f"{count(seen, 'CUDA library import')}, each shipped or provided by a declared requirement"
         if seen
         else "no shipped library imports a CUDA library dynamically",
         tuple(evidence),

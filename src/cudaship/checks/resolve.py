@@ -260,15 +260,28 @@ def resolve(ctx: AuditContext, path: str, report: FileReport, imp: Import) -> Re
         variant = ctx.variants.get(path)
         own_build = variant is not None and variant.train is not None and variant.train.major == build.cuda
         other_cuda = _cuda_build_of(providers, r)
+        # One cause on every OS: the build `pip install` brings lacks the library, another build of the same
+        # project has it. The verdict follows what the brought build is, and each message says why the other
+        # case differs: a CPU build (torch on PyPI for Windows) sends every CUDA user to another build anyway,
+        # so needing one is the documented install (a note); a CUDA build of another major (torch on PyPI
+        # for Linux) is the build the wheel's own requirements install, which cannot load it (an error).
         if not own_build and other_cuda is not None and other_cuda != build.cuda:
-            # `pip install` brings a CUDA build of another major: a real mismatch, unless this library is the
-            # variant chosen for a CUDA {build.cuda} torch
+            # a real mismatch, unless this library is the variant chosen for a CUDA {build.cuda} torch
             return Resolution(
                 Via.UNRESOLVED,
                 None,
-                f"{found} is a CUDA {other_cuda} build; {name} comes with {build.note}",
+                f"{found} is a CUDA {other_cuda} build; {name} comes with {build.note} (an error because "
+                f"`pip install` brings that CUDA {other_cuda} build; where the index's {r.dist.name} is a "
+                "CPU build, as on Windows, every CUDA user installs another build anyway and the same "
+                "import passes with a note)",
             )
         note = f"provided by {build.note}, not by {found}"
+        if not own_build and other_cuda is None:
+            note += (
+                f", a CPU build: every CUDA user of {r.dist.name} installs another build anyway (where the "
+                f"index's {r.dist.name} is a CUDA build of another major, as on Linux, the same import is an "
+                "error: `pip install` brings a build without it)"
+            )
         return Resolution(
             Via.BUILD, None, f"{name} ← {r.dist.name} (CUDA {build.cuda} build) via {r.via}", note
         )

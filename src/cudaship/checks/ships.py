@@ -8,6 +8,7 @@ import posixpath
 from cudaship.checks.context import AuditContext
 from cudaship.checks.policy import glob_match
 from cudaship.checks.records import CheckResult, Finding, failed, passed, verdict
+from cudaship.words import count, cut_list
 
 FAMILY = "ships"
 
@@ -20,8 +21,11 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         matches = [f for f in files if glob_match(pattern, f)]
         name = f"ships: {pattern}"
         if matches:
-            shown = matches[0] if len(matches) == 1 else f"{len(matches)} files ({matches[0]}, ...)"
-            results.append(passed(FAMILY, name, f"shipped: {shown}"))
+            shown = (
+                matches[0] if len(matches) == 1 else f"{count(len(matches), 'file')}: {cut_list(matches, 1)}"
+            )
+            evidence = tuple(Finding(f"matches {pattern}", file=m) for m in matches)  # the rest of the list
+            results.append(passed(FAMILY, name, f"shipped: {shown}", evidence))
         else:
             results.append(
                 failed(

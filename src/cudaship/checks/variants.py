@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from cudaship.checks.context import AuditContext
 from cudaship.checks.records import CheckResult, Status
+from cudaship.words import agree
 
 RULE = "variant"
 REQUIREMENTS_CHECK = "requirements: CUDA imports provided"
@@ -58,10 +59,10 @@ def mark_alternatives(ctx: AuditContext, results: list[CheckResult]) -> list[Che
         if not siblings_served:
             return None
         siblings = sorted(posixpath.basename(p) for p in siblings_served)
-        shown = ", ".join(siblings[:3]) + (f" and {len(siblings) - 3} more" if len(siblings) > 3 else "")
+        shown = ", ".join(siblings)  # a skip reason has no evidence: every sibling, never cut
         return (
             f"the {variant.label} variant, one of the alternatives {variant.group}: for another environment "
-            f"than these requirements provide ({shown} resolve{'s' if len(siblings) == 1 else ''})"
+            f"than these requirements provide ({shown} {agree(len(siblings), 'resolves', 'resolve')})"
         )
 
     out: list[CheckResult] = []

@@ -157,7 +157,8 @@ def audit(environ: Mapping[str, str]) -> int:
         )
     result = "passed" if code == 0 else "failed" if code == FINDINGS else "error"
     outputs(code, result)
-    _log(f"audit of {len(wheels)} wheel(s): {result} (exit {code}); reports in {report_dir}")
+    wheels_text = f"{len(wheels)} wheel" + ("" if len(wheels) == 1 else "s")  # stdlib only: no cudaship.words
+    _log(f"audit of {wheels_text}: {result} (exit {code}); reports in {report_dir}")
     return 0
 
 

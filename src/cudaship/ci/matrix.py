@@ -35,6 +35,7 @@ from cudaship.ci.records import (
 )
 from cudaship.config import ProjectConfig
 from cudaship.errors import KnowledgeError, PolicyError, UsageError
+from cudaship.words import count
 
 #: (train tag, machine) -> the row's arch lists, or None when the arch table has none
 ArchLookup = Callable[[str, str], "ArchSyntaxes | None"]
@@ -300,7 +301,7 @@ def build_matrix(
         if event is Event.RELEASE:
             problems.append(message)
         else:
-            notes.append(f"{message}: {len(rows)} row(s) left out")
+            notes.append(f"{message}: {count(len(rows), 'row')} left out")
         skipped.extend(Skipped(r.train, r.python, r.platform, message) for r in rows)
     if event is not Event.RELEASE:
         candidates = [r for r in candidates if r.archs is not None]
@@ -349,7 +350,7 @@ def build_matrix(
         if dropped:
             platforms = sorted({r.platform for r in rows if r not in kept})
             notes.append(
-                f"fork pull request: {dropped} row(s) on {', '.join(platforms)} left out: they need "
+                f"fork pull request: {count(dropped, 'row')} on {', '.join(platforms)} left out: they need "
                 "repository secrets, which a fork's workflow does not get"
             )
         rows = kept
@@ -453,7 +454,7 @@ def derive_e2e(
                 )
             )
         notes.append(
-            f"fork pull request: {len(rows)} end-to-end row(s) left out: they run on GPU runners "
+            f"fork pull request: {count(len(rows), 'end-to-end row')} left out: they run on GPU runners "
             "and need secrets, which a fork's workflow does not get"
         )
         rows = []

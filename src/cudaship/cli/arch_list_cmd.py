@@ -9,12 +9,11 @@ import click
 
 from cudaship import envvars
 from cudaship.ci.archs import TrainArchs
-from cudaship.cli.common import format_option, output_option
+from cudaship.cli.common import format_option, known_train, output_option, train_given
 from cudaship.config import load_config
 from cudaship.errors import KnowledgeError, UsageError
 from cudaship.exitcodes import ExitCode
 from cudaship.knowledge.arch_table import BUILTIN_SOURCE, arch_table_for, normalize_machine
-from cudaship.knowledge.trains import parse_train
 from cudaship.render.output import write_report
 from cudaship.render.table import render
 
@@ -60,20 +59,18 @@ def command(train: str | None, machine: str | None, fmt: str, output: str | None
 
     The list comes from the project's arch table (the ``archs`` key of [tool.cudaship] or cudaship.toml;
     the one ``audit`` checks wheels against), else from the built-in table: a default for every train from
-    11.8 to 13.5 (what the release compiles for and what major projects ship), which a project overrides by
+    11.4 to 13.5 (what the release compiles for and what major projects ship), which a project overrides by
     writing its own table. Every arch is real code (SASS) and the newest is also PTX.
 
-    Exit status: 0 printed; 2 bad usage or table; 4 the table has no row for the train; 5 no train given.
+    Exit status: 0 printed; 2 bad usage or table; 4 the train is not one the table has a row for (or no
+    train at all); 5 no train given.
     """
-    text = train if train is not None else envvars.get("CUDASHIP_TRAIN")
-    if text is None or not text.strip():
+    given = train_given(train)
+    if given is None:
         raise NoTrainError()
-    try:
-        parsed = parse_train(text)
-    except KnowledgeError as e:
-        raise UsageError(f"--train: {e.message}") from e
     key = _machine(machine)
     table = arch_table_for(load_config(policy))
+    parsed = known_train(*given, table.trains(), table.source)
     archs = table.lookup(parsed, key)
     answer = TrainArchs(parsed.tag, parsed.version, key, table.source, archs)
     write_report(render("arch-list", fmt, answer), output)

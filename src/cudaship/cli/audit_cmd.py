@@ -18,12 +18,20 @@ import click
 from cudaship.checks.engine import AuditObserver, audit_wheels
 from cudaship.checks.policy import Policy, load_policy
 from cudaship.checks.records import AuditReport
-from cudaship.cli.common import format_option, jobs_option, output_option, quick_gil_handover, text_style
+from cudaship.cli.common import (
+    format_option,
+    jobs_option,
+    known_train,
+    output_option,
+    quick_gil_handover,
+    text_style,
+)
 from cudaship.cli.progress import ByteProgress
 from cudaship.config import load_config
 from cudaship.errors import CudashipError, KnowledgeError, UsageError
 from cudaship.exitcodes import ExitCode
-from cudaship.knowledge.trains import Train, parse_train
+from cudaship.knowledge.releases import RELEASE_DATA, known_trains
+from cudaship.knowledge.trains import Train
 from cudaship.providers.index import DEFAULT_INDEX
 from cudaship.providers.options import ProviderOptions
 from cudaship.render.escape import line
@@ -130,12 +138,10 @@ def _head_is_binary(path: Path) -> bool:
 
 
 def _parse_train_option(value: str | None) -> Train | None:
+    """``--train`` as a train cudaship's release data knows (the data the audit judges a train by)."""
     if value is None:
         return None
-    try:
-        return parse_train(value)
-    except KnowledgeError as e:
-        raise UsageError(f"--train: {e.message}") from e
+    return known_train(value, "--train", known_trains(), RELEASE_DATA)
 
 
 def _load(
@@ -175,14 +181,19 @@ def _load(
         libcuda_stub=libcuda_stub,
     )
 
+    terminal = sys.stderr.isatty()
+
     def progress(done: int, total: int, label: str) -> None:
         text = f"loading: {label}" if not total else f"loading {done}/{total}: {label}"
-        click.echo(f"\r\x1b[2K{line(text)[:150]}", err=True, nl=False)
+        if terminal:  # one line redrawn in place
+            click.echo(f"\r\x1b[2K{line(text)[:150]}", err=True, nl=False)
+        else:  # --progress into a log: plain lines
+            click.echo(line(f"cudaship: {text}"), err=True)
 
     wheels = []
     for wheel in report.wheels:
         wheels.append(load_audit(wheel, policy, options, progress if show_progress else None))
-    if show_progress:
+    if show_progress and terminal:
         click.echo("\r\x1b[2K", err=True, nl=False)
     return dataclasses.replace(report, wheels=tuple(wheels))
 
@@ -334,6 +345,7 @@ def command(
 
     A WHEEL may also be an exported program (.pt2, .pte), read as a container; a directory stands for every
     .whl, .pt2 and .pte file under it."""
+    train = _parse_train_option(train_text)  # the same rule and exit code (4) as every command's --train
     wheels, unreadable = _expand(wheels)
     extras = [_parse_report_option(value) for value in extra_reports]
     providers = ProviderOptions(
@@ -352,7 +364,6 @@ def command(
         from cudaship.providers.sources import EnvSource
 
         EnvSource(env)  # one with no distribution installed is bad input, not a provider that has nothing
-    train = _parse_train_option(train_text)
     config = load_config(policy_file)
     policy = load_policy(config)
     show_progress = progress if progress is not None else sys.stderr.isatty()

@@ -9,7 +9,7 @@ import click
 
 from cudaship.ci import archs as ci_archs
 from cudaship.ci import cmake
-from cudaship.cli.common import format_option, output_option
+from cudaship.cli.common import format_option, known_train, output_option
 from cudaship.config import load_config
 from cudaship.exitcodes import ExitCode
 from cudaship.render.output import write_report
@@ -72,11 +72,12 @@ def command(
 ) -> int:
     """Print (or write) the CMake configuration of a CUDA build: generator, compilers, architectures,
     standards, flags and the toolkit, each decision with its reason (--format json)."""
-    info = ci_archs.train_info(train)
     project = load_config(policy)
+    table = ci_archs.arch_table(project)
+    info = ci_archs.train_info(known_train(train, "--train", table.trains(), table.source).tag)
     platform_name = platform_name or _host_platform()
     _, _, platform_machine = cmake.parse_platform(platform_name)
-    archs = ci_archs.lookup(ci_archs.arch_table(project), info.tag, machine or platform_machine)
+    archs = ci_archs.lookup(table, info.tag, machine or platform_machine)
     located = cmake.locate_toolkit(toolkit)
     cmake.check_toolkit(located, info)
     result = cmake.plan(info, platform_name, archs, cmake.probe_host(), located, cxx_standard, machine)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import click
 
+from cudaship.knowledge.trains import Train, require_known
 from cudaship.render.table import Style, formats
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -82,3 +83,20 @@ def text_style(output: str | None, **layout: Any) -> Style:
     terminal = to_terminal(output)
     width = max(shutil.get_terminal_size().columns, 80) if terminal else 120
     return Style(color=terminal and "NO_COLOR" not in os.environ, width=width, **layout)
+
+
+def train_given(option: str | None, env_var: str | None = "CUDASHIP_TRAIN") -> tuple[str, str] | None:
+    """The train text a command was given and where it came from (``--train`` or ``$CUDASHIP_TRAIN``); None
+    when neither gives one."""
+    if option is not None and option.strip():
+        return option, "--train"
+    value = os.environ.get(env_var) if env_var else None
+    if value is not None and value.strip():
+        return value, f"${env_var}"
+    return None
+
+
+def known_train(text: str, label: str, known: Iterable[Train], where: str) -> Train:
+    """The one rule of every command taking a train: one it cannot serve is exit 4 with one message
+    (see :func:`cudaship.knowledge.trains.require_known` and docs/cli.md)."""
+    return require_known(text, known, where, label=label)

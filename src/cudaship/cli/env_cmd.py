@@ -6,15 +6,16 @@ from pathlib import Path
 
 import click
 
-from cudaship import envvars
+from cudaship.ci.archs import arch_table
 from cudaship.ci.env import build_env, check_env, write_file, write_github_env
 from cudaship.cli.arch_list_cmd import NoTrainError
-from cudaship.cli.common import format_option, output_option
+from cudaship.cli.common import format_option, known_train, output_option, train_given
 from cudaship.config import load_config
 from cudaship.errors import UsageError
 from cudaship.exitcodes import ExitCode
 from cudaship.render.output import write_report
 from cudaship.render.table import render
+from cudaship.words import count
 
 
 @click.command("env")
@@ -59,11 +60,12 @@ def command(
     check: bool,
 ) -> int:
     """Write the build environment (arch lists, CUDA version) of a train, looked up from the arch table."""
-    train = train or envvars.get("CUDASHIP_TRAIN")
-    if not train:
+    given = train_given(train)
+    if given is None:
         raise NoTrainError()
     project = load_config(policy)
-    env = build_env(project, train, machine)
+    table = arch_table(project)
+    env = build_env(project, known_train(*given, table.trains(), table.source).tag, machine)
 
     if check:
         if targets or fmt or output:
@@ -87,7 +89,7 @@ def command(
     for target in targets:
         if target == "github":
             path = write_github_env(env)
-            click.echo(f"cudaship: env: wrote {len(env.values)} variables to {path}", err=True)
+            click.echo(f"cudaship: env: wrote {count(len(env.values), 'variable')} to {path}", err=True)
         elif target in ("shell", "dotenv"):
             write_report(render("env", target, env), None)
         else:

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import click
 
-from cudaship.cli.common import format_option, output_option
+from cudaship.cli.common import format_option, known_train, output_option
 from cudaship.errors import CudashipError
 from cudaship.exitcodes import ExitCode
+from cudaship.knowledge.releases import RELEASE_DATA, known_trains
 from cudaship.render.output import write_report
 from cudaship.render.table import render
 
@@ -142,6 +143,8 @@ def check_command(
     """Check an export directory against a runtime: train, GPU arch, driver, package, reference."""
     from cudaship.program.check import check_program
 
+    if train is not None:
+        known_train(train, "--train", known_trains(), RELEASE_DATA)
     report = check_program(
         directory, train=train, wheel=wheel, gpu=gpu, here=here, driver=driver, platform=platform
     )

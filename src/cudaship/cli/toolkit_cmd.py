@@ -21,6 +21,7 @@ from cudaship.toolkit import download, layout
 from cudaship.toolkit import install as installer
 from cudaship.toolkit.extract import ExtractLimits
 from cudaship.toolkit.records import Observer, Platform, Source, ToolkitCatalog, ToolkitEnv, ToolkitView
+from cudaship.words import count
 
 from .common import format_option, output_option
 
@@ -201,7 +202,7 @@ def install_command(
         limits=ExtractLimits(max_total_bytes=limit, max_member_bytes=limit),
     )
     with _Progress(quiet) as progress:
-        notes = toolkit_data.release_notes(release)
+        notes = toolkit_data.release_notes(release, target.value)
         progress.stage(
             f"CUDA {release} ({train}) for {target.value}: {', '.join(wanted)}"
             + (f". {notes}" if notes else "")
@@ -279,8 +280,8 @@ def env_command(directory: Path, target: str | None, fmt: str | None, output: st
         env_file = append_github_file("GITHUB_ENV", text, "--write github")
         path_file = append_github_file("GITHUB_PATH", "".join(f"{b}\n" for b in bins), "--write github")
         click.echo(
-            f"cudaship: toolkit: wrote {len(variables)} variables to {env_file} and "
-            f"{len(bins)} directories to {path_file}",
+            f"cudaship: toolkit: wrote {count(len(variables), 'variable')} to {env_file} and "
+            f"{count(len(bins), 'directory')} to {path_file}",
             err=True,
         )
         return int(ExitCode.OK)

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from cudaship import words
 from cudaship.binary.records import DeviceCode, DeviceCodeKind
 from cudaship.exitcodes import ExitCode
 from cudaship.inspection.records import ContainerKind, FileReport, RuntimeLinkage, WheelInfo
@@ -212,7 +213,7 @@ def summary_line(report: FileReport, archs: ArchIndex | None = None) -> str:
             parts.append("LTO-IR " + " ".join(lto))
         unknown = sum(1 for d in code if d.kind is DeviceCodeKind.UNKNOWN)
         if unknown:
-            parts.append(f"{unknown} entries of unknown kind")
+            parts.append(f"{words.count(unknown, 'entry')} of unknown kind")
     else:
         parts.append("no device code")
     phrase = linkage_phrase(report)

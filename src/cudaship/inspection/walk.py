@@ -20,7 +20,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from cudaship import tree
+from cudaship import tree, words
 from cudaship.archive.pool import Pending, Workers, worker_count
 from cudaship.archive.select import MAGIC_BYTES, looks_native
 from cudaship.binary.records import Buffer
@@ -297,7 +297,8 @@ def _nothing_under(root: Path) -> str:
     count = sum(1 for _ in walk_files(root))
     if count == 0:
         return "empty directory: nothing to check"
-    return f"no binary or wheel in this directory ({count} file(s), none cudaship reads): nothing to check"
+    files = words.count(count, "file")
+    return f"no binary or wheel in this directory ({files}, none cudaship reads): nothing to check"
 
 
 def _head(path: Path) -> bytes:

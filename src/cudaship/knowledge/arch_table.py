@@ -144,7 +144,7 @@ class ArchTable:
 
 @once
 def default_arch_table() -> ArchTable:
-    """The built-in table of data/arch_tables.toml: a default row for every train from 11.8 to 13.5 (the
+    """The built-in table of data/arch_tables.toml: a default row for every train from 11.4 to 13.5 (the
     release contract's lists where it has them, else what PyTorch ships, each inside its release's SMs)."""
     return ArchTable.from_mapping(_data.table("arch_tables.toml", "archs"), BUILTIN_SOURCE)
 

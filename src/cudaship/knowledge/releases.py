@@ -16,6 +16,8 @@ from cudaship.knowledge.trains import Train, as_train, parse_train
 from cudaship.once import once
 
 DATA_FILE = "releases.toml"
+#: How messages name this data (``--train cu99: unknown CUDA train 9.9; cudaship's release data knows ...``).
+RELEASE_DATA = "cudaship's release data"
 
 
 def isa_tuple(isa: str) -> tuple[int, int]:

@@ -37,6 +37,7 @@ from cudaship.knowledge.releases import (
     zstd_min_driver,
 )
 from cudaship.knowledge.trains import Train, as_train, parse_train
+from cudaship.words import agree
 
 
 class VerdictKind(str, Enum):
@@ -162,7 +163,7 @@ def kernel_free(entries: Iterable[DeviceCode]) -> str | None:
     sass = sorted({e.arch for e in loaded if e.kind is DeviceCodeKind.SASS})
     ptx = sorted({e.arch for e in loaded if e.kind is DeviceCodeKind.PTX})
     parts = ([f"SASS {' '.join(sass)}"] if sass else []) + ([f"PTX {' '.join(ptx)}"] if ptx else [])
-    return f"{' and '.join(parts)} hold{'s' if len(sass) + len(ptx) == 1 else ''} no kernel"
+    return f"{' and '.join(parts)} {agree(len(sass) + len(ptx), 'holds', 'hold')} no kernel"
 
 
 def _max_driver(*candidates: tuple[str | None, str | None]) -> tuple[str | None, str | None]:

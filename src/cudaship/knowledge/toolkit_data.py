@@ -13,7 +13,7 @@ from typing import Any
 
 from cudaship.errors import KnowledgeError, UnknownTrainError
 from cudaship.knowledge import _data
-from cudaship.knowledge.trains import parse_train
+from cudaship.knowledge.trains import parse_train, require_known
 from cudaship.once import once
 
 RELEASES_FILE = "toolkit_releases.toml"
@@ -56,24 +56,58 @@ def releases() -> dict[str, dict[str, Any]]:
     return dict(sorted(raw.items(), key=lambda item: _key(item[0])))
 
 
-def resolve_release(text: str) -> str:
-    """The exact release a user's ``13.2`` / ``cu132`` / ``13.2.2`` means; unknown ones list the known."""
+@once
+def not_installable() -> dict[str, str]:
+    """Trains (``"11.2"``) and exact releases (``"11.4.1"``) NVIDIA publishes no usable redist manifest for ->
+    why."""
+    raw = _data.table(RELEASES_FILE, "not_installable")
+    for key, why in raw.items():
+        if not re.fullmatch(r"\d+\.\d+(\.\d+)?", key) or not isinstance(why, str):
+            raise KnowledgeError(f"{RELEASES_FILE}: bad not_installable entry {key!r}")
+    return dict(raw)
+
+
+#: How messages name the toolkit tables.
+TOOLKIT_DATA = "toolkit install"
+
+
+def resolve_release(text: str, label: str = "TRAIN") -> str:
+    """The exact release a user's ``13.2`` / ``cu132`` / ``13.2.2`` means.
+
+    A train or release that cannot be installed is an UnknownTrainError (exit 4), worded as every command
+    words a train it cannot serve (:func:`~cudaship.knowledge.trains.require_known`), with the reason when the
+    data has one (a train NVIDIA's redist manifests cannot assemble)."""
+    known = [parse_train(t) for t in trains()]
     try:
         train = parse_train(text)
-    except KnowledgeError as e:
-        raise KnowledgeError(f"{e.message}; known trains: {', '.join(trains())}") from e
+    except KnowledgeError:
+        require_known(text, known, TOOLKIT_DATA, label=label)
+        raise
+    why = not_installable().get(train.full_version) or not_installable().get(train.version)
+    if why is not None:
+        shown = f"{label} {text.strip()!r}"
+        raise UnknownTrainError(f"{shown}: CUDA {train.full_version} is not installable: {why}")
+    require_known(text, known, TOOLKIT_DATA, label=label)
     if train.patch is None:
-        if train.version not in trains():
-            raise UnknownTrainError(f"unknown CUDA train {text!r}; known trains: {', '.join(trains())}")
         return trains()[train.version]
     if train.full_version not in releases():
-        raise UnknownTrainError(f"unknown CUDA release {text!r}; known releases: {', '.join(releases())}")
+        same_line = [r for r in releases() if r.startswith(f"{train.version}.")]
+        raise UnknownTrainError(
+            f"{label} {text.strip()!r}: unknown CUDA release {train.full_version}; {TOOLKIT_DATA} knows "
+            f"{', '.join(same_line)}"
+        )
     return train.full_version
 
 
-def release_notes(release: str) -> str | None:
-    notes = releases().get(release, {}).get("notes")
-    return notes if isinstance(notes, str) else None
+def release_notes(release: str, platform: str | None = None) -> str | None:
+    """What ``toolkit install`` says about ``release``: its notes for every platform, then those for
+    ``platform``'s OS (``linux-x86_64`` -> ``notes_linux``), if any."""
+    info = releases().get(release, {})
+    parts = [info.get("notes")]
+    if platform is not None:
+        parts.append(info.get(f"notes_{platform.split('-', 1)[0]}"))
+    shown = [p for p in parts if isinstance(p, str)]
+    return " ".join(shown) if shown else None
 
 
 @once

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import total_ordering
 
-from cudaship.errors import KnowledgeError
+from cudaship.errors import KnowledgeError, UnknownTrainError
 
 
 @total_ordering
@@ -86,3 +87,30 @@ def parse_train(text: str) -> Train:
 def as_train(value: Train | str) -> Train:
     """``value`` if it is a Train, else :func:`parse_train` of it."""
     return value if isinstance(value, Train) else parse_train(value)
+
+
+def _short_list(trains: Iterable[Train]) -> str:
+    """``11.8, 12.0, ..., 13.5`` (every train, oldest first; ``none`` when empty)."""
+    versions = [t.version for t in sorted({t.line for t in trains})]
+    return ", ".join(versions) if versions else "none"
+
+
+def require_known(text: str, known: Iterable[Train], where: str, *, label: str = "--train") -> Train:
+    """``text`` as a train that ``known`` holds (compared by release line), else an UnknownTrainError.
+
+    The one rule for a train a command cannot serve, whatever the command: text that is no train at all and a
+    train the command's data lacks are the same mistake, exit 4 (``ExitCode.UNKNOWN_TRAIN``), one message
+    naming the value (``label``: the option or argument it came in), the data asked (``where``) and every
+    train that data knows.
+    """
+    known = tuple(known)
+    shown = f"{label} {text.strip()!r}"
+    try:
+        train = parse_train(text)
+    except KnowledgeError as e:
+        problem = f"not a CUDA train ({e.message.split(': ', 1)[-1]})"
+        raise UnknownTrainError(f"{shown}: {problem}; {where} knows {_short_list(known)}") from e
+    if train.line not in {t.line for t in known}:
+        problem = f"unknown CUDA train {train.version}"
+        raise UnknownTrainError(f"{shown}: {problem}; {where} knows {_short_list(known)}")
+    return train

@@ -37,6 +37,7 @@ from cudaship.program.records import (
     TrainAnswer,
     train_answer,
 )
+from cudaship.words import count
 
 
 def target_from_wheel(path: Path) -> Target:
@@ -123,7 +124,11 @@ def check_arch(info: ProgramInfo, capability: str, train: Train | None) -> Check
             f"{capability} to run there",
         )
     how = f", {jit} through PTX JIT" if jit else ""
-    message = f"all {len(groups)} kernels run on {gpu} ({archs}{how})"
+    message = (
+        f"all {count(len(groups), 'kernel')} run on {gpu} ({archs}{how})"
+        if len(groups) != 1
+        else f"the kernel runs on {gpu} ({archs}{how})"
+    )
     note = _arch_note(info)
     if note:
         return CheckItem("arch", Status.WARN, f"{message}; {note}")
@@ -235,7 +240,9 @@ def check_program(
             items.append(CheckItem("package", Status.FAIL, "; ".join(problems)))
         else:
             items.append(
-                CheckItem("package", Status.PASS, f"{package.name}: {len(info.members)} members read")
+                CheckItem(
+                    "package", Status.PASS, f"{package.name}: {count(len(info.members), 'member')} read"
+                )
             )
     except (ProgramError, OSError) as e:
         items.append(CheckItem("package", Status.FAIL, str(e) if isinstance(e, ProgramError) else f"{e}"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from cudaship.checks.records import AuditReport, CheckResult, Severity, Status
 from cudaship.render.audit_text import finding_text
+from cudaship.words import count
 
 _ICON = {Status.PASS: "✅ pass", Status.SKIP: "⏭️ skip"}
 _FAILED = {Severity.ERROR: "❌ fail", Severity.WARNING: "⚠️ warning", Severity.NOTE: "📝 note"}
@@ -52,7 +53,8 @@ def render(report: AuditReport) -> str:
         failures = [c for c in wheel.checks if c.status is Status.FAIL and c.evidence]
         if failures:
             out += [
-                f"<details><summary>Evidence for {len(failures)} failed checks (any severity)</summary>",
+                f"<details><summary>Evidence for {count(len(failures), 'failed check')} (any severity)"
+                "</summary>",
                 "",
             ]
             for check in failures:

@@ -12,6 +12,7 @@ from rich.markup import escape
 from cudaship.checks.records import AuditReport, CheckResult, Finding, Severity, Status, WheelAudit
 from cudaship.render import escape as escape_for
 from cudaship.render.console import text_console
+from cudaship.words import count
 
 _STYLE = {"PASS": "green", "FAIL": "bold red", "WARN": "bold yellow", "NOTE": "cyan", "SKIP": "yellow"}
 _FAILED_LABEL = {Severity.ERROR: "FAIL", Severity.WARNING: "WARN", Severity.NOTE: "NOTE"}
@@ -49,7 +50,7 @@ def _wheel(console: Console, wheel: WheelAudit, verbose: bool) -> None:
         where or None,
         f"train {f.train}" if f.train else None,
     ]
-    bits.append(f"{f.files} files, {f.native_files} native")
+    bits.append(f"{count(f.files, 'file')}, {f.native_files} native")
     console.print(f"[bold]{escape(f.filename)}[/]  ({escape(' · '.join(b for b in bits if b))})")
     if f.train_source and not (f.local and f.train_source.startswith("local tag")):
         console.print(f"  train: {escape(f.train_source)}")
@@ -85,7 +86,7 @@ def _check(console: Console, check: CheckResult, verbose: bool) -> None:
         for finding in shown:
             console.print(f"        - {escape(finding_text(finding))}")
         if len(check.evidence) > len(shown):
-            console.print(f"        ... and {len(check.evidence) - len(shown)} more")
+            console.print(f"        ... and {len(check.evidence) - len(shown)} more (-v lists them all)")
 
 
 def finding_text(f: Finding) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from cudaship.checks.confirm import child_label
 from cudaship.checks.environment import EnvFinding, EnvReport, shown
 from cudaship.checks.records import Severity
+from cudaship.words import count
 
 _TITLES = {Severity.ERROR: "errors", Severity.WARNING: "warnings", Severity.NOTE: "notes"}
 
@@ -13,12 +14,12 @@ _TITLES = {Severity.ERROR: "errors", Severity.WARNING: "warnings", Severity.NOTE
 def settings_lines(report: EnvReport) -> list[str]:
     env, s = report.env, report.settings
     lines = [
-        f"environment: {', '.join(env.sites)} ({env.os}, {len(env.distributions)} distributions, "
-        f"{len(env.libraries)} native libraries)"
+        f"environment: {', '.join(env.sites)} ({env.os}, {count(len(env.distributions), 'distribution')}, "
+        f"{count(len(env.libraries), 'native library')})"
     ]
     if s.os == "linux":
         if s.system_checked:
-            cache = f"{s.ld_cache} ({s.cache_entries} entries)" if s.ld_cache else "none"
+            cache = f"{s.ld_cache} ({count(s.cache_entries, 'entry')})" if s.ld_cache else "none"
             lines.append(
                 f"loader: glibc search order; LD_LIBRARY_PATH: {':'.join(s.ld_library_path) or '(unset)'}; "
                 f"cache: {cache}; this machine's system libraries searched and read"
@@ -39,7 +40,7 @@ def settings_lines(report: EnvReport) -> list[str]:
         caps = ", ".join(sorted({g.capability.capability for g in gpu.probe.gpus}))
         lines.append(
             f"GPUs: {len(gpu.probe.gpus)} (compute capability {caps}); "
-            f"{len(gpu.checked)} libraries with device code checked"
+            f"{count(len(gpu.checked), 'library')} with device code checked"
         )
     else:
         lines.append(f"GPUs: {gpu.note}")
@@ -56,10 +57,10 @@ def confirm_line(report: EnvReport) -> str:
     total = c.agree + c.disagree
     driver = {"stub": "libcuda.so.1 from the toolkit's stub", "absent": "no libcuda.so.1"}.get(c.driver or "")
     return (
-        f"confirmed by loading: {len(c.children)} imports in fresh children of {c.python} "
+        f"confirmed by loading: {count(len(c.children), 'import')} in fresh children of {c.python} "
         f"({ok} ok, {len(c.children) - ok} failed; timeout {c.timeout:g} s"
         + (f"; {driver}" if driver else "")
-        + f"); loader agrees with the simulation on {c.agree} of {total} imports "
+        + f"); loader agrees with the simulation on {c.agree} of {count(total, 'import')} "
         f"(importer and DT_NEEDED), disagrees on {c.disagree}; {c.not_compared} not compared "
         "(system libraries not read, or not matched)"
     )
@@ -103,8 +104,9 @@ def render_text(report: EnvReport, *, details: bool = False) -> str:
 
 def verdict(report: EnvReport) -> str:
     counts = {s: sum(1 for f in report.findings if f.severity is s) for s in Severity}
-    summary = (
-        f"{counts[Severity.ERROR]} errors, {counts[Severity.WARNING]} warnings, {counts[Severity.NOTE]} notes"
+    summary = ", ".join(
+        count(counts[s], noun)
+        for s, noun in ((Severity.ERROR, "error"), (Severity.WARNING, "warning"), (Severity.NOTE, "note"))
     )
     if counts[Severity.ERROR]:
         return f"WILL NOT LOAD: {summary}"

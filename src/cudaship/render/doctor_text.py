@@ -5,6 +5,7 @@ from __future__ import annotations
 from cudaship.analysis.doctor import DoctorReport
 from cudaship.knowledge.runs_on import VerdictKind
 from cudaship.probe.records import GpuInfo, ProbeResult
+from cudaship.words import count
 
 _WORD = {
     VerdictKind.NATIVE: "runs natively",
@@ -34,9 +35,11 @@ def _header(report: DoctorReport) -> str:
     if report.scanned is None:
         return "will it run here?"
     if not report.checked:
-        return f"no installed package carries CUDA device code ({report.scanned} native files scanned)"
+        return (
+            f"no installed package carries CUDA device code ({count(report.scanned, 'native file')} scanned)"
+        )
     unreadable = f"; {report.unreadable} unreadable" if report.unreadable else ""
-    counted = f"{len(report.checked)} of {report.scanned} native files{unreadable}"
+    counted = f"{len(report.checked)} of {count(report.scanned, 'native file')}{unreadable}"
     return f"installed packages with device code ({counted}):"
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from cudaship.analysis.gpus import CapabilityVerdict, FileVerdicts, GpuReport, GroupVerdicts
 from cudaship.knowledge.gpus import group_for
 from cudaship.knowledge.runs_on import VerdictKind
+from cudaship.words import agree, count
 
 SYMBOL = {VerdictKind.NATIVE: "N", VerdictKind.JIT: "J", VerdictKind.NO: "-"}
 LEGEND = "N native SASS · J JIT from PTX (first launch compiles) · - does not run"
@@ -125,9 +126,15 @@ def render(report: GpuReport) -> str:
     if without or empty:
         lines.append("")
     if without:
-        lines.append(f"{len(without)} file(s) without device code (they do not limit the GPUs)")
+        lines.append(
+            f"{count(len(without), 'file')} without device code "
+            f"({agree(len(without), 'it does', 'they do')} not limit the GPUs)"
+        )
     if empty:
-        lines.append(f"{len(empty)} file(s) whose device code holds no kernel (they do not limit the GPUs):")
+        lines.append(
+            f"{count(len(empty), 'file')} whose device code holds no kernel "
+            f"({agree(len(empty), 'it does', 'they do')} not limit the GPUs):"
+        )
         lines.extend(f"  {short_label(report, f)}: {f.no_kernels}, nothing to launch" for f in empty)
     for failed in report.failed:
         lines.append(f"error: {failed.label}: {failed.error}")

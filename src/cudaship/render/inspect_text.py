@@ -18,6 +18,7 @@ from cudaship.inspection.report import (
     summary_line,
 )
 from cudaship.render.console import text_console
+from cudaship.words import count
 
 from .inspect_json import Demangler
 
@@ -59,7 +60,7 @@ def render(
         else:
             _file(console, item, exports=exports, demangle=demangle, all_exports=all_exports)
     read = len(report.files) - len(report.failed)
-    tail = f"{len(report.files)} file(s), {read} read"
+    tail = f"{count(len(report.files), 'file')}, {read} read"
     if report.failed:
         tail += f", {len(report.failed)} could not be read"
     console.print(tail)

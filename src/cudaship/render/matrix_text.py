@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from cudaship.ci.records import MatrixResult
+from cudaship.words import count
 
 
 def render(result: MatrixResult) -> str:
-    lines = [f"{result.kind.value} matrix for {result.event.value}: {len(result.rows)} row(s)"]
+    lines = [f"{result.kind.value} matrix for {result.event.value}: {count(len(result.rows), 'row')}"]
     for row in result.rows:
         archs = row.archs.list if row.archs else "(no arch list)"
         runner = f" on {row.runner}" if row.runner else ""

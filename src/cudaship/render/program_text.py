@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from cudaship import words
 from cudaship.program.pt2 import libstdcxx_copy
 from cudaship.program.records import CheckReport, MemberRole, ProgramInfo, RunReport, Status
 
@@ -48,7 +49,8 @@ def render_inspect(info: ProgramInfo) -> str:
     cubins = [m for m in info.members if m.role is MemberRole.CUBIN]
     holders = len({name for name, _ in code})
     lines.append(
-        f"  device code   {len(code)} entries in {holders} files ({len(cubins)} cubins): "
+        f"  device code   {words.count(len(code), 'entry')} in {words.count(holders, 'file')} "
+        f"({words.count(len(cubins), 'cubin')}): "
         f"{' '.join((*info.sass, *info.ptx)) or '(none)'}"
     )
     for member, entry in code:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from cudaship.toolkit.records import ToolkitCatalog, ToolkitView
+from cudaship.words import count
 
 
 def _info(view: ToolkitView) -> str:
@@ -17,8 +18,10 @@ def _verify(view: ToolkitView) -> str:
     info, problems = view.info, view.problems or ()
     if not problems:
         where = f"CUDA {info.release} ({info.platform.value}) at {view.root}"
-        return f"OK: {len(info.files)} files of {where} as recorded\n"
-    lines = [f"{len(problems)} problem(s) in CUDA {info.release} ({info.platform.value}) at {view.root}:"]
+        return f"OK: {count(len(info.files), 'file')} of {where} as recorded\n"
+    lines = [
+        f"{count(len(problems), 'problem')} in CUDA {info.release} ({info.platform.value}) at {view.root}:"
+    ]
     lines += [f"  {p.problem}: {p.path}" for p in problems]
     return "\n".join(lines) + "\n"
 

@@ -25,6 +25,7 @@ from cudaship.errors import ToolkitError
 from cudaship.hashing import sha256_file
 from cudaship.toolkit.lock import InstallLock
 from cudaship.toolkit.records import Observer
+from cudaship.words import count
 
 _CHUNK = 1 << 20
 #: Most bytes one download may bring when nothing says its size (the largest redist archive, cuBLAS, is under
@@ -198,7 +199,7 @@ def _download(
         attempt += 1
         if attempt > options.retries:
             reason = getattr(error, "reason", None) or error
-            raise ToolkitError(f"{location}: download failed after {attempt} attempts: {reason}")
+            raise ToolkitError(f"{location}: download failed after {count(attempt, 'attempt')}: {reason}")
         observer.warning(f"{filename}: {error}; retrying ({attempt}/{options.retries})")
         time.sleep(options.backoff * (2 ** (attempt - 1)))
 

@@ -37,6 +37,7 @@ from cudaship.toolkit.records import (
     ToolkitInfo,
     VerifyProblem,
 )
+from cudaship.words import count
 
 #: NVIDIA's redist base: ``<base>/redistrib_<release>.json`` and the archives below it.
 NVIDIA_REDIST = "https://developer.download.nvidia.com/compute/cuda/redist"
@@ -258,8 +259,8 @@ def install(request: InstallRequest, observer: Observer | None = None) -> Toolki
                 ]
                 if clashes:
                     observer.warning(
-                        f"{artifact.filename} replaced {len(clashes)} file(s) of {owners[clashes[0]]}, "
-                        f"e.g. {clashes[0]}"
+                        f"{artifact.filename} replaced {count(len(clashes), 'file')} of "
+                        f"{owners[clashes[0]]}, e.g. {clashes[0]}"
                     )
                 for p in (*result.files, *result.links):
                     owners[p] = artifact.component
