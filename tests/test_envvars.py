@@ -38,6 +38,8 @@ INDIRECT = {
     ("ci/env.py", "name"): {"TORCH_CUDA_ARCH_LIST", "CMAKE_CUDA_ARCHITECTURES"},
     ("ci/github.py", "variable"): set(),  # append_github_file's callers name it: LITERAL_READS
     ("ci/action_steps.py", "path_var"): set(),  # _append's callers name it: LITERAL_READS
+    ("program/export.py", "k"): set(),  # saves the toolchain variables export itself sets, to restore them
+    ("program/export.py", "key"): set(),  # ... and restores them
 }
 INDIRECT_READ = re.compile(r"\b(?:environ|env)(?:\.get\(\s*|\[\s*)([a-z_][a-z0-9_]*|[A-Z_]+_ENV)\s*[,)\]]")
 

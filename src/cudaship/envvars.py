@@ -177,6 +177,19 @@ VARIABLES: tuple[Variable, ...] = (
     ),
     Variable("CUDA_PATH", "`cmake`, `audit --load`", "as `CUDA_HOME` (after it)", "a directory"),
     Variable("CUDACXX", "`cmake`", "the CUDA compiler CMake would use, reported", "a path"),
+    Variable(
+        "CXX",
+        "`program export`",
+        "the first C++ compiler tried when `--cxx` is not given (then `g++`, `c++`, `clang++` on `PATH`); "
+        "one that links libstdc++ statically is skipped, and the note says so",
+        "a compiler name or path",
+    ),
+    Variable(
+        "WINDOWS_CUDA_HOME",
+        "`program export --target-platform windows-x86_64`",
+        "the Windows CUDA toolkit when `--windows-cuda` is not given (torch's own name for it)",
+        "a directory with `lib/x64` (`cudaship toolkit install --platform windows-x86_64` makes one)",
+    ),
     Variable("CUDAFLAGS", "`cmake`", "the CUDA flags CMake would use, reported", "compiler flags"),
     Variable(
         "TORCH_CUDA_ARCH_LIST",

@@ -48,6 +48,7 @@ from cudaship.knowledge.archs import ArchList, parse_arch, sort_arch_names
 from cudaship.knowledge.gpus import GpuGroup, train_gpus
 from cudaship.knowledge.runs_on import VerdictKind, kernel_free, runs_on
 from cudaship.knowledge.trains import Train
+from cudaship.words import count
 
 FAMILY = "archs"
 
@@ -231,7 +232,7 @@ def _cover(
         else:
             missing.append(g)
             reasons[g.capability] = verdicts[0].reason
-    together = f" ({len(members)} per-arch builds judged together)" if len(members) > 1 else ""
+    together = f" ({count(len(members), 'per-arch build')} judged together)" if len(members) > 1 else ""
     if not missing:
         how = f"{native} native" + (f", {jit} by PTX JIT" if jit else "")
         return passed(

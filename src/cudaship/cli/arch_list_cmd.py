@@ -7,7 +7,6 @@ import sys
 
 import click
 
-from cudaship import envvars
 from cudaship.ci.archs import TrainArchs
 from cudaship.cli.common import format_option, known_train, output_option, train_given
 from cudaship.config import load_config

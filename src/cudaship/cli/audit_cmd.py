@@ -28,7 +28,7 @@ from cudaship.cli.common import (
 )
 from cudaship.cli.progress import ByteProgress
 from cudaship.config import load_config
-from cudaship.errors import CudashipError, KnowledgeError, UsageError
+from cudaship.errors import CudashipError, UsageError
 from cudaship.exitcodes import ExitCode
 from cudaship.knowledge.releases import RELEASE_DATA, known_trains
 from cudaship.knowledge.trains import Train

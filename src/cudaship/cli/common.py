@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import click
 
+from cudaship import envvars
 from cudaship.knowledge.trains import Train, require_known
 from cudaship.render.table import Style, formats
 
@@ -85,14 +86,14 @@ def text_style(output: str | None, **layout: Any) -> Style:
     return Style(color=terminal and "NO_COLOR" not in os.environ, width=width, **layout)
 
 
-def train_given(option: str | None, env_var: str | None = "CUDASHIP_TRAIN") -> tuple[str, str] | None:
+def train_given(option: str | None) -> tuple[str, str] | None:
     """The train text a command was given and where it came from (``--train`` or ``$CUDASHIP_TRAIN``); None
     when neither gives one."""
     if option is not None and option.strip():
         return option, "--train"
-    value = os.environ.get(env_var) if env_var else None
+    value = envvars.get("CUDASHIP_TRAIN")  # validated there: text that is no train is exit 4
     if value is not None and value.strip():
-        return value, f"${env_var}"
+        return value, "$CUDASHIP_TRAIN"
     return None
 
 

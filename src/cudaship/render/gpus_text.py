@@ -31,7 +31,7 @@ def requirement_lines(report: GpuReport) -> list[str]:
         return []
     unmet = report.unmet
     total = len(report.overall.verdicts)
-    gpus = f"{total} GPU{'s' if total != 1 else ''}"
+    gpus = count(total, "GPU")
     driver = f" with driver {report.driver.describe()}" if report.driver is not None else ""
     if not unmet:
         return [f"required (--require): met: the input runs on all {gpus} asked{driver}"]
