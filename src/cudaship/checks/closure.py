@@ -175,6 +175,8 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         results.append(loaded)
     if ctx.scan.dist.metadata.requires_dist:
         ctx.notes.append(_providers_line(ctx))
+        # a provider's file that could not be read: one note each, naming it (never the end of the audit)
+        ctx.notes.extend(f"provider left out: {line}" for line in ctx.providers.closure.unreadable)
     for note, libraries in notes.items():
         names = sorted(set(libraries))
         shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")

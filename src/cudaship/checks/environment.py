@@ -18,6 +18,8 @@ Rules (each finding carries one):
 * ``component-version`` (error): installed NVIDIA component wheels older than what a sibling needs, with the
   source of the rule.
 * ``unreadable`` (error, exit 2): a native file that could not be read.
+* ``unreadable-distribution`` (warning): a ``.dist-info`` whose METADATA or RECORD could not be read (a FIFO,
+  a device, a link to ``/dev/zero``, over its size cap, not UTF-8, not CSV): its files are left out.
 """
 
 from __future__ import annotations
@@ -125,6 +127,8 @@ def check_environment(env: Environment, graph: LoadGraph) -> list[EnvFinding]:
                     distribution=lib.owner.label,
                 )
             )
+    for problem in env.problems:
+        findings.append(EnvFinding("unreadable-distribution", Severity.WARNING, problem))
     scopes = _Scopes(graph)
     for edge in graph.edges:
         if edge.target is None and edge.provider is None:

@@ -198,6 +198,14 @@ def _load(
     help="Then in this package index (PEP 691 JSON; PEP 658 metadata; wheels read with HTTP range requests).",
 )
 @click.option(
+    "--index-host",
+    "index_hosts",
+    multiple=True,
+    metavar="HOST",
+    help="Also follow the index's file URLs (and redirects) to HOST; repeatable. By default only the index's "
+    "own host and the hosts it is known to serve files from (files.pythonhosted.org for PyPI); only http(s).",
+)
+@click.option(
     "--offline/--online",
     default=False,
     envvar="CUDASHIP_OFFLINE",
@@ -284,6 +292,7 @@ def command(
     offline: bool,
     cache_dir: Path | None,
     train_text: str | None,
+    index_hosts: tuple[str, ...] = (),
     load: bool = False,
     load_python: str | None = None,
     pins: tuple[str, ...] = (),
@@ -304,6 +313,7 @@ def command(
         index_url=index_url or None,
         offline=offline,
         cache_dir=cache_dir,
+        index_hosts=index_hosts,
     )
     for d in find_links:
         if not Path(d).is_dir():

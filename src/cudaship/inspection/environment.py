@@ -52,6 +52,9 @@ class Environment:
     libraries: tuple[EnvLibrary, ...]
     files: frozenset[str]  #: every installed file (absolute, ``/``-separated), for the loader's searches
     os: str  #: ``linux`` or ``windows``: the kind of the native files
+    #: ``.dist-info`` directories that could not be read (METADATA or RECORD a FIFO, a device, over its cap,
+    #: not UTF-8, not CSV), one line each naming the file: left out of the environment, never its end
+    problems: tuple[str, ...] = ()
 
 
 def _posix(path: Path) -> str:
@@ -70,9 +73,12 @@ def read_environment(env: Sequence[str], *, device: bool = False, jobs: int = 4)
     installed: list[InstalledDistribution] = []
     native: list[tuple[Path, InstalledDistribution]] = []
     files: set[str] = set()
+    problems: list[str] = []
     for site in sites:
         root = _posix(site)
-        for dist in EnvSource(str(site)).distributions():
+        source = EnvSource(str(site))
+        problems += source.problems
+        for dist in source.distributions():
             owner = InstalledDistribution(root, dist)
             installed.append(owner)
             for rel in dist.files:
@@ -100,6 +106,7 @@ def read_environment(env: Sequence[str], *, device: bool = False, jobs: int = 4)
         libraries=libraries,
         files=frozenset(files),
         os="windows" if windows > len(libraries) - windows else "linux",
+        problems=tuple(problems),
     )
 
 
