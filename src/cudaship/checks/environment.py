@@ -43,6 +43,7 @@ from cudaship.inspection.environment import (
     InstalledDistribution,
     SameContent,
     SystemFiles,
+    env_dir_names,
     env_files_exist,
     ld_cache_names,
     read_environment,
@@ -54,6 +55,8 @@ from cudaship.probe.records import ProbeResult
 
 #: Missing symbols named in one finding before the rest are counted.
 MAX_SYMBOLS = 5
+#: Searched directories named in one finding before the rest are counted (a hostile RUNPATH has thousands).
+MAX_DIRS = 12
 
 
 @dataclass(frozen=True)
@@ -147,7 +150,9 @@ def check_environment(env: Environment, graph: LoadGraph) -> list[EnvFinding]:
 
 def _unresolved(owners: _Owners, edge: Edge) -> EnvFinding:
     who = owners.described(edge.importer)
-    where = ", ".join(owners.show_dir(d) for d in edge.searched) or "nowhere"
+    shown = [owners.show_dir(d) for d in edge.searched[:MAX_DIRS]]
+    more = len(edge.searched) - MAX_DIRS
+    where = (", ".join(shown) + (f" and {more} more" if more > 0 else "")) or "nowhere"
     message = f"{who} imports {edge.name}: not found (searched: {where})"
     severity = Severity.ERROR
     demand = _on_demand(owners, edge.importer)
@@ -536,7 +541,13 @@ def doctor_env(
         if local:
             files = SystemFiles(env)
             graph = simulate(
-                env, loader, files.exists, files.host, system_checked=True, same_file=SameContent()
+                env,
+                loader,
+                files.exists,
+                files.host,
+                system_checked=True,
+                same_file=SameContent(),
+                list_dir=files.list_dir,
             )
         else:
             graph = simulate(
@@ -546,6 +557,7 @@ def doctor_env(
                 lambda _p: None,
                 system_checked=False,
                 same_file=SameContent(),
+                list_dir=env_dir_names(env),
             )
     findings = check_environment(env, graph)
     gpu = _gpu_check(env, probe, no_gpu)

@@ -129,6 +129,8 @@ class SystemFiles:
 
     def __init__(self, env: Environment) -> None:
         self._env = env.files
+        self._env_record = env
+        self._env_names: Callable[[str], frozenset[str]] | None = None
         self._exists: dict[str, bool] = {}
         self._hosts: dict[str, HostBinary | None] = {}
         self._lock = threading.Lock()
@@ -140,6 +142,19 @@ class SystemFiles:
             if path not in self._exists:
                 self._exists[path] = os.path.isfile(path)
             return self._exists[path]
+
+    def list_dir(self, directory: str) -> frozenset[str] | None:
+        """The names in ``directory``: the environment's files there and this machine's (listed once by the
+        loader's directory index); None when the directory exists but cannot be listed."""
+        if self._env_names is None:
+            self._env_names = env_dir_names(self._env_record)
+        own = self._env_names(directory)
+        try:
+            return own | frozenset(os.listdir(directory))
+        except (FileNotFoundError, NotADirectoryError):
+            return own
+        except (OSError, ValueError):
+            return None  # there but unreadable: each candidate is probed instead
 
     def host(self, path: str) -> HostBinary | None:
         with self._lock:
@@ -177,6 +192,18 @@ class SameContent:
             return False
         da = self._digest(a)
         return da is not None and da == self._digest(b)
+
+
+def env_dir_names(env: Environment) -> Callable[[str], frozenset[str]]:
+    """The names of the environment's own files in a directory (``/``-separated, absolute), for the loader's
+    directory index: a foreign environment's directories are never listed on this machine."""
+    by_dir: dict[str, set[str]] = {}
+    for f in env.files:
+        d, _, name = f.rpartition("/")
+        by_dir.setdefault(d or "/", set()).add(name)
+    frozen = {d: frozenset(names) for d, names in by_dir.items()}
+    empty: frozenset[str] = frozenset()
+    return lambda directory: frozen.get(posixpath.normpath(directory), empty)
 
 
 def env_files_exist(env: Environment, *, case_insensitive: bool = False) -> Callable[[str], bool]:
