@@ -38,6 +38,9 @@ TARGET_NAMES = (
     "archive",
     "loaders",
     "writer",
+    "envsource",
+    "wheelhouse",
+    "index",
 )
 
 #: Per-input CPU-time ceiling (seconds) that every target must hold, for inputs up to 2 MiB; larger inputs
