@@ -392,3 +392,10 @@ def test_audit_against_a_hostile_index(
     notes = json.loads(text)["wheels"][0]["notes"]
     left_out = [n for n in notes if n.startswith("provider left out: ")]
     assert len(left_out) == 2, notes  # one note per bad provider, each naming its file
+
+
+@pytest.mark.parametrize("url", ["file:///srv/simple", "ftp://index.example/simple", "/srv/simple"])
+def test_index_url_must_be_http(tmp_path: Path, capsys: pytest.CaptureFixture[str], url: str) -> None:
+    code = main(["audit", "--online", "--index-url", url, str(_audited(tmp_path, ("good",)))])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "--index-url" in err[0] and "not an http(s) URL" in err[0], err

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import urllib.parse
 from pathlib import Path
 
 import click
@@ -318,6 +319,10 @@ def command(
     for d in find_links:
         if not Path(d).is_dir():
             raise UsageError("not a directory", path=d)
+    if index_url and urllib.parse.urlsplit(index_url).scheme not in ("http", "https"):
+        raise UsageError(
+            f"--index-url: {index_url[:200]!r} is not an http(s) URL (only http and https are read)"
+        )
     if env is not None and not Path(env).exists():
         raise UsageError("no such file or directory", path=env)
     train = _parse_train_option(train_text)

@@ -124,6 +124,10 @@ class EnvSource:
             name, version, requires, extras = parse_core_metadata(metadata)
         except CudashipError as e:
             raise e.with_path(str(metadata_path)) from None
+        if not record_path.exists() and not record_path.is_symlink():
+            return (
+                None  # no file list (some distributions' packagers drop RECORD): nothing to resolve from it
+            )
         record = read_regular(record_path, MAX_RECORD_BYTES, error=WheelError, what="RECORD")
         files = []
         for path in record_paths(record, str(record_path)):
