@@ -33,14 +33,14 @@ TARGET_NAMES = (
     "policy",
     "wheel",
     "metadata",
+    "envsource",
+    "wheelhouse",
+    "index",
     "inspect",
     "program",
     "archive",
     "loaders",
     "writer",
-    "envsource",
-    "wheelhouse",
-    "index",
 )
 
 #: Per-input CPU-time ceiling (seconds) that every target must hold, for inputs up to 2 MiB; larger inputs
