@@ -72,9 +72,7 @@ class Sources:
         compiler = nvcc_path()
         if compiler is not None:
             (work / "nvcc").mkdir(parents=True, exist_ok=True)
-            cache = _BuildCache(
-                compiler
-            )  # builds in the test cache (cache_dir()/nvcc), shared with the suite
+            cache = _BuildCache(compiler)  # its builds live in the test cache, shared with the suite
             cache.ensure(list(NVCC_ALL))
             nvcc = dict(cache.done)
         (work / "mingw").mkdir(parents=True, exist_ok=True)
