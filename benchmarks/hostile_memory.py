@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark: memory and work of every reader and loader on the hostile inputs of docs/reliability.md
-("Hostile input, round 2"), against the ceiling every reader must hold: **256 x input + 128 MiB**.
+("Hostile input, round 2" and "round 3": policy patterns, dependency sources, quadratic corners, endless
+bodies), against the ceiling every reader must hold: **256 x input + 128 MiB**.
 
 Each case runs in a fresh child process (so one case's allocations never count for another) and reports:
 
@@ -44,6 +45,16 @@ CASES = [
     "pe-3000-descriptors-one-table",
     "elf-20k-symbols-one-name",
     "fatbin-20k-chain",
+    # round 3 (issue 25)
+    "policy-glob-backtracking",
+    "env-dev-zero-fifo-latin1-200k-field",
+    "wheelhouse-bzip2-bomb-metadata",
+    "index-remote-bzip2-bomb-metadata",
+    "index-file-url-and-redirect",
+    "audit-3000-needed-3000-runpath",
+    "doctor-env-3000-needed-3000-runpath",
+    "mirror-endless-body",
+    "provenance-100k-deep",
 ]
 
 
@@ -213,11 +224,252 @@ def _case(name: str) -> tuple[int, str, int]:
                     return len(data), e.message, 0
             report = inspect_buffer(data, name)
             return len(data), report.error or "read", 0
+        if name in ROUND3:
+            return ROUND3[name](tmp)
         raise SystemExit(f"unknown case {name}")
     finally:
         import shutil
 
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+# --- round 3 ------------------------------------------------------------------------------------------------
+
+
+def _policy_glob(tmp: Path) -> tuple[int, str, int]:
+    from cudaship.checks.globs import Glob
+
+    pattern, path = "*a" * 500 + "b", "a" * 100_000
+    glob = Glob(pattern)
+    _reset()
+    matched = glob.match(path)
+    return len(pattern) + len(path), f"matched: {matched}, {glob.steps} steps", glob.steps
+
+
+def _env(tmp: Path) -> tuple[int, str, int]:
+    import os
+
+    from cudaship.providers.sources import EnvSource
+
+    site = tmp / "site"
+    for name in ("good", "zeros", "fifo", "latin", "field"):
+        info = site / f"{name}-1.0.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+        (info / "RECORD").write_text(f"{name}/x.py,,\n")
+    (site / "zeros-1.0.dist-info" / "METADATA").unlink()
+    (site / "zeros-1.0.dist-info" / "METADATA").symlink_to("/dev/zero")
+    (site / "fifo-1.0.dist-info" / "RECORD").unlink()
+    os.mkfifo(site / "fifo-1.0.dist-info" / "RECORD")
+    (site / "latin-1.0.dist-info" / "RECORD").write_bytes(b"caf\xe9/x.py,,\n")
+    (site / "field-1.0.dist-info" / "RECORD").write_text('"' + "a" * 200_000 + '",,\n')
+    size = sum(f.stat().st_size for f in site.rglob("*") if f.is_file() and not f.is_symlink())
+    _reset()
+    source = EnvSource(str(site))
+    found = [d.name for d in source.distributions()]
+    return size, f"found {found}; left out {len(source.problems)}: {source.problems[0][-60:]}", 0
+
+
+def _wheelhouse(tmp: Path) -> tuple[int, str, int]:
+    from packaging.specifiers import SpecifierSet
+    from tests.security.test_dependency_sources import LINUX, _hostile_wheels
+
+    from cudaship.errors import CudashipError
+    from cudaship.providers.sources import WheelhouseSource
+
+    data = _hostile_wheels()["bad_bz-1.0-py3-none-any.whl"]
+    (tmp / "bad_bz-1.0-py3-none-any.whl").write_bytes(data)
+    _reset()
+    try:
+        WheelhouseSource(str(tmp)).find("bad-bz", SpecifierSet(), LINUX)
+        return len(data), "read", 0
+    except CudashipError as e:
+        return len(data), str(e)[-90:], 0
+
+
+def _serve(index: object) -> tuple[object, str]:
+    import http.server
+    import threading
+
+    from tests.security.test_dependency_sources import _handler
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(index))  # type: ignore[arg-type]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def _index(tmp: Path, project: str, filename: str) -> tuple[int, str, int]:
+    from packaging.specifiers import SpecifierSet
+    from tests.security.test_dependency_sources import LINUX, _hostile_wheels, _Index, _wheel_bytes
+
+    from cudaship.errors import CudashipError
+    from cudaship.providers.cache import DiskCache
+    from cudaship.providers.http import Client
+    from cudaship.providers.index import IndexSource
+
+    wheels = _hostile_wheels()
+    (tmp / "secret-1.0-py3-none-any.whl").write_bytes(_wheel_bytes("secret"))
+    index = _Index(tmp, wheels)
+    server, url = _serve(index)
+    index.url = url
+    size = len(wheels.get(filename, b"")) or (tmp / "secret-1.0-py3-none-any.whl").stat().st_size
+    client = Client()
+    _reset()
+    try:
+        found = IndexSource(url + "/simple", DiskCache(None), client).find(project, SpecifierSet(), LINUX)
+        outcome = f"found {found}"
+    except CudashipError as e:
+        outcome = str(e)[-90:]
+    server.shutdown()  # type: ignore[attr-defined]
+    return size, f"{outcome} ({client.fetched.bytes:,} B fetched)", client.fetched.bytes
+
+
+def _hostile_library(tmp: Path) -> tuple[Path, Path]:
+    import subprocess
+
+    n = 3000
+    stubs = tmp / "stubs"
+    stubs.mkdir()
+    (tmp / "stub.c").write_text("int stub_fn(void) { return 0; }\n")
+    first = stubs / "libs00000.so"
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-o", str(first), "-Wl,-soname,libs00000.so", str(tmp / "stub.c")]
+    )
+    base = first.read_bytes()
+    for i in range(1, n):
+        (stubs / f"libs{i:05d}.so").write_bytes(base.replace(b"libs00000", f"libs{i:05d}".encode()))
+    (tmp / "big.c").write_text("int big_fn(void) { return 1; }\n")
+    runpath = ":".join(f"$ORIGIN/d{i}" for i in range(n))
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-o", str(tmp / "libbig.so"), str(tmp / "big.c"), "-Wl,--no-as-needed",
+         "-Wl,--enable-new-dtags", f"-Wl,-rpath,{runpath}", f"-L{stubs}",
+         *(f"-l:libs{i:05d}.so" for i in range(n))],
+        check=True,
+    )  # fmt: skip
+    return tmp / "libbig.so", first
+
+
+def _quiet_main(args: list[str]) -> int:
+    import contextlib
+    import io
+
+    from cudaship.cli.main import main
+
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        code = main(args)
+    del out  # the report is not the measure: what reading the input cost is
+    return code
+
+
+def _audit_quadratic(tmp: Path) -> tuple[int, str, int]:
+    import zipfile
+
+    lib, _ = _hostile_library(tmp)
+    wheel = tmp / "big-1.0-py3-none-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("big-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: big\nVersion: 1.0\n")
+        zf.writestr(
+            "big-1.0.dist-info/WHEEL",
+            "Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: py3-none-linux_x86_64\n",
+        )
+        zf.write(lib, "big/libbig.so")
+        zf.writestr("big-1.0.dist-info/RECORD", "")
+    from cudaship.checks import resolve
+
+    contexts: list[object] = []
+    original = resolve.search_path
+
+    def spy(ctx, path, report):  # type: ignore[no-untyped-def]
+        contexts.append(ctx)
+        return original(ctx, path, report)
+
+    resolve.search_path = spy  # type: ignore[assignment]
+    _reset()
+    code = _quiet_main(["audit", "--offline", str(wheel)])
+    probes = contexts[0].resolve_probes  # type: ignore[attr-defined]
+    return wheel.stat().st_size, f"exit {code}; {probes:,} probes", probes
+
+
+def _doctor_quadratic(tmp: Path) -> tuple[int, str, int]:
+    import shutil
+
+    lib, _ = _hostile_library(tmp)
+    site = tmp / "site"
+    (site / "big").mkdir(parents=True)
+    shutil.copy(lib, site / "big" / "libbig.so")
+    (site / "big-1.0.dist-info").mkdir()
+    (site / "big-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: big\nVersion: 1.0\n")
+    (site / "big-1.0.dist-info" / "RECORD").write_text("big/libbig.so,,\n")
+    from cudaship.checks import environment
+
+    graphs: list[object] = []
+    original = environment.check_environment
+
+    def spy(env, graph):  # type: ignore[no-untyped-def]
+        graphs.append(graph)
+        return original(env, graph)
+
+    environment.check_environment = spy  # type: ignore[assignment]
+    _reset()
+    code = _quiet_main(["doctor", "--env", str(site), "--no-system"])
+    listings, probes = graphs[0].search_work  # type: ignore[attr-defined]
+    return (
+        lib.stat().st_size,
+        f"exit {code}; {listings:,} directories listed, {probes} probes",
+        listings + probes,
+    )
+
+
+def _mirror(tmp: Path) -> tuple[int, str, int]:
+    import http.server
+    import threading
+
+    from tests.security.test_inputs import _Forever
+
+    from cudaship.errors import ToolkitError
+    from cudaship.toolkit import download
+    from cudaship.toolkit.records import Observer
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Forever)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/x.tar.xz"
+    cap = 16 << 20
+    _reset()
+    try:
+        download._download(url, tmp / "x.part", "x.tar.xz", None, Observer(), download.FetchOptions(
+            retries=0, timeout=10, max_bytes=cap))  # fmt: skip
+        outcome = "downloaded"
+    except ToolkitError as e:
+        outcome = e.message[-60:]
+    server.shutdown()
+    return cap, f"{outcome}; part file kept: {(tmp / 'x.part').exists()}", cap
+
+
+def _provenance(tmp: Path) -> tuple[int, str, int]:
+    from cudaship.errors import CudashipError
+    from cudaship.program.provenance import read_provenance
+
+    text = '{"a":' * 100_000 + "1" + "}" * 100_000
+    (tmp / "provenance.json").write_text(text)
+    _reset()
+    try:
+        read_provenance(tmp)
+        return len(text), "read", 0
+    except CudashipError as e:
+        return len(text), e.message, 0
+
+
+ROUND3 = {
+    "policy-glob-backtracking": _policy_glob,
+    "env-dev-zero-fifo-latin1-200k-field": _env,
+    "wheelhouse-bzip2-bomb-metadata": _wheelhouse,
+    "index-remote-bzip2-bomb-metadata": lambda tmp: _index(tmp, "bad-lie", "bad_lie-1.0-py3-none-any.whl"),
+    "index-file-url-and-redirect": lambda tmp: _index(tmp, "secret", ""),
+    "audit-3000-needed-3000-runpath": _audit_quadratic,
+    "doctor-env-3000-needed-3000-runpath": _doctor_quadratic,
+    "mirror-endless-body": _mirror,
+    "provenance-100k-deep": _provenance,
+}
 
 
 def child(name: str) -> None:

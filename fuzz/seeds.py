@@ -48,6 +48,7 @@ SEED_KINDS = (
     "wheel",
     "metadata",
     "program",
+    "index",
 )
 
 
@@ -286,6 +287,25 @@ def _program(src: Sources) -> Iterator[bytes]:
         yield out.read_bytes()
 
 
+def _index(src: Sources) -> Iterator[bytes]:
+    """PEP 691 project pages: files by relative and absolute URL, on the index's host, on PyPI's file host,
+    on another host, by file: URL; with and without sizes, hashes and PEP 658 metadata."""
+    import json
+
+    entries = [
+        {"filename": "fuzzed-1.0-py3-none-any.whl", "url": "/files/fuzzed.whl", "size": 400},
+        {"filename": "fuzzed-1.1-py3-none-any.whl", "url": "https://files.pythonhosted.org/p/fuzzed.whl",
+         "size": 400, "hashes": {"sha256": "0" * 64}, "core-metadata": {"sha256": "1" * 64}},
+        {"filename": "fuzzed-1.2-py3-none-any.whl", "url": "file:///etc/passwd", "size": 400},
+        {"filename": "fuzzed-1.3-py3-none-any.whl", "url": "http://elsewhere.example/f.whl", "size": 400},
+        {"filename": "fuzzed-1.4-py3-none-any.whl", "url": "/f.whl", "data-dist-info-metadata": True},
+        {"filename": "fuzzed-2.0-py3-none-any.whl", "url": "/f.whl", "size": 400, "yanked": "broken"},
+    ]  # fmt: skip
+    for i in range(len(entries)):
+        page = {"meta": {"api-version": "1.1"}, "name": "fuzzed", "files": entries[i:]}
+        yield json.dumps(page).encode()
+
+
 GATHER: dict[str, Callable[[Sources], Iterator[bytes]]] = {
     "elf": _elf,
     "pe": _pe,
@@ -300,6 +320,7 @@ GATHER: dict[str, Callable[[Sources], Iterator[bytes]]] = {
     "wheel": _wheel,
     "metadata": _metadata,
     "program": _program,
+    "index": _index,
 }
 
 

@@ -87,7 +87,8 @@ def test_docs_table_is_generated_from_the_table() -> None:
     [
         ("CUDASHIP_PROCESSES", "bogus", "expected one of auto, always, never"),
         ("CUDASHIP_OFFLINE", "maybe", "expected one of '' (empty), 0, 1, true, false"),
-        ("CUDASHIP_INDEX_URL", "pypi.org/simple", "expected an http(s):// or file:// URL"),
+        ("CUDASHIP_INDEX_URL", "pypi.org/simple", "expected an http(s):// URL"),
+        ("CUDASHIP_INDEX_URL", "file:///srv/simple", "expected an http(s):// URL"),
         ("CUDASHIP_TRAIN", "cuda-twelve", "invalid CUDA train 'cuda-twelve'"),
         ("CUDASHIP_NO_MEMMEM", "please", "expected one of '' (empty), 0, 1"),
         ("CUDASHIP_CACHE_DIR", "<file>", "exists and is not a directory"),
@@ -129,7 +130,7 @@ def test_a_bad_value_is_one_line_naming_it_and_its_exit_code(
         ("CUDASHIP_OFFLINE", "1"),
         ("CUDASHIP_OFFLINE", ""),
         ("CUDASHIP_INDEX_URL", ""),
-        ("CUDASHIP_INDEX_URL", "file:///srv/simple"),
+        ("CUDASHIP_INDEX_URL", "https://mirror.example/simple"),
         ("CUDASHIP_TRAIN", "cu130"),
         ("CUDASHIP_CACHE_DIR", "/nonexistent/yet"),
         ("CUDASHIP_LIBCUDA", "/nonexistent/libcuda.so"),  # does not load: "no driver", not bad usage

@@ -47,9 +47,7 @@ def _url(value: str) -> str | None:
     parts = urlsplit(value)
     if parts.scheme in ("http", "https") and parts.netloc:
         return None
-    if parts.scheme == "file" and parts.path:
-        return None
-    return "expected an http(s):// or file:// URL of a package index, or '' for none"
+    return "expected an http(s):// URL of a package index, or '' for none (the index client reads only http(s))"
 
 
 def _directory(value: str) -> str | None:
@@ -96,7 +94,7 @@ VARIABLES: tuple[Variable, ...] = (
         "CUDASHIP_INDEX_URL",
         "`audit`",
         "`--index-url`: the PEP 691 package index the requirements are looked up on",
-        "an `http(s)://` or `file://` URL, or empty for no index (default `https://pypi.org/simple`)",
+        "an `http(s)://` URL, or empty for no index (default `https://pypi.org/simple`)",
         _url,
     ),
     Variable(

@@ -14,7 +14,7 @@ from cudaship.providers.cache import DiskCache
 from cudaship.providers.closure import resolve_closure
 from cudaship.providers.http import Client, IndexUnavailable
 from cudaship.providers.index import IndexSource
-from cudaship.providers.lazywheel import remote_wheel
+from cudaship.providers.lazywheel import remote_distribution
 from cudaship.providers.records import Target
 from cudaship.providers.sources import KnowledgeSource
 from tests.providers.conftest import LocalIndex, make_wheel
@@ -36,11 +36,11 @@ def test_lazy_wheel_reads_a_big_wheel_for_kilobytes(local_index: LocalIndex, tmp
     local_index.add(whl)
     client = Client()
     url = local_index.url.rsplit("/", 1)[0] + f"/files/{whl.name}"
-    zf = remote_wheel(client, url, whl.stat().st_size)
+    dist = remote_distribution(client, url, whl.stat().st_size, whl.name, "index")
     with zipfile.ZipFile(whl) as local:
-        assert zf.namelist() == local.namelist()
-        meta = next(n for n in local.namelist() if n.endswith("METADATA"))
-        assert zf.read(meta) == local.read(meta)
+        assert set(dist.files) <= set(local.namelist())
+    assert "nvidia/cu13/lib/libcublas.so.13" in dist.files
+    assert (dist.name, dist.version) == ("nvidia-cublas", "13.1.1.3")  # METADATA read from the remote wheel
     assert client.fetched.bytes < 512 * 1024
     assert client.fetched.bytes == local_index.bytes
     assert all(r.startswith("bytes=") for r in local_index.ranges)

@@ -20,15 +20,17 @@ import fnmatch
 import posixpath
 import re
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from cudaship.analysis.loader import (
+    DirectoryIndex,
     Found,
     How,
     LinuxLoader,
     Requester,
     WindowsLoader,
+    first_in,
     packaged_dirs,
     search_linux,
     search_windows,
@@ -94,6 +96,8 @@ class LoadGraph:
     system_checked: bool  #: the system's libraries were searched and read (a local Linux environment)
     #: pairs of files (sorted) found to have the same content (size and sha256)
     identical: frozenset[tuple[str, str]] = frozenset()
+    #: the search's work with a directory index: (directories listed, candidate files probed); None without
+    search_work: tuple[int, int] | None = None
 
     def first_load(self, path: str) -> LoadedObject | None:
         return next((o for o in self.loaded if o.path == path), None)
@@ -174,10 +178,14 @@ def simulate(
     *,
     system_checked: bool,
     same_file: Callable[[str, str], bool] | None = None,
+    list_dir: Callable[[str], Iterable[str] | None] | None = None,
 ) -> LoadGraph:
     """Resolve every import of every library of ``env`` in one simulated process. ``same_file(a, b)``: the
-    two files have the same content (size and sha256); None: never asked, files are taken as different."""
+    two files have the same content (size and sha256); None: never asked, files are taken as different.
+    ``list_dir``: the names a directory holds (None when it cannot be listed), for a Linux search that lists
+    each directory once instead of probing each directory for each import (:class:`DirectoryIndex`)."""
     windows = isinstance(loader, WindowsLoader)
+    index = DirectoryIndex(list_dir) if list_dir is not None and not windows else None
     env_hosts = {lib.path: lib.report.host for lib in env.libraries if lib.report.host is not None}
     hosts: dict[str, HostBinary] = dict(env_hosts)
     loaded_names: dict[str, str] = {}
@@ -258,7 +266,8 @@ def simulate(
             return []
         req = Requester(path, h.rpath, h.runpath, inherited)
         children: list[tuple[str, _Chain]] = []
-        own_dirs = packaged_dirs(req, loader) if isinstance(loader, LinuxLoader) else []
+        own_dirs = tuple(packaged_dirs(req, loader)) if isinstance(loader, LinuxLoader) else ()
+        searched_once: list[tuple[str, ...]] = []  # where this object's imports are searched: computed once
         for imp in h.imports:
             if imp.kind not in (ImportKind.NEEDED, ImportKind.IMPORT, ImportKind.DELAY):
                 continue
@@ -272,14 +281,16 @@ def simulate(
             elif isinstance(loader, WindowsLoader):
                 found = search_windows(imp.library, path, loader, exists, loaded_names)
             else:
-                found = search_linux(imp.library, req, loader, exists, loaded_names)
+                found = search_linux(imp.library, req, loader, exists, loaded_names, index)
             lookup = convention[0] if found is None and convention is not None else None
             if found is None and lookup is not None and installed:
                 # the package loads it by path before this import needs it (cuda-pathfinder, preload_dlls)
                 found = Found(installed[0], How.RUNTIME)
             if found is None:
                 provider = provider_of(imp.library, "windows" if windows else "linux")
-                searched = () if provider else tuple(_searched(req, loader))
+                if not provider and not searched_once:
+                    searched_once.append(tuple(_searched(req, loader)))
+                searched = () if provider else searched_once[0]
                 edges.append(
                     Edge(
                         path,
@@ -293,11 +304,9 @@ def simulate(
                 )
                 continue
             packaged = None
-            for d in own_dirs:
-                candidate = posixpath.normpath(posixpath.join(d, imp.library))
-                if exists(candidate):
-                    packaged = candidate if candidate != found.path else None
-                    break
+            own = first_in(own_dirs, imp.library, exists, How.RUNPATH, index) if own_dirs else None
+            if own is not None:
+                packaged = own.path if own.path != found.path else None
             edges.append(
                 Edge(
                     path,
@@ -340,7 +349,14 @@ def simulate(
     for paths in by_key.values():  # two copies of one library in the process: the same bytes or not
         for other in paths[1:]:
             same(paths[0], other)
-    return LoadGraph(tuple(edges), tuple(objects.values()), hosts, system_checked, frozenset(identical))
+    return LoadGraph(
+        tuple(edges),
+        tuple(objects.values()),
+        hosts,
+        system_checked,
+        frozenset(identical),
+        (index.listings, index.probes) if index is not None else None,
+    )
 
 
 def _searched(req: Requester, loader: LinuxLoader | WindowsLoader) -> list[str]:

@@ -177,6 +177,8 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         results.append(loaded)
     if ctx.scan.dist.metadata.requires_dist:
         ctx.notes.append(_providers_line(ctx))
+        # a provider's file that could not be read: one note each, naming it (never the end of the audit)
+        ctx.notes.extend(f"provider left out: {line}" for line in ctx.providers.closure.unreadable)
     for note, libraries in notes.items():
         names = sorted(set(libraries))
         ctx.notes.append(f"{note}: {', '.join(names)}")  # a note has no evidence: every name, never cut

@@ -141,6 +141,11 @@ class AuditContext:
     #: computed once per wheel by the load model (see :mod:`cudaship.checks.resolve`): each library's search
     #: path, and the host packages it needs without declaring them (None: not computed yet)
     search_paths: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    #: each library's search path as directory → first place (see :func:`cudaship.checks.resolve.resolve`)
+    search_positions: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: work of the imports' resolution: directories placed and candidate files probed (a test bounds it by
+    #: the number of imports and search-path entries, never their product)
+    resolve_probes: int = 0
     undeclared_hosts: tuple[Host, ...] | None = None
 
     # --- platform, train, requirements ------------------------------------------------------------------

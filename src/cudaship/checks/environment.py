@@ -18,6 +18,8 @@ Rules (each finding carries one):
 * ``component-version`` (error): installed NVIDIA component wheels older than what a sibling needs, with the
   source of the rule.
 * ``unreadable`` (error, exit 2): a native file that could not be read.
+* ``unreadable-distribution`` (warning): a ``.dist-info`` whose METADATA or RECORD could not be read (a FIFO,
+  a device, a link to ``/dev/zero``, over its size cap, not UTF-8, not CSV): its files are left out.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from cudaship.inspection.environment import (
     InstalledDistribution,
     SameContent,
     SystemFiles,
+    env_dir_names,
     env_files_exist,
     ld_cache_names,
     read_environment,
@@ -52,6 +55,8 @@ from cudaship.probe.records import ProbeResult
 
 #: Missing symbols named in one finding before the rest are counted.
 MAX_SYMBOLS = 5
+#: Searched directories named in one finding before the rest are counted (a hostile RUNPATH has thousands).
+MAX_DIRS = 12
 
 
 @dataclass(frozen=True)
@@ -125,6 +130,8 @@ def check_environment(env: Environment, graph: LoadGraph) -> list[EnvFinding]:
                     distribution=lib.owner.label,
                 )
             )
+    for problem in env.problems:
+        findings.append(EnvFinding("unreadable-distribution", Severity.WARNING, problem))
     scopes = _Scopes(graph)
     for edge in graph.edges:
         if edge.target is None and edge.provider is None:
@@ -143,7 +150,9 @@ def check_environment(env: Environment, graph: LoadGraph) -> list[EnvFinding]:
 
 def _unresolved(owners: _Owners, edge: Edge) -> EnvFinding:
     who = owners.described(edge.importer)
-    where = ", ".join(owners.show_dir(d) for d in edge.searched) or "nowhere"
+    shown = [owners.show_dir(d) for d in edge.searched[:MAX_DIRS]]
+    more = len(edge.searched) - MAX_DIRS
+    where = (", ".join(shown) + (f" and {more} more" if more > 0 else "")) or "nowhere"
     message = f"{who} imports {edge.name}: not found (searched: {where})"
     severity = Severity.ERROR
     demand = _on_demand(owners, edge.importer)
@@ -532,7 +541,13 @@ def doctor_env(
         if local:
             files = SystemFiles(env)
             graph = simulate(
-                env, loader, files.exists, files.host, system_checked=True, same_file=SameContent()
+                env,
+                loader,
+                files.exists,
+                files.host,
+                system_checked=True,
+                same_file=SameContent(),
+                list_dir=files.list_dir,
             )
         else:
             graph = simulate(
@@ -542,6 +557,7 @@ def doctor_env(
                 lambda _p: None,
                 system_checked=False,
                 same_file=SameContent(),
+                list_dir=env_dir_names(env),
             )
     findings = check_environment(env, graph)
     gpu = _gpu_check(env, probe, no_gpu)

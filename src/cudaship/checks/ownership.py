@@ -6,11 +6,11 @@ A sentinel is a symbol name, or a glob (``*``, ``?``, ``[``) over exported symbo
 
 from __future__ import annotations
 
-import fnmatch
 import posixpath
 import re
 
 from cudaship.checks.context import AuditContext
+from cudaship.checks.globs import compile_glob
 from cudaship.checks.records import CheckResult, Finding, verdict
 from cudaship.words import agree, count
 
@@ -20,7 +20,8 @@ _GLOB = re.compile(r"[*?\[]")
 
 def _definers(exports: dict[str, frozenset[str]], sentinel: str) -> list[str]:
     if _GLOB.search(sentinel):
-        return [p for p, names in exports.items() if any(fnmatch.fnmatchcase(n, sentinel) for n in names)]
+        glob = compile_glob(sentinel, flat=True)  # compiled when the policy was loaded
+        return [p for p, names in exports.items() if any(glob.match(n) for n in names)]
     return [p for p, names in exports.items() if sentinel in names]
 
 

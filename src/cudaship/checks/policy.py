@@ -16,9 +16,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
+from cudaship.checks.globs import GlobError, compile_glob
 from cudaship.checks.records import SEVERITIES, Severity
 from cudaship.config import ProjectConfig
 from cudaship.errors import KnowledgeError, PolicyError
@@ -226,7 +226,18 @@ class _Reader:
             raise self.fail(self.dotted(name), f"must be one of {', '.join(options)}, not {value!r}")
         return value
 
-    def strings(self, name: str, default: tuple[str, ...] = (), *, globs: bool = False) -> tuple[str, ...]:
+    def strings(
+        self,
+        name: str,
+        default: tuple[str, ...] = (),
+        *,
+        globs: bool = False,
+        patterns: bool = False,
+        flat: bool = False,
+    ) -> tuple[str, ...]:
+        """A string or a list of strings. ``globs``: paths in the wheel, checked and compiled as such;
+        ``patterns``: library names (matched case-insensitively); ``flat``: symbol names (``*`` crosses
+        ``/``). A pattern that does not compile is an error naming its key, never a failure at match time."""
         value = self.get(name)
         if value is None:
             return default
@@ -240,6 +251,8 @@ class _Reader:
                 raise self.fail(f"{self.dotted(name)}[{i}]", f"must be a non-empty string, not {item!r}")
             if globs:
                 _check_glob(item, f"{self.dotted(name)}[{i}]", self)
+            elif patterns or flat:
+                _compile(item.strip(), f"{self.dotted(name)}[{i}]", self, ignore_case=patterns, flat=flat)
             out.append(item.strip())
         return tuple(out)
 
@@ -261,11 +274,24 @@ def _type(value: Any) -> str:
     }.get(type(value), type(value).__name__)
 
 
+def _compile(
+    pattern: str, key: str, reader: _Reader, *, ignore_case: bool = False, flat: bool = False
+) -> None:
+    """Compile ``pattern`` now, as the checks will match it (the compiled form is cached for them)."""
+    try:
+        compile_glob(pattern, ignore_case=ignore_case, flat=flat)
+        if ignore_case:  # a library-name pattern is also matched by its last part (see name_match)
+            compile_glob(pattern.rsplit("/", 1)[-1], ignore_case=True)
+    except GlobError as e:
+        raise reader.fail(key, f"{pattern[:80]!r}: {e}") from None
+
+
 def _check_glob(pattern: str, key: str, reader: _Reader) -> None:
     if pattern.startswith("/") or "\\" in pattern:
-        raise reader.fail(key, f"{pattern!r}: use paths relative to the wheel root, with '/'")
+        raise reader.fail(key, f"{pattern[:80]!r}: use paths relative to the wheel root, with '/'")
     if "[" in pattern and "]" not in pattern:
-        raise reader.fail(key, f"{pattern!r}: unclosed '['")
+        raise reader.fail(key, f"{pattern[:80]!r}: unclosed '['")
+    _compile(pattern.strip(), key, reader)
 
 
 def load_policy(config: ProjectConfig) -> Policy:
@@ -407,7 +433,7 @@ def parse_ownership(root: _Reader) -> Section | None:
         owner = c.string("owner")
         if not owner:
             raise c.fail(c.dotted("owner"), "is required: the name the owning library's file starts with")
-        sentinels = c.strings("sentinels")
+        sentinels = c.strings("sentinels", flat=True)
         if not sentinels:
             raise c.fail(c.dotted("sentinels"), "is required: at least one symbol")
         c.unknown({"owner", "sentinels"})
@@ -422,8 +448,8 @@ def parse_closure(root: _Reader) -> Section | None:
         return None
     closure = ClosurePolicy(
         runtime_dirs=tuple(d.strip("/") for d in r.strings("runtime_dirs", globs=True)),
-        allow=r.strings("allow"),
-        system_libraries=r.strings("system_libraries"),
+        allow=r.strings("allow", patterns=True),
+        system_libraries=r.strings("system_libraries", patterns=True),
         unused_imports=r.boolean("unused_imports", True),
         exports=r.boolean("exports", True),
         required_extras=tuple(r.strings("required_extras")) if "required_extras" in r.data else None,
@@ -522,7 +548,7 @@ def _import_rules(root: _Reader, name: str, *, forbidden: bool) -> tuple[ImportR
         libraries = r.strings("libraries", globs=True)
         if not libraries:
             raise r.fail(r.dotted("libraries"), "is required: globs of the libraries this rule applies to")
-        patterns = r.strings("patterns")
+        patterns = r.strings("patterns", patterns=True)
         no_cuda = r.boolean("no_cuda", False) if forbidden else False
         if not patterns and not no_cuda:
             what = "patterns (or no_cuda = true)" if forbidden else "patterns"
@@ -532,7 +558,9 @@ def _import_rules(root: _Reader, name: str, *, forbidden: bool) -> tuple[ImportR
             libraries=libraries,
             patterns=patterns,
             no_cuda=no_cuda,
-            cuda_patterns=r.strings("cuda_patterns", DEFAULT_CUDA_PATTERNS) if forbidden else (),
+            cuda_patterns=r.strings("cuda_patterns", DEFAULT_CUDA_PATTERNS, patterns=True)
+            if forbidden
+            else (),
             dynamic_load=r.boolean("dynamic_load", True) if not forbidden else False,
             description=r.string("description"),
         )
@@ -566,43 +594,10 @@ def expand_template(template: str, major: int) -> str:
 # ----------------------------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=1024)
-def _glob_regex(pattern: str, ignore_case: bool) -> re.Pattern[str]:
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "*":
-            if pattern.startswith("**", i):
-                i += 2
-                if pattern.startswith("/", i):
-                    out.append("(?:.*/)?")
-                    i += 1
-                else:
-                    out.append(".*")
-                continue
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            end = pattern.find("]", i + 1)
-            if end == -1:
-                out.append(re.escape(c))
-            else:
-                body = pattern[i + 1 : end]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append(f"[{body}]")
-                i = end
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return re.compile("".join(out) + r"\Z", re.IGNORECASE if ignore_case else 0)
-
-
 def glob_match(pattern: str, path: str, *, ignore_case: bool = False) -> bool:
-    """Whether ``path`` matches ``pattern`` (``**`` crosses directories; ``*`` does not)."""
-    return _glob_regex(pattern, ignore_case).match(path) is not None
+    """Whether ``path`` matches ``pattern`` (``**`` crosses directories; ``*`` does not), in time linear in
+    ``path`` (:mod:`cudaship.checks.globs`; the policy's patterns were compiled when it was loaded)."""
+    return compile_glob(pattern, ignore_case=ignore_case).match(path)
 
 
 def any_match(patterns: Iterable[str], path: str, *, ignore_case: bool = False) -> str | None:

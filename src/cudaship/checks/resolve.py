@@ -157,7 +157,39 @@ def _search_path(ctx: AuditContext, path: str, report: FileReport) -> tuple[tupl
     return tuple((d, "LC_RPATH") for d in dict.fromkeys(macho))
 
 
+#: Directories of a search path named in one message before the rest are counted
+SHOWN_DIRS = 8
+
+
+def _shown(dirs: tuple[str, ...]) -> str:
+    if not dirs:
+        return "none"
+    more = len(dirs) - SHOWN_DIRS
+    return ", ".join(dirs[:SHOWN_DIRS]) + (f" and {more} more" if more > 0 else "")
+
+
+def _dir_key(directory: str, case_insensitive: bool) -> str:
+    key = directory if directory == "." else posixpath.normpath(directory)
+    return key.lower() if case_insensitive else key
+
+
+def _positions(
+    ctx: AuditContext, path: str, searched: tuple[tuple[str, str], ...], case_insensitive: bool
+) -> dict[str, int]:
+    """Each directory of ``path``'s search path → its first place in it; built once per library (its cost
+    is the length of the search path, counted in :attr:`AuditContext.resolve_probes`)."""
+    found = ctx.search_positions.get(path)
+    if found is None:
+        found = {}
+        for i, (d, _whence) in enumerate(searched):
+            ctx.resolve_probes += 1
+            found.setdefault(_dir_key(d, case_insensitive), i)
+        ctx.search_positions[path] = found
+    return found
+
+
 def _in_dir(ctx: AuditContext, directory: str, name: str, case_insensitive: bool) -> str | None:
+    ctx.resolve_probes += 1
     candidate = posixpath.normpath(posixpath.join(directory, name)) if directory != "." else name
     if case_insensitive:
         for p in ctx.by_name.get(posixpath.basename(name).lower(), ()):
@@ -165,6 +197,60 @@ def _in_dir(ctx: AuditContext, directory: str, name: str, case_insensitive: bool
                 return p
         return None
     return candidate if candidate in ctx.libraries else None
+
+
+def _first_shipped(
+    ctx: AuditContext, path: str, searched: tuple[tuple[str, str], ...], name: str, pe: bool
+) -> tuple[str, str] | None:
+    """The shipped library the search path finds first for ``name``, and where the loader took that
+    directory from. Looked up from the name: the libraries of that base name, each placed on the search path
+    by its directory (one probe each), never the product of the search path and the imports."""
+    if "/" in name:  # a relative path in the import (rare): directory by directory
+        for d, whence in searched:
+            found = _in_dir(ctx, d, name, pe)
+            if found is not None:
+                return found, whence
+        return None
+    positions = _positions(ctx, path, searched, pe)
+    best: tuple[int, str] | None = None
+    for p in ctx.by_name.get(name.lower(), ()):
+        ctx.resolve_probes += 1
+        if not pe and posixpath.basename(p) != name:
+            continue
+        i = positions.get(_dir_key(posixpath.dirname(p) or ".", pe))
+        if i is not None and (best is None or i < best[0]):
+            best = (i, p)
+    return None if best is None else (best[1], searched[best[0]][1])
+
+
+def _first_provided(
+    ctx: AuditContext, path: str, searched: tuple[tuple[str, str], ...], name: str, pe: bool
+) -> tuple[Provided, str] | None:
+    """The file a requirement installs that the search path finds first for ``name`` (as
+    :func:`_first_shipped`: by name, one probe per installed file of that name)."""
+    providers = ctx.providers
+    if "/" in name:
+        for d, whence in searched:
+            ctx.resolve_probes += 1
+            provided = _provided_in(providers, d, name, pe)
+            if provided is not None:
+                return provided, whence
+        return None
+    positions = _positions(ctx, path, searched, pe)
+    best: tuple[int, Provided] | None = None
+    for p in providers.by_name.get(name.lower(), ()):
+        ctx.resolve_probes += 1
+        if not pe and posixpath.basename(p.path) != name:
+            continue
+        i = positions.get(_dir_key(posixpath.dirname(p.path) or ".", pe))
+        if i is not None and (best is None or i < best[0]):
+            best = (i, p)
+    if best is None:
+        return None
+    i, provided = best
+    if not pe:  # the one always installed before an extra's, as the loader's file would be
+        provided = providers.installed(provided.path) or provided
+    return provided, searched[i][1]
 
 
 def resolve(ctx: AuditContext, path: str, report: FileReport, imp: Import) -> Resolution:
@@ -185,19 +271,19 @@ def resolve(ctx: AuditContext, path: str, report: FileReport, imp: Import) -> Re
     # 2. the search path: shipped files, then files a requirement installs there
     searched = search_path(ctx, path, report)
     dirs = tuple(d for d, _whence in searched)
-    for d, whence in searched:
-        found = _in_dir(ctx, d, name, pe)
-        if found is not None:
-            inherited = f", through the {whence}" if whence.startswith("DT_RPATH of ") else ""
-            return Resolution(Via.SHIPPED, found, f"shipped at {found}{inherited}")
+    shipped = _first_shipped(ctx, path, searched, name, pe)
+    if shipped is not None:
+        found, whence = shipped
+        inherited = f", through the {whence}" if whence.startswith("DT_RPATH of ") else ""
+        return Resolution(Via.SHIPPED, found, f"shipped at {found}{inherited}")
     providers = ctx.providers
-    for d, whence in searched:
-        provided = _provided_in(providers, d, name, pe)
-        if provided is not None:
-            res = _from_requirement(ctx, name, provided)
-            if whence.startswith("DT_RPATH of "):
-                res = replace(res, detail=f"{res.detail}, through the {whence}")
-            return res
+    provided_at = _first_provided(ctx, path, searched, name, pe)
+    if provided_at is not None:
+        provided, whence = provided_at
+        res = _from_requirement(ctx, name, provided)
+        if whence.startswith("DT_RPATH of "):
+            res = replace(res, detail=f"{res.detail}, through the {whence}")
+        return res
     # 3. the driver, the interpreter, the operating system, the policy's allow list
     provider = provider_of(name, platform, ctx.policy.closure.system_libraries)
     if provider is Provider.DRIVER:
@@ -295,7 +381,7 @@ def resolve(ctx: AuditContext, path: str, report: FileReport, imp: Import) -> Re
         return Resolution(Via.ON_DEMAND, None, f"{path} is loaded only by {what}", f"needed only by {what}")
     # 8. not found: say why, as precisely as possible
     shipped_elsewhere = ctx.by_name.get(posixpath.basename(name).lower(), [])
-    where = ", ".join(dirs) if dirs else "none"
+    where = _shown(dirs)
     if shipped_elsewhere:
         added = preloaded_by_package(ctx, name, shipped_elsewhere[0], pe)
         if added is not None:  # a vendored directory the package's code adds (delvewheel's patch)

@@ -11,6 +11,7 @@ import dataclasses
 import os
 import shutil
 import sys
+import urllib.parse
 from pathlib import Path
 
 import click
@@ -247,6 +248,14 @@ def _load(
     help="Then in this package index (PEP 691 JSON; PEP 658 metadata; wheels read with HTTP range requests).",
 )
 @click.option(
+    "--index-host",
+    "index_hosts",
+    multiple=True,
+    metavar="HOST",
+    help="Also follow the index's file URLs (and redirects) to HOST; repeatable. By default only the index's "
+    "own host and the hosts it is known to serve files from (files.pythonhosted.org for PyPI); only http(s).",
+)
+@click.option(
     "--offline/--online",
     default=False,
     envvar="CUDASHIP_OFFLINE",
@@ -333,6 +342,7 @@ def command(
     offline: bool,
     cache_dir: Path | None,
     train_text: str | None,
+    index_hosts: tuple[str, ...] = (),
     load: bool = False,
     load_python: str | None = None,
     pins: tuple[str, ...] = (),
@@ -354,10 +364,15 @@ def command(
         index_url=index_url or None,
         offline=offline,
         cache_dir=cache_dir,
+        index_hosts=index_hosts,
     )
     for d in find_links:
         if not Path(d).is_dir():
             raise UsageError("not a directory", path=d)
+    if index_url and urllib.parse.urlsplit(index_url).scheme not in ("http", "https"):
+        raise UsageError(
+            f"--index-url: {index_url[:200]!r} is not an http(s) URL (only http and https are read)"
+        )
     if env is not None and not Path(env).exists():
         raise UsageError("no such file or directory", path=env)
     if env is not None:

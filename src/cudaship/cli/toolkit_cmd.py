@@ -163,7 +163,8 @@ def command() -> None:
     "--max-size",
     default="64G",
     show_default=True,
-    help="Refuse archives that expand past this size in total.",
+    help="Refuse archives that expand past this size in total, and downloads larger than it (counted as they "
+    "arrive, whatever the server says).",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress output.")
 @format_option("toolkit")
@@ -198,7 +199,7 @@ def install_command(
         source=Source(source),
         mirror=mirror,
         cache_dir=(cache_dir / "toolkit") if cache_dir else download.default_cache_dir(),
-        fetch=download.FetchOptions(retries=retries, offline=offline),
+        fetch=download.FetchOptions(retries=retries, offline=offline, max_bytes=limit),
         limits=ExtractLimits(max_total_bytes=limit, max_member_bytes=limit),
     )
     with _Progress(quiet) as progress:

@@ -52,6 +52,9 @@ class Environment:
     libraries: tuple[EnvLibrary, ...]
     files: frozenset[str]  #: every installed file (absolute, ``/``-separated), for the loader's searches
     os: str  #: ``linux`` or ``windows``: the kind of the native files
+    #: ``.dist-info`` directories that could not be read (METADATA or RECORD a FIFO, a device, over its cap,
+    #: not UTF-8, not CSV), one line each naming the file: left out of the environment, never its end
+    problems: tuple[str, ...] = ()
 
 
 def _posix(path: Path) -> str:
@@ -72,9 +75,12 @@ def read_environment(env: Sequence[str], *, device: bool = False, jobs: int = 4)
     installed: list[InstalledDistribution] = []
     native: list[tuple[Path, InstalledDistribution]] = []
     files: set[str] = set()
+    problems: list[str] = []
     for site in sites:
         root = _posix(site)
-        for dist in EnvSource(str(site), allow_empty=True).distributions():
+        source = EnvSource(str(site), allow_empty=True)
+        problems += source.problems
+        for dist in source.distributions():
             owner = InstalledDistribution(root, dist)
             installed.append(owner)
             for rel in dist.files:
@@ -104,6 +110,7 @@ def read_environment(env: Sequence[str], *, device: bool = False, jobs: int = 4)
         libraries=libraries,
         files=frozenset(files),
         os="windows" if windows > len(libraries) - windows else "linux",
+        problems=tuple(problems),
     )
 
 
@@ -126,6 +133,8 @@ class SystemFiles:
 
     def __init__(self, env: Environment) -> None:
         self._env = env.files
+        self._env_record = env
+        self._env_names: Callable[[str], frozenset[str]] | None = None
         self._exists: dict[str, bool] = {}
         self._hosts: dict[str, HostBinary | None] = {}
         self._lock = threading.Lock()
@@ -137,6 +146,19 @@ class SystemFiles:
             if path not in self._exists:
                 self._exists[path] = os.path.isfile(path)
             return self._exists[path]
+
+    def list_dir(self, directory: str) -> frozenset[str] | None:
+        """The names in ``directory``: the environment's files there and this machine's (listed once by the
+        loader's directory index); None when the directory exists but cannot be listed."""
+        if self._env_names is None:
+            self._env_names = env_dir_names(self._env_record)
+        own = self._env_names(directory)
+        try:
+            return own | frozenset(os.listdir(directory))
+        except (FileNotFoundError, NotADirectoryError):
+            return own
+        except (OSError, ValueError):
+            return None  # there but unreadable: each candidate is probed instead
 
     def host(self, path: str) -> HostBinary | None:
         with self._lock:
@@ -174,6 +196,18 @@ class SameContent:
             return False
         da = self._digest(a)
         return da is not None and da == self._digest(b)
+
+
+def env_dir_names(env: Environment) -> Callable[[str], frozenset[str]]:
+    """The names of the environment's own files in a directory (``/``-separated, absolute), for the loader's
+    directory index: a foreign environment's directories are never listed on this machine."""
+    by_dir: dict[str, set[str]] = {}
+    for f in env.files:
+        d, _, name = f.rpartition("/")
+        by_dir.setdefault(d or "/", set()).add(name)
+    frozen = {d: frozenset(names) for d, names in by_dir.items()}
+    empty: frozenset[str] = frozenset()
+    return lambda directory: frozen.get(posixpath.normpath(directory), empty)
 
 
 def env_files_exist(env: Environment, *, case_insensitive: bool = False) -> Callable[[str], bool]:

@@ -208,6 +208,13 @@ def _known() -> tuple[_Known, ...]:
     return tuple(out)
 
 
+def index_file_hosts(index_host: str) -> tuple[str, ...]:
+    """Hosts the index at ``index_host`` serves its files from besides its own (``files.pythonhosted.org``
+    for ``pypi.org``); none for an index the data does not know."""
+    table = _data.load(_FILE).get("index_file_hosts", {})
+    return tuple(_strs(table.get(index_host.lower()), f"index_file_hosts.{index_host}"))
+
+
 @once
 def development_extras() -> frozenset[str]:
     """Extras of an audited wheel that install development tools (``dev``, ``test``, ``docs``, ...)."""

@@ -24,7 +24,7 @@ from cudaship.knowledge.archs import Arch, parse_arch
 from cudaship.knowledge.gpus import capability_of, group_for
 from cudaship.knowledge.runs_on import Verdict, runs_on
 from cudaship.knowledge.trains import Train, parse_train
-from cudaship.program.provenance import read_provenance
+from cudaship.program.provenance import provenance_present, read_provenance
 from cudaship.program.pt2 import libstdcxx_copy
 from cudaship.program.reader import find_package, read_program
 from cudaship.program.records import (
@@ -225,10 +225,18 @@ def check_program(
 
     items: list[CheckItem] = []
     prov: Provenance | None = None
-    try:
+    if provenance_present(directory):
+        # there but unreadable, not JSON, nested past the loader's depth, not the schema: bad input (exit 2,
+        # one line naming the file), not a failed check
         prov = read_provenance(directory)
-    except ProgramError as e:
-        items.append(CheckItem("provenance", Status.FAIL, e.message))
+    else:
+        items.append(
+            CheckItem(
+                "provenance",
+                Status.FAIL,
+                "no provenance.json: not a directory written by 'cudaship program export'",
+            )
+        )
     info: ProgramInfo | None = None
     try:
         package = directory / prov.package if prov else find_package(directory)

@@ -65,11 +65,18 @@ def parse_provenance(text: str, label: str) -> Provenance:
     return Provenance(**values)
 
 
+def provenance_present(directory: Path) -> bool:
+    """Whether ``directory`` holds a ``provenance.json`` entry (a link counts, broken or not: reading it says
+    what is wrong)."""
+    target = directory / PROVENANCE_FILE
+    return target.exists() or target.is_symlink()
+
+
 def read_provenance(directory: Path) -> Provenance:
     target = directory / PROVENANCE_FILE
     from cudaship.safe_read import read_regular
 
-    if not target.exists() and not target.is_symlink():
+    if not provenance_present(directory):
         raise ProgramError(
             "no provenance.json: not a directory written by 'cudaship program export'", path=str(directory)
         )

@@ -67,6 +67,8 @@ class _Answer:
     failed: tuple[tuple[int, str], ...] = ()  #: sources that could not answer at all: (index, message)
     missed: tuple[int, ...] = ()  #: sources with no answer for this one project (offline: not in the cache)
     answered: tuple[int, ...] = ()  #: sources that answered (a distribution, or none that fits)
+    #: a source's file for this project that could not be read (``wheelhouse DIR: x.whl: ...``): a note each
+    unreadable: tuple[str, ...] = ()
 
 
 @dataclass
@@ -82,6 +84,7 @@ class _Resolver:
     extras_done: dict[str, set[str]] = field(default_factory=dict)
     unresolved: list[Unresolved] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)
     dead: set[int] = field(default_factory=set)  #: sources that could not answer: not asked again
     proven: set[int] = field(default_factory=set)  #: sources that have answered once in this run
     missed: dict[int, set[str]] = field(default_factory=dict)  #: source -> projects it had no answer for
@@ -93,6 +96,7 @@ class _Resolver:
         failed: list[tuple[int, str]] = []
         missed: list[int] = []
         answered: list[int] = []
+        unreadable: list[str] = []
         found: Distribution | None = None
         for i, source in enumerate(self.sources):
             if i in dead:
@@ -107,9 +111,13 @@ class _Resolver:
                 failed.append((i, e.message))
                 problems.append(e.message)
                 continue
-            except CudashipError as e:
+            except (
+                CudashipError
+            ) as e:  # that project's file at this source is unreadable; the next source is asked
                 answered.append(i)
                 problems.append(e.message)
+                text = str(e)
+                unreadable.append(text if text.startswith(source.label) else f"{source.label}: {text}")
                 continue
             answered.append(i)
             if found is not None:
@@ -122,7 +130,7 @@ class _Resolver:
             why = f"no distribution of {name}{spec} for {self.target.os} in {labels}" + (
                 f" ({problems[0]})" if problems else ""
             )
-        return _Answer(found, why, tuple(failed), tuple(missed), tuple(answered))
+        return _Answer(found, why, tuple(failed), tuple(missed), tuple(answered), tuple(unreadable))
 
     def lookup_all(self, pool: ThreadPoolExecutor, jobs: Sequence[_Job]) -> list[_Answer]:
         """Look ``jobs`` up in parallel, with the same dead sources for each, whatever the order they run in.
@@ -148,6 +156,9 @@ class _Resolver:
             self.proven.update(answer.answered, answer.missed)
             for i in answer.missed:
                 self.missed.setdefault(i, set()).add(canonicalize_name(job.req.name))
+            for line in answer.unreadable:
+                if line not in self.unreadable:
+                    self.unreadable.append(line)
             for i, message in answer.failed:
                 if i not in self.dead:
                     self.dead.add(i)
@@ -270,11 +281,14 @@ def resolve_closure(
                 for sub, _extra, _text in requirements_of(dist.requires_dist, env, sorted(new - {""})):
                     next_level.append(_Job(sub, (*job.chain, _short(sub)), reached.extra, job.depth + 1))
             level = next_level
+    # what the sources could not read when they were opened (an environment's dist-info, one line each)
+    left_out = [f"{s.label}: {line}" for s in sources for line in getattr(s, "problems", ())]
     return Closure(
         target=target,
         reached=tuple(r.reached.values()),
         unresolved=tuple(r.unresolved),
         notes=(*r.notes, *r.missed_notes()),
+        unreadable=(*left_out, *r.unreadable),
         sources=tuple(s.label for s in sources)
         + (
             (fallback.label,)

@@ -2,39 +2,37 @@
 
 from __future__ import annotations
 
-import zipfile
+from collections.abc import Sequence
 from email.parser import HeaderParser
 
 from packaging.utils import canonicalize_name
 
 from cudaship.errors import WheelError
 from cudaship.providers.records import Distribution
-from cudaship.wheel.metadata import find_dist_info, install_path
+from cudaship.wheel.metadata import MAX_METADATA_BYTES, MAX_REQUIREMENTS, find_dist_info, install_path
 
 
 def parse_core_metadata(data: bytes) -> tuple[str, str, tuple[str, ...], tuple[str, ...]]:
-    """(canonical name, version, Requires-Dist, Provides-Extra) of a METADATA file."""
+    """(canonical name, version, Requires-Dist, Provides-Extra) of a METADATA file, held to the caps of
+    :func:`cudaship.wheel.metadata.parse_metadata` (size, Requires-Dist count and length)."""
+    if len(data) > MAX_METADATA_BYTES:
+        raise WheelError(f"METADATA is {len(data)} bytes, over the {MAX_METADATA_BYTES} byte limit")
     message = HeaderParser().parsestr(data.decode("utf-8", errors="replace"))
     name = (message.get("Name") or "").strip()
     version = (message.get("Version") or "").strip()
     if not name or not version:
         raise WheelError("METADATA has no Name or Version")
-    requires = tuple(" ".join(str(v).split()) for v in message.get_all("Requires-Dist") or ())
+    raw_requires = message.get_all("Requires-Dist") or ()
+    if len(raw_requires) > MAX_REQUIREMENTS:
+        raise WheelError(f"METADATA has {len(raw_requires)} Requires-Dist entries, over {MAX_REQUIREMENTS}")
+    requires = tuple(" ".join(str(v).split()) for v in raw_requires)
     extras = tuple(canonicalize_name(str(v).strip()) for v in message.get_all("Provides-Extra") or ())
     return canonicalize_name(name), version, requires, extras
 
 
-def from_wheel_zip(
-    zf: zipfile.ZipFile, filename: str, source: str, metadata: bytes | None = None
-) -> Distribution:
-    """A distribution from a wheel's central directory; METADATA is read from it unless given (PEP 658)."""
-    names = zf.namelist()
+def from_wheel_names(names: Sequence[str], filename: str, source: str, metadata: bytes) -> Distribution:
+    """A distribution from a wheel's member names and its METADATA (read by the caller, within its cap)."""
     directory = find_dist_info(names, filename)
-    if metadata is None:
-        try:
-            metadata = zf.read(f"{directory}/METADATA")
-        except KeyError:
-            raise WheelError(f"{directory}/METADATA is missing") from None
     name, version, requires, extras = parse_core_metadata(metadata)
     files = []
     for member in names:

@@ -5,25 +5,33 @@ the newest wheel that fits the target platform and the specifier is chosen; its 
 PEP 658 file next to it when the page advertises one (``core-metadata``), else from the wheel itself; the
 file list always comes from the wheel's central directory, read with HTTP range requests
 (:mod:`.lazywheel`). Answers are cached on disk (:mod:`.cache`); ``offline`` uses only the cache.
+
+What a project page names is input: a file URL is followed only when it is http(s) and on the index's own
+host, a host the index serves its files from (``files.pythonhosted.org`` for PyPI, from
+``knowledge/data/providers.toml``) or one the user allows (``--index-host``). A file that cannot be read this
+way is that file's problem (:class:`BadDistribution`), named in the audit's notes; the index still answers
+for the others.
 """
 
 from __future__ import annotations
 
 import hashlib
 import urllib.parse
+from collections.abc import Iterable
 from typing import Any
 
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 from cudaship.errors import CudashipError
+from cudaship.knowledge.providers import index_file_hosts
 from cudaship.loaders import load_json
 from cudaship.providers.cache import PAGE_TTL_S, DiskCache
-from cudaship.providers.distinfo import from_wheel_zip
-from cudaship.providers.http import Client, IndexUnavailable, NotCached, NotFound
-from cudaship.providers.lazywheel import remote_wheel
+from cudaship.providers.http import Client, IndexUnavailable, NotCached, NotFound, RefusedURL, TooLarge
+from cudaship.providers.lazywheel import remote_distribution
 from cudaship.providers.records import Distribution, Target
 from cudaship.providers.select import Candidate, best, wheel_version
+from cudaship.wheel.metadata import MAX_METADATA_BYTES
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 JSON_ACCEPT = "application/vnd.pypi.simple.v1+json"
@@ -37,11 +45,24 @@ class BadDistribution(CudashipError):
 class IndexSource:
     """Distributions from a PEP 691 index; thread-safe (the client counts under a lock)."""
 
-    def __init__(self, url: str, cache: DiskCache, client: Client, *, offline: bool = False) -> None:
+    def __init__(
+        self,
+        url: str,
+        cache: DiskCache,
+        client: Client,
+        *,
+        offline: bool = False,
+        allowed_hosts: Iterable[str] = (),
+    ) -> None:
         self.url = url.rstrip("/")
         self.cache = cache
         self.client = client
         self.offline = offline
+        own = (urllib.parse.urlsplit(self.url).hostname or "").lower()
+        #: where the page and its files may be fetched from (redirects included)
+        self.hosts = frozenset(
+            {own, *index_file_hosts(own), *(h.strip().lower() for h in allowed_hosts if h.strip())}
+        )
 
     @property
     def label(self) -> str:
@@ -53,7 +74,7 @@ class IndexSource:
         if cached is None:
             if self.offline:
                 raise NotCached(f"{page_url}: not in the cache (offline)")
-            resp = self.client.get(page_url, accept=JSON_ACCEPT)
+            resp = self.client.get(page_url, accept=JSON_ACCEPT, hosts=self.hosts)
             if "json" not in resp.content_type:
                 raise IndexUnavailable(
                     f"{page_url}: answered {resp.content_type or 'no content type'}, not PEP 691 JSON"
@@ -105,20 +126,25 @@ class IndexSource:
         if self.offline:
             raise NotCached(f"{c.filename}: not in the cache (offline)")
         metadata: bytes | None = None
-        if c.metadata_url:
-            try:
-                resp = self.client.get(c.metadata_url)
-            except NotFound:  # advertised but absent: the wheel's own METADATA will do
-                resp = None
-            if resp is not None:
-                if c.metadata_sha256 and hashlib.sha256(resp.body).hexdigest() != c.metadata_sha256:
-                    raise BadDistribution(f"{c.metadata_url}: sha256 does not match the index's")
-                metadata = resp.body
-        if c.size is None:
-            raise BadDistribution(f"{c.location}: the index gives no size; cannot read its end")
         try:
-            zf = remote_wheel(self.client, c.location, c.size)
-            dist = from_wheel_zip(zf, c.filename, f"index {c.location}", metadata)
+            if c.metadata_url:
+                try:
+                    resp = self.client.get(c.metadata_url, limit=MAX_METADATA_BYTES, hosts=self.hosts)
+                except NotFound:  # advertised but absent: the wheel's own METADATA will do
+                    resp = None
+                if resp is not None:
+                    if c.metadata_sha256 and hashlib.sha256(resp.body).hexdigest() != c.metadata_sha256:
+                        raise BadDistribution(f"{c.metadata_url}: sha256 does not match the index's")
+                    metadata = resp.body
+            if c.size is None:
+                raise BadDistribution(f"{c.location}: the index gives no size; cannot read its end")
+            dist = remote_distribution(
+                self.client, c.location, c.size, c.filename, f"index {c.location}", metadata, self.hosts
+            )
+        except (RefusedURL, TooLarge, BadDistribution) as e:
+            raise BadDistribution(
+                f"{c.filename}: {e}" if not str(e).startswith(c.filename) else str(e)
+            ) from None
         except IndexUnavailable:
             raise
         except Exception as e:  # a malformed remote wheel is that wheel's problem, not the index's

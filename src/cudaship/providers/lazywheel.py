@@ -5,32 +5,52 @@ file list and METADATA of a 2 GB wheel cost kilobytes.
 :class:`RangeFile` is a read-only, seekable file object over a URL whose size is known; the standard
 library's :mod:`zipfile` reads it like a local file, and every read it makes that is not already fetched
 becomes one range request (at least :data:`CHUNK` bytes, so small reads do not each cost a round trip).
+
+The remote wheel is input like a local one: every range goes only to the hosts the index allows, all of them
+together are capped (:data:`MAX_FETCHED`: a central directory that claims gigabytes is refused, not fetched),
+and METADATA is inflated by the archive layer (:class:`cudaship.archive.zip.ZipArchive`: encrypted members,
+unknown methods, bombs past the ratio caps and METADATA over its size cap are refused), never by
+:mod:`zipfile`'s own reader, whose bzip2 and LZMA paths inflate without a bound.
 """
 
 from __future__ import annotations
 
 import bisect
 import io
+import struct
 import threading
 import zipfile
+from collections.abc import Collection
 from typing import IO, cast
 
+from cudaship.archive.limits import DEFAULT_LIMITS
+from cudaship.archive.zip import ZipArchive, ZipMember
+from cudaship.errors import ArchiveError, WheelError
+from cudaship.providers.distinfo import from_wheel_names
 from cudaship.providers.http import Client, IndexUnavailable
+from cudaship.providers.records import Distribution
+from cudaship.wheel.metadata import MAX_METADATA_BYTES, find_dist_info
 
 CHUNK = 16 * 1024  #: the smallest range fetched
 #: fetched first from the end: the end-of-central-directory record, usually the whole directory and the
 #: dist-info members (written last by every wheel builder)
 TAIL = 64 * 1024
+#: Most bytes fetched from one remote wheel in all (its central directory and METADATA): torch's directory of
+#: 13,000 members is 1.5 MB
+MAX_FETCHED = 32 << 20
+_LOCAL = struct.Struct("<4sHHHHHIIIHH")
 
 
 class RangeFile(io.RawIOBase):
     """Bytes of ``url`` (``size`` long) fetched on demand in ranges; fetched ranges are kept."""
 
-    def __init__(self, client: Client, url: str, size: int) -> None:
+    def __init__(self, client: Client, url: str, size: int, hosts: Collection[str] | None = None) -> None:
         super().__init__()
         self._client = client
         self._url = url
         self._size = size
+        self._hosts = hosts
+        self.fetched = 0  #: bytes fetched so far, held to :data:`MAX_FETCHED`
         self._pos = 0
         self._starts: list[int] = []  # sorted starts of fetched, non-overlapping spans
         self._spans: dict[int, bytes] = {}
@@ -103,7 +123,14 @@ class RangeFile(io.RawIOBase):
             return found
 
     def _fetch(self, lo: int, hi: int) -> None:
-        resp = self._client.get(self._url, byte_range=f"bytes={lo}-{hi - 1}")
+        if self.fetched + (hi - lo) > MAX_FETCHED:
+            raise WheelError(
+                f"{self._url}: reading its directory and metadata would fetch more than {MAX_FETCHED} bytes"
+            )
+        resp = self._client.get(
+            self._url, byte_range=f"bytes={lo}-{hi - 1}", limit=MAX_FETCHED - self.fetched, hosts=self._hosts
+        )
+        self.fetched += len(resp.body)
         body = resp.body
         if resp.status == 200:  # the server ignored the range: it sent the whole file
             if len(body) != self._size:
@@ -136,9 +163,66 @@ class RangeFile(io.RawIOBase):
         self._spans[merged_lo] = bytes(buf)
 
 
-def remote_wheel(client: Client, url: str, size: int) -> zipfile.ZipFile:
-    """The wheel at ``url`` as a :class:`zipfile.ZipFile` that fetches what it reads."""
+def remote_distribution(
+    client: Client,
+    url: str,
+    size: int,
+    filename: str,
+    source: str,
+    metadata: bytes | None = None,
+    hosts: Collection[str] | None = None,
+) -> Distribution:
+    """The distribution of the wheel at ``url``: its member names from the central directory, its METADATA
+    (unless given: PEP 658) through the archive layer. A malformed or hostile wheel raises
+    :class:`~cudaship.errors.WheelError` (or ValueError); an index that cannot answer, IndexUnavailable."""
+    raw = RangeFile(client, url, size, hosts)
     try:
-        return zipfile.ZipFile(cast(IO[bytes], RangeFile(client, url, size)))
-    except zipfile.BadZipFile as e:
-        raise ValueError(f"{url}: not a readable zip: {e}") from None
+        zf = zipfile.ZipFile(cast(IO[bytes], raw))
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, struct.error) as e:
+        raise WheelError(f"{url}: not a readable zip: {e}") from None
+    with zf:
+        infos = zf.infolist()
+        if len(infos) > DEFAULT_LIMITS.max_members:
+            raise WheelError(f"{url}: more than {DEFAULT_LIMITS.max_members} members ({len(infos)})")
+        names = [i.filename for i in infos]
+        if metadata is None:
+            directory = find_dist_info(names, filename)
+            try:
+                info = zf.getinfo(f"{directory}/METADATA")
+            except KeyError:
+                raise WheelError(f"{directory}/METADATA is missing") from None
+            metadata = _member_bytes(raw, info, MAX_METADATA_BYTES)
+    return from_wheel_names(names, filename, source, metadata)
+
+
+def _member_bytes(raw: RangeFile, info: zipfile.ZipInfo, limit: int) -> bytes:
+    """One member's bytes, its local header and data fetched in ranges and inflated by the archive layer
+    (every cap and refusal of a local wheel's member)."""
+    if info.file_size > limit:
+        raise WheelError(f"member {info.filename}: {info.file_size} bytes, over the {limit} byte limit")
+    if info.compress_size > limit + (1 << 16):
+        raise WheelError(f"member {info.filename}: {info.compress_size} bytes stored, over the {limit} limit")
+    raw.seek(info.header_offset)
+    header = raw.read(_LOCAL.size)
+    if len(header) != _LOCAL.size or header[:4] != b"PK\x03\x04":
+        raise WheelError(f"member {info.filename}: bad local header")
+    fields = _LOCAL.unpack(header)
+    data_offset = _LOCAL.size + int(fields[9]) + int(fields[10])
+    raw.seek(info.header_offset)
+    blob = raw.read(data_offset + info.compress_size)
+    member = ZipMember(
+        name=info.filename,
+        size=info.file_size,
+        compressed_size=info.compress_size,
+        method=info.compress_type,
+        header_offset=0,
+        data_offset=data_offset,
+        flags=info.flag_bits,
+        external_attr=info.external_attr,
+        crc=info.CRC,
+        problem=None if len(blob) == data_offset + info.compress_size else "truncated",
+    )
+    try:
+        return ZipArchive(blob, members=(member,)).read(member, limit)
+    except ArchiveError as e:
+        raise WheelError(e.message) from None

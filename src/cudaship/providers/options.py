@@ -25,6 +25,8 @@ class ProviderOptions:
     offline: bool = False  #: the index only through its on-disk cache
     cache_dir: Path | None = None  #: None: :func:`~cudaship.providers.cache.default_cache_dir`
     no_cache: bool = False
+    #: hosts the index's file URLs may lead to besides its own and those it is known to serve files from
+    index_hosts: tuple[str, ...] = ()
 
     def sources(self, client: Client) -> list[Source]:
         out: list[Source] = []
@@ -33,7 +35,11 @@ class ProviderOptions:
         out.extend(WheelhouseSource(d) for d in self.find_links)
         if self.index_url:
             cache = DiskCache(None if self.no_cache else (self.cache_dir or default_cache_dir()))
-            out.append(IndexSource(self.index_url, cache, client, offline=self.offline))
+            out.append(
+                IndexSource(
+                    self.index_url, cache, client, offline=self.offline, allowed_hosts=self.index_hosts
+                )
+            )
         return out
 
 

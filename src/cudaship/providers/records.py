@@ -94,6 +94,9 @@ class Closure:
     unresolved: tuple[Unresolved, ...] = ()
     notes: tuple[str, ...] = ()
     sources: tuple[str, ...] = field(default=())  #: the sources consulted, in order
+    #: a source's file that could not be read (a dist-info, a wheel, a URL refused), one line each naming it:
+    #: that distribution is left out, the rest of the closure stands
+    unreadable: tuple[str, ...] = ()
 
     def files(self) -> dict[str, list[Provided]]:
         out: dict[str, list[Provided]] = {}

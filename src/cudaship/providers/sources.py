@@ -1,5 +1,12 @@
 """Where distributions come from, besides the index: an installed environment, a wheelhouse, the
-knowledge table. Each source answers :meth:`find` (newest fitting distribution or None)."""
+knowledge table. Each source answers :meth:`find` (newest fitting distribution or None).
+
+What these sources read is input like the audited wheel: METADATA and RECORD of an environment are opened
+through :mod:`cudaship.safe_read` (a FIFO, a device or a link to ``/dev/zero`` is refused, never read; each
+file has the size cap of its kind in :mod:`cudaship.wheel.metadata`), a wheelhouse's wheels through the
+archive layer (:class:`cudaship.wheel.archive.WheelArchive`: encrypted members, bombs and overlaps refused). A
+distribution that cannot be read is left out with a line in :attr:`problems` naming it (the closure turns
+each into a note); it never ends the audit."""
 
 from __future__ import annotations
 
@@ -8,7 +15,6 @@ import io
 import json
 import posixpath
 import subprocess
-import zipfile
 from pathlib import Path
 from typing import Protocol
 
@@ -16,11 +22,37 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from cudaship.errors import CudashipError, UsageError
+from cudaship.errors import CudashipError, UsageError, WheelError
 from cudaship.knowledge import providers as known
-from cudaship.providers.distinfo import from_wheel_zip, parse_core_metadata
+from cudaship.providers.distinfo import from_wheel_names, parse_core_metadata
 from cudaship.providers.records import Distribution, Target
 from cudaship.providers.select import Candidate, best, wheel_version
+from cudaship.safe_read import read_regular
+from cudaship.wheel.metadata import MAX_METADATA_BYTES, MAX_RECORD_BYTES, MAX_RECORD_ROWS, find_dist_info
+
+
+def record_paths(data: bytes, label: str) -> list[str]:
+    """The paths (first fields) of an installed RECORD: UTF-8 CSV, each field within the csv module's limit,
+    at most :data:`MAX_RECORD_ROWS` rows; anything else is a :class:`WheelError` naming ``label``."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise WheelError(f"not UTF-8 text (byte {e.start})", path=label) from None
+    paths: list[str] = []
+    try:
+        for lineno, row in enumerate(csv.reader(io.StringIO(text)), start=1):
+            if lineno > MAX_RECORD_ROWS:
+                raise WheelError(f"more than {MAX_RECORD_ROWS} lines", path=label)
+            if row and row[0]:
+                paths.append(row[0])
+    except csv.Error as e:  # a field over 128 KiB, a NUL, a lone carriage return in a field
+        raise WheelError(f"not valid CSV: {e}", path=label) from None
+    return paths
+
+
+class UnreadableDistribution(CudashipError):
+    """A source's file for one distribution cannot be read (a wheel that is no zip, an encrypted or bomb
+    member, METADATA over its cap): that distribution is not found; the source still answers for others."""
 
 
 class Source(Protocol):
@@ -120,6 +152,8 @@ class EnvSource:
         self.env = env
         self.dirs = site_packages(env)
         self._dists: dict[str, Distribution] = {}
+        #: one line per ``.dist-info`` that could not be read (and was left out)
+        self.problems: list[str] = []
         for d in self.dirs:
             for info in sorted(d.glob("*.dist-info")):
                 dist = self._read(d, info)
@@ -138,17 +172,30 @@ class EnvSource:
 
     def _read(self, root: Path, info: Path) -> Distribution | None:
         try:
-            name, version, requires, extras = parse_core_metadata((info / "METADATA").read_bytes())
-            record = (info / "RECORD").read_text(encoding="utf-8")
-        except (OSError, CudashipError):
+            return self._read_dist_info(info)
+        except CudashipError as e:
+            self.problems.append(f"{e}; left out")
             return None
+
+    def _read_dist_info(self, info: Path) -> Distribution | None:
+        metadata_path, record_path = info / "METADATA", info / "RECORD"
+        if not metadata_path.exists() and not metadata_path.is_symlink():
+            return None  # not a distribution (an empty directory left by an uninstall)
+        metadata = read_regular(metadata_path, MAX_METADATA_BYTES, error=WheelError, what="METADATA")
+        try:
+            name, version, requires, extras = parse_core_metadata(metadata)
+        except CudashipError as e:
+            raise e.with_path(str(metadata_path)) from None
+        if not record_path.exists() and not record_path.is_symlink():
+            return (
+                None  # no file list (some distributions' packagers drop RECORD): nothing to resolve from it
+            )
+        record = read_regular(record_path, MAX_RECORD_BYTES, error=WheelError, what="RECORD")
         files = []
-        for row in csv.reader(io.StringIO(record)):
-            if not row or not row[0]:
-                continue
+        for path in record_paths(record, str(record_path)):
             # RECORD paths are relative to site-packages, ``/``-separated; normalised lexically (a stat per
             # file costs seconds on torch's 12,000 files): ``../../bin/x`` lies outside (scripts, headers)
-            rel = posixpath.normpath(row[0].replace("\\", "/"))
+            rel = posixpath.normpath(path.replace("\\", "/"))
             if rel.startswith(("/", "../")) or rel == ".." or (len(rel) > 1 and rel[1] == ":"):
                 continue
             files.append(rel)
@@ -193,11 +240,21 @@ class WheelhouseSource:
         chosen = best(self._by_name.get(canonicalize_name(name), ()), spec, target)
         if chosen is None:
             return None
-        try:
-            with zipfile.ZipFile(chosen.location) as zf:
-                return from_wheel_zip(zf, chosen.filename, f"wheelhouse {chosen.location}")
-        except (OSError, zipfile.BadZipFile, CudashipError):
-            return None
+        from cudaship.wheel.archive import WheelArchive
+
+        try:  # the archive layer: a FIFO, an encrypted member, a bomb or an overlap is refused, never read
+            with WheelArchive(chosen.location) as wheel:
+                names = [m.name for m in wheel.members()]
+                directory = find_dist_info(names, chosen.filename)
+                metadata = wheel.text_member(f"{directory}/METADATA", MAX_METADATA_BYTES)
+                if metadata is None:
+                    raise WheelError(f"{directory}/METADATA is missing")
+                return from_wheel_names(
+                    names, chosen.filename, f"wheelhouse {chosen.location}", metadata.encode()
+                )
+        except CudashipError as e:
+            message = str(e) if e.path else f"{chosen.location}: {e}"
+            raise UnreadableDistribution(f"{self.label}: {message}; left out") from None
 
 
 # --- the knowledge table (offline only) ---------------------------------------------------------------------

@@ -59,6 +59,9 @@ class FetchOptions:
     backoff: float = 1.0  #: seconds before the first retry, doubled each time
     timeout: float = 60.0  #: socket timeout per request
     offline: bool = False  #: only the cache; never the network
+    #: Most bytes one download may write (``toolkit install --max-size``), counted as they stream: a mirror
+    #: that sends an endless body without a Content-Length is cut off here, not when the disk is full
+    max_bytes: int = MAX_DOWNLOAD_BYTES
 
 
 def is_url(location: str) -> bool:
@@ -126,8 +129,12 @@ def _download(
     """Fill ``part`` with the bytes at ``location`` (http/https), resuming and retrying. Never more than
     ``limit``, ``size`` or :data:`MAX_DOWNLOAD_BYTES` bytes: a server that streams forever without a size is
     cut off."""
-    if limit is None:
-        limit = MAX_DOWNLOAD_BYTES if size is None else min(size, MAX_DOWNLOAD_BYTES)
+    cap = min(MAX_DOWNLOAD_BYTES, options.max_bytes)
+    limit = min(cap if limit is None else limit, cap if size is None else size)
+    if size is not None and size > cap:
+        raise ToolkitError(
+            f"{location}: the manifest says {size} bytes, more than the {cap} allowed (--max-size)"
+        )
     attempt = 0
     started = False
     while True:
@@ -167,11 +174,13 @@ def _download(
                         out.write(chunk)
                         have += len(chunk)
                         if size is not None and have > size:
+                            part.unlink()  # never kept: the cap holds on disk too
                             raise ToolkitError(
                                 f"{location}: server sent more than the {size} bytes the manifest says"
                             )
-                        if limit is not None and have > limit:
-                            raise ToolkitError(f"{location}: larger than {limit} bytes")
+                        if have > limit:
+                            part.unlink()
+                            raise ToolkitError(f"{location}: larger than {limit} bytes (--max-size)")
                         observer.download_progress(filename, len(chunk))
             if total is not None and have < total:
                 raise ConnectionError(f"connection closed after {have} of {total} bytes")
