@@ -47,7 +47,7 @@ def _url(value: str) -> str | None:
     parts = urlsplit(value)
     if parts.scheme in ("http", "https") and parts.netloc:
         return None
-    return "expected an http(s):// URL of a package index, or '' for none (the index client reads only http(s))"
+    return "expected an http(s):// URL of a package index (the only schemes read), or '' for none"
 
 
 def _directory(value: str) -> str | None:

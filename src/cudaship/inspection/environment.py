@@ -88,7 +88,7 @@ def read_environment(env: Sequence[str], *, device: bool = False, jobs: int = 4)
                 if NATIVE_NAME.search(rel):
                     native.append((site / rel, owner))
     if not installed:
-        raise no_distributions(", ".join(env), sites)
+        raise no_distributions(", ".join(env), sites, problems)
     seen: set[str] = set()
     todo = []
     for native_path, owner in native:

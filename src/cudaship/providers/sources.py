@@ -133,11 +133,18 @@ def site_packages(env: str) -> list[Path]:
     return list(dict.fromkeys(Path(d) for d in dirs if d))
 
 
-def no_distributions(env: str, dirs: list[Path]) -> UsageError:
+def no_distributions(env: str, dirs: list[Path], problems: list[str] | None = None) -> UsageError:
     """The one-line error for an environment holding no installed distribution (no ``*.dist-info`` with a
-    readable METADATA and RECORD): reading nothing must not pass."""
+    readable METADATA and RECORD): reading nothing must not pass. Where some ``.dist-info`` were there but
+    none could be read, the first problem is named (and how many more there were)."""
     where = ", ".join(str(d) for d in dirs) or env
     looked = f" (looked in {where})" if where != env else ""
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        return UsageError(
+            f"no readable installed distribution{looked}: {problems[0]}{more}",
+            path=env,
+        )
     return UsageError(
         "no installed distribution (*.dist-info) found: give a Python interpreter, a virtual environment or "
         f"prefix, or a site-packages directory{looked}",
@@ -160,7 +167,7 @@ class EnvSource:
                 if dist is not None:
                     self._dists.setdefault(dist.name, dist)
         if not self._dists and not allow_empty:
-            raise no_distributions(env, self.dirs)
+            raise no_distributions(env, self.dirs, self.problems)
 
     @property
     def label(self) -> str:
