@@ -48,10 +48,11 @@ def test_cut_list_says_where_the_rest_are() -> None:
     assert cut_list(list("abcdef"), 4, where="-v lists them") == "a, b, c, d and 2 more (-v lists them)"
 
 
-#: A count written by hand into a message: ``{len(x)} files``, ``{n} file(s)``, ``{'s' if ...}`` (``http(s)`` is
-#: a scheme, not a count).
+#: A count written by hand into a message: ``{len(x)} files``, ``{n} file(s)``, ``{'s' if ...}``
+#: (``http(s)`` is a scheme, not a count).
 _HAND_WRITTEN = re.compile(
-    r"""\{len\([^}]*\)\}\s+(?:[a-z-]+\s+)?[a-z]+s\b|(?<=\w)(?<!http)\(s\)|\{'s' if|\{"s" if|'y' if len|"s" if len"""
+    r"""\{len\([^}]*\)\}\s+(?:[a-z-]+\s+)?[a-z]+s\b|(?<=\w)(?<!http)\(s\)|"""
+    r"""\{'s' if|\{"s" if|'y' if len|"s" if len"""
     r"|\{[^{}]+\} (?:files|libraries|imports|errors|warnings|notes|checks|rows|wheels|entries|members|"
     r"distributions|variables|directories|paths|sentinels|kernels|requests|problems|attempts)\b(?! \{)"
 )
