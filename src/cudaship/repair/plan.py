@@ -1,0 +1,224 @@
+"""What a repair changes, decided over the audit's view of a wheel (:class:`AuditContext`): pure, no bytes.
+
+1. **De-vendor.** A shipped library whose name (auditwheel's hash removed) an NVIDIA wheel provides for the
+   wheel's CUDA major is removed, unless the wheel is that provider itself.
+2. **DT_NEEDED.** Every entry naming a removed copy (by its SONAME or file name) is set back to the library's
+   own name.
+3. **RUNPATH.** Each remaining ELF that needs a library an NVIDIA wheel provides gets ``$ORIGIN``-relative
+   entries into those wheels' directories, at its own depth; entries that find the wheel's own remaining
+   libraries (or anything outside it, such as another package's directory) stay; absolute paths (a build
+   machine's) and entries into directories left holding nothing go.
+4. **Requirements.** Each NVIDIA wheel a remaining library needs and no declared requirement names is added,
+   with the platform marker and the version range of :func:`cudaship.knowledge.repair.provision`;
+   ``cuda-toolkit`` extras of one range are merged into one requirement.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from cudaship.binary.records import FileFormat, ImportKind
+from cudaship.checks.context import AuditContext
+from cudaship.knowledge.libraries import OS
+from cudaship.knowledge.providers import toolkit_extras
+from cudaship.knowledge.repair import Provision, provision
+from cudaship.repair.records import AddedRequirement, ElfEdit, Kept, Removed, RepairPlan
+
+_ORIGIN = ("$ORIGIN", "${ORIGIN}")
+
+
+def _origin_target(entry: str, directory: str) -> str | None:
+    """The site-packages relative directory an ``$ORIGIN`` entry of a library in ``directory`` names; None
+    for an entry not relative to ``$ORIGIN``."""
+    for origin in _ORIGIN:
+        if entry == origin or entry.startswith(origin + "/"):
+            rest = entry[len(origin) :].lstrip("/")
+            return posixpath.normpath(posixpath.join(directory, rest)) if rest else (directory or ".")
+    return None
+
+
+def _origin_entry(target: str, directory: str) -> str:
+    rel = posixpath.relpath(target, directory or ".")
+    return "$ORIGIN" if rel == "." else f"$ORIGIN/{rel}"
+
+
+def _declared_cover(ctx: AuditContext, os: OS) -> tuple[set[str], dict[str, set[str]]]:
+    """Canonical names of declared requirements for the wheel's platform, and the extras of each."""
+    names: set[str] = set()
+    extras: dict[str, set[str]] = {}
+    for declared in ctx.declared:
+        names.add(declared.name)
+        try:
+            req = Requirement(declared.text)
+        except InvalidRequirement:
+            continue
+        extras.setdefault(declared.name, set()).update(e.lower() for e in req.extras)
+    return names, extras
+
+
+def _covered(p: Provision, names: set[str], extras: dict[str, set[str]]) -> bool:
+    if canonicalize_name(p.project) in names:
+        return True
+    installed = toolkit_extras(p.major)
+    return any(p.project in installed.get(extra, ()) for extra in extras.get("cuda-toolkit", set()))
+
+
+def _merge(added: dict[str, tuple[Provision, list[str]]]) -> tuple[AddedRequirement, ...]:
+    """One requirement per text; cuda-toolkit extras with the same range and marker in one."""
+    toolkit: dict[str, tuple[set[str], list[str], list[str]]] = {}
+    out: list[AddedRequirement] = []
+    for text, (p, libs) in sorted(added.items()):
+        if p.extra is not None:
+            tail = text.split("]", 1)[1]
+            extras, all_libs, whys = toolkit.setdefault(tail, (set(), [], []))
+            extras.add(p.extra)
+            all_libs.extend(libs)
+            whys.append(p.why)
+        else:
+            out.append(AddedRequirement(text, tuple(sorted(set(libs))), p.why))
+    for tail, (extras, libs, whys) in sorted(toolkit.items()):
+        text = f"cuda-toolkit[{','.join(sorted(extras))}]{tail}"
+        out.append(AddedRequirement(text, tuple(sorted(set(libs))), "; ".join(sorted(set(whys)))))
+    return tuple(sorted(out, key=lambda r: r.text))
+
+
+def plan_repair(ctx: AuditContext) -> RepairPlan:
+    """The repair of the wheel ``ctx`` audits (Linux; a Windows wheel gets a plan that changes nothing, with
+    the reason)."""
+    scan = ctx.scan
+    train = ctx.train
+    label = f"{train.version} ({ctx.train_source})" if train is not None else ctx.train_source
+    os_name = ctx.os
+    if os_name != "linux":
+        note = (
+            f"a {os_name} wheel: cudaship repair edits Linux wheels only (Windows de-vendoring with an "
+            "os.add_dll_directory bootstrap is not built yet); nothing changed"
+        )
+        return RepairPlan(
+            scan.path, scan.filename, os_name, label, train.major if train else None, notes=(note,)
+        )
+    os: OS = "linux"
+    major = train.major if train is not None else None
+    minor = train.minor if train is not None else None
+    member_of = {installed: member for member, installed in ctx.installed.items()}
+    sizes = {m.name: m for m in scan.members}
+    project = canonicalize_name(scan.dist.metadata.name or "")
+
+    removed: list[Removed] = []
+    kept: list[Kept] = []
+    provided: dict[str, Provision] = {}  # installed path -> what provides it
+    renamed: dict[str, str] = {}  # a removed copy's names -> the library's own name
+    for path, report in sorted(ctx.libraries.items()):
+        host = report.host
+        if host is None or report.format is not FileFormat.ELF:
+            continue
+        base = posixpath.basename(path)
+        name = host.soname or base
+        p = provision(name, os, major, minor) or provision(base, os, major, minor)
+        if p is None:
+            continue
+        member = member_of.get(path, path)
+        if canonicalize_name(p.project) == project or posixpath.dirname(path) == p.directory:
+            kept.append(Kept(member, p.library, f"the wheel is {p.project}, the library's provider"))
+            continue
+        facts = sizes.get(member)
+        removed.append(
+            Removed(
+                member,
+                p.library,
+                facts.size if facts else 0,
+                facts.compressed_size if facts else 0,
+                p.project,
+                p.directory,
+            )
+        )
+        provided[path] = p
+        for alias in {name, base}:
+            if alias != p.library:
+                renamed[alias] = p.library
+
+    remaining = {p: r for p, r in ctx.libraries.items() if p not in provided}
+    own_names: set[str] = set()
+    own_dirs: set[str] = set()
+    for path, report in remaining.items():
+        own_names.add(posixpath.basename(path))
+        if report.host is not None and report.host.soname:
+            own_names.add(report.host.soname)
+        own_dirs.add(posixpath.dirname(path) or ".")
+    emptied = {posixpath.dirname(p) or "." for p in provided} - own_dirs
+
+    edits: list[ElfEdit] = []
+    needs: dict[str, tuple[Provision, list[str]]] = {}
+    names, extras = _declared_cover(ctx, os)
+    for path, report in sorted(remaining.items()):
+        host = report.host
+        if host is None or report.format is not FileFormat.ELF:
+            continue
+        directory = posixpath.dirname(path)
+        needed = [i.library for i in host.imports if i.kind is ImportKind.NEEDED]
+        replace = tuple((n, renamed[n]) for n in needed if n in renamed)
+        after = [renamed.get(n, n) for n in needed]
+        wanted: list[str] = []
+        for lib in after:
+            if lib in own_names:
+                continue
+            p = provision(lib, os, major, minor)
+            if p is None:
+                continue
+            if p.directory not in wanted:
+                wanted.append(p.directory)
+            if not _covered(p, names, extras):
+                needs.setdefault(p.requirement, (p, []))[1].append(lib)
+        if not wanted and not replace:
+            continue
+        before = host.runpath or host.rpath
+        was_rpath = not host.runpath and bool(host.rpath)
+        entries, dropped = _runpath(before, directory, emptied, wanted)
+        if not replace and tuple(entries) == tuple(before) and not was_rpath:
+            continue
+        edits.append(
+            ElfEdit(
+                member_of.get(path, path), replace, tuple(before), tuple(entries), tuple(dropped), was_rpath
+            )
+        )
+    return RepairPlan(
+        scan.path,
+        scan.filename,
+        os_name,
+        label,
+        major,
+        tuple(removed),
+        tuple(kept),
+        tuple(edits),
+        _merge(needs),
+        (),
+    )
+
+
+def _runpath(
+    before: Iterable[str], directory: str, emptied: set[str], wanted: list[str]
+) -> tuple[list[str], list[tuple[str, str]]]:
+    entries: list[str] = []
+    dropped: list[tuple[str, str]] = []
+    targets: set[str] = set()
+    for entry in before:
+        target = _origin_target(entry, directory)
+        if target is None:
+            dropped.append((entry, "not relative to $ORIGIN: a directory of the build machine"))
+            continue
+        if target in emptied:
+            dropped.append((entry, "its directory held only the de-vendored libraries"))
+            continue
+        if target in targets:
+            continue
+        targets.add(target)
+        entries.append(entry)
+    for want in wanted:
+        if want not in targets:
+            targets.add(want)
+            entries.append(_origin_entry(want, directory))
+    return entries, dropped

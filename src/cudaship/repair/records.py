@@ -1,0 +1,99 @@
+"""Records of a repair: what the plan removes, edits and declares, and what came of it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Removed:
+    """A vendored library an NVIDIA wheel provides: left out of the repaired wheel."""
+
+    member: str  #: path inside the wheel (``cudemo.libs/libcudart-96c42e41.so.13``)
+    library: str  #: its own name (``libcudart.so.13``)
+    size: int  #: uncompressed bytes
+    compressed_size: int
+    project: str  #: the NVIDIA project that installs it (``nvidia-cuda-runtime``)
+    directory: str  #: where that project installs it (``nvidia/cu13/lib``)
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A vendored CUDA library that stays, and why."""
+
+    member: str
+    library: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ElfEdit:
+    """The dynamic-section edits of one shipped library."""
+
+    member: str
+    replace_needed: tuple[tuple[str, str], ...]  #: (name written, name it becomes)
+    runpath_before: tuple[str, ...]
+    runpath_after: tuple[str, ...]
+    dropped: tuple[tuple[str, str], ...]  #: (entry, why it goes)
+    was_rpath: bool  #: the entries were DT_RPATH (repair writes DT_RUNPATH)
+
+    @property
+    def runpath_changed(self) -> bool:
+        return self.runpath_before != self.runpath_after or self.was_rpath
+
+
+@dataclass(frozen=True)
+class AddedRequirement:
+    text: str  #: the Requires-Dist line's value
+    libraries: tuple[str, ...]  #: the libraries it provides to the wheel
+    why: str
+
+
+@dataclass(frozen=True)
+class RepairPlan:
+    wheel: str  #: input path
+    filename: str
+    os: str
+    train: str  #: ``13.0 (inferred from ...)``, or why there is none
+    major: int | None = None  #: the train's CUDA major, None when there is none
+    removed: tuple[Removed, ...] = ()
+    kept: tuple[Kept, ...] = ()
+    edits: tuple[ElfEdit, ...] = ()
+    requirements: tuple[AddedRequirement, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.removed or self.edits or self.requirements)
+
+    @property
+    def bytes_removed(self) -> int:
+        return sum(r.size for r in self.removed)
+
+
+@dataclass(frozen=True)
+class WheelRepair:
+    """One wheel's repair: its plan, and the sizes before and after (``output`` None on a dry run, an error
+    or nothing to write)."""
+
+    path: str
+    plan: RepairPlan | None
+    size_before: int = 0  #: the wheel file's bytes
+    uncompressed_before: int = 0
+    output: str | None = None
+    size_after: int | None = None
+    uncompressed_after: int | None = None
+    unchanged_copy: bool = False  #: nothing to change: the output is the input's bytes
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class RepairReport:
+    wheels: tuple[WheelRepair, ...]
+    dry_run: bool
+    directory: str | None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def failed(self) -> bool:
+        return any(w.error for w in self.wheels)
