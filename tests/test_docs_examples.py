@@ -81,6 +81,7 @@ NOT_EXAMPLES = {
     "paths, wheels ──▶ readers": "a diagram of the layers",
     "#0  std::codecvt<char16_t": "a cuda-gdb backtrace captured on the lent H200 machine",
     "exec /opt/gcc/bin/g++-real": "one line of a compiler wrapper found on the lent H200 machine",
+    "[tool.cibuildwheel.linux]": "cibuildwheel's configuration, not cudaship's (docs/ci.md, repair)",
 }
 
 #: Blocks that need a GPU or the network, by the start of their first line, with which and why.
