@@ -33,6 +33,11 @@ def _wheel(w: WheelRepair, dry_run: bool) -> list[str]:
             after = ":".join(e.runpath_after) or "(none)"
             dropped = "".join(f"; dropped `{d}`: {why}" for d, why in e.dropped)
             rows.append(("RUNPATH", f"`{e.member}`", f"`{before}` → `{after}`{dropped}"))
+    for pe in p.pe_edits:
+        for old, new in pe.replace_imports:
+            rows.append(("import", f"`{pe.member}`", f"`{old}` → `{new}` (in place)"))
+    for b in p.bootstraps:
+        rows.append(("bootstrap", f"`{b.member}`", "os.add_dll_directory: " + ", ".join(b.directories)))
     for q in p.requirements:
         rows.append(("requires", f"`{q.text}`", f"for {', '.join(q.libraries)}: {q.why}"))
     if rows:

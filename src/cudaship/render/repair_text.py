@@ -40,6 +40,11 @@ def _wheel(w: WheelRepair, dry_run: bool) -> list[str]:
             lines.append(f"  RUNPATH    {e.member}: {kind} {before} -> DT_RUNPATH {after}")
             for entry, why in e.dropped:
                 lines.append(f"             dropped {entry}: {why}")
+    for pe in p.pe_edits:
+        for old, new in pe.replace_imports:
+            lines.append(f"  import     {pe.member}: {old} -> {new} (in place)")
+    for b in p.bootstraps:
+        lines.append(f"  bootstrap  {b.member}: os.add_dll_directory({', '.join(b.directories)}) on Windows")
     for q in p.requirements:
         lines.append(f"  requires   {q.text}")
         lines.append(f"             for {', '.join(q.libraries)}: {q.why}")

@@ -46,7 +46,7 @@ def _origin_entry(target: str, directory: str) -> str:
     return "$ORIGIN" if rel == "." else f"$ORIGIN/{rel}"
 
 
-def _declared_cover(ctx: AuditContext, os: OS) -> tuple[set[str], dict[str, set[str]]]:
+def declared_cover(ctx: AuditContext) -> tuple[set[str], dict[str, set[str]]]:
     """Canonical names of declared requirements for the wheel's platform, and the extras of each."""
     names: set[str] = set()
     extras: dict[str, set[str]] = {}
@@ -60,14 +60,14 @@ def _declared_cover(ctx: AuditContext, os: OS) -> tuple[set[str], dict[str, set[
     return names, extras
 
 
-def _covered(p: Provision, names: set[str], extras: dict[str, set[str]]) -> bool:
+def covered(p: Provision, names: set[str], extras: dict[str, set[str]]) -> bool:
     if canonicalize_name(p.project) in names:
         return True
     installed = toolkit_extras(p.major)
     return any(p.project in installed.get(extra, ()) for extra in extras.get("cuda-toolkit", set()))
 
 
-def _merge(added: dict[str, tuple[Provision, list[str]]]) -> tuple[AddedRequirement, ...]:
+def merge_requirements(added: dict[str, tuple[Provision, list[str]]]) -> tuple[AddedRequirement, ...]:
     """One requirement per text; cuda-toolkit extras with the same range and marker in one."""
     toolkit: dict[str, tuple[set[str], list[str], list[str]]] = {}
     out: list[AddedRequirement] = []
@@ -93,11 +93,12 @@ def plan_repair(ctx: AuditContext) -> RepairPlan:
     train = ctx.train
     label = f"{train.version} ({ctx.train_source})" if train is not None else ctx.train_source
     os_name = ctx.os
+    if os_name == "windows":
+        from cudaship.repair.windows import plan_windows
+
+        return plan_windows(ctx, label)
     if os_name != "linux":
-        note = (
-            f"a {os_name} wheel: cudaship repair edits Linux wheels only (Windows de-vendoring with an "
-            "os.add_dll_directory bootstrap is not built yet); nothing changed"
-        )
+        note = f"a {os_name} wheel: cudaship repair edits Linux and Windows wheels only; nothing changed"
         return RepairPlan(
             scan.path, scan.filename, os_name, label, train.major if train else None, notes=(note,)
         )
@@ -153,7 +154,7 @@ def plan_repair(ctx: AuditContext) -> RepairPlan:
 
     edits: list[ElfEdit] = []
     needs: dict[str, tuple[Provision, list[str]]] = {}
-    names, extras = _declared_cover(ctx, os)
+    names, extras = declared_cover(ctx)
     for path, report in sorted(remaining.items()):
         host = report.host
         if host is None or report.format is not FileFormat.ELF:
@@ -171,7 +172,7 @@ def plan_repair(ctx: AuditContext) -> RepairPlan:
                 continue
             if p.directory not in wanted:
                 wanted.append(p.directory)
-            if not _covered(p, names, extras):
+            if not covered(p, names, extras):
                 needs.setdefault(p.requirement, (p, []))[1].append(lib)
         if not wanted and not replace:
             continue
@@ -194,7 +195,7 @@ def plan_repair(ctx: AuditContext) -> RepairPlan:
         tuple(removed),
         tuple(kept),
         tuple(edits),
-        _merge(needs),
+        merge_requirements(needs),
         (),
     )
 

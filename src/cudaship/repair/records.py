@@ -43,6 +43,24 @@ class ElfEdit:
 
 
 @dataclass(frozen=True)
+class PeEdit:
+    """Imported DLL names of one shipped PE file set back to the DLL's own name (in place: the own name is
+    shorter than delvewheel's mangled one)."""
+
+    member: str
+    replace_imports: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """Lines added to a package's ``__init__.py`` that add NVIDIA's DLL directories with
+    ``os.add_dll_directory`` before its extensions load (Windows)."""
+
+    member: str  #: ``cudemo/__init__.py``
+    directories: tuple[str, ...]  #: relative to the package directory (``../nvidia/cu13/bin/x86_64``)
+
+
+@dataclass(frozen=True)
 class AddedRequirement:
     text: str  #: the Requires-Dist line's value
     libraries: tuple[str, ...]  #: the libraries it provides to the wheel
@@ -61,10 +79,12 @@ class RepairPlan:
     edits: tuple[ElfEdit, ...] = ()
     requirements: tuple[AddedRequirement, ...] = ()
     notes: tuple[str, ...] = ()
+    pe_edits: tuple[PeEdit, ...] = ()
+    bootstraps: tuple[Bootstrap, ...] = ()
 
     @property
     def changed(self) -> bool:
-        return bool(self.removed or self.edits or self.requirements)
+        return bool(self.removed or self.edits or self.requirements or self.pe_edits or self.bootstraps)
 
     @property
     def bytes_removed(self) -> int:

@@ -18,7 +18,7 @@ from cudaship.checks.policy import default_policy
 from cudaship.checks.wheelscan import scan_wheel
 from cudaship.errors import ArchiveError, CudashipError, WheelError
 from cudaship.inspection.records import ContainerKind
-from cudaship.repair import elfedit
+from cudaship.repair import elfedit, windows
 from cudaship.repair.plan import plan_repair
 from cudaship.repair.records import RepairPlan, WheelRepair
 from cudaship.repair.zipwrite import DEFLATED, STORED, Entry, write_zip
@@ -139,6 +139,8 @@ def _entries(archive: ZipArchive, plan: RepairPlan) -> tuple[list[Entry], int]:
     skip = {record_path, f"{dist}/RECORD.jws", f"{dist}/RECORD.p7s"}
     removed = {r.member for r in plan.removed}
     edits = {e.member: e for e in plan.edits}
+    pe_edits = {e.member: e for e in plan.pe_edits}
+    bootstraps = {b.member: b for b in plan.bootstraps}
     metadata = f"{dist}/METADATA"
     entries: list[Entry] = []
     record: list[str] = []
@@ -146,10 +148,19 @@ def _entries(archive: ZipArchive, plan: RepairPlan) -> tuple[list[Entry], int]:
     for m in members:
         if m.name in removed or m.name in skip:
             continue
-        if m.name in edits or (m.name == metadata and plan.requirements):
+        if (
+            m.name in edits
+            or m.name in pe_edits
+            or m.name in bootstraps
+            or (m.name == metadata and plan.requirements)
+        ):
             data = _whole(archive, m)
             if m.name == metadata:
                 data = with_requirements(data, tuple(r.text for r in plan.requirements))
+            elif m.name in pe_edits:
+                data = windows.rename_imports(data, pe_edits[m.name].replace_imports)
+            elif m.name in bootstraps:
+                data = windows.with_bootstrap(data, bootstraps[m.name].directories)
             else:
                 e = edits[m.name]
                 runpath = e.runpath_after if e.runpath_changed else None
