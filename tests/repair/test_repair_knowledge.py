@@ -56,7 +56,13 @@ def test_cuda_12_and_13_forms() -> None:
     p13 = provision("libcublasLt.so.13", "linux", 13, 0)
     assert p13 is not None and p13.requirement == 'cuda-toolkit[cublas]>=13.0,<14; sys_platform == "linux"'
     cufft12 = provision("libcufft.so.11", "linux", 12, 8)
-    assert cufft12 is not None and cufft12.requirement == 'nvidia-cufft-cu12; sys_platform == "linux"'
+    assert cufft12 is not None and cufft12.requirement == 'nvidia-cufft-cu12>=11,<12; sys_platform == "linux"'
+    # ctranslate2 3.24.0 ships libcudnn.so.8.1.1: nvidia-cudnn-cu11 9.x would install libcudnn.so.9 instead
+    cudnn8 = provision("libcudnn-f0ff4753.so.8.1.1", "linux", 11, 2)
+    assert cudnn8 is not None and cudnn8.library == "libcudnn.so.8"
+    assert cudnn8.requirement == 'nvidia-cudnn-cu11>=8,<9; sys_platform == "linux"'
+    nvtx = provision("libnvToolsExt.so.1", "linux", 12, 8)
+    assert nvtx is not None and nvtx.requirement == 'nvidia-nvtx-cu12>=12.8,<13; sys_platform == "linux"'
 
 
 def test_what_no_wheel_provides() -> None:

@@ -123,6 +123,13 @@ def _follows_cuda(project: str) -> bool:
     return re.sub(r"-cu\d+$", "", project) in cuda_versioned_projects()
 
 
+def _apart(project: str) -> bool:
+    apart = _data.table(_FILE, "soname").get("apart", [])
+    if not isinstance(apart, list):
+        raise KnowledgeError(f"{_FILE}: [soname].apart must be a list of project names")
+    return re.sub(r"-cu\d+$", "", project) in apart
+
+
 def provision(name: str, os: OS, major: int | None, minor: int | None = None) -> Provision | None:
     """The NVIDIA wheel that provides library ``name`` (a copy's hash removed) on ``os``: for ``major`` when
     the name is that major's (``libcurand.so.10`` is 11's, 12's and 13's), else for the one major the name
@@ -144,7 +151,11 @@ def provision(name: str, os: OS, major: int | None, minor: int | None = None) ->
     if pkg is None:
         return None
     own = library_file(found.component, chosen, os)
-    if own is None or (os == "linux" and own != plain) or (os == "windows" and own.lower() != plain.lower()):
+    if own is None:
+        return None
+    if os == "linux" and own != plain and not plain.startswith(own + "."):
+        return None  # libcudart.so.12.0.107 (a copy named by its full version) is libcudart.so.12's
+    if os == "windows" and own.lower() != plain.lower():
         return None
     form = _forms().get(chosen)
     low = f"{chosen}.{minor}" if minor is not None and chosen == major else f"{chosen}"
@@ -155,15 +166,20 @@ def provision(name: str, os: OS, major: int | None, minor: int | None = None) ->
         text = f"cuda-toolkit[{extra}]{bound}; {marker}"
         why = f"the cuda-toolkit[{extra}] extra installs {pkg.project}: NVIDIA's form for CUDA {chosen}"
         return Provision(
-            plain, found.component, chosen, pkg.project, pkg.directory, text, "cuda-toolkit", extra, why
+            own, found.component, chosen, pkg.project, pkg.directory, text, "cuda-toolkit", extra, why
         )
+    soname_major = own.split(".so.", 1)[1].split(".")[0] if os == "linux" and ".so." in own else None
     if _follows_cuda(pkg.project):
         text = f"{pkg.project}{bound}; {marker}"
         why = f"{pkg.project}'s versions follow CUDA's"
+    elif soname_major is not None and soname_major.isdigit() and not _apart(pkg.project):
+        n = int(soname_major)
+        text = f"{pkg.project}>={n},<{n + 1}; {marker}"
+        why = f"{pkg.project}'s versions follow the soname's major ({own})"
     else:
         text = f"{pkg.project}; {marker}"
         why = f"{pkg.project} is numbered apart from CUDA; its -cu suffix or its row names CUDA {chosen}"
-    return Provision(plain, found.component, chosen, pkg.project, pkg.directory, text, pkg.project, None, why)
+    return Provision(own, found.component, chosen, pkg.project, pkg.directory, text, pkg.project, None, why)
 
 
 def provided_names(major: int, os: OS) -> tuple[str, ...]:
