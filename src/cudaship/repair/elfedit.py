@@ -35,9 +35,15 @@ def patchelf_path() -> str:
     return found
 
 
-def edit(data: bytes, replace_needed: tuple[tuple[str, str], ...], runpath: tuple[str, ...] | None) -> bytes:
+def edit(
+    data: bytes,
+    replace_needed: tuple[tuple[str, str], ...],
+    runpath: tuple[str, ...] | None,
+    *,
+    rpath: bool = False,
+) -> bytes:
     """``data`` (an ELF file) with each DT_NEEDED ``old`` set to ``new`` and, unless ``runpath`` is None, its
-    search path set to ``runpath`` as DT_RUNPATH (removed when empty)."""
+    search path set to ``runpath`` (removed when empty): as DT_RUNPATH, or as DT_RPATH with ``rpath``."""
     tool = patchelf_path()
     with tempfile.TemporaryDirectory(prefix="cudaship-repair-") as tmp:
         target = Path(tmp) / "lib"
@@ -47,6 +53,7 @@ def edit(data: bytes, replace_needed: tuple[tuple[str, str], ...], runpath: tupl
             args += ["--replace-needed", old, new]
         if runpath is not None:
             if runpath:
+                args += ["--force-rpath"] if rpath else []
                 args += ["--set-rpath", ":".join(runpath)]
             else:
                 args += ["--remove-rpath"]

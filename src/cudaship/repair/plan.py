@@ -143,12 +143,12 @@ def plan_repair(ctx: AuditContext) -> RepairPlan:
                 renamed[alias] = p.library
 
     remaining = {p: r for p, r in ctx.libraries.items() if p not in provided}
-    own_names: set[str] = set()
+    own_dir: dict[str, str] = {}  # a remaining library's names -> its directory
     own_dirs: set[str] = set()
-    for path, report in remaining.items():
-        own_names.add(posixpath.basename(path))
+    for path, report in sorted(remaining.items()):
+        own_dir.setdefault(posixpath.basename(path), posixpath.dirname(path) or ".")
         if report.host is not None and report.host.soname:
-            own_names.add(report.host.soname)
+            own_dir.setdefault(report.host.soname, posixpath.dirname(path) or ".")
         own_dirs.add(posixpath.dirname(path) or ".")
     emptied = {posixpath.dirname(p) or "." for p in provided} - own_dirs
 
@@ -164,8 +164,11 @@ def plan_repair(ctx: AuditContext) -> RepairPlan:
         replace = tuple((n, renamed[n]) for n in needed if n in renamed)
         after = [renamed.get(n, n) for n in needed]
         wanted: list[str] = []
+        siblings: list[str] = []  # directories of the shipped libraries it needs
         for lib in after:
-            if lib in own_names:
+            if lib in own_dir:
+                if own_dir[lib] not in siblings:
+                    siblings.append(own_dir[lib])
                 continue
             p = provision(lib, os, major, minor)
             if p is None:
@@ -178,8 +181,11 @@ def plan_repair(ctx: AuditContext) -> RepairPlan:
             continue
         before = host.runpath or host.rpath
         was_rpath = not host.runpath and bool(host.rpath)
-        entries, dropped = _runpath(before, directory, emptied, wanted)
-        if not replace and tuple(entries) == tuple(before) and not was_rpath:
+        # a library that had no search path found its shipped siblings through its loader's DT_RPATH; a
+        # DT_RUNPATH of its own would hide that (glibc ignores the chain's RPATH then): name them here
+        keep = siblings if not before else []
+        entries, dropped = _runpath(before, directory, emptied, keep + wanted)
+        if not replace and tuple(entries) == tuple(before):
             continue
         edits.append(
             ElfEdit(

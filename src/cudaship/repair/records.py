@@ -35,11 +35,12 @@ class ElfEdit:
     runpath_before: tuple[str, ...]
     runpath_after: tuple[str, ...]
     dropped: tuple[tuple[str, str], ...]  #: (entry, why it goes)
-    was_rpath: bool  #: the entries were DT_RPATH (repair writes DT_RUNPATH)
+    #: the entries are DT_RPATH (kept so: it also serves the libraries this one loads, DT_RUNPATH does not)
+    was_rpath: bool
 
     @property
     def runpath_changed(self) -> bool:
-        return self.runpath_before != self.runpath_after or self.was_rpath
+        return self.runpath_before != self.runpath_after
 
 
 @dataclass(frozen=True)

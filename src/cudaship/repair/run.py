@@ -164,7 +164,7 @@ def _entries(archive: ZipArchive, plan: RepairPlan) -> tuple[list[Entry], int]:
             else:
                 e = edits[m.name]
                 runpath = e.runpath_after if e.runpath_changed else None
-                data = elfedit.edit(data, e.replace_needed, runpath)
+                data = elfedit.edit(data, e.replace_needed, runpath, rpath=e.was_rpath)
             entries.append(Entry(m.name, m.mode, data=data))
             record.append(
                 _record_line(m.name, "sha256=" + b64_digest(hashlib.sha256(data).digest()), len(data))
