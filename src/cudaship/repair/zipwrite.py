@@ -35,12 +35,48 @@ class Entry:
     size: int = 0
 
 
+#: Members at least this large are deflated in blocks of this size on threads (pigz's scheme): each block
+#: primed with the 32 KiB before it and ended by a sync flush, so the blocks join into one deflate stream.
+#: The bytes depend on the block size only, never on the number of threads.
+BLOCK = 8 << 20
+_WINDOW = 32 << 10
+
+
+def _deflate_block(data: memoryview, start: int, last: bool) -> bytes:
+    end = min(start + BLOCK, len(data))
+    prime = bytes(data[max(0, start - _WINDOW) : start])
+    compressor = (
+        zlib.compressobj(6, zlib.DEFLATED, -15, zdict=prime)
+        if prime
+        else zlib.compressobj(6, zlib.DEFLATED, -15)
+    )
+    return compressor.compress(data[start:end]) + compressor.flush(
+        zlib.Z_FINISH if last else zlib.Z_SYNC_FLUSH
+    )
+
+
+def deflate(data: bytes) -> bytes:
+    """Raw deflate of ``data`` at level 6; large data in :data:`BLOCK` pieces on threads (zlib releases the
+    GIL)."""
+    if len(data) < 2 * BLOCK:
+        compressor = zlib.compressobj(6, zlib.DEFLATED, -15)
+        return compressor.compress(data) + compressor.flush()
+    from concurrent.futures import ThreadPoolExecutor
+
+    from cudaship.archive.pool import usable_cpus
+
+    view = memoryview(data)
+    starts = range(0, len(data), BLOCK)
+    with ThreadPoolExecutor(max_workers=usable_cpus()) as pool:
+        blocks = pool.map(lambda s: _deflate_block(view, s, s + BLOCK >= len(data)), starts)
+        return b"".join(blocks)
+
+
 def _prepared(e: Entry) -> tuple[bytes | memoryview, int, int, int]:
     if e.raw is not None:
         return e.raw, e.method, e.crc, e.size
     assert e.data is not None
-    compressor = zlib.compressobj(6, zlib.DEFLATED, -15)
-    body = compressor.compress(e.data) + compressor.flush()
+    body = deflate(e.data)
     if len(body) >= len(e.data):
         return e.data, STORED, zlib.crc32(e.data), len(e.data)
     return body, DEFLATED, zlib.crc32(e.data), len(e.data)
