@@ -12,6 +12,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from cudaship.cli.main import main
@@ -30,11 +31,17 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+SCHEMA = json.loads(
+    (Path(__file__).resolve().parents[2] / "src/cudaship/render/schemas/repair.schema.json").read_text()
+)
+
+
 def _repair(wheel: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, dict[str, object]]:
     code = main(["repair", str(wheel), "-w", str(out), "-f", "json"])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     doc = json.loads(captured.out)
+    jsonschema.validate(doc, SCHEMA)
     (result,) = doc["wheels"]
     return Path(result["output"]), result
 

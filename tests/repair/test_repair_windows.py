@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import jsonschema
 import pefile
 import pytest
 
@@ -14,6 +15,7 @@ from cudaship.cli.main import main
 from cudaship.repair.windows import MARKER, with_bootstrap
 from tests.fixtures.repair_wheels import MANGLED_CUDART
 from tests.repair.helpers import members, record_matches, requires_dist
+from tests.repair.test_repair_cuda_extension import SCHEMA
 
 PYD = "cudemo/_ext.cp311-win_amd64.pyd"
 
@@ -25,7 +27,9 @@ def _imports(data: bytes) -> list[str]:
 
 def _repair(wheel: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, dict[str, object]]:
     assert main(["repair", str(wheel), "-w", str(out), "-f", "json"]) == 0
-    (result,) = json.loads(capsys.readouterr().out)["wheels"]
+    doc = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, SCHEMA)
+    (result,) = doc["wheels"]
     return Path(result["output"]), result["plan"]
 
 
