@@ -108,3 +108,19 @@ def test_missing_directory_option_is_a_usage_error(
     assert main(["repair", str(auditwheel_vendored)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("cudaship: error: repair: give -w DIR"), err
+
+
+def test_missing_file_and_fifo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+
+    fifo = tmp_path / "fifo-1.0-py3-none-any.whl"
+    os.mkfifo(fifo)  # never opened for reading by anyone: repair must not block on it
+    missing = tmp_path / "missing-1.0-py3-none-any.whl"
+    out = tmp_path / "out"
+    assert main(["repair", str(missing), str(fifo), "-w", str(out)]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [
+        f"cudaship: error: {missing}: No such file or directory",
+        f"cudaship: error: {fifo}: not a regular file (a FIFO)",
+    ]
+    assert _files(out) == []
