@@ -5,6 +5,7 @@ declared for win32. Read back with pefile (independent of cudaship's PE reader).
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import jsonschema
@@ -75,3 +76,13 @@ def test_bootstrap_adds_existing_directories_only(tmp_path: Path, monkeypatch: p
     exec(compile(source, str(package / "__init__.py"), "exec"), namespace)
     assert added == [str(tmp_path / "site" / "nvidia" / "cu13" / "bin" / "x86_64")]
     assert namespace["x"] == 1
+
+
+def test_print_excludes_for_delvewheel(
+    windows_vendored_wheel: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # no tag, no device code: the CUDA major comes from the runtime the wheel ships (cudart64_13)
+    assert main(["repair", "--print-excludes", "delvewheel", str(windows_vendored_wheel)]) == 0
+    option, names = shlex.split(capsys.readouterr().out)
+    assert option == "--exclude"
+    assert "cudart64_13.dll" in names.split(";") and "cudart64_12.dll" not in names.split(";")

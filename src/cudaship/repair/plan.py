@@ -86,6 +86,11 @@ def merge_requirements(added: dict[str, tuple[Provision, list[str]]]) -> tuple[A
     return tuple(sorted(out, key=lambda r: r.text))
 
 
+def one_major(seen: set[int]) -> int | None:
+    """The CUDA major of a wheel without a train, when the libraries it ships or needs name exactly one."""
+    return next(iter(seen)) if len(seen) == 1 else None
+
+
 def plan_repair(ctx: AuditContext) -> RepairPlan:
     """The repair of the wheel ``ctx`` audits (Linux; a Windows wheel gets a plan that changes nothing, with
     the reason)."""
@@ -154,6 +159,7 @@ def plan_repair(ctx: AuditContext) -> RepairPlan:
 
     edits: list[ElfEdit] = []
     needs: dict[str, tuple[Provision, list[str]]] = {}
+    seen = {p.major for p in provided.values()}  # the CUDA majors of what the libraries need
     names, extras = declared_cover(ctx)
     for path, report in sorted(remaining.items()):
         host = report.host
@@ -173,6 +179,7 @@ def plan_repair(ctx: AuditContext) -> RepairPlan:
             p = provision(lib, os, major, minor)
             if p is None:
                 continue
+            seen.add(p.major)
             if p.directory not in wanted:
                 wanted.append(p.directory)
             if not covered(p, names, extras):
@@ -197,7 +204,7 @@ def plan_repair(ctx: AuditContext) -> RepairPlan:
         scan.filename,
         os_name,
         label,
-        major,
+        major if major is not None else one_major(seen),
         tuple(removed),
         tuple(kept),
         tuple(edits),

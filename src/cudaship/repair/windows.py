@@ -17,7 +17,7 @@ from cudaship.checks.context import AuditContext
 from cudaship.errors import CudashipError
 from cudaship.knowledge.libraries import identify, pypi_package
 from cudaship.knowledge.repair import Provision, provision, unhashed
-from cudaship.repair.plan import covered, declared_cover, merge_requirements
+from cudaship.repair.plan import covered, declared_cover, merge_requirements, one_major
 from cudaship.repair.records import Bootstrap, Kept, PeEdit, Removed, RepairPlan
 
 #: The first line of the bootstrap: how a second repair knows it is there.
@@ -78,6 +78,7 @@ def plan_windows(ctx: AuditContext, label: str) -> RepairPlan:
     dirs: dict[str, set[str]] = {}  # __init__.py -> directories
     needs: dict[str, tuple[Provision, list[str]]] = {}
     names_declared, extras = declared_cover(ctx)
+    seen = {p.major for p in removable.values()}
     for path, report in sorted(ctx.libraries.items()):
         if report.host is None or report.format is not FileFormat.PE or path in removable:
             continue
@@ -90,7 +91,10 @@ def plan_windows(ctx: AuditContext, label: str) -> RepairPlan:
                 continue
             p = provision(name, "windows", major, minor)
             init = _init_of(path)
-            if p is None or init not in files:
+            if p is None:
+                continue
+            seen.add(p.major)
+            if init not in files:
                 continue
             rel = posixpath.relpath(p.directory, posixpath.dirname(init))
             if rel not in existing.get(member_of.get(init, init), set()):
@@ -103,7 +107,7 @@ def plan_windows(ctx: AuditContext, label: str) -> RepairPlan:
         scan.filename,
         "windows",
         label,
-        major,
+        major if major is not None else one_major(seen),
         tuple(removed),
         tuple(kept),
         (),
