@@ -64,3 +64,11 @@ def test_sizes_parse(text: object, bytes_: int) -> None:
 def test_bad_sizes_are_policy_errors(bad: object) -> None:
     with pytest.raises(PolicyError, match=r"audit\.size\.total: must be a size"):
         parse_audit_table({"size": {"total": bad}}, "t.toml")
+
+
+def test_the_providers_own_wheel_vendors_nothing(cudart_linux_wheel: Path) -> None:
+    # nvidia-cuda-runtime ships libcudart.so.13 in nvidia/cu13/lib: it provides it, it does not vendor it
+    checks = _size_checks(cudart_linux_wheel, {})
+    assert checks["size: CUDA libraries an NVIDIA wheel provides"].status is Status.PASS
+    weight = checks["size: what the wheel weighs"]
+    assert any(f.file == "nvidia/cu13/lib/libcudart.so.13" for f in weight.evidence)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass
 
+from packaging.utils import canonicalize_name
+
 from cudaship.binary.records import DeviceCodeKind, FileFormat
 from cudaship.checks.context import AuditContext
 from cudaship.checks.records import CheckResult, Finding, passed, verdict
@@ -43,6 +45,7 @@ def library_sizes(ctx: AuditContext) -> list[LibrarySize]:
     facts = {m.name: m for m in ctx.scan.members}
     member_of = {installed: member for member, installed in ctx.installed.items()}
     train = ctx.train
+    own = canonicalize_name(ctx.scan.dist.metadata.name or "")
     out: list[LibrarySize] = []
     for path, report in sorted(ctx.reports.items()):
         member = facts.get(member_of.get(path, path))
@@ -58,15 +61,17 @@ def library_sizes(ctx: AuditContext) -> list[LibrarySize]:
         device = sum(sass.values()) + ptx
         provider = None
         major, minor = (train.major, train.minor) if train else (None, None)
+        p = None
         if report.format is FileFormat.ELF and report.host is not None:
             name = report.host.soname or posixpath.basename(path)
             p = provision(name, "linux", major, minor) or provision(
                 posixpath.basename(path), "linux", major, minor
             )
-            provider = p.project if p is not None else None
         elif report.format is FileFormat.PE:
             p = provision(posixpath.basename(path), "windows", major, minor)
-            provider = p.project if p is not None else None
+        # the provider's own wheel ships it: that is where it belongs
+        if p is not None and p.project != own and posixpath.dirname(path) != p.directory:
+            provider = p.project
         out.append(
             LibrarySize(
                 path, size, compressed, tuple(sorted(sass.items())), ptx, max(size - device, 0), provider
