@@ -166,3 +166,27 @@ def test_repaired_wheel_installs_loads_and_audits(
     assert facts["loaded"] == [EXT]
     assert facts["cudart"] == [f"{facts['site']}/nvidia/cu13/lib/libcudart.so.13"]
     assert main(["audit", "--online", str(output)]) == 0, capsys.readouterr().out
+
+
+def test_unused_cuda_needed_is_dropped_only_when_asked(
+    unused_cudart_wheel: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    helper = "cudemo/libhelper.so"
+    assert "libcudart.so.13" in dynamic(members(unused_cudart_wheel)[helper])["needed"]
+    # by default it stays, and gets the RUNPATH that finds it
+    kept, _ = _repair(unused_cudart_wheel, tmp_path / "kept", capsys)
+    assert "libcudart.so.13" in dynamic(members(kept)[helper])["needed"]
+    assert dynamic(members(kept)[helper])["runpath"] == ["$ORIGIN/../nvidia/cu13/lib"]
+    argv = ["repair", str(unused_cudart_wheel), "-w", str(tmp_path / "dropped"), "-f", "json"]
+    assert main([*argv, "--drop-unused-cuda"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, SCHEMA)
+    (result,) = doc["wheels"]
+    edits = {e["member"]: e for e in result["plan"]["edits"]}
+    assert edits[helper]["remove_needed"] == ["libcudart.so.13"]
+    assert edits[EXT]["remove_needed"] == []  # the extension uses the runtime
+    assert [r["text"] for r in result["plan"]["requirements"]] == [REQUIREMENT]
+    files = members(Path(result["output"]))
+    assert "libcudart.so.13" not in dynamic(files[helper])["needed"]
+    assert dynamic(files[helper])["runpath"] == []
+    assert "libcudart.so.13" in dynamic(files[EXT])["needed"]

@@ -90,7 +90,7 @@ def test_a_failed_edit_leaves_no_partial_wheel(
 ) -> None:
     calls: list[int] = []
 
-    def failing(data: bytes, replace: object, runpath: object, *, rpath: bool = False) -> bytes:
+    def failing(data: bytes, replace: object, runpath: object, **options: object) -> bytes:
         calls.append(len(data))
         raise CudashipError("patchelf failed: cannot edit this file")
 

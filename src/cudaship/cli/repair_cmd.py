@@ -33,6 +33,13 @@ from .common import format_option, jobs_option, output_option
     help="Print the exclude flags that keep this tool from vendoring the CUDA libraries NVIDIA wheels "
     "provide for the wheels' CUDA major, and nothing else.",
 )
+@click.option(
+    "--drop-unused-cuda",
+    "drop_unused",
+    is_flag=True,
+    help="Also remove CUDA DT_NEEDED entries none of whose symbols a library uses (the audit's "
+    "'closure: unused imports' verdict), so they neither load nor become requirements.",
+)
 @format_option("repair")
 @output_option()
 @jobs_option("wheel members")
@@ -41,6 +48,7 @@ def command(
     directory: Path | None,
     dry_run: bool,
     excludes_for: str | None,
+    drop_unused: bool,
     fmt: str,
     output: str | None,
     jobs: int | None,
@@ -55,7 +63,9 @@ def command(
         return _print_excludes(excludes_for, wheels, output, jobs)
     if directory is None and not dry_run:
         raise UsageError("repair: give -w DIR for the repaired wheels, or --dry-run")
-    results = tuple(repair_wheel(w, directory, dry_run=dry_run, workers=jobs) for w in wheels)
+    results = tuple(
+        repair_wheel(w, directory, dry_run=dry_run, workers=jobs, drop_unused=drop_unused) for w in wheels
+    )
     report = RepairReport(results, dry_run, str(directory) if directory else None)
     for r in results:
         if r.error:

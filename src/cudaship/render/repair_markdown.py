@@ -28,6 +28,8 @@ def _wheel(w: WheelRepair, dry_run: bool) -> list[str]:
     for e in p.edits:
         for old, new in e.replace_needed:
             rows.append(("DT_NEEDED", f"`{e.member}`", f"`{old}` → `{new}`"))
+        for name in e.remove_needed:
+            rows.append(("DT_NEEDED", f"`{e.member}`", f"`{name}` removed (none of its symbols is used)"))
         if e.runpath_changed:
             before = ":".join(e.runpath_before) or "(none)"
             after = ":".join(e.runpath_after) or "(none)"

@@ -33,6 +33,8 @@ def _wheel(w: WheelRepair, dry_run: bool) -> list[str]:
     for e in p.edits:
         for old, new in e.replace_needed:
             lines.append(f"  DT_NEEDED  {e.member}: {old} -> {new}")
+        for name in e.remove_needed:
+            lines.append(f"  DT_NEEDED  {e.member}: {name} removed (none of its symbols is used)")
         if e.runpath_changed:
             kind = "DT_RPATH" if e.was_rpath else "DT_RUNPATH"
             before = ":".join(e.runpath_before) or "(none)"

@@ -41,6 +41,7 @@ def edit(
     runpath: tuple[str, ...] | None,
     *,
     rpath: bool = False,
+    remove_needed: tuple[str, ...] = (),
 ) -> bytes:
     """``data`` (an ELF file) with each DT_NEEDED ``old`` set to ``new`` and, unless ``runpath`` is None, its
     search path set to ``runpath`` (removed when empty): as DT_RUNPATH, or as DT_RPATH with ``rpath``."""
@@ -51,6 +52,8 @@ def edit(
         args: list[str] = [tool]
         for old, new in replace_needed:
             args += ["--replace-needed", old, new]
+        for name in remove_needed:
+            args += ["--remove-needed", name]
         if runpath is not None:
             if runpath:
                 args += ["--force-rpath"] if rpath else []

@@ -91,7 +91,27 @@ def one_major(seen: set[int]) -> int | None:
     return next(iter(seen)) if len(seen) == 1 else None
 
 
-def plan_repair(ctx: AuditContext) -> RepairPlan:
+def unused_cuda(ctx: AuditContext) -> dict[str, set[str]]:
+    """Installed path -> the CUDA DT_NEEDED entries none of whose symbols it uses, as the audit's closure
+    family judges them (only when the policy runs that check)."""
+    from cudaship.checks import closure
+    from cudaship.checks.records import Status
+    from cudaship.knowledge.libraries import identify
+
+    if not ctx.policy.closure.unused_imports:
+        return {}
+    out: dict[str, set[str]] = {}
+    for result in closure.run(ctx):
+        if not result.name.startswith("closure: unused imports in ") or result.status is not Status.FAIL:
+            continue
+        for finding in result.evidence:
+            found = identify(finding.symbol) if finding.symbol else None
+            if finding.file and finding.symbol and found is not None and not found.driver:
+                out.setdefault(finding.file, set()).add(finding.symbol)
+    return out
+
+
+def plan_repair(ctx: AuditContext, *, drop_unused: bool = False) -> RepairPlan:
     """The repair of the wheel ``ctx`` audits (Linux; a Windows wheel gets a plan that changes nothing, with
     the reason)."""
     scan = ctx.scan
@@ -157,6 +177,7 @@ def plan_repair(ctx: AuditContext) -> RepairPlan:
         own_dirs.add(posixpath.dirname(path) or ".")
     emptied = {posixpath.dirname(p) or "." for p in provided} - own_dirs
 
+    unused = unused_cuda(ctx) if drop_unused else {}
     edits: list[ElfEdit] = []
     needs: dict[str, tuple[Provision, list[str]]] = {}
     seen = {p.major for p in provided.values()}  # the CUDA majors of what the libraries need
@@ -166,7 +187,8 @@ def plan_repair(ctx: AuditContext) -> RepairPlan:
         if host is None or report.format is not FileFormat.ELF:
             continue
         directory = posixpath.dirname(path)
-        needed = [i.library for i in host.imports if i.kind is ImportKind.NEEDED]
+        drop = tuple(sorted(unused.get(path, set())))
+        needed = [i.library for i in host.imports if i.kind is ImportKind.NEEDED and i.library not in drop]
         replace = tuple((n, renamed[n]) for n in needed if n in renamed)
         after = [renamed.get(n, n) for n in needed]
         wanted: list[str] = []
@@ -184,7 +206,7 @@ def plan_repair(ctx: AuditContext) -> RepairPlan:
                 wanted.append(p.directory)
             if not covered(p, names, extras):
                 needs.setdefault(p.requirement, (p, []))[1].append(lib)
-        if not wanted and not replace:
+        if not wanted and not replace and not drop:
             continue
         before = host.runpath or host.rpath
         was_rpath = not host.runpath and bool(host.rpath)
@@ -192,11 +214,17 @@ def plan_repair(ctx: AuditContext) -> RepairPlan:
         # DT_RUNPATH of its own would hide that (glibc ignores the chain's RPATH then): name them here
         keep = siblings if not before else []
         entries, dropped = _runpath(before, directory, emptied, keep + wanted)
-        if not replace and tuple(entries) == tuple(before):
+        if not replace and not drop and tuple(entries) == tuple(before):
             continue
         edits.append(
             ElfEdit(
-                member_of.get(path, path), replace, tuple(before), tuple(entries), tuple(dropped), was_rpath
+                member_of.get(path, path),
+                replace,
+                tuple(before),
+                tuple(entries),
+                tuple(dropped),
+                was_rpath,
+                drop,
             )
         )
     return RepairPlan(

@@ -37,6 +37,8 @@ class ElfEdit:
     dropped: tuple[tuple[str, str], ...]  #: (entry, why it goes)
     #: the entries are DT_RPATH (kept so: it also serves the libraries this one loads, DT_RUNPATH does not)
     was_rpath: bool
+    #: CUDA DT_NEEDED entries none of whose symbols is used (``--drop-unused-cuda``), removed
+    remove_needed: tuple[str, ...] = ()
 
     @property
     def runpath_changed(self) -> bool:

@@ -25,7 +25,9 @@ from cudaship.repair.zipwrite import DEFLATED, STORED, Entry, write_zip
 from cudaship.wheel.metadata import b64_digest
 
 
-def plan_wheel(path: Path, *, workers: int | None = None) -> tuple[RepairPlan, int]:
+def plan_wheel(
+    path: Path, *, workers: int | None = None, drop_unused: bool = False
+) -> tuple[RepairPlan, int]:
     """The plan for the wheel at ``path`` and its uncompressed size. Raises :class:`CudashipError` (with the
     path) for a wheel repair cannot rewrite faithfully."""
     scan = scan_wheel(path, workers=workers)
@@ -45,18 +47,23 @@ def plan_wheel(path: Path, *, workers: int | None = None) -> tuple[RepairPlan, i
         )
     platform, notes = wheel_platform(scan)
     ctx = AuditContext(scan=scan, policy=default_policy(), platform=platform, notes=list(notes))
-    return plan_repair(ctx), scan.uncompressed_size
+    return plan_repair(ctx, drop_unused=drop_unused), scan.uncompressed_size
 
 
 def repair_wheel(
-    path: Path, directory: Path | None, *, dry_run: bool = False, workers: int | None = None
+    path: Path,
+    directory: Path | None,
+    *,
+    dry_run: bool = False,
+    workers: int | None = None,
+    drop_unused: bool = False,
 ) -> WheelRepair:
     """Repair one wheel into ``directory`` (the plan only when ``dry_run``); a problem becomes the result's
     ``error``, never an exception."""
     label = str(path)
     try:
         size = path.stat().st_size
-        plan, uncompressed = plan_wheel(path, workers=workers)
+        plan, uncompressed = plan_wheel(path, workers=workers, drop_unused=drop_unused)
     except OSError as e:
         return WheelRepair(label, None, error=f"{label}: {e.strerror or e}")
     except CudashipError as e:
@@ -164,7 +171,9 @@ def _entries(archive: ZipArchive, plan: RepairPlan) -> tuple[list[Entry], int]:
             else:
                 e = edits[m.name]
                 runpath = e.runpath_after if e.runpath_changed else None
-                data = elfedit.edit(data, e.replace_needed, runpath, rpath=e.was_rpath)
+                data = elfedit.edit(
+                    data, e.replace_needed, runpath, rpath=e.was_rpath, remove_needed=e.remove_needed
+                )
             entries.append(Entry(m.name, m.mode, data=data))
             record.append(
                 _record_line(m.name, "sha256=" + b64_digest(hashlib.sha256(data).digest()), len(data))
