@@ -8,6 +8,7 @@ pytest_plugins = [
     "tests.fixtures.wheels",
     "tests.fixtures.envs",
     "tests.fixtures.synthetic_wheels",
+    "tests.fixtures.repair_wheels",
 ]
 
 

@@ -83,6 +83,7 @@ NOT_EXAMPLES = {
     "exec /opt/gcc/bin/g++-real": "one line of a compiler wrapper found on the lent H200 machine",
     "A (link_libtorch, as export runs it)": "linker errors of torch's Windows cross compile captured on the "
     "lent H200 machine",
+    "[tool.cibuildwheel.linux]": "cibuildwheel's configuration, not cudaship's (docs/ci.md, repair)",
 }
 
 #: Blocks that need a GPU or the network, by the start of their first line, with which and why.

@@ -61,6 +61,7 @@ def test_base_wheel_runs_every_family(
         "closure",
         "collisions",
         "consistency",
+        "size",
     }
     assert report.ok
     assert all(c.status is Status.PASS for c in report.checks)

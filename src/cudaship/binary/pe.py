@@ -61,6 +61,12 @@ def read_pe(buf: Buffer) -> HostBinary:
     return _PeReader(buf).read()
 
 
+def import_name_offsets(buf: Buffer) -> tuple[tuple[str, int], ...]:
+    """(DLL name, file offset of its NUL-terminated name) of every import and delay-load import descriptor, in
+    table order: where an editor renames an imported DLL in place (``cudaship repair``)."""
+    return _PeReader(buf).import_name_offsets()
+
+
 class _PeReader:
     def __init__(self, buf: Buffer) -> None:
         self.b = Bounded(buf, "PE")
@@ -191,6 +197,31 @@ class _PeReader:
             out.append(Import(dll, ImportKind.IMPORT, tuple(symbols)))
             at += _IMPORT_DESC.size
         raise self.b.fail("import directory is not terminated")
+
+    def import_name_offsets(self) -> tuple[tuple[str, int], ...]:
+        out: list[tuple[str, int]] = []
+        for index, desc, what in (
+            (DIR_IMPORT, _IMPORT_DESC, "import"),
+            (DIR_DELAY_IMPORT, _DELAY_DESC, "delay"),
+        ):
+            rva, size = self.directory(index)
+            if rva == 0 or size == 0:
+                continue
+            at = self.offset(rva, f"{what} directory")
+            for _ in range(min((self.b.size - at) // desc.size, _MAX_ENTRIES) + 1):
+                fields = self.b.unpack(desc, at, f"{what} directory")
+                if desc is _IMPORT_DESC:
+                    name_rva, ends = fields[3], fields[0] == 0 and fields[3] == 0 and fields[4] == 0
+                else:
+                    name_rva, ends = fields[1], fields[1] == 0 and fields[4] == 0 and fields[3] == 0
+                    if not ends and not fields[0] & 1 and name_rva >= self.image_base:
+                        name_rva -= self.image_base
+                if ends:
+                    break
+                offset = self.offset(name_rva, f"{what} DLL name")
+                out.append((self.b.cstring(offset, self.b.size, f"{what} DLL name"), offset))
+                at += desc.size
+        return tuple(out)
 
     def delay_imports(self) -> list[Import]:
         rva, size = self.directory(DIR_DELAY_IMPORT)

@@ -110,6 +110,15 @@ class CollisionsPolicy:
 
 
 @dataclass(frozen=True)
+class SizePolicy:
+    """``[audit.size]``: budgets in bytes (None: no budget)."""
+
+    total: int | None = None  #: the wheel file (compressed)
+    library: int | None = None  #: each native library, uncompressed
+    arch: int | None = None  #: SASS of one arch, summed over the wheel's libraries
+
+
+@dataclass(frozen=True)
 class VariantGroup:
     """Libraries that are alternatives: one of them is loaded at run time (one per CUDA version, say).
     ``members``: (glob, train or None: from the name) pairs."""
@@ -141,6 +150,7 @@ class Policy:
     components: tuple[Component, ...] = ()
     closure: ClosurePolicy = field(default_factory=ClosurePolicy)
     collisions: CollisionsPolicy = field(default_factory=CollisionsPolicy)
+    size: SizePolicy = field(default_factory=SizePolicy)
     #: ``[audit.severity]``: (``family`` or ``family.rule``, severity), as written
     severities: tuple[tuple[str, Severity], ...] = ()
     variants: VariantsPolicy = field(default_factory=VariantsPolicy)
@@ -465,6 +475,33 @@ def parse_collisions(root: _Reader) -> Section | None:
     collisions = CollisionsPolicy(r.strings("soname_matches_filename", globs=True))
     r.unknown({"soname_matches_filename"})
     return {"collisions": collisions}
+
+
+_SIZE_UNITS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "ki": 1 << 10, "mi": 1 << 20, "gi": 1 << 30}
+
+
+def _size(r: _Reader, name: str) -> int | None:
+    value = r.get(name)
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    if isinstance(value, str):
+        match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmg]i?)?b?\s*", value.lower())
+        if match:
+            size = int(float(match.group(1)) * _SIZE_UNITS[match.group(2) or ""])
+            if size > 0:
+                return size
+    raise r.fail(r.dotted(name), f'must be a size (bytes, or "100M", "1.5G", "512Mi"), not {value!r}')
+
+
+def parse_size(root: _Reader) -> Section | None:
+    r = root.sub("size")
+    if r is None:
+        return None
+    size = SizePolicy(_size(r, "total"), _size(r, "library"), _size(r, "arch"))
+    r.unknown({"total", "library", "arch"})
+    return {"size": size}
 
 
 def parse_severity(root: _Reader) -> tuple[tuple[str, Severity], ...]:

@@ -27,6 +27,7 @@ from cudaship.checks import (
     record,
     requirements,
     ships,
+    size,
 )
 from cudaship.checks.context import AuditContext
 from cudaship.checks.records import CheckResult, Severity
@@ -231,6 +232,18 @@ FAMILIES: tuple[Family, ...] = (
                 "all device code is older than the train the tag names: it runs, but was not built with it",
                 "consistency: device code older than ",
             ),
+        ),
+    ),
+    Family(
+        "size",
+        "what the wheel weighs per library (SASS per arch, PTX, host code), the CUDA libraries an NVIDIA "
+        "wheel provides, PyPI's file-size limit, the policy's budgets (total, per library, per arch)",
+        size.run,
+        section=policy.parse_size,
+        rules=(
+            Rule("vendored", NOTE, "a shipped CUDA library that an NVIDIA wheel provides (cudaship repair)"),
+            Rule("pypi_limit", NOTE, "the wheel is over PyPI's default file-size limit (100 MB)"),
+            Rule("budget", ERROR, "over a budget of [audit.size]: total, library or arch"),
         ),
     ),
     Family(

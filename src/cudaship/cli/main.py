@@ -24,6 +24,7 @@ SUBCOMMANDS: dict[str, str] = {
     "env": "env_cmd",
     "cmake": "cmake_cmd",
     "program": "program_cmd",
+    "repair": "repair_cmd",
 }
 
 

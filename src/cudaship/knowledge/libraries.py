@@ -240,6 +240,11 @@ def _cuda_versioned() -> frozenset[str]:
     return frozenset(_canonical(p) for p in projects)
 
 
+def cuda_versioned_projects() -> frozenset[str]:
+    """Canonical names of the NVIDIA projects whose versions follow CUDA's (``[pypi].cuda_versioned``)."""
+    return _cuda_versioned()
+
+
 @once
 def _row_majors() -> dict[str, frozenset[int]]:
     """PyPI project -> the CUDA majors the component rows name it for."""

@@ -172,6 +172,11 @@ def _toolkit_extras() -> dict[int, dict[str, tuple[str, ...]]]:
     return out
 
 
+def toolkit_extras(major: int) -> dict[str, tuple[str, ...]]:
+    """The ``cuda-toolkit`` metapackage's extras for CUDA ``major``: extra -> the projects it installs."""
+    return dict(_toolkit_extras().get(major, {}))
+
+
 @dataclass(frozen=True)
 class _Known:
     project: str

@@ -71,6 +71,11 @@ TABLE: dict[str, dict[str, str]] = {
         "markdown": "program_markdown:render_one",
     },
     "program export": {"text": "program_text:render_export", "json": "program_json:render_export"},
+    "repair": {
+        "text": "repair_text:render",
+        "json": "repair_json:render",
+        "markdown": "repair_markdown:render",
+    },
 }
 
 

@@ -1,0 +1,92 @@
+"""``cudaship repair``: point CUDA wheels at NVIDIA's PyPI wheels instead of the libraries they vendor."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from cudaship.errors import UsageError
+from cudaship.exitcodes import ExitCode
+from cudaship.render.output import write_report
+from cudaship.render.table import render
+
+from .common import format_option, jobs_option, output_option
+
+
+@click.command("repair")
+@click.argument("wheels", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "-w",
+    "--wheel-dir",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Directory to write the repaired wheels to (required unless --dry-run or --print-excludes).",
+)
+@click.option("--dry-run", is_flag=True, help="Print the plan; write nothing.")
+@click.option(
+    "--print-excludes",
+    "excludes_for",
+    type=click.Choice(["auditwheel", "delvewheel"]),
+    default=None,
+    help="Print the exclude flags that keep this tool from vendoring the CUDA libraries NVIDIA wheels "
+    "provide for the wheels' CUDA major, and nothing else.",
+)
+@click.option(
+    "--drop-unused-cuda",
+    "drop_unused",
+    is_flag=True,
+    help="Also remove CUDA DT_NEEDED entries none of whose symbols a library uses (the audit's "
+    "'closure: unused imports' verdict), so they neither load nor become requirements.",
+)
+@format_option("repair")
+@output_option()
+@jobs_option("wheel members")
+def command(
+    wheels: tuple[Path, ...],
+    directory: Path | None,
+    dry_run: bool,
+    excludes_for: str | None,
+    drop_unused: bool,
+    fmt: str,
+    output: str | None,
+    jobs: int | None,
+) -> int:
+    """Repair WHEELS: remove the CUDA libraries an NVIDIA wheel provides, point DT_NEEDED and RUNPATH at
+    NVIDIA's wheel directories and declare those wheels as requirements. The inputs are never changed;
+    each repaired wheel is written to -w DIR under its own name."""
+    from cudaship.repair.records import RepairReport
+    from cudaship.repair.run import repair_wheel
+
+    if excludes_for is not None:
+        return _print_excludes(excludes_for, wheels, output, jobs)
+    if directory is None and not dry_run:
+        raise UsageError("repair: give -w DIR for the repaired wheels, or --dry-run")
+    results = tuple(
+        repair_wheel(w, directory, dry_run=dry_run, workers=jobs, drop_unused=drop_unused) for w in wheels
+    )
+    report = RepairReport(results, dry_run, str(directory) if directory else None)
+    for r in results:
+        if r.error:
+            click.echo(f"cudaship: error: {r.error}", err=True)
+    write_report(render("repair", fmt, report), output)
+    return ExitCode.BAD_INPUT if report.failed else ExitCode.OK
+
+
+def _print_excludes(tool: str, wheels: tuple[Path, ...], output: str | None, jobs: int | None) -> int:
+    from cudaship.errors import CudashipError
+    from cudaship.repair.excludes import command_line, exclude_flags
+    from cudaship.repair.run import plan_wheel
+
+    majors: set[int] = set()
+    for path in wheels:
+        try:
+            plan, _ = plan_wheel(path, workers=jobs)
+        except CudashipError as e:
+            raise e.with_path(str(path)) from None
+        if plan.major is None:
+            raise CudashipError(f"no CUDA train: {plan.train}", path=str(path))
+        majors.add(plan.major)
+    write_report(command_line(exclude_flags(tool, majors)), output)
+    return ExitCode.OK

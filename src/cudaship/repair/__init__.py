@@ -1,0 +1,9 @@
+"""``cudaship repair``: point a CUDA wheel at NVIDIA's PyPI wheels instead of the CUDA libraries it vendors.
+
+* :mod:`~cudaship.repair.records` — the plan and the report (frozen dataclasses).
+* :mod:`~cudaship.repair.plan` — what to change, decided over the audit's view of the wheel (pure).
+* :mod:`~cudaship.repair.elfedit` — DT_NEEDED and RUNPATH edits, through patchelf.
+* :mod:`~cudaship.repair.zipwrite` — the repaired wheel, written deterministically.
+* :mod:`~cudaship.repair.run` — one wheel in, one repaired wheel out (or the plan, with ``--dry-run``).
+* :mod:`~cudaship.repair.excludes` — exclude flags for auditwheel and delvewheel.
+"""

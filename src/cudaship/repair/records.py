@@ -1,0 +1,122 @@
+"""Records of a repair: what the plan removes, edits and declares, and what came of it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Removed:
+    """A vendored library an NVIDIA wheel provides: left out of the repaired wheel."""
+
+    member: str  #: path inside the wheel (``cudemo.libs/libcudart-96c42e41.so.13``)
+    library: str  #: its own name (``libcudart.so.13``)
+    size: int  #: uncompressed bytes
+    compressed_size: int
+    project: str  #: the NVIDIA project that installs it (``nvidia-cuda-runtime``)
+    directory: str  #: where that project installs it (``nvidia/cu13/lib``)
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A vendored CUDA library that stays, and why."""
+
+    member: str
+    library: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ElfEdit:
+    """The dynamic-section edits of one shipped library."""
+
+    member: str
+    replace_needed: tuple[tuple[str, str], ...]  #: (name written, name it becomes)
+    runpath_before: tuple[str, ...]
+    runpath_after: tuple[str, ...]
+    dropped: tuple[tuple[str, str], ...]  #: (entry, why it goes)
+    #: the entries are DT_RPATH (kept so: it also serves the libraries this one loads, DT_RUNPATH does not)
+    was_rpath: bool
+    #: CUDA DT_NEEDED entries none of whose symbols is used (``--drop-unused-cuda``), removed
+    remove_needed: tuple[str, ...] = ()
+
+    @property
+    def runpath_changed(self) -> bool:
+        return self.runpath_before != self.runpath_after
+
+
+@dataclass(frozen=True)
+class PeEdit:
+    """Imported DLL names of one shipped PE file set back to the DLL's own name (in place: the own name is
+    shorter than delvewheel's mangled one)."""
+
+    member: str
+    replace_imports: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """Lines added to a package's ``__init__.py`` that add NVIDIA's DLL directories with
+    ``os.add_dll_directory`` before its extensions load (Windows)."""
+
+    member: str  #: ``cudemo/__init__.py``
+    directories: tuple[str, ...]  #: relative to the package directory (``../nvidia/cu13/bin/x86_64``)
+
+
+@dataclass(frozen=True)
+class AddedRequirement:
+    text: str  #: the Requires-Dist line's value
+    libraries: tuple[str, ...]  #: the libraries it provides to the wheel
+    why: str
+
+
+@dataclass(frozen=True)
+class RepairPlan:
+    wheel: str  #: input path
+    filename: str
+    os: str
+    train: str  #: ``13.0 (inferred from ...)``, or why there is none
+    major: int | None = None  #: the train's CUDA major, None when there is none
+    removed: tuple[Removed, ...] = ()
+    kept: tuple[Kept, ...] = ()
+    edits: tuple[ElfEdit, ...] = ()
+    requirements: tuple[AddedRequirement, ...] = ()
+    notes: tuple[str, ...] = ()
+    pe_edits: tuple[PeEdit, ...] = ()
+    bootstraps: tuple[Bootstrap, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.removed or self.edits or self.requirements or self.pe_edits or self.bootstraps)
+
+    @property
+    def bytes_removed(self) -> int:
+        return sum(r.size for r in self.removed)
+
+
+@dataclass(frozen=True)
+class WheelRepair:
+    """One wheel's repair: its plan, and the sizes before and after (``output`` None on a dry run, an error
+    or nothing to write)."""
+
+    path: str
+    plan: RepairPlan | None
+    size_before: int = 0  #: the wheel file's bytes
+    uncompressed_before: int = 0
+    output: str | None = None
+    size_after: int | None = None
+    uncompressed_after: int | None = None
+    unchanged_copy: bool = False  #: nothing to change: the output is the input's bytes
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class RepairReport:
+    wheels: tuple[WheelRepair, ...]
+    dry_run: bool
+    directory: str | None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def failed(self) -> bool:
+        return any(w.error for w in self.wheels)

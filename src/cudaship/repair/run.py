@@ -1,0 +1,199 @@
+"""One wheel in, one repaired wheel out: read it the way ``audit`` does, plan, write.
+
+The input is never written. The output goes to ``<directory>/<the input's file name>`` through a temporary
+file in that directory, renamed into place only when complete (no partial wheel on failure). A wheel with
+nothing to change is copied byte for byte, so repairing a repaired wheel gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+from cudaship.archive.zip import ZipArchive, ZipFile, ZipMember
+from cudaship.checks.context import AuditContext, wheel_platform
+from cudaship.checks.policy import default_policy
+from cudaship.checks.wheelscan import scan_wheel
+from cudaship.errors import ArchiveError, CudashipError, WheelError
+from cudaship.inspection.records import ContainerKind
+from cudaship.repair import elfedit, windows
+from cudaship.repair.plan import plan_repair
+from cudaship.repair.records import RepairPlan, WheelRepair
+from cudaship.repair.zipwrite import DEFLATED, STORED, Entry, write_zip
+from cudaship.wheel.metadata import b64_digest
+
+
+def plan_wheel(
+    path: Path, *, workers: int | None = None, drop_unused: bool = False
+) -> tuple[RepairPlan, int]:
+    """The plan for the wheel at ``path`` and its uncompressed size. Raises :class:`CudashipError` (with the
+    path) for a wheel repair cannot rewrite faithfully."""
+    scan = scan_wheel(path, workers=workers)
+    if scan.kind is not ContainerKind.WHEEL:
+        raise WheelError("not a wheel (repair reads wheels only)", path=str(path))
+    if scan.unreadable:
+        member, why = scan.unreadable[0]
+        raise WheelError(f"member {member}: {why}", path=str(path))
+    if not scan.dist.directory:
+        raise WheelError("no .dist-info directory: not a wheel repair can rewrite", path=str(path))
+    if scan.record_problems:
+        first = scan.record_problems[0]
+        raise WheelError(
+            f"RECORD disagrees with the wheel ({first.message}); repair rewrites RECORD only for a wheel "
+            "that matches it",
+            path=str(path),
+        )
+    platform, notes = wheel_platform(scan)
+    ctx = AuditContext(scan=scan, policy=default_policy(), platform=platform, notes=list(notes))
+    return plan_repair(ctx, drop_unused=drop_unused), scan.uncompressed_size
+
+
+def repair_wheel(
+    path: Path,
+    directory: Path | None,
+    *,
+    dry_run: bool = False,
+    workers: int | None = None,
+    drop_unused: bool = False,
+) -> WheelRepair:
+    """Repair one wheel into ``directory`` (the plan only when ``dry_run``); a problem becomes the result's
+    ``error``, never an exception."""
+    label = str(path)
+    try:
+        size = path.stat().st_size
+        plan, uncompressed = plan_wheel(path, workers=workers, drop_unused=drop_unused)
+    except OSError as e:
+        return WheelRepair(label, None, error=f"{label}: {e.strerror or e}")
+    except CudashipError as e:
+        return WheelRepair(label, None, error=str(e.with_path(label)))
+    if dry_run or directory is None:
+        return WheelRepair(label, plan, size, uncompressed)
+    target = directory / plan.filename
+    try:
+        if target.exists() and target.resolve() == path.resolve():
+            raise CudashipError("the output would replace the input: give -w another directory", path=label)
+        directory.mkdir(parents=True, exist_ok=True)
+        after = _write(path, plan, target)
+        out_size = target.stat().st_size
+    except OSError as e:
+        return WheelRepair(label, plan, size, uncompressed, error=f"{label}: {e.strerror or e}")
+    except CudashipError as e:
+        return WheelRepair(label, plan, size, uncompressed, error=str(e.with_path(label)))
+    return WheelRepair(
+        label, plan, size, uncompressed, str(target), out_size, after, unchanged_copy=not plan.changed
+    )
+
+
+def _write(path: Path, plan: RepairPlan, target: Path) -> int:
+    """Write the repaired wheel to ``target`` (atomically); its uncompressed size."""
+    tmp = target.with_name(f".{target.name}.cudaship-{os.getpid()}.tmp")
+    try:
+        if not plan.changed:
+            with path.open("rb") as src, tmp.open("wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+            total = _uncompressed(path)
+        else:
+            try:
+                with ZipFile(path) as archive, tmp.open("wb") as dst:
+                    entries, total = _entries(archive, plan)
+                    write_zip(dst, entries)
+            except ArchiveError as e:
+                raise WheelError(e.message) from None
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return total
+
+
+def _uncompressed(path: Path) -> int:
+    with ZipFile(path) as archive:
+        return sum(m.size for m in archive.files())
+
+
+def _whole(archive: ZipArchive, member: ZipMember) -> bytes:
+    return b"".join(archive.chunks(member))
+
+
+def _dist_info(plan_filename: str, names: list[str]) -> str:
+    found = sorted({n.split("/", 1)[0] for n in names if n.split("/", 1)[0].endswith(".dist-info")})
+    if len(found) != 1:
+        raise WheelError(f"{len(found)} .dist-info directories at top level: expected one")
+    return found[0]
+
+
+def with_requirements(metadata: bytes, requirements: tuple[str, ...]) -> bytes:
+    """METADATA with ``Requires-Dist`` lines added at the end of its headers (the body kept as it is)."""
+    text = metadata.decode("utf-8")
+    newline = "\r\n" if "\r\n" in text.split("\n\n", 1)[0] else "\n"
+    blank = newline + newline
+    head, sep, body = text.partition(blank)
+    lines = "".join(f"{newline}Requires-Dist: {r}" for r in requirements)
+    head = head.rstrip("\r\n")
+    return (head + lines + (sep or newline) + body).encode("utf-8")
+
+
+def _record_line(name: str, digest: str, size: int) -> str:
+    quoted = f'"{name}"' if ("," in name or '"' in name) else name
+    return f"{quoted},{digest},{size}\n"
+
+
+def _entries(archive: ZipArchive, plan: RepairPlan) -> tuple[list[Entry], int]:
+    members = list(archive.files())
+    dist = _dist_info(plan.filename, [m.name for m in members])
+    record_path = f"{dist}/RECORD"
+    skip = {record_path, f"{dist}/RECORD.jws", f"{dist}/RECORD.p7s"}
+    removed = {r.member for r in plan.removed}
+    edits = {e.member: e for e in plan.edits}
+    pe_edits = {e.member: e for e in plan.pe_edits}
+    bootstraps = {b.member: b for b in plan.bootstraps}
+    metadata = f"{dist}/METADATA"
+    entries: list[Entry] = []
+    record: list[str] = []
+    total = 0
+    for m in members:
+        if m.name in removed or m.name in skip:
+            continue
+        if (
+            m.name in edits
+            or m.name in pe_edits
+            or m.name in bootstraps
+            or (m.name == metadata and plan.requirements)
+        ):
+            data = _whole(archive, m)
+            if m.name == metadata:
+                data = with_requirements(data, tuple(r.text for r in plan.requirements))
+            elif m.name in pe_edits:
+                data = windows.rename_imports(data, pe_edits[m.name].replace_imports)
+            elif m.name in bootstraps:
+                data = windows.with_bootstrap(data, bootstraps[m.name].directories)
+            else:
+                e = edits[m.name]
+                runpath = e.runpath_after if e.runpath_changed else None
+                data = elfedit.edit(
+                    data, e.replace_needed, runpath, rpath=e.was_rpath, remove_needed=e.remove_needed
+                )
+            entries.append(Entry(m.name, m.mode, data=data))
+            record.append(
+                _record_line(m.name, "sha256=" + b64_digest(hashlib.sha256(data).digest()), len(data))
+            )
+            total += len(data)
+            continue
+        archive.check(m)
+        digest = hashlib.sha256()
+        if m.method in (STORED, DEFLATED):
+            for chunk in archive.chunks(m):  # verifies the CRC the copy carries, and hashes for RECORD
+                digest.update(chunk)
+            raw = memoryview(archive.buf)[m.data_offset : m.data_offset + m.compressed_size]
+            entries.append(Entry(m.name, m.mode, raw=raw, method=m.method, crc=m.crc, size=m.size))
+        else:
+            data = _whole(archive, m)
+            digest.update(data)
+            entries.append(Entry(m.name, m.mode, data=data))
+        record.append(_record_line(m.name, "sha256=" + b64_digest(digest.digest()), m.size))
+        total += m.size
+    record.append(f"{record_path},,\n")
+    blob = "".join(record).encode("utf-8")
+    entries.append(Entry(record_path, 0o644, data=blob))
+    return entries, total + len(blob)

@@ -1,0 +1,192 @@
+"""Repairing a Windows wheel: the CUDA DLLs delvewheel (or a build) copied in that an NVIDIA wheel publishes
+for Windows are removed; each import naming a removed copy is set back to the DLL's own name, in place (the
+own name, ``cudart64_13.dll``, is shorter than delvewheel's mangled ``cudart64_13-<32 hex>.dll``); the
+package's ``__init__.py`` gets a few lines that add the NVIDIA wheel's DLL directory with
+``os.add_dll_directory`` before its extensions load (Windows searches no RUNPATH; delvewheel patches
+``__init__.py`` the same way for its ``<pkg>.libs``). A CUDA DLL that NVIDIA publishes no Windows wheel for
+(NCCL, cuFile), or that no package ``__init__.py`` could bootstrap, stays, and the plan says why."""
+
+from __future__ import annotations
+
+import ast
+import posixpath
+
+from cudaship.binary.pe import import_name_offsets
+from cudaship.binary.records import FileFormat
+from cudaship.checks.context import AuditContext
+from cudaship.errors import CudashipError
+from cudaship.knowledge.libraries import identify, pypi_package
+from cudaship.knowledge.repair import Provision, provision, unhashed
+from cudaship.repair.plan import covered, declared_cover, merge_requirements, one_major
+from cudaship.repair.records import Bootstrap, Kept, PeEdit, Removed, RepairPlan
+
+#: The first line of the bootstrap: how a second repair knows it is there.
+MARKER = "# cudaship repair: NVIDIA's CUDA DLLs come from their wheels"
+
+
+def plan_windows(ctx: AuditContext, label: str) -> RepairPlan:
+    scan = ctx.scan
+    train = ctx.train
+    major, minor = (train.major, train.minor) if train else (None, None)
+    member_of = {installed: member for member, installed in ctx.installed.items()}
+    facts = {m.name: m for m in scan.members}
+    files = set(ctx.installed.values())
+    removable: dict[str, Provision] = {}
+    kept: list[Kept] = []
+    for path, report in sorted(ctx.libraries.items()):
+        if report.format is not FileFormat.PE:
+            continue
+        base = posixpath.basename(path)
+        plain = unhashed(base, "windows")
+        p = provision(base, "windows", major, minor)
+        if p is None:
+            found = identify(plain)
+            if found is not None and not found.driver and found.os == "windows":
+                majors = found.cuda_majors or ((major,) if major else ())
+                wheels = [pypi_package(found.component, m, "windows") for m in majors]
+                if not any(wheels):
+                    why = f"NVIDIA publishes no Windows wheel for {found.description}"
+                    kept.append(Kept(member_of.get(path, path), plain, why))
+            continue
+        removable[path] = p
+
+    # a removable DLL stays when one of its importers is in no package whose __init__.py could add the
+    # NVIDIA wheel's directory
+    shipped = {posixpath.basename(p).lower() for p in ctx.libraries}
+    for path in sorted(removable):
+        base = posixpath.basename(path).lower()
+        users = [
+            u
+            for u, r in ctx.libraries.items()
+            if r.host and any(i.library.lower() == base for i in r.host.imports)
+        ]
+        if any(_init_of(u) not in files for u in users):
+            p = removable.pop(path)
+            why = "a library importing it is in no package with an __init__.py to add the DLL directory from"
+            kept.append(Kept(member_of.get(path, path), p.library, why))
+    renamed = {posixpath.basename(p).lower(): prov.library for p, prov in removable.items()}
+    shipped -= set(renamed)
+    removed = []
+    for path, p in sorted(removable.items()):
+        member = member_of.get(path, path)
+        m = facts.get(member)
+        size, packed = (m.size, m.compressed_size) if m else (0, 0)
+        removed.append(Removed(member, p.library, size, packed, p.project, p.directory))
+
+    existing = {pl.file: set(pl.strings) for pl in scan.python_loads}
+    renames: dict[str, list[tuple[str, str]]] = {}
+    dirs: dict[str, set[str]] = {}  # __init__.py -> directories
+    needs: dict[str, tuple[Provision, list[str]]] = {}
+    names_declared, extras = declared_cover(ctx)
+    seen = {p.major for p in removable.values()}
+    for path, report in sorted(ctx.libraries.items()):
+        if report.host is None or report.format is not FileFormat.PE or path in removable:
+            continue
+        for imp in report.host.imports:
+            own = renamed.get(imp.library.lower())
+            if own is not None and own != imp.library:
+                renames.setdefault(member_of.get(path, path), []).append((imp.library, own))
+            name = own or imp.library
+            if name.lower() in shipped:
+                continue
+            p = provision(name, "windows", major, minor)
+            init = _init_of(path)
+            if p is None:
+                continue
+            seen.add(p.major)
+            if init not in files:
+                continue
+            rel = posixpath.relpath(p.directory, posixpath.dirname(init))
+            if rel not in existing.get(member_of.get(init, init), set()):
+                dirs.setdefault(init, set()).add(rel)
+            if not covered(p, names_declared, extras):
+                needs.setdefault(p.requirement, (p, []))[1].append(p.library)
+    bootstraps = tuple(Bootstrap(member_of.get(i, i), tuple(sorted(d))) for i, d in sorted(dirs.items()))
+    return RepairPlan(
+        scan.path,
+        scan.filename,
+        "windows",
+        label,
+        major if major is not None else one_major(seen),
+        tuple(removed),
+        tuple(kept),
+        (),
+        merge_requirements(needs),
+        (),
+        tuple(PeEdit(m, tuple(sorted(set(r)))) for m, r in sorted(renames.items())),
+        bootstraps,
+    )
+
+
+def _init_of(path: str) -> str:
+    """The ``__init__.py`` of the top-level package holding ``path`` (a top-level module has none)."""
+    return f"{path.split('/', 1)[0]}/__init__.py" if "/" in path else ""
+
+
+def rename_imports(data: bytes, renames: tuple[tuple[str, str], ...]) -> bytes:
+    """``data`` (a PE file) with each imported DLL name ``old`` written as ``new`` in place, NUL-padded;
+    ``new`` must not be longer than ``old``."""
+    out = bytearray(data)
+    wanted = {old.lower(): new for old, new in renames}
+    done: set[str] = set()
+    for name, offset in import_name_offsets(data):
+        new = wanted.get(name.lower())
+        if new is None:
+            continue
+        raw = new.encode("ascii")
+        if len(raw) > len(name.encode("ascii", "replace")):
+            raise CudashipError(f"import {name}: the name {new} does not fit in its place")
+        out[offset : offset + len(name)] = raw + b"\0" * (len(name) - len(raw))
+        done.add(name.lower())
+    missing = sorted(set(wanted) - done)
+    if missing:
+        raise CudashipError(f"no import named {missing[0]} to rename")
+    return bytes(out)
+
+
+def with_bootstrap(source: bytes, directories: tuple[str, ...]) -> bytes:
+    """A package's ``__init__.py`` with the lines that add ``directories`` (relative to the package) as DLL
+    directories on Windows, placed after its docstring and ``from __future__`` imports; unchanged when the
+    lines are there already."""
+    text = source.decode("utf-8")
+    if MARKER in text:
+        return source
+    newline = "\r\n" if "\r\n" in text else "\n"
+    block = newline.join(
+        [
+            MARKER,
+            "def _cudaship_dll_directories():",
+            "    import os",
+            "    import sys",
+            "",
+            '    if sys.platform != "win32":',
+            "        return",
+            "    here = os.path.dirname(os.path.abspath(__file__))",
+            f"    for rel in {tuple(directories)!r}:",
+            "        path = os.path.normpath(os.path.join(here, rel))",
+            "        if os.path.isdir(path):",
+            "            os.add_dll_directory(path)",
+            "",
+            "",
+            "_cudaship_dll_directories()",
+            "del _cudaship_dll_directories",
+            "",
+        ]
+    )
+    lines = text.splitlines(keepends=True)
+    after = 0
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        tree = None
+    if tree is not None:
+        for i, node in enumerate(tree.body):
+            docstring = i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+            future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
+            if not (docstring or future):
+                break
+            after = node.end_lineno or after
+    head = "".join(lines[:after])
+    if head and not head.endswith(("\n", "\r")):
+        head += newline
+    return (head + block + "".join(lines[after:])).encode("utf-8")
