@@ -63,11 +63,35 @@ def test_every_install_step_is_announced_first() -> None:
 def test_scripts_test_runs_in_parallel_unless_told(args: list[str], expected: str) -> None:
     """The argument handling of scripts/test, run with its setup steps replaced by no-ops."""
     start = SCRIPT.index("# Parallel by default")
-    tail = SCRIPT[start:].replace("exec .venv/bin/python -m pytest", "echo pytest")
+    tail = SCRIPT[start:].replace(".venv/bin/python -m pytest", "echo pytest")
     done = subprocess.run(
-        ["bash", "-c", "say() { :; }\n" + tail, "scripts/test", *args],
+        ["bash", "-c", "say() { :; }\nphase() { :; }\n" + tail, "scripts/test", *args],
         capture_output=True,
         text=True,
         check=True,
     )
     assert done.stdout.strip() == f"pytest {expected}".strip()
+
+
+@pytest.mark.parametrize("status", [0, 1])
+def test_scripts_test_ends_with_the_time_of_each_phase(status: int) -> None:
+    """Every line scripts/test prints carries the seconds since it started, and the last one the seconds of
+    each phase (what docs/performance.md's first-run table is measured with); pytest's exit status is kept."""
+    setup = r"(started|phase_started|phases)=|(say|phase)\(\)"
+    head = "\n".join(line for line in SCRIPT.splitlines() if re.match(setup, line))
+    start = SCRIPT.index("# Parallel by default")
+    tail = SCRIPT[start:].replace(".venv/bin/python -m pytest", f"sh -c 'exit {status}'")
+    done = subprocess.run(
+        ["bash", "-c", f"{head}\napt_log=/dev/null\nphase apt\nphase venv\n{tail}", "scripts/test"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == status
+    lines = done.stderr.strip().splitlines()
+    assert all(re.match(r"scripts/test: \[\d+ s\] ", line) for line in lines), lines
+    assert re.fullmatch(
+        rf"scripts/test: \[\d+ s\] pytest exited with status {status}; "
+        r"phases: apt \d+ s, venv \d+ s, pytest \d+ s; total \d+ s",
+        lines[-1],
+    ), lines[-1]
