@@ -6,11 +6,12 @@ from __future__ import annotations
 import multiprocessing
 import subprocess
 import threading
+import zipfile
 from pathlib import Path
 
 import pytest
 
-from tests.fixtures import COMPLETE, built_once, content_key
+from tests.fixtures import COMPLETE, EVENTS, built_once, content_key
 from tests.fixtures import wheels as wheel_fixtures
 
 
@@ -54,6 +55,7 @@ def test_content_key_separates_parts() -> None:
 
 def test_concurrent_wheel_fetch_downloads_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CUDASHIP_TEST_CACHE", str(tmp_path))
+    monkeypatch.delenv(EVENTS, raising=False)  # no download of this run: not in its summary
     wheel = wheel_fixtures.RealWheel("demo-pkg", "1.0", "manylinux_2_17_x86_64")
     calls: list[list[str]] = []
 
@@ -83,3 +85,43 @@ def test_concurrent_wheel_fetch_downloads_once(tmp_path: Path, monkeypatch: pyte
         "demo-pkg-1.0-manylinux_2_17_x86_64.lock",
         "demo_pkg-1.0-py3-none-manylinux_2_17_x86_64.whl",
     ]
+
+
+@pytest.mark.network
+def test_wheel_head_holds_the_real_metadata_and_nothing_else(
+    cudart_linux_wheel: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fetch_head's sparse copy: the real size and central directory, the .dist-info members byte for byte,
+    holes elsewhere (on disk: what was fetched), and a library member read from it fails its CRC check."""
+    monkeypatch.setenv("CUDASHIP_TEST_CACHE", str(tmp_path))
+    try:
+        head = wheel_fixtures._download_head(wheel_fixtures.WHEELS["cudart_linux_wheel"])
+    except OSError as e:
+        pytest.skip(f"no range requests to the index here: {e}")
+    assert head.name == cudart_linux_wheel.name and head.parent == tmp_path / "wheel-heads"
+    assert head.stat().st_size == cudart_linux_wheel.stat().st_size
+    assert head.stat().st_blocks * 512 < cudart_linux_wheel.stat().st_size // 4
+    with zipfile.ZipFile(head) as part, zipfile.ZipFile(cudart_linux_wheel) as whole:
+        assert [(i.filename, i.CRC, i.header_offset) for i in part.infolist()] == [
+            (i.filename, i.CRC, i.header_offset) for i in whole.infolist()
+        ]
+        meta = [n for n in whole.namelist() if n.split("/", 1)[0].endswith(".dist-info")]
+        assert any(n.endswith("/METADATA") for n in meta)
+        for name in meta:
+            assert part.read(name) == whole.read(name)
+        library = next(n for n in whole.namelist() if ".so" in n)
+        with pytest.raises(zipfile.BadZipFile):
+            part.read(library)
+
+
+def test_wheel_head_ranges_cover_each_member_and_its_local_header() -> None:
+    def member(name: str, offset: int, size: int) -> zipfile.ZipInfo:
+        info = zipfile.ZipInfo(name)
+        info.header_offset, info.compress_size = offset, size
+        return info
+
+    near = [member("a.dist-info/RECORD", 5000, 100), member("a.dist-info/METADATA", 2000, 10)]
+    assert wheel_fixtures._spans(near, 1 << 30) == [(2000, 5000 + 30 + 18 + 1024 + 100)]
+    far = [member("a.dist-info/METADATA", 0, 10), member("a.dist-info/RECORD", 8 << 20, 10)]
+    end = (8 << 20) + 100  # the central directory starts there
+    assert wheel_fixtures._spans(far, end) == [(0, 30 + 20 + 1024 + 10), (8 << 20, end)]
