@@ -94,6 +94,7 @@ def test_wheel_head_holds_the_real_metadata_and_nothing_else(
     """fetch_head's sparse copy: the real size and central directory, the .dist-info members byte for byte,
     holes elsewhere (on disk: what was fetched), and a library member read from it fails its CRC check."""
     monkeypatch.setenv("CUDASHIP_TEST_CACHE", str(tmp_path))
+    monkeypatch.delenv(EVENTS, raising=False)
     try:
         head = wheel_fixtures._download_head(wheel_fixtures.WHEELS["cudart_linux_wheel"])
     except OSError as e:
@@ -125,3 +126,53 @@ def test_wheel_head_ranges_cover_each_member_and_its_local_header() -> None:
     far = [member("a.dist-info/METADATA", 0, 10), member("a.dist-info/RECORD", 8 << 20, 10)]
     end = (8 << 20) + 100  # the central directory starts there
     assert wheel_fixtures._spans(far, end) == [(0, 30 + 20 + 1024 + 10), (8 << 20, end)]
+
+
+def _pip_writing(wheels: dict[str, bytes], calls: list[str]) -> object:
+    """A stand-in for ``pip download`` (the network is not what is tested here) writing a real zip."""
+
+    def run(command: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        project = command[-1].split("==")[0]
+        calls.append(project)
+        dest = Path(command[command.index("--dest") + 1])
+        name = f"{project.replace('-', '_')}-1.0-py3-none-manylinux_2_17_x86_64.whl"
+        with zipfile.ZipFile(dest / name, "w") as zf:
+            for member, data in wheels.items():
+                zf.writestr(member.replace("PKG", project.replace("-", "_")), data)
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    return run
+
+
+def test_an_environment_is_kept_without_its_wheels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """build_env unpacks a wheel it had to download and deletes it; the environment is reused by its pins,
+    with no download, and one made by an older suite (keyed by the wheels' file names) is still taken."""
+    from tests.fixtures import envs
+
+    monkeypatch.setenv("CUDASHIP_TEST_CACHE", str(tmp_path))
+    monkeypatch.delenv(EVENTS, raising=False)
+    calls: list[str] = []
+    members = {
+        "PKG/lib/libdemo.so": b"\x7fELF demo",
+        "PKG-1.0.dist-info/METADATA": b"Name: x\nVersion: 1.0\n",
+    }
+    monkeypatch.setattr(wheel_fixtures.subprocess, "run", _pip_writing(members, calls))
+    pins = (
+        wheel_fixtures.RealWheel("demo-a", "1.0", "manylinux_2_17_x86_64"),
+        wheel_fixtures.RealWheel("demo-b", "1.0", "manylinux_2_17_x86_64"),
+    )
+    site = envs.build_env("demo", pins)
+    assert sorted(calls) == ["demo-a", "demo-b"]
+    assert (site / "demo_a" / "lib" / "libdemo.so").read_bytes() == b"\x7fELF demo"
+    assert (site / "demo_b-1.0.dist-info" / "RECORD").is_file()
+    assert list((tmp_path / "wheels").glob("*.whl")) == []  # and no download directory left behind
+    assert [p.name for p in (tmp_path / "wheels").iterdir() if p.name.startswith(".")] == []
+    assert envs.build_env("demo", pins) == site and len(calls) == 2
+
+    # an environment stamped by file names, its wheels cached: accepted as it is, stamped anew
+    old = envs.build_env("old", pins[:1])
+    cached = wheel_fixtures.fetch(pins[0])
+    (old.parent / "complete").write_text(envs._key((cached,)))
+    (old / "marker").write_text("kept")
+    assert envs.build_env("old", pins[:1]) == old and (old / "marker").read_text() == "kept"
+    assert (old.parent / "complete").read_text() == envs._spec_key(pins[:1])
