@@ -176,3 +176,27 @@ def test_an_environment_is_kept_without_its_wheels(tmp_path: Path, monkeypatch: 
     (old / "marker").write_text("kept")
     assert envs.build_env("old", pins[:1]) == old and (old / "marker").read_text() == "kept"
     assert (old.parent / "complete").read_text() == envs._spec_key(pins[:1])
+
+
+def test_skip_big_skips_instead_of_downloading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """CUDASHIP_TEST_SKIP_BIG=1: a big wheel not cached is a skip naming it, with no download; a small one is
+    downloaded as usual, and a big one already cached is used."""
+    monkeypatch.setenv("CUDASHIP_TEST_CACHE", str(tmp_path))
+    monkeypatch.setenv(wheel_fixtures.SKIP_BIG, "1")
+    monkeypatch.delenv(EVENTS, raising=False)
+    calls: list[str] = []
+    monkeypatch.setattr(
+        wheel_fixtures.subprocess, "run", _pip_writing({"PKG-1.0.dist-info/METADATA": b""}, calls)
+    )
+    big = wheel_fixtures.RealWheel("demo-big", "1.0", "manylinux_2_17_x86_64", big=True)
+    with pytest.raises(
+        pytest.skip.Exception, match=r"demo-big 1\.0 .* is a big download and CUDASHIP_TEST_SKIP_BIG"
+    ):
+        wheel_fixtures.fetch(big)
+    assert calls == []
+    small = wheel_fixtures.RealWheel("demo-small", "1.0", "manylinux_2_17_x86_64")
+    assert wheel_fixtures.fetch(small).is_file() and calls == ["demo-small"]
+    monkeypatch.setenv(wheel_fixtures.SKIP_BIG, "0")
+    cached = wheel_fixtures.fetch(big)
+    monkeypatch.setenv(wheel_fixtures.SKIP_BIG, "1")
+    assert wheel_fixtures.fetch(big) == cached and calls == ["demo-small", "demo-big"]
