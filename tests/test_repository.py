@@ -95,3 +95,22 @@ def test_scripts_test_ends_with_the_time_of_each_phase(status: int) -> None:
         r"phases: apt \d+ s, venv \d+ s, pytest \d+ s; total \d+ s",
         lines[-1],
     ), lines[-1]
+
+
+def test_a_file_left_open_fails_the_run(tmp_path: Path) -> None:
+    """tests/conftest.py's guard: a file a test leaves open fails the session's last teardown, naming the
+    file, with and without pytest-xdist, instead of a ResourceWarning printed after the run (issue 23)."""
+    leaky = tmp_path / "test_leaky.py"
+    leaky.write_text("import os\nKEPT = []\n\ndef test_keeps_it():\n    KEPT.append(open(os.devnull, 'rb'))")
+    pytest_args = ["-p", "tests.conftest", "-q", "-p", "no:cacheprovider", str(leaky)]
+    for parallel in (["-p", "no:xdist"], ["-n", "1"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", *parallel, *pytest_args],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 1, done.stdout[-2000:]
+        assert "files left open at the end of the session:" in done.stdout
+        assert "<_io.FileIO name='/dev/null' mode='rb' closefd=True>" in done.stdout
