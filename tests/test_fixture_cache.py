@@ -146,16 +146,14 @@ def _pip_writing(wheels: dict[str, bytes], calls: list[str]) -> object:
 
 def test_an_environment_is_kept_without_its_wheels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """build_env unpacks a wheel it had to download and deletes it; the environment is reused by its pins,
-    with no download, and one made by an older suite (keyed by the wheels' file names) is still taken."""
+    with no download. One made by an earlier suite (only its file ``complete``, keyed by the wheels' file
+    names) is taken as it is, and one made here keeps that file right, so an earlier suite takes it too."""
     from tests.fixtures import envs
 
     monkeypatch.setenv("CUDASHIP_TEST_CACHE", str(tmp_path))
     monkeypatch.delenv(EVENTS, raising=False)
     calls: list[str] = []
-    members = {
-        "PKG/lib/libdemo.so": b"\x7fELF demo",
-        "PKG-1.0.dist-info/METADATA": b"Name: x\nVersion: 1.0\n",
-    }
+    members = {"PKG/lib/libdemo.so": b"\x7fELF demo", "PKG-1.0.dist-info/METADATA": b"Name: x\n"}
     monkeypatch.setattr(wheel_fixtures.subprocess, "run", _pip_writing(members, calls))
     pins = (
         wheel_fixtures.RealWheel("demo-a", "1.0", "manylinux_2_17_x86_64"),
@@ -168,14 +166,17 @@ def test_an_environment_is_kept_without_its_wheels(tmp_path: Path, monkeypatch: 
     assert list((tmp_path / "wheels").glob("*.whl")) == []  # and no download directory left behind
     assert [p.name for p in (tmp_path / "wheels").iterdir() if p.name.startswith(".")] == []
     assert envs.build_env("demo", pins) == site and len(calls) == 2
+    names = tuple(Path(f"{w.project.replace('-', '_')}-1.0-py3-none-manylinux_2_17_x86_64.whl") for w in pins)
+    assert (site.parent / "complete").read_text() == envs._key(names)
 
-    # an environment stamped by file names, its wheels cached: accepted as it is, stamped anew
+    # made by an earlier suite: no pins, its wheels cached
     old = envs.build_env("old", pins[:1])
     cached = wheel_fixtures.fetch(pins[0])
-    (old.parent / "complete").write_text(envs._key((cached,)))
+    (old.parent / "pins").unlink()
     (old / "marker").write_text("kept")
     assert envs.build_env("old", pins[:1]) == old and (old / "marker").read_text() == "kept"
-    assert (old.parent / "complete").read_text() == envs._spec_key(pins[:1])
+    assert (old.parent / "pins").read_text() == envs._spec_key(pins[:1])
+    assert (old.parent / "complete").read_text() == envs._key((cached,))
 
 
 def test_skip_big_skips_instead_of_downloading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
