@@ -181,7 +181,8 @@ def test_an_environment_is_kept_without_its_wheels(tmp_path: Path, monkeypatch: 
 
 def test_skip_big_skips_instead_of_downloading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """CUDASHIP_TEST_SKIP_BIG=1: a big wheel not cached is a skip naming it, with no download; a small one is
-    downloaded as usual, and a big one already cached is used."""
+    downloaded as usual, a big one already cached is used, and an environment needing a big one downloads
+    nothing."""
     monkeypatch.setenv("CUDASHIP_TEST_CACHE", str(tmp_path))
     monkeypatch.setenv(wheel_fixtures.SKIP_BIG, "1")
     monkeypatch.delenv(EVENTS, raising=False)
@@ -201,3 +202,11 @@ def test_skip_big_skips_instead_of_downloading(tmp_path: Path, monkeypatch: pyte
     cached = wheel_fixtures.fetch(big)
     monkeypatch.setenv(wheel_fixtures.SKIP_BIG, "1")
     assert wheel_fixtures.fetch(big) == cached and calls == ["demo-small", "demo-big"]
+    # an environment that needs a big wheel not cached: skipped before any of its wheels is downloaded
+    from tests.fixtures import envs
+
+    other = wheel_fixtures.RealWheel("demo-other", "1.0", "manylinux_2_17_x86_64", big=True)
+    tiny = wheel_fixtures.RealWheel("demo-tiny", "1.0", "manylinux_2_17_x86_64")
+    with pytest.raises(pytest.skip.Exception, match="demo-other"):
+        envs.build_env("needs-big", (tiny, other))
+    assert calls == ["demo-small", "demo-big"]
