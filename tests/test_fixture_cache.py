@@ -6,11 +6,12 @@ from __future__ import annotations
 import multiprocessing
 import subprocess
 import threading
+import zipfile
 from pathlib import Path
 
 import pytest
 
-from tests.fixtures import COMPLETE, built_once, content_key
+from tests.fixtures import COMPLETE, EVENTS, built_once, content_key
 from tests.fixtures import wheels as wheel_fixtures
 
 
@@ -54,6 +55,7 @@ def test_content_key_separates_parts() -> None:
 
 def test_concurrent_wheel_fetch_downloads_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CUDASHIP_TEST_CACHE", str(tmp_path))
+    monkeypatch.delenv(EVENTS, raising=False)  # no download of this run: not in its summary
     wheel = wheel_fixtures.RealWheel("demo-pkg", "1.0", "manylinux_2_17_x86_64")
     calls: list[list[str]] = []
 
@@ -83,3 +85,128 @@ def test_concurrent_wheel_fetch_downloads_once(tmp_path: Path, monkeypatch: pyte
         "demo-pkg-1.0-manylinux_2_17_x86_64.lock",
         "demo_pkg-1.0-py3-none-manylinux_2_17_x86_64.whl",
     ]
+
+
+@pytest.mark.network
+def test_wheel_head_holds_the_real_metadata_and_nothing_else(
+    cudart_linux_wheel: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fetch_head's sparse copy: the real size and central directory, the .dist-info members byte for byte,
+    holes elsewhere (on disk: what was fetched), and a library member read from it fails its CRC check."""
+    monkeypatch.setenv("CUDASHIP_TEST_CACHE", str(tmp_path))
+    monkeypatch.delenv(EVENTS, raising=False)
+    try:
+        head = wheel_fixtures._download_head(wheel_fixtures.WHEELS["cudart_linux_wheel"])
+    except OSError as e:
+        pytest.skip(f"no range requests to the index here: {e}")
+    assert head.name == cudart_linux_wheel.name and head.parent == tmp_path / "wheel-heads"
+    assert head.stat().st_size == cudart_linux_wheel.stat().st_size
+    assert head.stat().st_blocks * 512 < cudart_linux_wheel.stat().st_size // 4
+    with zipfile.ZipFile(head) as part, zipfile.ZipFile(cudart_linux_wheel) as whole:
+        assert [(i.filename, i.CRC, i.header_offset) for i in part.infolist()] == [
+            (i.filename, i.CRC, i.header_offset) for i in whole.infolist()
+        ]
+        meta = [n for n in whole.namelist() if n.split("/", 1)[0].endswith(".dist-info")]
+        assert any(n.endswith("/METADATA") for n in meta)
+        for name in meta:
+            assert part.read(name) == whole.read(name)
+        library = next(n for n in whole.namelist() if ".so" in n)
+        with pytest.raises(zipfile.BadZipFile):
+            part.read(library)
+
+
+def test_wheel_head_ranges_cover_each_member_and_its_local_header() -> None:
+    def member(name: str, offset: int, size: int) -> zipfile.ZipInfo:
+        info = zipfile.ZipInfo(name)
+        info.header_offset, info.compress_size = offset, size
+        return info
+
+    near = [member("a.dist-info/RECORD", 5000, 100), member("a.dist-info/METADATA", 2000, 10)]
+    assert wheel_fixtures._spans(near, 1 << 30) == [(2000, 5000 + 30 + 18 + 1024 + 100)]
+    far = [member("a.dist-info/METADATA", 0, 10), member("a.dist-info/RECORD", 8 << 20, 10)]
+    end = (8 << 20) + 100  # the central directory starts there
+    assert wheel_fixtures._spans(far, end) == [(0, 30 + 20 + 1024 + 10), (8 << 20, end)]
+
+
+def _pip_writing(wheels: dict[str, bytes], calls: list[str]) -> object:
+    """A stand-in for ``pip download`` (the network is not what is tested here) writing a real zip."""
+
+    def run(command: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        project = command[-1].split("==")[0]
+        calls.append(project)
+        dest = Path(command[command.index("--dest") + 1])
+        name = f"{project.replace('-', '_')}-1.0-py3-none-manylinux_2_17_x86_64.whl"
+        with zipfile.ZipFile(dest / name, "w") as zf:
+            for member, data in wheels.items():
+                zf.writestr(member.replace("PKG", project.replace("-", "_")), data)
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    return run
+
+
+def test_an_environment_is_kept_without_its_wheels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """build_env unpacks a wheel it had to download and deletes it; the environment is reused by its pins,
+    with no download. One made by an earlier suite (only its file ``complete``, keyed by the wheels' file
+    names) is taken as it is, and one made here keeps that file right, so an earlier suite takes it too."""
+    from tests.fixtures import envs
+
+    monkeypatch.setenv("CUDASHIP_TEST_CACHE", str(tmp_path))
+    monkeypatch.delenv(EVENTS, raising=False)
+    calls: list[str] = []
+    members = {"PKG/lib/libdemo.so": b"\x7fELF demo", "PKG-1.0.dist-info/METADATA": b"Name: x\n"}
+    monkeypatch.setattr(wheel_fixtures.subprocess, "run", _pip_writing(members, calls))
+    pins = (
+        wheel_fixtures.RealWheel("demo-a", "1.0", "manylinux_2_17_x86_64"),
+        wheel_fixtures.RealWheel("demo-b", "1.0", "manylinux_2_17_x86_64"),
+    )
+    site = envs.build_env("demo", pins)
+    assert sorted(calls) == ["demo-a", "demo-b"]
+    assert (site / "demo_a" / "lib" / "libdemo.so").read_bytes() == b"\x7fELF demo"
+    assert (site / "demo_b-1.0.dist-info" / "RECORD").is_file()
+    assert list((tmp_path / "wheels").glob("*.whl")) == []  # and no download directory left behind
+    assert [p.name for p in (tmp_path / "wheels").iterdir() if p.name.startswith(".")] == []
+    assert envs.build_env("demo", pins) == site and len(calls) == 2
+    names = tuple(Path(f"{w.project.replace('-', '_')}-1.0-py3-none-manylinux_2_17_x86_64.whl") for w in pins)
+    assert (site.parent / "complete").read_text() == envs._key(names)
+
+    # made by an earlier suite: no pins, its wheels cached
+    old = envs.build_env("old", pins[:1])
+    cached = wheel_fixtures.fetch(pins[0])
+    (old.parent / "pins").unlink()
+    (old / "marker").write_text("kept")
+    assert envs.build_env("old", pins[:1]) == old and (old / "marker").read_text() == "kept"
+    assert (old.parent / "pins").read_text() == envs._spec_key(pins[:1])
+    assert (old.parent / "complete").read_text() == envs._key((cached,))
+
+
+def test_skip_big_skips_instead_of_downloading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """CUDASHIP_TEST_SKIP_BIG=1: a big wheel not cached is a skip naming it, with no download; a small one is
+    downloaded as usual, a big one already cached is used, and an environment needing a big one downloads
+    nothing."""
+    monkeypatch.setenv("CUDASHIP_TEST_CACHE", str(tmp_path))
+    monkeypatch.setenv(wheel_fixtures.SKIP_BIG, "1")
+    monkeypatch.delenv(EVENTS, raising=False)
+    calls: list[str] = []
+    monkeypatch.setattr(
+        wheel_fixtures.subprocess, "run", _pip_writing({"PKG-1.0.dist-info/METADATA": b""}, calls)
+    )
+    big = wheel_fixtures.RealWheel("demo-big", "1.0", "manylinux_2_17_x86_64", big=True)
+    with pytest.raises(
+        pytest.skip.Exception, match=r"demo-big 1\.0 .* is a big download and CUDASHIP_TEST_SKIP_BIG"
+    ):
+        wheel_fixtures.fetch(big)
+    assert calls == []
+    small = wheel_fixtures.RealWheel("demo-small", "1.0", "manylinux_2_17_x86_64")
+    assert wheel_fixtures.fetch(small).is_file() and calls == ["demo-small"]
+    monkeypatch.setenv(wheel_fixtures.SKIP_BIG, "0")
+    cached = wheel_fixtures.fetch(big)
+    monkeypatch.setenv(wheel_fixtures.SKIP_BIG, "1")
+    assert wheel_fixtures.fetch(big) == cached and calls == ["demo-small", "demo-big"]
+    # an environment that needs a big wheel not cached: skipped before any of its wheels is downloaded
+    from tests.fixtures import envs
+
+    other = wheel_fixtures.RealWheel("demo-other", "1.0", "manylinux_2_17_x86_64", big=True)
+    tiny = wheel_fixtures.RealWheel("demo-tiny", "1.0", "manylinux_2_17_x86_64")
+    with pytest.raises(pytest.skip.Exception, match="demo-other"):
+        envs.build_env("needs-big", (tiny, other))
+    assert calls == ["demo-small", "demo-big"]

@@ -63,11 +63,54 @@ def test_every_install_step_is_announced_first() -> None:
 def test_scripts_test_runs_in_parallel_unless_told(args: list[str], expected: str) -> None:
     """The argument handling of scripts/test, run with its setup steps replaced by no-ops."""
     start = SCRIPT.index("# Parallel by default")
-    tail = SCRIPT[start:].replace("exec .venv/bin/python -m pytest", "echo pytest")
+    tail = SCRIPT[start:].replace(".venv/bin/python -m pytest", "echo pytest")
     done = subprocess.run(
-        ["bash", "-c", "say() { :; }\n" + tail, "scripts/test", *args],
+        ["bash", "-c", "say() { :; }\nphase() { :; }\n" + tail, "scripts/test", *args],
         capture_output=True,
         text=True,
         check=True,
     )
     assert done.stdout.strip() == f"pytest {expected}".strip()
+
+
+@pytest.mark.parametrize("status", [0, 1])
+def test_scripts_test_ends_with_the_time_of_each_phase(status: int) -> None:
+    """Every line scripts/test prints carries the seconds since it started, and the last one the seconds of
+    each phase (what docs/performance.md's first-run table is measured with); pytest's exit status is kept."""
+    setup = r"(started|phase_started|phases)=|(say|phase)\(\)"
+    head = "\n".join(line for line in SCRIPT.splitlines() if re.match(setup, line))
+    start = SCRIPT.index("# Parallel by default")
+    tail = SCRIPT[start:].replace(".venv/bin/python -m pytest", f"sh -c 'exit {status}'")
+    done = subprocess.run(
+        ["bash", "-c", f"{head}\napt_log=/dev/null\nphase apt\nphase venv\n{tail}", "scripts/test"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == status
+    lines = done.stderr.strip().splitlines()
+    assert all(re.match(r"scripts/test: \[\d+ s\] ", line) for line in lines), lines
+    assert re.fullmatch(
+        rf"scripts/test: \[\d+ s\] pytest exited with status {status}; "
+        r"phases: apt \d+ s, venv \d+ s, pytest \d+ s; total \d+ s",
+        lines[-1],
+    ), lines[-1]
+
+
+def test_a_file_left_open_fails_the_run(tmp_path: Path) -> None:
+    """tests/conftest.py's guard: a file a test leaves open fails the session's last teardown, naming the
+    file, with and without pytest-xdist, instead of a ResourceWarning printed after the run (issue 23)."""
+    leaky = tmp_path / "test_leaky.py"
+    leaky.write_text("import os\nKEPT = []\n\ndef test_keeps_it():\n    KEPT.append(open(os.devnull, 'rb'))")
+    pytest_args = ["-p", "tests.conftest", "-q", "-p", "no:cacheprovider", str(leaky)]
+    for parallel in (["-p", "no:xdist"], ["-n", "1"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", *parallel, *pytest_args],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 1, done.stdout[-2000:]
+        assert "files left open at the end of the session:" in done.stdout
+        assert "<_io.FileIO name='/dev/null' mode='rb' closefd=True>" in done.stdout

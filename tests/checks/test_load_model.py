@@ -463,6 +463,7 @@ def test_a_hosts_own_wheel_is_not_its_undeclared_host(tmp_path: Path) -> None:
 # --- a real wheel: bitsandbytes 0.50.2 (cached PyPI download) ------------------------------------------
 
 
+@pytest.mark.network  # the wheel's first download (the audit, with no providers given, asks no index)
 def test_real_build_paths_in_bitsandbytes_are_warnings_naming_path_and_library(
     bitsandbytes_linux_wheel: Path,
 ) -> None:

@@ -140,6 +140,7 @@ def test_member_lying_about_its_size_is_a_clean_error(tmp_path: Path) -> None:
             bytes(buf[:])
 
 
+@pytest.mark.network
 def test_truncated_wheel_is_a_clean_error(bitsandbytes_linux_wheel: Path, tmp_path: Path) -> None:
     cut = tmp_path / "cut-1.0-py3-none-any.whl"
     with bitsandbytes_linux_wheel.open("rb") as f:

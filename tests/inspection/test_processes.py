@@ -10,12 +10,21 @@ import os
 import signal
 import zipfile
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from cudaship.analysis.gpus import gpu_report
-from cudaship.archive.pool import BATCH_BYTES, BATCH_MEMBERS, WORKER_DIED, ArchiveRef, Workers, batches
+from cudaship.archive.pool import (
+    BATCH_BYTES,
+    BATCH_MEMBERS,
+    WORKER_DIED,
+    ArchiveRef,
+    Workers,
+    batches,
+    close_shared_archives,
+)
 from cudaship.archive.zip import ZipFile, ZipMember
 from cudaship.checks.engine import audit_wheels
 from cudaship.checks.policy import load_policy
@@ -113,6 +122,41 @@ def test_batches_hold_every_member_once_largest_alone() -> None:
             assert sum(m.compressed_size for m in batch) <= BATCH_BYTES
 
 
+@pytest.fixture
+def in_process_tasks() -> Iterator[None]:
+    """Worker tasks run here, in the test process: the archives they open stay open in it (as in a worker
+    process, for its life) until closed; they are, after the test."""
+    yield
+    close_shared_archives()
+
+
+def _open_descriptors() -> dict[str, str]:
+    """This process's open descriptors and what they point at (the one listing them left out)."""
+    found = {}
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            found[fd] = os.readlink(f"/proc/self/fd/{fd}")
+        except FileNotFoundError:  # the directory listing's own descriptor, closed since
+            continue
+    return found
+
+
+def test_shared_archives_are_closed_on_request(wheels: list[Path]) -> None:
+    """What a worker task keeps open in its process (the archive's file and its map), closed by
+    close_shared_archives."""
+    opened = ZipFile(wheels[0])
+    with opened as archive:
+        ref = ArchiveRef.of(wheels[0], opened.fileno())
+        members = list(archive.files())
+    before = _open_descriptors()
+    _scan_batch(str(wheels[0]), ref, members[:1], ["sha256"], False)
+    kept = {fd: target for fd, target in _open_descriptors().items() if fd not in before}
+    assert kept and set(kept.values()) == {str(wheels[0].resolve())}
+    close_shared_archives()
+    assert {fd for fd in _open_descriptors() if fd not in before} == set()
+
+
+@pytest.mark.usefixtures("in_process_tasks")
 def test_worker_tasks_inflate_each_member_once(wheels: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:
     """What a worker process runs, run here where it can be counted: every member of every batch inflated
     exactly once by the audit's task; inspect's task inflates only deflated native members in full."""
@@ -143,6 +187,7 @@ def test_worker_tasks_inflate_each_member_once(wheels: list[Path], monkeypatch: 
     assert all(r.format is not None and r.error is None for r in reports if r is not None)
 
 
+@pytest.mark.usefixtures("in_process_tasks")
 def test_workers_refuse_a_wheel_replaced_after_it_was_opened(wheels: list[Path]) -> None:
     wheel = wheels[0]
     opened = ZipFile(wheel)

@@ -5,6 +5,7 @@ provider of each import; planted defects fail naming the check, the file and the
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from cudaship.cli.main import main
 from cudaship.exitcodes import ExitCode
 from tests.fixtures import cache_dir
 from tests.fixtures.plant import dist_info, drop_requirement, plant, replace_bytes
-from tests.fixtures.wheels import RealWheel, fetch
+from tests.fixtures.wheels import RealWheel, fetch, fetch_head
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]
 
@@ -125,7 +126,7 @@ TORCH_210 = {
 CUDA_RUNTIME_12 = RealWheel("nvidia-cuda-runtime-cu12", "12.8.90", "manylinux_2_17_x86_64")
 #: cupy-cuda12x 14.2.0's extra "ctk" (cuda-toolkit[cublas,cudart,cufft,curand,cusolver,cusparse,nvrtc]==12.*)
 #: for Linux and Windows, and onnxruntime-gpu 1.31.1's extras "cuda" and "cudnn" for Windows: the versions
-#: PyPI resolves them to (2026-12-03); about 3.5 GB, downloaded once
+#: PyPI resolves them to (2026-12-03); 4.5 GB of wheels, of which the wheelhouse needs only the metadata
 _CU12 = {
     "nvidia-cublas-cu12": ("12.9.2.10", "manylinux_2_27_x86_64"),
     "nvidia-cuda-runtime-cu12": ("12.9.79", "manylinux_2_17_x86_64"),
@@ -157,17 +158,21 @@ EXTRA_PROVIDERS = [
 @pytest.fixture(scope="session")
 def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Real requirement wheels, no index: torch 2.14.1's and onnxruntime-gpu 1.31.1's CUDA 13 wheels (the
-    local mirror's, plus nvidia-cuda-runtime 13.0.96), torch 2.10.0 for Linux (873 MB) and Windows with
-    nvidia-cuda-runtime-cu12 12.8.90, cupy's CUDA 12 wheels and onnxruntime-gpu's Windows ones (downloaded
-    once)."""
+    local mirror's, plus nvidia-cuda-runtime 13.0.96), torch 2.10.0 for Linux and Windows with
+    nvidia-cuda-runtime-cu12 12.8.90, cupy's CUDA 12 wheels and onnxruntime-gpu's Windows ones. A wheelhouse
+    provider is read for its central directory and METADATA only, so those are all that is downloaded
+    (:func:`fetch_head`: a few MB instead of 5.5 GB)."""
     if not MIRROR.is_dir():
         pytest.skip(f"{MIRROR} is not on this machine")
     house = tmp_path_factory.mktemp("wheelhouse")
     for whl in MIRROR.glob("*.whl"):
         if whl.name.startswith(("nvidia_", "cuda_toolkit", "cuda_pathfinder")):
             (house / whl.name).symlink_to(whl)
-    for wheel in (CUDA_RUNTIME_13, CUDA_RUNTIME_12, *TORCH_210.values(), *EXTRA_PROVIDERS):
-        found = fetch(wheel)
+    with ThreadPoolExecutor(8) as pool:  # a few small range requests each: latency, not bandwidth
+        heads = list(
+            pool.map(fetch_head, (CUDA_RUNTIME_13, CUDA_RUNTIME_12, *TORCH_210.values(), *EXTRA_PROVIDERS))
+        )
+    for found in heads:
         if not (house / found.name).exists():
             (house / found.name).symlink_to(found)
     return house

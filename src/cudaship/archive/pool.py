@@ -481,6 +481,15 @@ def shared_archive(ref: ArchiveRef) -> ZipArchive:
         return found.archive
 
 
+def close_shared_archives() -> None:
+    """Close every archive :func:`shared_archive` keeps open in this process. A worker process ends with
+    them open (its exit closes them); a caller that ran worker tasks in its own process closes them with
+    this, or they stay open as long as the process."""
+    with _open_lock:
+        while _open:
+            _open.popitem()[1].close()
+
+
 def batches(members: list[ZipMember]) -> list[list[ZipMember]]:
     """``members`` (largest first) as tasks for worker processes: a member of :data:`BATCH_BYTES` or more
     alone, smaller ones together, up to :data:`BATCH_MEMBERS` members or :data:`BATCH_BYTES` compressed
