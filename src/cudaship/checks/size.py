@@ -16,6 +16,7 @@ from cudaship.binary.records import DeviceCodeKind, FileFormat
 from cudaship.checks.context import AuditContext
 from cudaship.checks.records import CheckResult, Finding, passed, verdict
 from cudaship.knowledge.repair import provision, pypi_file_limit
+from cudaship.words import count
 
 FAMILY = "size"
 
@@ -100,7 +101,8 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         passed(
             FAMILY,
             "size: what the wheel weighs",
-            f"members {_mb(wheel)} compressed, {_mb(uncompressed)} uncompressed; {len(libs)} native files"
+            f"members {_mb(wheel)} compressed, {_mb(uncompressed)} uncompressed; "
+            f"{count(len(libs), 'native file')}"
             + (f"; about {_mb(wheel - saved)} after cudaship repair" if vendored else ""),
             evidence,
         )
@@ -179,7 +181,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
                 FAMILY,
                 "size: budget per arch",
                 findings,
-                f"{len(per_arch)} archs, each within {_mb(cap)}",
+                f"{count(len(per_arch), 'arch')}, each within {_mb(cap)}",
                 rule="budget",
             )
         )
