@@ -181,7 +181,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
                 FAMILY,
                 "size: budget per arch",
                 findings,
-                f"{count(len(per_arch), 'arch')}, each within {_mb(cap)}",
+                f"{count(len(per_arch), 'arch', 'archs')}, each within {_mb(cap)}",
                 rule="budget",
             )
         )
