@@ -111,7 +111,9 @@ def diff(before: Path, after: Path) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="what", required=True)
     s = sub.add_parser("snap", help="write every report into DIR")
     s.add_argument("dir", type=Path)

@@ -31,7 +31,7 @@ try:  # ISA-L inflates about twice as fast as zlib; same API and results
     if isinstance(_isal_error, type) and issubclass(_isal_error, BaseException):
         INFLATE_ERRORS = (zlib.error, _isal_error)
 except ImportError:  # pragma: no cover - platforms without an isal wheel
-    from zlib import decompressobj as _raw_inflater  # type: ignore[assignment]
+    from zlib import decompressobj as _raw_inflater  # type: ignore[assignment, unused-ignore]
 
 #: What a corrupt compressed stream of any supported kind raises.
 STREAM_ERRORS: tuple[type[BaseException], ...] = (
