@@ -97,6 +97,33 @@ def test_scripts_test_ends_with_the_time_of_each_phase(status: int) -> None:
     ), lines[-1]
 
 
+@pytest.mark.parametrize("failing", ["", "ruff check", "ruff format", "mypy"])
+def test_scripts_test_checks_lint_format_and_types_before_pytest(failing: str) -> None:
+    """The habits run before the tests (issue 26): ruff check, ruff format --check and mypy --strict, each run
+    (counted), and any failure ends scripts/test with its status before pytest starts."""
+    start, end = SCRIPT.index("# The project's habits"), SCRIPT.index("# Parallel by default")
+    block = SCRIPT[start:end]
+    tools = {"ruff check": ".venv/bin/ruff check", "ruff format": ".venv/bin/ruff format", "mypy": "-m mypy"}
+    for name, text in tools.items():
+        assert text in block, name
+    block = block.replace(".venv/bin/python -m mypy", "tool mypy").replace(".venv/bin/ruff", "tool ruff")
+    fails = failing or "nothing"
+    stub = f'tool() {{ echo "ran $1 $2" >&2; case "$1 $2" in "{fails}"*) return 3;; esac; return 0; }}'
+    done = subprocess.run(
+        ["bash", "-c", f'say() {{ echo "$*" >&2; }}\nphase() {{ :; }}\n{stub}\n{block}\necho pytest'],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    ran = [line for line in done.stderr.splitlines() if line.startswith("ran ")]
+    assert len(ran) == 3, done.stderr  # ruff check, ruff format, mypy: every one runs, even after a failure
+    if failing:
+        assert done.returncode == 3 and "pytest" not in done.stdout, (done.stdout, done.stderr)
+        assert "pytest not run" in done.stderr
+    else:
+        assert done.returncode == 0 and done.stdout.strip() == "pytest"
+
+
 def test_a_file_left_open_fails_the_run(tmp_path: Path) -> None:
     """tests/conftest.py's guard: a file a test leaves open fails the session's last teardown, naming the
     file, with and without pytest-xdist, instead of a ResourceWarning printed after the run (issue 23)."""
