@@ -153,11 +153,28 @@ def test_processes_value_is_honoured_as_documented(monkeypatch: pytest.MonkeyPat
         _processes_setting(None)
 
 
-def test_a_relative_xdg_cache_home_is_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
-    from cudaship.providers.cache import default_cache_dir
+def test_one_cache_directory_rule(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The index cache and toolkit downloads share one directory, by one rule (cudaship.cachedir): the
+    variable, else the platform's user cache directory; a relative XDG_CACHE_HOME is ignored (XDG spec)."""
+    import sys
+
+    from cudaship import cachedir
+    from cudaship.providers.cache import DiskCache
+    from cudaship.toolkit import download
 
     monkeypatch.delenv("CUDASHIP_CACHE_DIR", raising=False)
+    monkeypatch.setattr(sys, "platform", "linux")
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")
-    assert default_cache_dir() == Path.home() / ".cache" / "cudaship"
+    assert cachedir.root() == Path.home() / ".cache" / "cudaship"
     monkeypatch.setenv("XDG_CACHE_HOME", "/abs/cache")
-    assert default_cache_dir() == Path("/abs/cache/cudaship")
+    assert cachedir.root() == Path("/abs/cache/cudaship")
+    assert download.default_cache_dir() == Path("/abs/cache/cudaship/toolkit")
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert cachedir.root() == Path.home() / "Library" / "Caches" / "cudaship"
+    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setenv("LOCALAPPDATA", str(tmp_path / "Local"))
+    assert cachedir.root() == tmp_path / "Local" / "cudaship"
+    monkeypatch.setenv("CUDASHIP_CACHE_DIR", str(tmp_path / "c"))
+    assert download.default_cache_dir() == tmp_path / "c" / "toolkit"
+    # the index client's cache is the same directory's index/ folder
+    assert DiskCache(cachedir.root()).root == tmp_path / "c" / "index"

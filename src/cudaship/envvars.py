@@ -100,9 +100,9 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "CUDASHIP_CACHE_DIR",
         "`audit`, `toolkit`",
-        "the on-disk cache (index pages, downloaded toolkit archives under `toolkit/`)",
+        "the on-disk cache (index pages under `index/`, downloaded toolkit archives under `toolkit/`)",
         "a directory (created when missing); empty: the default, `$XDG_CACHE_HOME/cudaship` or "
-        "`~/.cache/cudaship` (Windows: `%LOCALAPPDATA%\\cudaship`)",
+        "`~/.cache/cudaship` (macOS: `~/Library/Caches/cudaship`; Windows: `%LOCALAPPDATA%\\cudaship`)",
         _directory,
     ),
     Variable(

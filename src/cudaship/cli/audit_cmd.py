@@ -267,7 +267,8 @@ def _load(
     "cache_dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="On-disk cache of index answers (default: $CUDASHIP_CACHE_DIR, else ~/.cache/cudaship).",
+    help="On-disk cache of index answers (default: $CUDASHIP_CACHE_DIR, else the user cache directory: "
+    "~/.cache/cudaship on Linux).",
 )
 @click.option(
     "--train",

@@ -2,8 +2,8 @@
 
 Two kinds of entries: a project's page (PEP 691 JSON), kept for :data:`PAGE_TTL_S` seconds unless offline;
 a wheel's METADATA and file list, keyed by the wheel's sha256 and kept for good (a file never changes).
-The default directory is ``$CUDASHIP_CACHE_DIR``, else ``$XDG_CACHE_HOME/cudaship``, else
-``~/.cache/cudaship``; entries go under ``index/``.
+The directory is :func:`cudaship.cachedir.root` (the one cache-directory rule of the tool); entries go under
+``index/``.
 """
 
 from __future__ import annotations
@@ -21,17 +21,6 @@ from cudaship.loaders import MAX_DOCUMENT, load_json
 from cudaship.safe_read import read_regular
 
 PAGE_TTL_S = 24 * 3600.0
-
-
-def default_cache_dir() -> Path:
-    from cudaship import envvars
-
-    env = envvars.get("CUDASHIP_CACHE_DIR")
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    # the XDG specification: a relative path is invalid and must be ignored
-    return (Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache") / "cudaship"
 
 
 class DiskCache:

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cudaship.providers.cache import DiskCache, default_cache_dir
+from cudaship import cachedir
+from cudaship.providers.cache import DiskCache
 from cudaship.providers.closure import resolve_closure
 from cudaship.providers.http import Client
 from cudaship.providers.index import IndexSource
@@ -23,7 +24,7 @@ class ProviderOptions:
     find_links: tuple[str, ...] = ()  #: wheelhouse directories
     index_url: str | None = None  #: a PEP 691 index (``https://pypi.org/simple``); None: no index
     offline: bool = False  #: the index only through its on-disk cache
-    cache_dir: Path | None = None  #: None: :func:`~cudaship.providers.cache.default_cache_dir`
+    cache_dir: Path | None = None  #: None: :func:`cudaship.cachedir.root`
     no_cache: bool = False
     #: hosts the index's file URLs may lead to besides its own and those it is known to serve files from
     index_hosts: tuple[str, ...] = ()
@@ -34,7 +35,7 @@ class ProviderOptions:
             out.append(EnvSource(self.env))
         out.extend(WheelhouseSource(d) for d in self.find_links)
         if self.index_url:
-            cache = DiskCache(None if self.no_cache else (self.cache_dir or default_cache_dir()))
+            cache = DiskCache(None if self.no_cache else (self.cache_dir or cachedir.root()))
             out.append(
                 IndexSource(
                     self.index_url, cache, client, offline=self.offline, allowed_hosts=self.index_hosts

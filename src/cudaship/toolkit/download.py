@@ -12,7 +12,6 @@ import http.client
 import os
 import re
 import shutil
-import sys
 import time
 import urllib.error
 import urllib.parse
@@ -20,7 +19,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from cudaship import __version__
+from cudaship import __version__, cachedir
 from cudaship.errors import ToolkitError
 from cudaship.hashing import sha256_file
 from cudaship.toolkit.lock import InstallLock
@@ -36,21 +35,9 @@ _USER_AGENT = f"cudaship/{__version__} (+toolkit)"
 
 
 def default_cache_dir() -> Path:
-    """``$CUDASHIP_CACHE_DIR``, else the platform's user cache directory, + ``/toolkit``."""
-    from cudaship import envvars
-
-    explicit = envvars.get("CUDASHIP_CACHE_DIR")
-    if explicit:
-        return Path(explicit) / "toolkit"
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local"))
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches"
-    else:
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        # the XDG specification: a relative path is invalid and must be ignored
-        base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
-    return base / "cudaship" / "toolkit"
+    """Where downloaded toolkit archives are kept: the tool's cache directory (:mod:`cudaship.cachedir`)
+    + ``/toolkit``."""
+    return cachedir.folder("toolkit")
 
 
 @dataclass(frozen=True)
