@@ -8,7 +8,7 @@ import sys
 import click
 
 from cudaship.ci.archs import TrainArchs
-from cudaship.cli.common import format_option, known_train, output_option, train_given
+from cudaship.cli.common import format_option, known_train, output_option, policy_option, train_given
 from cudaship.config import load_config
 from cudaship.errors import KnowledgeError, UsageError
 from cudaship.exitcodes import ExitCode
@@ -46,13 +46,7 @@ def _machine(value: str | None) -> str:
     "sm_XY / compute_XY names; plain: X.Y (SASS only, no PTX); json: all of them.",
 )
 @output_option()
-@click.option(
-    "--policy",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Configuration holding the arch table; default: the nearest pyproject.toml / cudaship.toml, "
-    "else the built-in table.",
-)
+@policy_option("the built-in arch table")
 def command(train: str | None, machine: str | None, fmt: str, output: str | None, policy: str | None) -> int:
     """Print the arch list a build of TRAIN compiles for, in the syntax the build consumes.
 

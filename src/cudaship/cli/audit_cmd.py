@@ -24,6 +24,7 @@ from cudaship.cli.common import (
     jobs_option,
     known_train,
     output_option,
+    policy_option,
     quick_gil_handover,
     text_style,
 )
@@ -201,14 +202,7 @@ def _load(
 
 @click.command("audit")
 @click.argument("wheels", nargs=-1, required=True, type=click.Path(path_type=str))
-@click.option(
-    "--policy",
-    "policy_file",
-    type=click.Path(dir_okay=False, path_type=str),
-    default=None,
-    help="Policy file (a cudaship.toml, or a pyproject.toml with [tool.cudaship]). "
-    "Default: [tool.cudaship] of ./pyproject.toml, else ./cudaship.toml, else the built-in default checks.",
-)
+@policy_option("the built-in default checks", "policy_file")
 @format_option("audit")
 @output_option()
 @click.option(

@@ -9,7 +9,7 @@ import click
 
 from cudaship.ci import archs as ci_archs
 from cudaship.ci import cmake
-from cudaship.cli.common import format_option, known_train, output_option
+from cudaship.cli.common import format_option, known_train, output_option, policy_option
 from cudaship.config import load_config
 from cudaship.exitcodes import ExitCode
 from cudaship.render.output import write_report
@@ -39,12 +39,7 @@ def _host_platform() -> str:
     default=None,
     help="CUDA toolkit directory; default: $CUDASHIP_TOOLKIT, $CUDA_HOME, $CUDA_PATH, nvcc on PATH.",
 )
-@click.option(
-    "--policy",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Configuration holding the arch table; default: the nearest one, else the built-in table.",
-)
+@policy_option("the built-in arch table")
 @click.option(
     "--write",
     "write",

@@ -36,6 +36,19 @@ def format_option(
     )
 
 
+def policy_option(default_text: str, dest: str = "policy") -> Callable[[F], F]:
+    """``--policy FILE``, one definition for every command that reads the project configuration
+    (:func:`cudaship.config.load_config`); ``default_text`` says what applies when there is none."""
+    return click.option(
+        "--policy",
+        dest,
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="Configuration file: a cudaship.toml, or a pyproject.toml with [tool.cudaship]. Default: the "
+        f"nearest one from the current directory upwards, else {default_text}.",
+    )
+
+
 def output_option() -> Callable[[F], F]:
     return click.option(
         "-o",

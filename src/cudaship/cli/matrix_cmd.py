@@ -10,7 +10,7 @@ from cudaship.ci import archs as ci_archs
 from cudaship.ci.github import append_github_file
 from cudaship.ci.matrix import build_matrix, derive_e2e, load_matrix_config, read_build_matrix
 from cudaship.ci.records import ArchSyntaxes, Event, MatrixResult
-from cudaship.cli.common import format_option, output_option
+from cudaship.cli.common import format_option, output_option, policy_option
 from cudaship.config import load_config
 from cudaship.errors import UsageError
 from cudaship.exitcodes import ExitCode
@@ -27,13 +27,7 @@ def _github_output(result: MatrixResult) -> None:
 
 
 @click.command("matrix")
-@click.option(
-    "--policy",
-    "policy",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Configuration file (pyproject.toml or cudaship.toml); default: the nearest one.",
-)
+@policy_option("the built-in trains and arch table")
 @click.option(
     "--event",
     type=click.Choice([e.value for e in Event]),
