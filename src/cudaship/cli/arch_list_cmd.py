@@ -8,7 +8,14 @@ import sys
 import click
 
 from cudaship.ci.archs import TrainArchs
-from cudaship.cli.common import format_option, known_train, output_option, policy_option, train_given
+from cudaship.cli.common import (
+    format_option,
+    known_train,
+    output_option,
+    policy_option,
+    train_given,
+    train_option,
+)
 from cudaship.config import load_config
 from cudaship.errors import KnowledgeError, UsageError
 from cudaship.exitcodes import ExitCode
@@ -36,7 +43,7 @@ def _machine(value: str | None) -> str:
 
 
 @click.command("arch-list")
-@click.option("--train", default=None, help="CUDA train (cu132 or 13.2); default: $CUDASHIP_TRAIN.")
+@train_option("The CUDA train of the build")
 @click.option(
     "--machine", default=None, help="Host machine of the build (x86_64, aarch64); default: this machine."
 )

@@ -27,6 +27,7 @@ from cudaship.cli.common import (
     policy_option,
     quick_gil_handover,
     text_style,
+    train_option,
 )
 from cudaship.cli.progress import ByteProgress
 from cudaship.config import load_config
@@ -264,13 +265,10 @@ def _load(
     help="On-disk cache of index answers (default: $CUDASHIP_CACHE_DIR, else the user cache directory: "
     "~/.cache/cudaship on Linux).",
 )
-@click.option(
-    "--train",
-    "train_text",
-    default=None,
-    metavar="TRAIN",
-    help="The CUDA train the wheels are built for (13.0, cu130), for wheels whose version has no +cuXYZ tag: "
-    "overrides the tag and the inference (default: the tag, else inferred; the report says from what).",
+@train_option(
+    "The CUDA train the wheels are built for, overriding the +cuXYZ tag and the inference",
+    default_text="the tag, else inferred from the device code (the report says from what)",
+    dest="train_text",
 )
 @click.option(
     "--load",

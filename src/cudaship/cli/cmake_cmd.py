@@ -9,7 +9,7 @@ import click
 
 from cudaship.ci import archs as ci_archs
 from cudaship.ci import cmake
-from cudaship.cli.common import format_option, known_train, output_option, policy_option
+from cudaship.cli.common import format_option, known_train, output_option, policy_option, train_option
 from cudaship.config import load_config
 from cudaship.exitcodes import ExitCode
 from cudaship.render.output import write_report
@@ -21,7 +21,7 @@ def _host_platform() -> str:
 
 
 @click.command("cmake")
-@click.option("--train", required=True, help="CUDA train (cu132 or 13.2).")
+@train_option("The CUDA train to configure for", required=True)
 @click.option(
     "--platform",
     "platform_name",

@@ -49,6 +49,23 @@ def policy_option(default_text: str, dest: str = "policy") -> Callable[[F], F]:
     )
 
 
+def train_option(
+    what: str, *, default_text: str | None = None, required: bool = False, dest: str = "train"
+) -> Callable[[F], F]:
+    """``--train TRAIN``, one definition for every command that takes a CUDA train: ``what`` the train is of,
+    ``default_text`` what applies without it. Every value is judged by one rule (:func:`known_train`: a train
+    the command cannot serve is exit 4)."""
+    if required:  # no default at all: click 8.3 takes an explicit default=None as a value given
+        return click.option("--train", dest, required=True, metavar="TRAIN", help=f"{what} (cu132 or 13.2).")
+    return click.option(
+        "--train",
+        dest,
+        default=None,
+        metavar="TRAIN",
+        help=f"{what} (cu132 or 13.2); default: {default_text or '$CUDASHIP_TRAIN'}.",
+    )
+
+
 def output_option() -> Callable[[F], F]:
     return click.option(
         "-o",

@@ -9,7 +9,14 @@ import click
 from cudaship.ci.archs import arch_table
 from cudaship.ci.env import build_env, check_env, write_file, write_github_env
 from cudaship.cli.arch_list_cmd import NoTrainError
-from cudaship.cli.common import format_option, known_train, output_option, policy_option, train_given
+from cudaship.cli.common import (
+    format_option,
+    known_train,
+    output_option,
+    policy_option,
+    train_given,
+    train_option,
+)
 from cudaship.config import load_config
 from cudaship.errors import UsageError
 from cudaship.exitcodes import ExitCode
@@ -19,9 +26,7 @@ from cudaship.words import count
 
 
 @click.command("env")
-@click.option(
-    "--train", default=None, help="CUDA train of the row (cu132 or 13.2); default: $CUDASHIP_TRAIN."
-)
+@train_option("The CUDA train of the row")
 @click.option("--machine", default=None, help="Machine of the row (x86_64, aarch64); default: this machine.")
 @policy_option("the built-in arch table")
 @click.option(

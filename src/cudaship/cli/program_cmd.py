@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from cudaship.cli.common import format_option, known_train, output_option
+from cudaship.cli.common import format_option, known_train, output_option, train_option
 from cudaship.errors import CudashipError
 from cudaship.exitcodes import ExitCode
 from cudaship.knowledge.releases import RELEASE_DATA, known_trains
@@ -116,7 +116,7 @@ def export_command(
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="The runtime wheel (its +cuXYZ tag is the train).",
 )
-@click.option("--train", default=None, help="The runtime's CUDA train (cu132, 13.2).")
+@train_option("The runtime's CUDA train", default_text="the --wheel's tag, else none (no train check)")
 @click.option("--gpu", default=None, help="Target GPU: a capability (8.6) or a name (A10G).")
 @click.option("--here", is_flag=True, help="Check against this machine's GPU and driver.")
 @click.option(
