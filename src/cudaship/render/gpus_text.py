@@ -34,7 +34,8 @@ def requirement_lines(report: GpuReport) -> list[str]:
     gpus = count(total, "GPU")
     driver = f" with driver {report.driver.describe()}" if report.driver is not None else ""
     if not unmet:
-        return [f"required (--require): met: the input runs on all {gpus} asked{driver}"]
+        where = "the GPU" if total == 1 else f"all {gpus}"
+        return [f"required (--require): met: the input runs on {where} asked{driver}"]
     which = "the GPU" if total == 1 else f"{len(unmet)} of the {gpus}"
     lines = [f"required (--require): NOT met: {which} asked cannot run the input{driver}"]
     lines.extend(f"  {gpu_label(cv, report)}: {cv.verdict.reason}" for cv in unmet)
