@@ -302,3 +302,30 @@ def test_action_run_blocks_end_to_end(tmp_path: Path) -> None:
     assert audit["result"] in ("passed", "failed", "error")
     assert codes["Fail on failed checks"] == int(audit["exit-code"]) or audit["exit-code"] == "0"
     assert gh.summary.read_text().strip()
+
+
+def test_the_steps_script_errors_without_cudaship_in_one_line(tmp_path: Path) -> None:
+    """action.yml runs action_steps.py as a file with whatever cudaship the job installed (the
+    ``cudaship-version`` input may pin an older one), so its error path imports nothing of cudaship (only
+    ``_append`` uses its safe_write); its ::error annotation still holds no control character, no second line
+    and no legacy command, whatever the message names."""
+    source = Path(action_steps.__file__).read_text(encoding="utf-8")
+    imported = re.findall(r"^\s*from (cudaship\S*) import", source, re.MULTILINE)
+    assert set(imported) <= {"cudaship.errors", "cudaship.safe_write"}, imported
+    # run as action.yml runs it: a file, isolated from site-packages and the source tree
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", action_steps.__file__, "audit"],
+        env={
+            "INPUT_WHEELS": "dist/x\x1b[2J\r\n::add-mask::s ##[error]*.whl",
+            "GITHUB_WORKSPACE": str(tmp_path),
+        },
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    errors = [line for line in done.stdout.splitlines() if line.startswith("::error")]
+    assert errors, (done.stdout, done.stderr)
+    for line in errors:
+        assert "\x1b" not in line and "\r" not in line and "##[" not in line, line
+    assert all(line.startswith("::error") for line in done.stdout.splitlines() if line.startswith("::"))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -34,12 +35,26 @@ def _log(message: str) -> None:
     print(f"cudaship-action: {message}", file=sys.stderr, flush=True)
 
 
+#: Characters shown escaped in an annotation: C0 (but the line feed, encoded below), DEL, C1, the Unicode line
+#: separators, bidirectional overrides and isolates, the byte-order mark (the escaping layer's set,
+#: cudaship.render.escape, restated here: this script imports nothing of cudaship, whose installed version
+#: may be older than the Action's).
+_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
+
+
+def _annotation_data(message: str) -> str:
+    """The message of ``::error ...::MESSAGE``: control characters shown as Python writes them, the legacy and
+    Azure commands (``##[``, ``##vso[``) broken, ``%`` then CR and LF percent-encoded: one line, whatever the
+    message holds."""
+    shown = _CONTROL.sub(lambda m: ascii(m.group())[1:-1], message.replace("\r\n", "\n"))
+    shown = re.sub("#(?=#(?:vso)?\\[)", "#\\\\", shown)
+    return shown.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
 def _error(message: str) -> None:
     # A workflow command: GitHub shows it as an annotation on the job; the message (it may name the inputs'
     # patterns and paths) encoded so that it ends nowhere but at the end of the line.
-    from cudaship.render.escape import annotation_data
-
-    print(f"::error title=cudaship::{annotation_data(message)}", flush=True)
+    print(f"::error title=cudaship::{_annotation_data(message)}", flush=True)
 
 
 def _truthy(value: str | None, default: bool) -> bool:

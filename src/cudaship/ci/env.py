@@ -11,15 +11,11 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 from cudaship.ci.archs import arch_table, host_machine, lookup, normalize_machine, syntaxes, train_info
 from cudaship.config import ProjectConfig
-from cudaship.errors import KnowledgeError, UsageError
+from cudaship.errors import KnowledgeError
 from cudaship.knowledge.archs import ArchList, parse_arch_list
-from cudaship.render import env_dotenv, env_shell
-from cudaship.render.output import write_report
-from cudaship.safe_write import append_text
 
 #: The variables, in the order they are written.
 VARIABLES: tuple[str, ...] = (
@@ -62,26 +58,6 @@ def build_env(config: ProjectConfig, train: str, machine: str | None = None) -> 
         ("CMAKE_CUDA_ARCHITECTURES", lists.cmake),
     )
     return BuildEnv(info.tag, info.version, arch_machine, values, archlist)
-
-
-def write_github_env(env: BuildEnv, environ: Mapping[str, str] | None = None) -> Path:
-    """Append the variables to ``$GITHUB_ENV`` (later steps of the job see them); returns the file."""
-    environ = os.environ if environ is None else environ
-    target = environ.get("GITHUB_ENV")
-    if not target:
-        raise UsageError("--write github: GITHUB_ENV is not set (not running in a GitHub Actions step?)")
-    path = Path(target)
-    append_text(path, env_dotenv.render(env), error=UsageError)
-    return path
-
-
-def write_file(env: BuildEnv, path: Path) -> None:
-    """Write a file a later step sources: ``export NAME='value'`` lines.
-
-    Always shell syntax, whatever the name: a value such as ``8.0;8.6`` is not safe unquoted in a sourced file
-    (``;`` ends a shell command), and python-dotenv and most dotenv readers accept ``export`` and quotes.
-    """
-    write_report(env_shell.render(env), path)
 
 
 # ------------------------------------------------------------------------------------------------ the guard

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import click
 
+from cudaship import envvars
 from cudaship.ci.archs import arch_table
-from cudaship.ci.env import build_env, check_env, write_file, write_github_env
+from cudaship.ci.env import BuildEnv, build_env, check_env
 from cudaship.cli.arch_list_cmd import NoTrainError
 from cudaship.cli.common import (
     format_option,
@@ -22,7 +23,27 @@ from cudaship.errors import UsageError
 from cudaship.exitcodes import ExitCode
 from cudaship.render.output import write_report
 from cudaship.render.table import render
+from cudaship.safe_write import append_text
 from cudaship.words import count
+
+
+def _write_github_env(env: BuildEnv) -> Path:
+    """Append the variables to ``$GITHUB_ENV`` (later steps of the job see them); returns the file."""
+    target = envvars.get("GITHUB_ENV")
+    if not target:
+        raise UsageError("--write github: GITHUB_ENV is not set (not running in a GitHub Actions step?)")
+    path = Path(target)
+    append_text(path, render("env", "dotenv", env), error=UsageError)
+    return path
+
+
+def _write_file(env: BuildEnv, path: Path) -> None:
+    """Write a file a later step sources: ``export NAME='value'`` lines.
+
+    Always shell syntax, whatever the name: a value such as ``8.0;8.6`` is not safe unquoted in a sourced file
+    (``;`` ends a shell command), and python-dotenv and most dotenv readers accept ``export`` and quotes.
+    """
+    write_report(render("env", "shell", env), path)
 
 
 @click.command("env")
@@ -88,10 +109,10 @@ def command(
         write_report(render("env", fmt, env), output)
     for target in targets:
         if target == "github":
-            path = write_github_env(env)
+            path = _write_github_env(env)
             click.echo(f"cudaship: env: wrote {count(len(env.values), 'variable')} to {path}", err=True)
         elif target in ("shell", "dotenv"):
             write_report(render("env", target, env), None)
         else:
-            write_file(env, Path(target))
+            _write_file(env, Path(target))
     return int(ExitCode.OK)
