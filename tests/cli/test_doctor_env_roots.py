@@ -111,3 +111,22 @@ def test_audit_env_source_with_no_distribution_is_bad_input(
     out, err = capsys.readouterr()
     assert (code, out) == (ExitCode.BAD_INPUT, "")
     assert err.startswith(f"cudaship: error: {tmp_path}: no installed distribution (*.dist-info) found")
+
+
+def test_a_pyvenv_cfg_that_is_a_fifo_is_refused_not_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """pyvenv.cfg is input like METADATA and RECORD: a FIFO named so would block a plain read forever; it is
+    refused in one line naming it (exit 2), through safe_read."""
+    import os
+
+    root = tmp_path / "venv"
+    info = root / "lib" / "python3.11" / "site-packages" / "a-1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: a\nVersion: 1\n")
+    (info / "RECORD").write_text("a-1.dist-info/METADATA,,\n")
+    os.mkfifo(root / "pyvenv.cfg")
+    code = main(["doctor", "--no-system", "--env", str(root)])
+    err = capsys.readouterr().err
+    assert code == ExitCode.BAD_INPUT
+    assert err == f"cudaship: error: {root / 'pyvenv.cfg'}: not a regular file (a FIFO)\n"

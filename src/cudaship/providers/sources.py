@@ -67,10 +67,11 @@ class Source(Protocol):
 
 def _venv_version(root: Path) -> str | None:
     """``3.12`` from a virtual environment's ``pyvenv.cfg`` (``version`` or ``version_info``), else None."""
-    try:
-        text = (root / "pyvenv.cfg").read_text(encoding="utf-8", errors="replace")[:65536]
-    except OSError:
+    cfg = root / "pyvenv.cfg"
+    if not cfg.exists() and not cfg.is_symlink():
         return None
+    # input like METADATA and RECORD: a FIFO or device named so is refused (one line), never read
+    text = read_regular(cfg, 65536, error=UsageError, what="pyvenv.cfg").decode("utf-8", errors="replace")
     for line in text.splitlines():
         key, sep, value = line.partition("=")
         if sep and key.strip().lower() in ("version", "version_info"):
