@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import mmap
 
-from cudaship.binary.records import Buffer
+from cudaship.records.buffer import Buffer
 
 
 def read_only_map(buf: Buffer) -> mmap.mmap | None:

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from cudaship.analysis.gpus import file_verdicts
-from cudaship.binary.records import DeviceCodeKind
 from cudaship.checks.environment import doctor_env
 from cudaship.cli.main import main
 from cudaship.inspection.walk import inspect_file
@@ -19,6 +18,7 @@ from cudaship.knowledge.archs import parse_arch
 from cudaship.knowledge.driver import parse_driver
 from cudaship.knowledge.runs_on import VerdictKind, kernel_free, runs_on
 from cudaship.probe.records import GpuInfo, ProbeResult
+from cudaship.records.binary import DeviceCodeKind
 from tests.fixtures.envs import build_env
 from tests.fixtures.wheels import WHEELS
 

@@ -14,10 +14,10 @@ from cudaship.analysis.linkage import cuda_linkage
 from cudaship.binary.elf import read_elf
 from cudaship.binary.macho import read_macho
 from cudaship.binary.pe import read_pe
-from cudaship.binary.records import FileFormat, HostBinary, ImportedSymbol, Machine, Section
 from cudaship.errors import KnowledgeError
-from cudaship.inspection.records import DriverAccess, RuntimeLinkage
 from cudaship.knowledge import libraries
+from cudaship.records.binary import FileFormat, HostBinary, ImportedSymbol, Machine, Section
+from cudaship.records.files import DriverAccess, RuntimeLinkage
 
 
 def read_host(data: bytes) -> HostBinary:

@@ -20,8 +20,8 @@ from cudaship.binary.cubin import (
 )
 from cudaship.binary.devicescan import find_containers
 from cudaship.binary.fatbin import entry_payload
-from cudaship.binary.records import DeviceCodeKind
 from cudaship.errors import BinaryFormatError
+from cudaship.records.binary import DeviceCodeKind
 from tests.fixtures.nvcc import BUILDS, NvccBuild, builds_of_kind, elf_sections, extract_members
 
 Build = Callable[[str], Path]

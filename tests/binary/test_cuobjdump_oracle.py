@@ -31,7 +31,7 @@ import pytest
 from cudaship.binary.cubin import cubin_is_relocatable, entry_details, read_cubin
 from cudaship.binary.devicescan import find_containers, read_device_file
 from cudaship.binary.fatbin import entry_payload
-from cudaship.binary.records import Compression, DeviceCode, DeviceCodeKind
+from cudaship.records.binary import Compression, DeviceCode, DeviceCodeKind
 from tests.fixtures import cuobjdump_path
 from tests.fixtures.nvcc import BUILDS, NvccBuild, builds_of_kind, elf_sections, extract_members
 

@@ -27,8 +27,9 @@ from cudaship.binary.devicescan import (
 )
 from cudaship.binary.fatbin import CONTAINER_MAGIC_BYTES
 from cudaship.binary.pe import read_pe
-from cudaship.binary.records import Buffer, DeviceCodeKind, FatbinContainer, FileFormat, Section
 from cudaship.errors import BinaryFormatError
+from cudaship.records.binary import DeviceCodeKind, FatbinContainer, FileFormat, Section
+from cudaship.records.buffer import Buffer
 from tests.fixtures.nvcc import NvccBuild, builds_of_kind, elf_sections, extract_members, pe_sections
 from tests.work import count_reads
 

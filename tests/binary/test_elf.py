@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from cudaship.binary.elf import read_elf
-from cudaship.binary.records import FileFormat, HostBinary, Machine
 from cudaship.errors import BinaryFormatError
+from cudaship.records.binary import FileFormat, HostBinary, Machine
 from cudaship.wheel.archive import WheelArchive
 from tests.binary.wheel_members import extract
 from tests.work import count_reads

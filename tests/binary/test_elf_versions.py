@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cudaship.binary.elf import read_elf
-from cudaship.binary.records import HostBinary
+from cudaship.records.binary import HostBinary
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
 

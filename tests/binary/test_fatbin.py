@@ -21,8 +21,8 @@ from cudaship.binary.fatbin import (
     read_entry_headers,
 )
 from cudaship.binary.ptx import read_ptx
-from cudaship.binary.records import Compression, DeviceCode, DeviceCodeKind, FatbinContainer
 from cudaship.errors import BinaryFormatError
+from cudaship.records.binary import Compression, DeviceCode, DeviceCodeKind, FatbinContainer
 from tests.fixtures.nvcc import BUILDS, NvccBuild, builds_of_kind, elf_sections
 
 Build = Callable[[str], Path]

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from cudaship.binary.ldcache import read_ld_cache
-from cudaship.binary.records import Machine
 from cudaship.errors import BinaryFormatError
+from cudaship.records.binary import Machine
 
 ldconfig = shutil.which("ldconfig") or ("/sbin/ldconfig" if Path("/sbin/ldconfig").exists() else None)
 needs_ldconfig = pytest.mark.skipif(

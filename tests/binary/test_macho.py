@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from cudaship.binary.macho import read_macho, read_macho_slices
-from cudaship.binary.records import FileFormat, ImportKind, Machine
 from cudaship.errors import BinaryFormatError
+from cudaship.records.binary import FileFormat, ImportKind, Machine
 from tests.binary.wheel_members import extract
 from tests.work import count_reads
 

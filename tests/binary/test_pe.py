@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from cudaship.binary.pe import read_pe
-from cudaship.binary.records import FileFormat, HostBinary, ImportKind, Machine
 from cudaship.errors import BinaryFormatError
+from cudaship.records.binary import FileFormat, HostBinary, ImportKind, Machine
 from tests.binary.wheel_members import extract
 from tests.fixtures.mingw import MINGW_BUILDS
 from tests.work import count_reads

@@ -11,8 +11,8 @@ import pytest
 from cudaship.binary.devicescan import find_containers
 from cudaship.binary.fatbin import entry_payload
 from cudaship.binary.ptx import isa_version, looks_like_ptx, ptx_kernel_count, read_ptx, virtual_arch
-from cudaship.binary.records import DeviceCodeKind
 from cudaship.errors import BinaryFormatError
+from cudaship.records.binary import DeviceCodeKind
 from tests.fixtures.nvcc import NvccBuild, builds_of_kind
 
 Build = Callable[[str], Path]

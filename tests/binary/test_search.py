@@ -28,9 +28,10 @@ from cudaship.binary.devicescan import (
     scan_containers,
 )
 from cudaship.binary.fatbin import CONTAINER_MAGIC_BYTES, EntryBudget, read_container
-from cudaship.binary.records import Buffer, Section
 from cudaship.binary.strings import runtime_markers
 from cudaship.pages import read_only_map
+from cudaship.records.binary import Section
+from cudaship.records.buffer import Buffer
 
 Build = Callable[[str], Path]
 MAGIC = CONTAINER_MAGIC_BYTES

@@ -10,7 +10,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from cudaship.binary.records import (
+from cudaship.checks.context import AuditContext, wheel_platform
+from cudaship.checks.engine import with_severity
+from cudaship.checks.policy import Policy, default_policy, parse_audit_table
+from cudaship.checks.records import CheckResult
+from cudaship.checks.table import FAMILIES
+from cudaship.checks.variants import mark_alternatives
+from cudaship.checks.wheelscan import MemberFacts, ScannedWheel
+from cudaship.knowledge.trains import Train
+from cudaship.records.binary import (
     Compression,
     DeviceCode,
     DeviceCodeKind,
@@ -21,15 +29,7 @@ from cudaship.binary.records import (
     ImportKind,
     Machine,
 )
-from cudaship.checks.context import AuditContext, wheel_platform
-from cudaship.checks.engine import with_severity
-from cudaship.checks.policy import Policy, default_policy, parse_audit_table
-from cudaship.checks.records import CheckResult
-from cudaship.checks.table import FAMILIES
-from cudaship.checks.variants import mark_alternatives
-from cudaship.checks.wheelscan import MemberFacts, ScannedWheel
-from cudaship.inspection.records import CudaLinkage, DriverAccess, FileReport, RuntimeLinkage
-from cudaship.knowledge.trains import Train
+from cudaship.records.files import CudaLinkage, DriverAccess, FileReport, RuntimeLinkage
 from cudaship.wheel.metadata import DistInfo, Metadata, RecordEntry, RecordProblem, WheelFile
 
 TAGS = {

@@ -4,8 +4,8 @@ train, and variants judged against their own trains."""
 from __future__ import annotations
 
 from cudaship.checks.records import CheckResult, Severity, Status
-from cudaship.inspection.records import FileReport
 from cudaship.knowledge.trains import Train
+from cudaship.records.files import FileReport
 from tests.checks.handmade import by_name, context, library, ptx, run, sass
 
 LIB = "pkg/lib/libk.so"

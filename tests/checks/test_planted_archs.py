@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from cudaship.binary.records import DeviceCodeKind
 from cudaship.cli.main import main
 from cudaship.exitcodes import ExitCode
 from cudaship.inspection.dispatch import inspect_buffer
+from cudaship.records.binary import DeviceCodeKind
 from tests.fixtures.plant import changed_members, plant
 
 LIB = "bitsandbytes/libbitsandbytes_cuda130.so"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from cudaship.binary.records import FileFormat, Import, ImportKind
 from cudaship.checks.records import Status
-from cudaship.inspection.records import FileReport
+from cudaship.records.binary import FileFormat, Import, ImportKind
+from cudaship.records.files import FileReport
 from tests.checks.handmade import by_name, context, host, library, run
 
 

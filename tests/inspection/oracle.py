@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cudaship.binary.records import DeviceCode, DeviceCodeKind
+from cudaship.records.binary import DeviceCode, DeviceCodeKind
 
 _LINE = re.compile(r"^(ELF|PTX) file\s+\d+:\s+(\S+)\.(cubin|ptx)\s*$")
 _ARCH = re.compile(r"\.(sm_\d+[af]?)$")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cudaship.binary.records import FileFormat
 from cudaship.inspection.dispatch import detect_format, inspect_buffer
+from cudaship.records.binary import FileFormat
 from tests.fixtures.nvcc import BUILDS
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "libvecadd.so"

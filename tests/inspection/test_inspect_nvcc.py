@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from cudaship.binary.records import Compression, DeviceCodeKind, FileFormat
 from cudaship.inspection.dispatch import detect_format
-from cudaship.inspection.records import FileReport, RuntimeLinkage
 from cudaship.inspection.walk import inspect_paths
+from cudaship.knowledge.archs import ptx_of, sass_of
+from cudaship.records.binary import Compression, DeviceCodeKind, FileFormat
+from cudaship.records.files import FileReport, RuntimeLinkage
 from tests.fixtures import cuobjdump_path
 from tests.fixtures.nvcc import BUILDS, NvccBuild
 from tests.inspection.oracle import as_cuobjdump_names, cuobjdump_listing
@@ -39,8 +40,8 @@ def test_arch_sets_match_the_build(name: str, nvcc_build: Callable[[str], Path])
     path = nvcc_build(name)
     f = inspect_one(path)
     assert f.format is FORMATS[build.kind]
-    assert set(f.sass) == set(build.sass)
-    assert set(f.ptx) == set(build.ptx)
+    assert set(sass_of(f.device_code)) == set(build.sass)
+    assert set(ptx_of(f.device_code)) == set(build.ptx)
     if build.lto:
         assert {d.arch for d in f.device_code if d.kind is DeviceCodeKind.LTOIR} == set(build.lto)
 
@@ -57,7 +58,7 @@ def test_detect_format_by_content_not_name(
     assert detect_format(renamed.read_bytes()) is by_signature
     f = inspect_one(renamed)
     assert f.format is FORMATS[build.kind]
-    assert set(f.sass) == set(build.sass) and set(f.ptx) == set(build.ptx)
+    assert set(sass_of(f.device_code)) == set(build.sass) and set(ptx_of(f.device_code)) == set(build.ptx)
 
 
 ORACLE = [n for n in NAMES if BUILDS[n].kind in ("shared", "static", "cubin", "fatbin")]
@@ -79,7 +80,7 @@ def test_entry_counts_equal_cuobjdump(name: str, nvcc_build: Callable[[str], Pat
 
 def test_family_variant_kept_where_cuobjdump_drops_it(nvcc_build: Callable[[str], Path]) -> None:
     f = inspect_one(nvcc_build("family_specific"))
-    assert {"sm_100f", "sm_120f"} <= set(f.sass)
+    assert {"sm_100f", "sm_120f"} <= set(sass_of(f.device_code))
     cuobjdump = cuobjdump_path()
     if cuobjdump is not None:
         listing = cuobjdump_listing(cuobjdump, nvcc_build("family_specific"))

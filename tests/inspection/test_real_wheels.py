@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from cudaship.binary.records import DeviceCodeKind, FileFormat
-from cudaship.inspection.records import FileReport
 from cudaship.inspection.walk import inspect_paths
+from cudaship.knowledge.archs import ptx_of, sass_of
+from cudaship.records.binary import DeviceCodeKind, FileFormat
+from cudaship.records.files import FileReport
 from tests.fixtures import cuobjdump_path
 from tests.inspection.oracle import as_cuobjdump_names, cuobjdump_listing, is_part_of
 
@@ -67,7 +68,7 @@ def test_bitsandbytes_has_relocatable_only_ptx(bitsandbytes_linux_wheel: Path) -
     assert with_rdc_ptx
     for f in with_rdc_ptx:
         executable_ptx = {d.arch for d in f.device_code if d.kind is DeviceCodeKind.PTX and not d.relocatable}
-        assert set(f.ptx) >= executable_ptx
+        assert set(ptx_of(f.device_code)) >= executable_ptx
 
 
 def test_windows_dlls_read_on_linux_where_cuobjdump_cannot(
@@ -83,7 +84,7 @@ def test_windows_dlls_read_on_linux_where_cuobjdump_cannot(
         assert dll.device_code, stem
         assert {d.section for d in dll.device_code} <= {".nv_fatb", "__nv_rel", "__nv_relfatbin"}
         if stem in sos:
-            assert dll.sass == sos[stem].sass, stem
+            assert sass_of(dll.device_code) == sass_of(sos[stem].device_code), stem
     cuobjdump = cuobjdump_path()
     if cuobjdump is not None:
         name = next(n for n in windows if n.endswith(".dll") and "cuda" in n)

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from cudaship.binary.records import Compression, DeviceCode, DeviceCodeKind
 from cudaship.inspection.report import ArchIndex, InspectReport
 from cudaship.inspection.walk import inspect_paths
 from cudaship.knowledge.archs import sort_arch_names
+from cudaship.records.binary import Compression, DeviceCode, DeviceCodeKind
 from cudaship.render import inspect_json
 
 Build = Callable[[str], Path]

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from cudaship.cli.main import main
-from cudaship.inspection.records import FileReport
 from cudaship.inspection.walk import InspectObserver, inspect_paths
+from cudaship.records.files import FileReport
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "libvecadd.so"
 

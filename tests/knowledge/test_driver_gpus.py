@@ -130,8 +130,8 @@ def test_future_driver_branch_is_a_lower_bound_not_a_release() -> None:
 
 
 def test_no_verdict_stopped_by_the_driver_names_the_driver_that_runs_it() -> None:
-    from cudaship.binary.records import Compression, DeviceCode, DeviceCodeKind
     from cudaship.knowledge.runs_on import VerdictKind, runs_on
+    from cudaship.records.binary import Compression, DeviceCode, DeviceCodeKind
 
     sass = DeviceCode(
         kind=DeviceCodeKind.SASS,

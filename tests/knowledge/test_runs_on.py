@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cudaship.binary.records import Compression, DeviceCode, DeviceCodeKind
 from cudaship.inspection.walk import inspect_file
 from cudaship.knowledge.archs import Arch, split_arch_name
 from cudaship.knowledge.gpus import shown_capabilities
 from cudaship.knowledge.runs_on import VerdictKind, build_cuda_of, runs_on
 from cudaship.knowledge.trains import Train
+from cudaship.records.binary import Compression, DeviceCode, DeviceCodeKind
 
 NATIVE, JIT, NO = VerdictKind.NATIVE, VerdictKind.JIT, VerdictKind.NO
 

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cudaship.analysis.gpus import FileVerdicts, file_verdicts
-from cudaship.inspection.records import FileReport
 from cudaship.knowledge.runs_on import Verdict, VerdictKind
 from cudaship.probe.records import GpuInfo, ProbeResult
+from cudaship.records.files import FileReport
 
 
 @dataclass(frozen=True)

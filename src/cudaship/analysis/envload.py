@@ -35,10 +35,10 @@ from cudaship.analysis.loader import (
     search_linux,
     search_windows,
 )
-from cudaship.binary.records import HostBinary, ImportKind
 from cudaship.inspection.environment import Environment, EnvLibrary
 from cudaship.knowledge.providers import conventions_for, preloads_for
 from cudaship.knowledge.system_libraries import provider_of
+from cudaship.records.binary import HostBinary, ImportKind
 
 #: An extension module: ``x.cpython-311-x86_64-linux-gnu.so``, ``x.abi3.so``, ``x.pyd``, a ``x.so`` not
 #: named ``lib*``.

@@ -21,8 +21,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from cudaship.binary.records import FileFormat
-from cudaship.inspection.records import ContainerKind, FileReport
 from cudaship.inspection.report import InspectReport
 from cudaship.knowledge.archs import Arch
 from cudaship.knowledge.driver import Driver, driver_key
@@ -30,6 +28,8 @@ from cudaship.knowledge.gpus import shown_capabilities
 from cudaship.knowledge.runs_on import Verdict, VerdictKind, build_cuda_of, kernel_free, runs_on
 from cudaship.knowledge.trains import Train
 from cudaship.knowledge.variants import Variant, recognise
+from cudaship.records.binary import FileFormat
+from cudaship.records.files import ContainerKind, FileReport
 from cudaship.words import agree, count
 
 _RANK = {VerdictKind.NATIVE: 0, VerdictKind.JIT: 1, VerdictKind.NO: 2}

@@ -24,9 +24,9 @@ Each decision carries its evidence as short sentences.
 
 from __future__ import annotations
 
-from cudaship.binary.records import HostBinary, ImportKind
-from cudaship.inspection.records import CudaLinkage, DriverAccess, RuntimeLinkage
 from cudaship.knowledge import libraries
+from cudaship.records.binary import HostBinary, ImportKind
+from cudaship.records.files import CudaLinkage, DriverAccess, RuntimeLinkage
 
 #: Symbols only the CUDA runtime defines: defined (exported) by a binary, they mean it carries the runtime.
 RUNTIME_EXPORTS = ("cudaGetExportTable", "__cudaRegisterFatBinary", "__cudaRegisterFatBinaryEnd")

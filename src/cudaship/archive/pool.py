@@ -35,9 +35,9 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
 
 from cudaship.archive.spill import MemoryBudget
 from cudaship.archive.zip import ZipArchive, ZipFile, ZipMember
-from cudaship.binary.records import Buffer
 from cudaship.errors import ArchiveError
 from cudaship.pages import read_only_map
+from cudaship.records.buffer import Buffer
 from cudaship.safe_read import file_size
 
 #: Decompressed members held in memory at once (all workers together); a member that does not fit waits for

@@ -19,8 +19,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from typing import IO, Protocol
 
-from cudaship.binary.records import Buffer
 from cudaship.errors import ArchiveError
+from cudaship.records.buffer import Buffer
 
 #: Members from this size on are unpacked into populated anonymous memory (see :func:`_memory`).
 _POPULATE_SIZE = 8 << 20

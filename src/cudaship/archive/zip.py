@@ -39,9 +39,9 @@ from cudaship.archive.inflate import (
     member_chunks,
 )
 from cudaship.archive.limits import CHUNK, DEFAULT_LIMITS, ArchiveLimits
-from cudaship.binary.records import Buffer
 from cudaship.errors import ArchiveError
 from cudaship.pages import read_only_map
+from cudaship.records.buffer import Buffer
 
 #: What ``zipfile.ZipFile(...)`` raises on a file that is not a readable zip archive.
 ZIP_OPEN_ERRORS: tuple[type[BaseException], ...] = (

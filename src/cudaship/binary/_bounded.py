@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 import struct
 
-from cudaship.binary.records import Buffer
 from cudaship.errors import BinaryFormatError
+from cudaship.records.buffer import Buffer
 
 _NUL = re.compile(b"\x00")
 

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from cudaship.binary.records import Buffer
+from cudaship.records.buffer import Buffer
 
 #: Set to 1 to never use the C library's ``memmem`` (for comparing both paths).
 DISABLE_ENV = "CUDASHIP_NO_MEMMEM"

@@ -14,7 +14,7 @@ An import library is an ``ar`` archive. Two member formats exist:
   archive naming several DLLs attributes each symbol to the right one.
 
 Members that are neither (ordinary objects of a static library) are ignored; an archive with no import member
-at all is reported as such by :class:`~cudaship.binary.records.ImportLibrary` with no DLLs.
+at all is reported as such by :class:`~cudaship.records.binary.ImportLibrary` with no DLLs.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 
 from cudaship.binary._bounded import Bounded, decode
 from cudaship.binary.magic import AR_MAGIC
-from cudaship.binary.records import Buffer, ImportLibrary, ImportLibraryMember
+from cudaship.records.binary import ImportLibrary, ImportLibraryMember
+from cudaship.records.buffer import Buffer
 
 THIN_MAGIC = b"!<thin>\n"
 _AR_HEADER = 60

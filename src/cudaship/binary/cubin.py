@@ -27,8 +27,9 @@ from cudaship.binary._bounded import work_budget
 from cudaship.binary.fatbin import arch_name, entry_payload
 from cudaship.binary.magic import ELF_MAGIC, EM_CUDA
 from cudaship.binary.ptx import ptx_kernel_count, read_ptx
-from cudaship.binary.records import Buffer, Compression, CubinInfo, DeviceCode, DeviceCodeKind
 from cudaship.errors import BinaryFormatError
+from cudaship.records.binary import Compression, CubinInfo, DeviceCode, DeviceCodeKind
+from cudaship.records.buffer import Buffer
 
 #: EI_OSABI of cubins: 0x33 with ELF ABI version 7 (CUDA 11/12), 0x41 with version 8 (CUDA 12.8+ for sm_100+,
 #: CUDA 13 always). Not checked: it says nothing the rest of the header does not.

@@ -12,8 +12,8 @@ import io
 import lz4.block  # type: ignore[import-untyped]
 import zstandard
 
-from cudaship.binary.records import Compression
 from cudaship.errors import BinaryFormatError
+from cudaship.records.binary import Compression
 
 #: The largest ratio of uncompressed to stored bytes we accept. Cubins and PTX compress 3-10x in practice
 #: (see docs/formats.md); ZSTD's own ceiling is far above this, so anything past it is a bomb or corruption.

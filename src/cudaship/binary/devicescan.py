@@ -39,8 +39,9 @@ from cudaship.binary.fatbin import (
     arch_name,
     read_container,
 )
-from cudaship.binary.records import (
-    Buffer,
+from cudaship.errors import BinaryFormatError
+from cudaship.pages import read_only_map
+from cudaship.records.binary import (
     Compression,
     DeviceCode,
     DeviceCodeKind,
@@ -48,8 +49,7 @@ from cudaship.binary.records import (
     FileFormat,
     Section,
 )
-from cudaship.errors import BinaryFormatError
-from cudaship.pages import read_only_map
+from cudaship.records.buffer import Buffer
 
 #: Sections that hold relocatable (``-rdc``) fatbins: the ELF / Mach-O name, and the PE name cut to 8
 #: characters by MSVC's linker. (mingw-w64's ld keeps the long name through the COFF string table.)

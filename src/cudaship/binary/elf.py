@@ -22,8 +22,7 @@ from itertools import accumulate
 from cudaship.binary import strings as _strings
 from cudaship.binary._bounded import MAX_NAME, Bounded, decode
 from cudaship.binary.magic import ELF_MAGIC, EM_CUDA
-from cudaship.binary.records import (
-    Buffer,
+from cudaship.records.binary import (
     FileFormat,
     HostBinary,
     Import,
@@ -32,6 +31,7 @@ from cudaship.binary.records import (
     Machine,
     Section,
 )
+from cudaship.records.buffer import Buffer
 
 # e_type
 ET_REL, ET_EXEC, ET_DYN = 1, 2, 3

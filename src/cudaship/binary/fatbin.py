@@ -19,8 +19,9 @@ from typing import NamedTuple
 
 from cudaship.binary.decompress import decompress
 from cudaship.binary.magic import FATBIN_MAGIC
-from cudaship.binary.records import Buffer, Compression, DeviceCode, DeviceCodeKind, FatbinContainer
 from cudaship.errors import BinaryFormatError
+from cudaship.records.binary import Compression, DeviceCode, DeviceCodeKind, FatbinContainer
+from cudaship.records.buffer import Buffer
 
 CONTAINER_MAGIC = 0xBA55ED50
 CONTAINER_MAGIC_BYTES = FATBIN_MAGIC  #: as it appears in a file (the first-bytes table keeps it)

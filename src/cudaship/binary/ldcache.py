@@ -14,7 +14,8 @@ from __future__ import annotations
 import struct
 
 from cudaship.binary._bounded import Bounded
-from cudaship.binary.records import Buffer, LdCacheEntry, Machine
+from cudaship.records.binary import LdCacheEntry, Machine
+from cudaship.records.buffer import Buffer
 
 OLD_MAGIC = b"ld.so-1.7.0"
 NEW_MAGIC = b"glibc-ld.so.cache1.1"

@@ -17,8 +17,7 @@ import struct
 
 from cudaship.binary import strings
 from cudaship.binary._bounded import Bounded
-from cudaship.binary.records import (
-    Buffer,
+from cudaship.records.binary import (
     FileFormat,
     HostBinary,
     Import,
@@ -27,6 +26,7 @@ from cudaship.binary.records import (
     Machine,
     Section,
 )
+from cudaship.records.buffer import Buffer
 
 MH_MAGIC, MH_MAGIC_64 = 0xFEEDFACE, 0xFEEDFACF
 FAT_MAGIC, FAT_MAGIC_64 = 0xCAFEBABE, 0xCAFEBABF

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 
-from cudaship.binary.records import FileFormat
+from cudaship.records.binary import FileFormat
 
 ELF_MAGIC = b"\x7fELF"
 PE_MAGIC = b"MZ"

@@ -15,8 +15,7 @@ import struct
 
 from cudaship.binary import strings
 from cudaship.binary._bounded import Bounded
-from cudaship.binary.records import (
-    Buffer,
+from cudaship.records.binary import (
     FileFormat,
     HostBinary,
     Import,
@@ -25,6 +24,7 @@ from cudaship.binary.records import (
     Machine,
     Section,
 )
+from cudaship.records.buffer import Buffer
 
 _MACHINES = {
     0x8664: Machine.X86_64,

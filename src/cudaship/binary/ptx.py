@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 
-from cudaship.binary.records import Buffer, DeviceCode, DeviceCodeKind, PtxInfo
 from cudaship.errors import BinaryFormatError
+from cudaship.records.binary import DeviceCode, DeviceCodeKind, PtxInfo
+from cudaship.records.buffer import Buffer
 
 #: PTX files larger than this are not PTX a tool should read whole (the largest real ones are ~100 MiB).
 MAX_PTX_BYTES = 1 << 30

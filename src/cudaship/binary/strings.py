@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable
 
 from cudaship.binary._search import Finder, open_finder
-from cudaship.binary.records import Buffer
+from cudaship.records.buffer import Buffer
 
 #: The longest library name (or path) kept; longer strings are not library names a loader is given.
 MAX_LIBRARY_NAME = 255

@@ -38,16 +38,16 @@ from __future__ import annotations
 import posixpath
 import re
 
-from cudaship.binary.records import DeviceCode, DeviceCodeKind
 from cudaship.checks.context import AuditContext
 from cudaship.checks.policy import any_match
 from cudaship.checks.records import CheckResult, Finding, failed, passed, skipped, verdict
 from cudaship.errors import CudashipError
-from cudaship.inspection.records import FileReport
 from cudaship.knowledge.archs import ArchList, parse_arch, sort_arch_names
 from cudaship.knowledge.gpus import GpuGroup, train_gpus
 from cudaship.knowledge.runs_on import VerdictKind, kernel_free, runs_on
 from cudaship.knowledge.trains import Train
+from cudaship.records.binary import DeviceCode, DeviceCodeKind
+from cudaship.records.files import FileReport
 from cudaship.words import count
 
 FAMILY = "archs"

@@ -19,14 +19,14 @@ import re
 
 from packaging.utils import canonicalize_name
 
-from cudaship.binary.records import FileFormat, Import, ImportKind
 from cudaship.checks.context import AuditContext
 from cudaship.checks.policy import DEFAULT_CUDA_PATTERNS, name_match
 from cudaship.checks.records import CheckResult, Finding, StaticImport, Status, failed, passed, verdict
 from cudaship.checks.resolve import Resolution, Via, is_extension_module, resolve
-from cudaship.inspection.records import FileReport
 from cudaship.knowledge.libraries import identify
 from cudaship.providers.closure import wheel_extras
+from cudaship.records.binary import FileFormat, Import, ImportKind
+from cudaship.records.files import FileReport
 from cudaship.words import agree, count, cut_list
 
 FAMILY = "closure"

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import posixpath
 
-from cudaship.binary.records import FileFormat
 from cudaship.checks.context import AuditContext
 from cudaship.checks.policy import any_match
 from cudaship.checks.records import CheckResult, Finding, verdict
+from cudaship.records.binary import FileFormat
 from cudaship.words import count
 
 FAMILY = "collisions"

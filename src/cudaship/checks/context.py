@@ -16,17 +16,17 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from cudaship.binary.records import DeviceCodeKind, FileFormat
 from cudaship.checks.policy import Policy, any_match
 from cudaship.checks.providers import RequirementsAhead, WheelProviders, wheel_providers
 from cudaship.checks.records import StaticImport
 from cudaship.checks.wheelscan import ScannedWheel
 from cudaship.errors import CudashipError
-from cudaship.inspection.records import ContainerKind, FileReport
 from cudaship.knowledge.hosts import Host
 from cudaship.knowledge.trains import Train, parse_train
 from cudaship.knowledge.variants import Variant, declared, recognise
 from cudaship.providers.options import ProviderOptions
+from cudaship.records.binary import DeviceCodeKind, FileFormat
+from cudaship.records.files import ContainerKind, FileReport
 from cudaship.wheel.metadata import (
     DeclaredRequirement,
     DistInfo,

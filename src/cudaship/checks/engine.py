@@ -32,10 +32,10 @@ from cudaship.checks.table import FAMILIES, rule_of
 from cudaship.checks.variants import mark_alternatives
 from cudaship.checks.wheelscan import ScannedWheel, ScanObserver, scan_wheel
 from cudaship.errors import CudashipError
-from cudaship.inspection.records import ContainerKind
 from cudaship.inspection.walk import is_program
 from cudaship.knowledge.trains import Train
 from cudaship.providers.options import ProviderOptions
+from cudaship.records.files import ContainerKind
 from cudaship.safe_read import file_size
 from cudaship.wheel.metadata import DistInfo
 

@@ -34,7 +34,6 @@ from dataclasses import dataclass, replace
 from cudaship.analysis.envload import Edge, LoadGraph, simulate
 from cudaship.analysis.gpus import FileVerdicts, file_verdicts
 from cudaship.analysis.loader import How, LinuxLoader, WindowsLoader
-from cudaship.binary.records import ImportKind, Machine
 from cudaship.checks.confirm import ConfirmReport
 from cudaship.checks.confirm import findings as confirm_findings
 from cudaship.checks.records import Severity
@@ -52,6 +51,7 @@ from cudaship.knowledge.component_minimums import violations
 from cudaship.knowledge.providers import conventions_for
 from cudaship.knowledge.runs_on import VerdictKind
 from cudaship.probe.records import ProbeResult
+from cudaship.records.binary import ImportKind, Machine
 
 #: Missing symbols named in one finding before the rest are counted.
 MAX_SYMBOLS = 5

@@ -12,9 +12,9 @@ import os
 from pathlib import Path
 
 from cudaship.checks.wheelscan import MemberFacts, ScannedWheel, ScanObserver
-from cudaship.inspection.records import ContainerKind, FileReport
 from cudaship.program.reader import read_program
 from cudaship.program.records import ProgramKind
+from cudaship.records.files import ContainerKind, FileReport
 from cudaship.wheel.metadata import DistInfo, Metadata, TargetPlatform, WheelFile
 
 #: Check families that read a wheel's dist-info (RECORD, Requires-Dist): not run on a program.

@@ -21,19 +21,19 @@ from enum import Enum
 
 from packaging.utils import canonicalize_name
 
-from cudaship.binary.records import FileFormat, Import
 from cudaship.checks import nvidia
 from cudaship.checks.context import AuditContext
 from cudaship.checks.policy import name_match
 from cudaship.checks.providers import WheelProviders
 from cudaship.checks.pyloads import preloaded_by_package
-from cudaship.inspection.records import FileReport
 from cudaship.knowledge.hosts import Host, host_of_directory, host_of_library
 from cudaship.knowledge.libraries import cudart_major
 from cudaship.knowledge.program_runtimes import runtime_providing
 from cudaship.knowledge.providers import builds_providing, conventions_for
 from cudaship.knowledge.system_libraries import Provider, distribution_library, provider_of
 from cudaship.providers.records import Provided, Reached
+from cudaship.records.binary import FileFormat, Import
+from cudaship.records.files import FileReport
 
 _BINARY_OS = {FileFormat.PE: "windows", FileFormat.ELF: "linux", FileFormat.MACHO: "macos"}
 

@@ -35,7 +35,7 @@ from cudaship.archive.select import MAGIC_BYTES, is_native_member
 from cudaship.archive.spill import Budget, Hasher, Sink, released
 from cudaship.archive.zip import ZipArchive, ZipFile, ZipMember
 from cudaship.errors import ArchiveError, WheelError
-from cudaship.inspection.records import ContainerKind, FileReport
+from cudaship.records.files import ContainerKind, FileReport
 from cudaship.wheel import pyloads
 from cudaship.wheel.metadata import (
     MAX_METADATA_BYTES,

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from cudaship.binary.magic import MACHO_FAT_MAGICS, binary_format
-from cudaship.binary.records import (
-    Buffer,
+from cudaship.errors import CudashipError
+from cudaship.records.binary import (
     DeviceCode,
     DeviceCodeKind,
     FatbinContainer,
@@ -23,8 +23,8 @@ from cudaship.binary.records import (
     ImportKind,
     Machine,
 )
-from cudaship.errors import CudashipError
-from cudaship.inspection.records import CudaLinkage, FileReport
+from cudaship.records.buffer import Buffer
+from cudaship.records.files import CudaLinkage, FileReport
 
 
 def detect_format(buf: Buffer) -> FileFormat | None:

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cudaship.binary.ldcache import read_ld_cache
-from cudaship.binary.records import HostBinary, Machine
 from cudaship.hashing import sha256_file
-from cudaship.inspection.records import FileReport
 from cudaship.inspection.walk import inspect_file
 from cudaship.probe.environment import NATIVE_NAME
 from cudaship.providers.records import Distribution
 from cudaship.providers.sources import EnvSource, no_distributions, site_packages
+from cudaship.records.binary import HostBinary, Machine
+from cudaship.records.files import FileReport
 
 
 @dataclass(frozen=True)

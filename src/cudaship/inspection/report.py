@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from cudaship import words
-from cudaship.binary.records import DeviceCode, DeviceCodeKind
 from cudaship.exitcodes import ExitCode
-from cudaship.inspection.records import ContainerKind, FileReport, RuntimeLinkage, WheelInfo
+from cudaship.records.binary import DeviceCode, DeviceCodeKind
+from cudaship.records.files import ContainerKind, FileReport, RuntimeLinkage, WheelInfo
 
 
 @dataclass(frozen=True)

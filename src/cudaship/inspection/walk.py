@@ -23,12 +23,12 @@ from pathlib import Path
 from cudaship import tree, words
 from cudaship.archive.pool import Pending, Workers, worker_count
 from cudaship.archive.select import MAGIC_BYTES, looks_native
-from cudaship.binary.records import Buffer
 from cudaship.errors import CudashipError
 from cudaship.inspection.dispatch import inspect_buffer
-from cudaship.inspection.records import ContainerKind, FileReport
 from cudaship.inspection.report import InspectReport, WheelReport
 from cudaship.inspection.wheel import WheelJob, start_wheel
+from cudaship.records.buffer import Buffer
+from cudaship.records.files import ContainerKind, FileReport
 from cudaship.safe_read import file_size, is_dir, kind_of, not_regular_reason, open_regular
 from cudaship.wheel.archive import is_wheel
 

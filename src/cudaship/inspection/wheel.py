@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cudaship.archive.pool import Pending, Workers
-from cudaship.binary.records import Buffer
 from cudaship.errors import CudashipError
 from cudaship.inspection.dispatch import inspect_buffer
-from cudaship.inspection.records import FileReport, WheelInfo
 from cudaship.inspection.report import WheelReport
+from cudaship.records.buffer import Buffer
+from cudaship.records.files import FileReport, WheelInfo
 from cudaship.safe_read import file_size
 from cudaship.wheel.archive import Member, WheelArchive
 

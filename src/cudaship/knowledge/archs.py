@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 from cudaship.errors import KnowledgeError
 from cudaship.knowledge import _data
 from cudaship.once import once
+from cudaship.records.binary import DeviceCode, DeviceCodeKind
 
 if TYPE_CHECKING:
     from cudaship.knowledge.trains import Train
@@ -549,3 +550,13 @@ def format_arch_list(archs: ArchList, syntax: str) -> str:
     if syntax == "plain":
         return _format_plain(archs)
     raise KnowledgeError(f"unknown arch-list syntax {syntax!r} (expected {', '.join(SYNTAXES)})")
+
+
+def sass_of(codes: Iterable[DeviceCode]) -> tuple[str, ...]:
+    """Sorted unique SASS arch names over some device code (``sm_90a``, ``sm_100f``)."""
+    return sort_arch_names({d.arch for d in codes if d.kind is DeviceCodeKind.SASS})
+
+
+def ptx_of(codes: Iterable[DeviceCode]) -> tuple[str, ...]:
+    """Sorted unique PTX arch names over some device code (``compute_120``)."""
+    return sort_arch_names({d.arch for d in codes if d.kind is DeviceCodeKind.PTX})

@@ -25,7 +25,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 
-from cudaship.binary.records import Compression, DeviceCode, DeviceCodeKind
 from cudaship.errors import KnowledgeError
 from cudaship.knowledge.archs import Arch, parse_arch
 from cudaship.knowledge.driver import Driver, driver_key, parse_driver
@@ -37,6 +36,7 @@ from cudaship.knowledge.releases import (
     zstd_min_driver,
 )
 from cudaship.knowledge.trains import Train, as_train, parse_train
+from cudaship.records.binary import Compression, DeviceCode, DeviceCodeKind
 from cudaship.words import agree
 
 

@@ -135,7 +135,7 @@ class _ElfCache:
 def _read_dynamic(path: str) -> tuple[str | None, tuple[str, ...], str | None]:
     from cudaship.binary.elf import read_elf
     from cudaship.binary.magic import binary_format
-    from cudaship.binary.records import FileFormat, ImportKind
+    from cudaship.records.binary import FileFormat, ImportKind
     from cudaship.safe_read import open_regular
 
     try:

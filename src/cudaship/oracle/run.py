@@ -179,7 +179,7 @@ def _loader_calls(
 def _loadable(path: str) -> bool:
     """Whether ``path`` is a library of this OS's format (ELF, PE, Mach-O) that the loader can open."""
     from cudaship.binary.magic import binary_format
-    from cudaship.binary.records import FileFormat
+    from cudaship.records.binary import FileFormat
 
     wanted = {"linux": FileFormat.ELF, "windows": FileFormat.PE, "macos": FileFormat.MACHO}.get(running_os())
     try:

@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from cudaship.binary.records import DeviceCode, DeviceCodeKind, FileFormat
 from cudaship.errors import CudashipError, ProgramError, UsageError
 from cudaship.hashing import sha256_file
 from cudaship.knowledge.archs import Arch, parse_arch
@@ -37,6 +36,7 @@ from cudaship.program.records import (
     TrainAnswer,
     train_answer,
 )
+from cudaship.records.binary import DeviceCode, DeviceCodeKind, FileFormat
 from cudaship.words import count
 
 

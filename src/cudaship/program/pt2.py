@@ -23,12 +23,13 @@ import re
 
 from cudaship.archive.limits import DEFAULT_LIMITS
 from cudaship.archive.zip import ZipArchive, ZipMember
-from cudaship.binary.records import Buffer, FileFormat
 from cudaship.errors import ArchiveError, ProgramError
 from cudaship.inspection.dispatch import inspect_buffer
-from cudaship.inspection.records import FileReport
 from cudaship.loaders import load_json
 from cudaship.program.records import MemberRole, ProgramInfo, ProgramKind, ProgramMember
+from cudaship.records.binary import FileFormat
+from cudaship.records.buffer import Buffer
+from cudaship.records.files import FileReport
 
 #: Largest member read (bytes); a package member beyond it is reported, not read.
 MAX_MEMBER_SIZE = DEFAULT_LIMITS.max_member_size

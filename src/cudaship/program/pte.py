@@ -26,9 +26,9 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING
 
-from cudaship.binary.records import Buffer
 from cudaship.errors import ProgramError
 from cudaship.inspection.dispatch import inspect_buffer
+from cudaship.records.buffer import Buffer
 
 if TYPE_CHECKING:
     from cudaship.program.records import ProgramInfo, ProgramMember

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from cudaship.binary.records import DeviceCode, DeviceCodeKind
-from cudaship.inspection.records import FileReport
+from cudaship.records.binary import DeviceCode, DeviceCodeKind
+from cudaship.records.files import FileReport
 
 
 class ProgramKind(str, Enum):

@@ -10,15 +10,6 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from cudaship.binary.records import (
-    Compression,
-    DeviceCode,
-    DeviceCodeKind,
-    FatbinContainer,
-    HostBinary,
-    ImportedSymbol,
-)
-from cudaship.inspection.records import CudaLinkage, FileReport, WheelInfo
 from cudaship.inspection.report import (
     ArchIndex,
     InspectReport,
@@ -26,6 +17,15 @@ from cudaship.inspection.report import (
     cuda_release_for_ptx,
     summary_line,
 )
+from cudaship.records.binary import (
+    Compression,
+    DeviceCode,
+    DeviceCodeKind,
+    FatbinContainer,
+    HostBinary,
+    ImportedSymbol,
+)
+from cudaship.records.files import CudaLinkage, FileReport, WheelInfo
 
 SCHEMA_VERSION = 1
 

@@ -8,8 +8,6 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from cudaship.binary.records import DeviceCodeKind, HostBinary, ImportKind
-from cudaship.inspection.records import ContainerKind, FileReport
 from cudaship.inspection.report import (
     InspectReport,
     WheelReport,
@@ -17,6 +15,8 @@ from cudaship.inspection.report import (
     group_entries,
     summary_line,
 )
+from cudaship.records.binary import DeviceCodeKind, HostBinary, ImportKind
+from cudaship.records.files import ContainerKind, FileReport
 from cudaship.render.console import text_console
 from cudaship.words import count
 

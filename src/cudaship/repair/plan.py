@@ -21,11 +21,11 @@ from collections.abc import Iterable
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from cudaship.binary.records import FileFormat, ImportKind
 from cudaship.checks.context import AuditContext
 from cudaship.knowledge.libraries import OS
 from cudaship.knowledge.providers import toolkit_extras
 from cudaship.knowledge.repair import Provision, provision
+from cudaship.records.binary import FileFormat, ImportKind
 from cudaship.repair.records import AddedRequirement, ElfEdit, Kept, Removed, RepairPlan
 
 _ORIGIN = ("$ORIGIN", "${ORIGIN}")

@@ -17,7 +17,7 @@ from cudaship.checks.context import AuditContext, wheel_platform
 from cudaship.checks.policy import default_policy
 from cudaship.checks.wheelscan import scan_wheel
 from cudaship.errors import ArchiveError, CudashipError, WheelError
-from cudaship.inspection.records import ContainerKind
+from cudaship.records.files import ContainerKind
 from cudaship.repair import elfedit, windows
 from cudaship.repair.plan import plan_repair
 from cudaship.repair.records import RepairPlan, WheelRepair

@@ -12,11 +12,11 @@ import ast
 import posixpath
 
 from cudaship.binary.pe import import_name_offsets
-from cudaship.binary.records import FileFormat
 from cudaship.checks.context import AuditContext
 from cudaship.errors import CudashipError
 from cudaship.knowledge.libraries import identify, pypi_package
 from cudaship.knowledge.repair import Provision, provision, unhashed
+from cudaship.records.binary import FileFormat
 from cudaship.repair.plan import covered, declared_cover, merge_requirements, one_major
 from cudaship.repair.records import Bootstrap, Kept, PeEdit, Removed, RepairPlan
 

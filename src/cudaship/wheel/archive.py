@@ -20,9 +20,9 @@ from cudaship.archive.limits import DEFAULT_LIMITS
 from cudaship.archive.select import MAGIC_BYTES, is_native_member, is_text_name, looks_native
 from cudaship.archive.spill import Budget, Sink, released
 from cudaship.archive.zip import ZipArchive, ZipFile, ZipMember
-from cudaship.binary.records import Buffer
 from cudaship.errors import ArchiveError, WheelError
-from cudaship.inspection.records import WheelInfo
+from cudaship.records.buffer import Buffer
+from cudaship.records.files import WheelInfo
 
 if TYPE_CHECKING:
     from cudaship.archive.pool import ArchiveRef

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from cudaship.binary.records import DeviceCode, FatbinContainer, FileFormat, HostBinary
+from cudaship.records.binary import DeviceCode, FatbinContainer, FileFormat, HostBinary
 
 
 class RuntimeLinkage(str, Enum):
@@ -74,17 +74,3 @@ class FileReport:
     device_code: tuple[DeviceCode, ...] = ()
     error: str | None = None
     notes: tuple[str, ...] = field(default=())
-
-    @property
-    def sass(self) -> tuple[str, ...]:
-        """Sorted unique SASS arch names over all device code (``sm_90a``, ``sm_100f``)."""
-        from cudaship.knowledge.archs import sort_arch_names
-
-        return sort_arch_names({d.arch for d in self.device_code if d.kind.value == "sass"})
-
-    @property
-    def ptx(self) -> tuple[str, ...]:
-        """Sorted unique PTX arch names (``compute_120``)."""
-        from cudaship.knowledge.archs import sort_arch_names
-
-        return sort_arch_names({d.arch for d in self.device_code if d.kind.value == "ptx"})

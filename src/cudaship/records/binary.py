@@ -8,12 +8,10 @@ bad input.
 
 from __future__ import annotations
 
-import mmap
 from dataclasses import dataclass, field
 from enum import Enum
 
 #: What a reader accepts: anything sliceable with ``len`` that yields bytes.
-Buffer = bytes | bytearray | memoryview | mmap.mmap
 
 
 class FileFormat(str, Enum):
