@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import filecmp
+import fnmatch
 import hashlib
 import os
 import subprocess
@@ -40,8 +41,8 @@ def _cache() -> Path:
     return Path(os.environ.get("CUDASHIP_TEST_CACHE", Path.home() / ".cache" / "cudaship-tests"))
 
 
-def inputs(max_bytes: int) -> list[Path]:
-    found = [ROOT / "examples" / "libvecadd.so"]
+def inputs(max_bytes: int, only: str | None = None) -> list[Path]:
+    found = [Path("examples") / "libvecadd.so"]  # relative to the checkout, so two checkouts agree
     cache = _cache()
     if cache.is_dir():
         for pattern in ("wheels/*.whl", "nvcc/**/*.so", "mingw/**/*.dll", "**/*.pt2", "**/*.pte"):
@@ -49,7 +50,7 @@ def inputs(max_bytes: int) -> list[Path]:
                 if path.is_file() and path.stat().st_size <= max_bytes and "/envs/" not in str(path):
                     found.append(path)
     unique: dict[Path, None] = dict.fromkeys(found)
-    return list(unique)
+    return [p for p in unique if only is None or fnmatch.fnmatch(p.name, only)]
 
 
 def jobs(paths: list[Path]) -> list[tuple[Path, str, str, list[str]]]:
@@ -70,10 +71,10 @@ def _slot(path: Path) -> str:
     return f"{path.name}-{digest}"
 
 
-def snap(dest: Path, max_bytes: int, workers: int) -> int:
+def snap(dest: Path, max_bytes: int, workers: int, only: str | None = None) -> int:
     dest.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), NO_COLOR="1", COLUMNS="120", CUDASHIP_OFFLINE="1")
-    todo = jobs(inputs(max_bytes))
+    todo = jobs(inputs(max_bytes, only))
 
     def one(job: tuple[Path, str, str, list[str]]) -> str:
         path, command, fmt, argv = job
@@ -91,14 +92,17 @@ def snap(dest: Path, max_bytes: int, workers: int) -> int:
     with ThreadPoolExecutor(workers) as pool:
         for line in pool.map(one, todo):
             print(line, flush=True)
-    print(f"{len(todo)} reports of {len(inputs(max_bytes))} inputs in {dest}")
+    print(f"{len(todo)} reports of {len(inputs(max_bytes, only))} inputs in {dest}")
     return 0
 
 
-def diff(before: Path, after: Path) -> int:
+def diff(before: Path, after: Path, partial: bool = False) -> int:
     changed = 0
     names_a = {p.relative_to(before) for p in before.rglob("*") if p.is_file()}
     names_b = {p.relative_to(after) for p in after.rglob("*") if p.is_file()}
+    if partial:  # only the inputs the after snapshot has (one taken with --only)
+        slots = {rel.parts[0] for rel in names_b}
+        names_a = {rel for rel in names_a if rel.parts[0] in slots}
     for rel in sorted(names_a ^ names_b):
         print(f"only in {'before' if rel in names_a else 'after'}: {rel}")
         changed += 1
@@ -119,13 +123,15 @@ def main() -> int:
     s.add_argument("dir", type=Path)
     s.add_argument("--max-mb", type=int, default=DEFAULT_MAX_BYTES >> 20, help="skip inputs larger than this")
     s.add_argument("-j", type=int, default=os.cpu_count() or 1)
+    s.add_argument("--only", help="only inputs whose file name matches this glob (e.g. 'nvidia_cu*')")
     d = sub.add_parser("diff", help="compare two snapshots")
     d.add_argument("before", type=Path)
     d.add_argument("after", type=Path)
+    d.add_argument("--partial", action="store_true", help="compare only the inputs AFTER has")
     args = parser.parse_args()
     if args.what == "snap":
-        return snap(args.dir, args.max_mb << 20, args.j)
-    return diff(args.before, args.after)
+        return snap(args.dir, args.max_mb << 20, args.j, args.only)
+    return diff(args.before, args.after, args.partial)
 
 
 if __name__ == "__main__":
