@@ -30,7 +30,7 @@ from cudaship.records.binary import (
     Machine,
 )
 from cudaship.records.files import CudaLinkage, DriverAccess, FileReport, RuntimeLinkage
-from cudaship.wheel.metadata import DistInfo, Metadata, RecordEntry, RecordProblem, WheelFile
+from cudaship.wheel.records import DistInfo, Metadata, RecordEntry, RecordProblem, WheelFile
 
 TAGS = {
     "linux": "cp312-cp312-manylinux_2_28_x86_64",

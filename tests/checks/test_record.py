@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cudaship.checks.records import Severity, Status
-from cudaship.wheel.metadata import RecordProblem
+from cudaship.wheel.records import RecordProblem
 from tests.checks.handmade import by_name, context, library, run
 
 

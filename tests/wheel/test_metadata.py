@@ -12,13 +12,8 @@ import pytest
 
 from cudaship.checks.wheelscan import scan_wheel
 from cudaship.errors import WheelError
-from cudaship.wheel.metadata import (
-    parse_metadata,
-    parse_record,
-    parse_wheel_file,
-    platform_from_tag,
-    requirements_for,
-)
+from cudaship.knowledge.platforms import platform_from_tag
+from cudaship.wheel.metadata import parse_metadata, parse_record, parse_wheel_file, requirements_for
 from tests.fixtures.synthetic_wheels import write_wheel
 
 

@@ -36,7 +36,7 @@ from cudaship.knowledge.releases import isa_tuple, release_for, release_for_ptx_
 from cudaship.knowledge.trains import Train, parse_train
 from cudaship.records.binary import DeviceCodeKind
 from cudaship.records.files import FileReport, RuntimeLinkage
-from cudaship.wheel.metadata import DeclaredRequirement
+from cudaship.wheel.records import DeclaredRequirement
 
 FAMILY = "consistency"
 

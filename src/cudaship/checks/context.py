@@ -22,20 +22,15 @@ from cudaship.checks.records import StaticImport
 from cudaship.checks.wheelscan import ScannedWheel
 from cudaship.errors import CudashipError
 from cudaship.knowledge.hosts import Host
+from cudaship.knowledge.platforms import platform_from_tag
 from cudaship.knowledge.trains import Train, parse_train
 from cudaship.knowledge.variants import Variant, declared, recognise
 from cudaship.providers.options import ProviderOptions
 from cudaship.records.binary import DeviceCodeKind, FileFormat
 from cudaship.records.files import ContainerKind, FileReport
-from cudaship.wheel.metadata import (
-    DeclaredRequirement,
-    DistInfo,
-    TargetPlatform,
-    install_path,
-    platform_from_tag,
-    requirements_for,
-    tags_from_filename,
-)
+from cudaship.records.platform import TargetPlatform
+from cudaship.wheel.metadata import install_path, requirements_for, tags_from_filename
+from cudaship.wheel.records import DeclaredRequirement, DistInfo
 
 HOST_FORMATS = (FileFormat.ELF, FileFormat.PE, FileFormat.MACHO)
 

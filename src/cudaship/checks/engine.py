@@ -37,7 +37,7 @@ from cudaship.knowledge.trains import Train
 from cudaship.providers.options import ProviderOptions
 from cudaship.records.files import ContainerKind
 from cudaship.safe_read import file_size
-from cudaship.wheel.metadata import DistInfo
+from cudaship.wheel.records import DistInfo
 
 #: the rule of a family's own failure to run (an unreadable input it needed, a bug): always an error
 RUN_ERROR_RULE = "error"

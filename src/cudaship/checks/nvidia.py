@@ -11,7 +11,7 @@ from packaging.utils import canonicalize_name
 
 from cudaship.errors import KnowledgeError
 from cudaship.knowledge.libraries import NvidiaLibrary, identify, project_cuda_major, pypi_package
-from cudaship.wheel.metadata import DeclaredRequirement
+from cudaship.wheel.records import DeclaredRequirement
 
 if TYPE_CHECKING:
     from cudaship.checks.context import AuditContext

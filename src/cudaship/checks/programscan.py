@@ -15,7 +15,8 @@ from cudaship.checks.wheelscan import MemberFacts, ScannedWheel, ScanObserver
 from cudaship.program.reader import read_program
 from cudaship.program.records import ProgramKind
 from cudaship.records.files import ContainerKind, FileReport
-from cudaship.wheel.metadata import DistInfo, Metadata, TargetPlatform, WheelFile
+from cudaship.records.platform import TargetPlatform
+from cudaship.wheel.records import DistInfo, Metadata, WheelFile
 
 #: Check families that read a wheel's dist-info (RECORD, Requires-Dist): not run on a program.
 WHEEL_ONLY: tuple[str, ...] = ("record", "requirements")

@@ -19,7 +19,8 @@ from cudaship.knowledge.providers import Convention, conventions_for, developmen
 from cudaship.providers.closure import wheel_extras
 from cudaship.providers.options import ProviderOptions, closure_for, target_python
 from cudaship.providers.records import Closure, Fetched, Provided, Reached, Target
-from cudaship.wheel.metadata import DistInfo, TargetPlatform
+from cudaship.records.platform import TargetPlatform
+from cudaship.wheel.records import DistInfo
 
 if TYPE_CHECKING:
     from cudaship.checks.context import AuditContext

@@ -23,7 +23,7 @@ import fnmatch
 import posixpath
 from typing import TYPE_CHECKING
 
-from cudaship.wheel.pyloads import LoadCall, PythonLoads
+from cudaship.wheel.records import LoadCall, PythonLoads
 
 if TYPE_CHECKING:
     from cudaship.checks.context import AuditContext

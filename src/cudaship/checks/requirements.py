@@ -15,7 +15,8 @@ from cudaship.checks.policy import expand_template
 from cudaship.checks.records import CheckResult, Finding, failed, passed, verdict
 from cudaship.checks.resolve import Via, resolve
 from cudaship.errors import CudashipError
-from cudaship.wheel.metadata import DeclaredRequirement, normalize_specifier, parse_requirement
+from cudaship.wheel.metadata import normalize_specifier, parse_requirement
+from cudaship.wheel.records import DeclaredRequirement
 from cudaship.words import count, cut_list
 
 FAMILY = "requirements"

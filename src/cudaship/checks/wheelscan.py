@@ -36,19 +36,17 @@ from cudaship.archive.spill import Budget, Hasher, Sink, released
 from cudaship.archive.zip import ZipArchive, ZipFile, ZipMember
 from cudaship.errors import ArchiveError, WheelError
 from cudaship.records.files import ContainerKind, FileReport
+from cudaship.records.platform import TargetPlatform
 from cudaship.wheel import pyloads
 from cudaship.wheel.metadata import (
     MAX_METADATA_BYTES,
     MAX_RECORD_BYTES,
-    DistInfo,
-    RecordProblem,
     RecordVerifier,
-    TargetPlatform,
     b64_digest,
     find_dist_info,
     read_dist_info,
 )
-from cudaship.wheel.pyloads import LibraryList, PythonLoads
+from cudaship.wheel.records import DistInfo, LibraryList, PythonLoads, RecordProblem
 
 #: Members from this size on are hashed on a helper thread while the next chunks are inflated.
 _THREADED_HASH = 8 << 20

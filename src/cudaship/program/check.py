@@ -42,8 +42,8 @@ from cudaship.words import count
 
 def target_from_wheel(path: Path) -> Target:
     """The train (from the wheel's ``+cuXYZ`` local tag) and platform (from its tags) of a runtime wheel."""
+    from cudaship.knowledge.platforms import platform_from_tag
     from cudaship.wheel.archive import WheelArchive
-    from cudaship.wheel.metadata import platform_from_tag
 
     with WheelArchive(path) as archive:
         info = archive.info()

@@ -10,8 +10,8 @@ from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
+from cudaship.knowledge.platforms import platform_from_tag
 from cudaship.providers.records import Target
-from cudaship.wheel.metadata import platform_from_tag
 
 
 def _python_ok(tag: Tag, target: Target) -> bool:

@@ -29,6 +29,14 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from cudaship.errors import WheelError
+from cudaship.wheel.records import (
+    DeclaredRequirement,
+    DistInfo,
+    Metadata,
+    RecordEntry,
+    RecordProblem,
+    WheelFile,
+)
 
 #: Largest METADATA and WHEEL read (inspect and audit alike); real METADATA with a long description is a few
 #: hundred KiB.
@@ -43,76 +51,6 @@ MAX_REQUIREMENT_LENGTH = 4096
 #: thousands of digits would otherwise reach Python's 4,300-digit int limit).
 MAX_NAME_LENGTH = 256
 MAX_VERSION_LENGTH = 128
-
-
-@dataclass(frozen=True)
-class Metadata:
-    """The fields of METADATA an audit needs."""
-
-    name: str
-    version: str  #: as written, e.g. ``1.6.0+cu132``
-    local: str | None  #: the local tag without ``+`` (``cu132``), None when there is none
-    requires_dist: tuple[str, ...]  #: Requires-Dist lines as written
-    requires_python: str | None = None
-
-
-@dataclass(frozen=True)
-class TargetPlatform:
-    """Where a wheel runs, from one platform tag: ``os`` is linux/windows/macos/any, ``machine`` may be
-    None."""
-
-    os: str
-    machine: str | None
-    tag: str
-
-    @property
-    def label(self) -> str:
-        return f"{self.os}-{self.machine}" if self.machine else self.os
-
-
-@dataclass(frozen=True)
-class WheelFile:
-    """The WHEEL file: tags and where the root installs."""
-
-    wheel_version: str | None
-    root_is_purelib: bool
-    tags: tuple[str, ...]
-
-    @property
-    def platforms(self) -> tuple[TargetPlatform, ...]:
-        seen: dict[str, TargetPlatform] = {}
-        for tag in self.tags:
-            platform = platform_from_tag(tag.rsplit("-", 1)[-1])
-            seen.setdefault(platform.label, platform)
-        return tuple(seen.values())
-
-
-@dataclass(frozen=True)
-class RecordEntry:
-    path: str
-    algorithm: str | None  #: ``sha256``; None when RECORD gives no hash (RECORD itself, signatures)
-    digest: str | None  #: urlsafe base64 without padding, as RECORD writes it
-    size: int | None
-
-
-@dataclass(frozen=True)
-class RecordProblem:
-    """One way the wheel's files disagree with its RECORD."""
-
-    kind: str  #: "hash", "size", "missing", "unlisted", "unhashed", "duplicate"
-    path: str
-    message: str
-
-
-@dataclass(frozen=True)
-class DistInfo:
-    """The three files of a wheel's ``.dist-info`` directory, parsed."""
-
-    directory: str  #: ``name-1.0.dist-info``
-    metadata: Metadata
-    wheel: WheelFile
-    record: tuple[RecordEntry, ...]
-    record_path: str
 
 
 # --- METADATA
@@ -170,43 +108,6 @@ def parse_metadata(data: bytes) -> Metadata:
 
 # --- WHEEL and platform tags
 # ----------------------------------------------------------------------------------
-
-_MACHINES = {
-    "x86_64": "x86_64",
-    "amd64": "x86_64",
-    "aarch64": "aarch64",
-    "arm64": "aarch64",
-    "i686": "x86",
-    "i386": "x86",
-    "win32": "x86",
-    "ppc64le": "ppc64le",
-    "s390x": "s390x",
-    "armv7l": "arm",
-}
-
-
-def platform_from_tag(platform_tag: str) -> TargetPlatform:
-    """Map a platform tag (``win_amd64``, ``manylinux_2_28_x86_64``, ``macosx_14_0_arm64``) to OS and
-    machine."""
-    tag = platform_tag.lower()
-    if tag == "any":
-        return TargetPlatform("any", None, platform_tag)
-    if tag == "win32":
-        return TargetPlatform("windows", "x86", platform_tag)
-    if tag.startswith("win_"):
-        return TargetPlatform("windows", _MACHINES.get(tag[4:], tag[4:]), platform_tag)
-    if tag.startswith("macosx_"):
-        arch = tag.split("_")[-1]
-        if arch == "universal2":
-            return TargetPlatform("macos", None, platform_tag)
-        return TargetPlatform("macos", _MACHINES.get(arch, arch), platform_tag)
-    for prefix in ("manylinux", "musllinux", "linux"):
-        if tag.startswith(prefix):
-            for known, machine in _MACHINES.items():
-                if tag.endswith("_" + known):
-                    return TargetPlatform("linux", machine, platform_tag)
-            return TargetPlatform("linux", tag.split("_")[-1], platform_tag)
-    return TargetPlatform("other", None, platform_tag)
 
 
 def parse_wheel_file(data: bytes) -> WheelFile:
@@ -278,20 +179,6 @@ def marker_environment(os_name: str, machine: str | None, python_version: str = 
     else:
         env["platform_machine"] = ""
     return env
-
-
-@dataclass(frozen=True)
-class DeclaredRequirement:
-    """A Requires-Dist entry that applies to a target platform: ``text`` as written, ``requirement``
-    parsed."""
-
-    text: str
-    name: str  #: canonical name
-    specifier: str  #: normalized specifier set (``<14,>=13``)
-
-    @property
-    def key(self) -> str:
-        return f"{self.name}{self.specifier}"
 
 
 def parse_requirement(text: str) -> Requirement:

@@ -16,7 +16,8 @@ a small ``.json`` / ``.txt`` member for library names. Neither runs the code.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from cudaship.wheel.records import LibraryList, LoadCall, PythonLoads
 
 #: .py members larger than this are not read (generated tables, vendored modules)
 MAX_SOURCE = 1 << 20
@@ -41,33 +42,6 @@ _LOADERS = {
 #: Python in 0.07 s of one core)
 _TRIGGERS = (b"ctypes", b"load_library", b"dll_dir")
 _LIBRARY_NAME = re.compile(rb"(?:lib[\w.+-]*\.so(?:\.\d+)*|[\w.+-]+\.(?:dll|dylib))", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class LoadCall:
-    line: int
-    #: ``dlopen`` (loads a file), ``directory`` (adds a DLL directory), ``helper`` (a package's loader)
-    kind: str
-    mechanism: str  #: as written: ``ctypes.CDLL(..., RTLD_GLOBAL)``, ``nvidia.cublas.load_library()``
-    scope: tuple[str, ...] = ()  #: the dotted module a helper belongs to (``nvidia``, ``cublas``)
-
-
-@dataclass(frozen=True)
-class PythonLoads:
-    """One ``.py`` member that loads native libraries itself."""
-
-    file: str  #: member path in the wheel
-    calls: tuple[LoadCall, ...]
-    strings: tuple[str, ...]  #: string literals of the file (names, path parts, globs), bounded
-    dotted: tuple[str, ...]  #: components of dotted names it uses (``nvidia.cublas.__file__``), bounded
-
-
-@dataclass(frozen=True)
-class LibraryList:
-    """A shipped data file (``.json`` / ``.txt``) that lists library names."""
-
-    file: str
-    names: tuple[str, ...]
 
 
 _CALL = re.compile(rb"(" + "|".join(sorted(_LOADERS, key=len, reverse=True)).encode() + rb")\s*\(")
