@@ -13,7 +13,6 @@ from typing import Any
 from cudaship.checks.context import AuditContext, wheel_platform
 from cudaship.checks.engine import with_severity
 from cudaship.checks.policy import Policy, default_policy, parse_audit_table
-from cudaship.checks.records import CheckResult
 from cudaship.checks.table import FAMILIES
 from cudaship.checks.variants import mark_alternatives
 from cudaship.checks.wheelscan import MemberFacts, ScannedWheel
@@ -30,6 +29,7 @@ from cudaship.records.binary import (
     Machine,
 )
 from cudaship.records.files import CudaLinkage, DriverAccess, FileReport, RuntimeLinkage
+from cudaship.records.findings import CheckResult
 from cudaship.wheel.records import DistInfo, Metadata, RecordEntry, RecordProblem, WheelFile
 
 TAGS = {

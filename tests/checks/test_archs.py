@@ -3,9 +3,9 @@ train, and variants judged against their own trains."""
 
 from __future__ import annotations
 
-from cudaship.checks.records import CheckResult, Severity, Status
 from cudaship.knowledge.trains import Train
 from cudaship.records.files import FileReport
+from cudaship.records.findings import CheckResult, Severity, Status
 from tests.checks.handmade import by_name, context, library, ptx, run, sass
 
 LIB = "pkg/lib/libk.so"

@@ -11,10 +11,10 @@ import pytest
 
 from cudaship.checks.engine import audit_wheels
 from cudaship.checks.policy import default_policy
-from cudaship.checks.records import CheckResult, Severity, Status
 from cudaship.knowledge.gpus import gpu_groups, train_gpus
 from cudaship.knowledge.releases import release_for
 from cudaship.knowledge.trains import Train
+from cudaship.records.findings import CheckResult, Severity, Status
 from tests.checks.handmade import by_name, context, library, ptx, run, sass
 
 LIB = "pkg/lib/libk.so"

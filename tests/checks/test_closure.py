@@ -3,8 +3,8 @@ system libraries resolve, a DT_NEEDED nothing provides fails, an unused DT_NEEDE
 
 from __future__ import annotations
 
-from cudaship.checks.records import Severity, Status
 from cudaship.records.binary import Import, ImportedSymbol, ImportKind
+from cudaship.records.findings import Severity, Status
 from tests.checks.handmade import by_name, context, host, library, run
 
 MOD = "pkg/_C.so"

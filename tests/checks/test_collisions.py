@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cudaship.checks.records import Status
+from cudaship.records.findings import Status
 from tests.checks.handmade import by_name, context, host, library, run
 
 

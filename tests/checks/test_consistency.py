@@ -3,8 +3,8 @@ requirements; variants against their own trains."""
 
 from __future__ import annotations
 
-from cudaship.checks.records import Status
 from cudaship.knowledge.trains import Train
+from cudaship.records.findings import Status
 from tests.checks.handmade import by_name, context, library, ptx, run, sass
 
 TRAIN = "consistency: CUDA train"

@@ -11,9 +11,9 @@ import pytest
 
 from cudaship.checks.engine import audit_wheels
 from cudaship.checks.policy import load_policy
-from cudaship.checks.records import Severity, Status
 from cudaship.config import load_config
 from cudaship.knowledge.system_libraries import distribution_library
+from cudaship.records.findings import Severity, Status
 from tests.checks.test_load_model import EXT, TAG, _audit, _checks, _gcc, _install, _load
 from tests.fixtures.synthetic_wheels import write_wheel
 

@@ -9,10 +9,10 @@ import pytest
 
 from cudaship.analysis.loader import How
 from cudaship.checks.environment import doctor_env
-from cudaship.checks.records import Severity
 from cudaship.knowledge.archs import parse_arch
 from cudaship.knowledge.driver import parse_driver
 from cudaship.probe.records import GpuInfo, ProbeResult
+from cudaship.records.findings import Severity
 from tests.fixtures.envs import build_env
 from tests.fixtures.wheels import WHEELS
 

@@ -15,9 +15,9 @@ import pytest
 from cudaship.analysis.envload import Edge
 from cudaship.analysis.loader import How
 from cudaship.checks.environment import doctor_env
-from cudaship.checks.records import Severity
 from cudaship.inspection.environment import ld_cache_names
 from cudaship.records.binary import Machine
+from cudaship.records.findings import Severity
 from tests.fixtures.envs import CUPY_CU12, variant_env
 from tests.fixtures.preload_env import EXT, build_preload_env, build_system_cudart, mapped
 

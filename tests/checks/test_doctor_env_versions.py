@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cudaship.checks.environment import doctor_env
-from cudaship.checks.records import Severity
+from cudaship.records.findings import Severity
 
 pytestmark = pytest.mark.skipif(
     shutil.which("gcc") is None or not sys.platform.startswith("linux"), reason="needs gcc and glibc's loader"

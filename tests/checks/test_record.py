@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cudaship.checks.records import Severity, Status
+from cudaship.records.findings import Severity, Status
 from cudaship.wheel.records import RecordProblem
 from tests.checks.handmade import by_name, context, library, run
 

@@ -3,7 +3,7 @@ and CUDA imports provided by a requirement (offline: the knowledge table)."""
 
 from __future__ import annotations
 
-from cudaship.checks.records import Severity, Status
+from cudaship.records.findings import Severity, Status
 from tests.checks.handmade import by_name, context, host, library, run
 
 POLICY = {"requirements": {"linux": ["nvidia-cuda-runtime{cu}>={major},<{next_major}"]}}

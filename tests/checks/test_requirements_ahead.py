@@ -15,11 +15,11 @@ import pytest
 from cudaship.checks import providers as checks_providers
 from cudaship.checks.engine import AuditObserver, audit_scanned, audit_wheels
 from cudaship.checks.policy import default_policy, load_policy
-from cudaship.checks.records import Status
 from cudaship.checks.wheelscan import scan_wheel
 from cudaship.config import ProjectConfig
 from cudaship.errors import CudashipError
 from cudaship.providers.options import ProviderOptions
+from cudaship.records.findings import Status
 from tests.providers.conftest import make_wheel
 
 TAG = "py3-none-manylinux_2_28_x86_64"

@@ -6,15 +6,8 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
-from cudaship.checks.records import (
-    AuditReport,
-    CheckResult,
-    Finding,
-    Severity,
-    Status,
-    WheelAudit,
-    WheelFacts,
-)
+from cudaship.checks.records import AuditReport, WheelAudit, WheelFacts
+from cudaship.records.findings import CheckResult, Finding, Severity, Status
 from cudaship.render import audit_json, audit_junit, audit_markdown, audit_text
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from cudaship.checks.records import Status
 from cudaship.records.binary import FileFormat, Import, ImportKind
 from cudaship.records.files import FileReport
+from cudaship.records.findings import Status
 from tests.checks.handmade import by_name, context, host, library, run
 
 

@@ -9,9 +9,9 @@ import pytest
 
 from cudaship.checks.engine import audit_scanned
 from cudaship.checks.policy import parse_audit_table
-from cudaship.checks.records import CheckResult, Severity, Status
 from cudaship.checks.wheelscan import scan_wheel
 from cudaship.errors import PolicyError
+from cudaship.records.findings import CheckResult, Severity, Status
 from cudaship.repair.run import repair_wheel
 
 pytestmark = pytest.mark.slow

@@ -11,8 +11,8 @@ import pytest
 
 from cudaship.checks.engine import audit_wheels
 from cudaship.checks.policy import load_policy
-from cudaship.checks.records import Severity, Status
 from cudaship.config import load_config
+from cudaship.records.findings import Severity, Status
 from tests.fixtures.synthetic_wheels import LINUX_FILES, VARIANTS, Variant
 
 pytestmark = pytest.mark.slow

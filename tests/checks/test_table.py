@@ -10,8 +10,8 @@ import pytest
 
 from cudaship.checks import table
 from cudaship.checks.policy import default_policy, parse_audit_table
-from cudaship.checks.records import Severity
 from cudaship.errors import PolicyError
+from cudaship.records.findings import Severity
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -11,9 +11,9 @@ import pytest
 
 from cudaship.checks.engine import audit_wheels
 from cudaship.checks.policy import default_policy
-from cudaship.checks.records import Status
 from cudaship.inspection.walk import inspect_file
 from cudaship.knowledge.system_libraries import Provider, provider_of
+from cudaship.records.findings import Status
 from tests.fixtures.synthetic_wheels import write_wheel
 
 

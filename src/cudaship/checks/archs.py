@@ -40,7 +40,6 @@ import re
 
 from cudaship.checks.context import AuditContext
 from cudaship.checks.policy import any_match
-from cudaship.checks.records import CheckResult, Finding, failed, passed, skipped, verdict
 from cudaship.errors import CudashipError
 from cudaship.knowledge.archs import ArchList, parse_arch, sort_arch_names
 from cudaship.knowledge.gpus import GpuGroup, train_gpus
@@ -48,6 +47,7 @@ from cudaship.knowledge.runs_on import VerdictKind, kernel_free, runs_on
 from cudaship.knowledge.trains import Train
 from cudaship.records.binary import DeviceCode, DeviceCodeKind
 from cudaship.records.files import FileReport
+from cudaship.records.findings import CheckResult, Finding, failed, passed, skipped, verdict
 from cudaship.words import count
 
 FAMILY = "archs"

@@ -21,12 +21,13 @@ from packaging.utils import canonicalize_name
 
 from cudaship.checks.context import AuditContext
 from cudaship.checks.policy import DEFAULT_CUDA_PATTERNS, name_match
-from cudaship.checks.records import CheckResult, Finding, StaticImport, Status, failed, passed, verdict
+from cudaship.checks.records import StaticImport
 from cudaship.checks.resolve import Resolution, Via, is_extension_module, resolve
 from cudaship.knowledge.libraries import identify
 from cudaship.providers.closure import wheel_extras
 from cudaship.records.binary import FileFormat, Import, ImportKind
 from cudaship.records.files import FileReport
+from cudaship.records.findings import CheckResult, Finding, Status, failed, passed, verdict
 from cudaship.words import agree, count, cut_list
 
 FAMILY = "closure"

@@ -8,8 +8,8 @@ import posixpath
 
 from cudaship.checks.context import AuditContext
 from cudaship.checks.policy import any_match
-from cudaship.checks.records import CheckResult, Finding, verdict
 from cudaship.records.binary import FileFormat
+from cudaship.records.findings import CheckResult, Finding, verdict
 from cudaship.words import count
 
 FAMILY = "collisions"

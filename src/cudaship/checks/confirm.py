@@ -31,10 +31,10 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from cudaship.analysis.envload import Edge, LoadGraph
-from cudaship.checks.records import Severity
 from cudaship.inspection.environment import Environment, InstalledDistribution
 from cudaship.knowledge.providers import conventions_for, preloads_for
 from cudaship.oracle.records import Observation, Probe, ProbeResult, Step, StepKind
+from cudaship.records.findings import Severity
 from cudaship.wheel.toplevel import top_level_modules as installed_top_level
 from cudaship.words import agree, count
 

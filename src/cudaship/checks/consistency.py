@@ -29,13 +29,13 @@ from dataclasses import dataclass, field
 
 from cudaship.checks.context import AuditContext
 from cudaship.checks.nvidia import requirement_major
-from cudaship.checks.records import CheckResult, Finding, failed, verdict
 from cudaship.checks.requirements import nvidia_requirements
 from cudaship.errors import CudashipError
 from cudaship.knowledge.releases import isa_tuple, release_for, release_for_ptx_isa
 from cudaship.knowledge.trains import Train, parse_train
 from cudaship.records.binary import DeviceCodeKind
 from cudaship.records.files import FileReport, RuntimeLinkage
+from cudaship.records.findings import CheckResult, Finding, failed, verdict
 from cudaship.wheel.records import DeclaredRequirement
 
 FAMILY = "consistency"

@@ -19,15 +19,7 @@ from cudaship.checks.context import AuditContext, platform_of, wheel_platform
 from cudaship.checks.policy import Policy
 from cudaship.checks.programscan import WHEEL_ONLY, scan_program
 from cudaship.checks.providers import RequirementsAhead
-from cudaship.checks.records import (
-    AuditReport,
-    CheckResult,
-    Finding,
-    Severity,
-    WheelAudit,
-    WheelFacts,
-    failed,
-)
+from cudaship.checks.records import AuditReport, WheelAudit, WheelFacts
 from cudaship.checks.table import FAMILIES, rule_of
 from cudaship.checks.variants import mark_alternatives
 from cudaship.checks.wheelscan import ScannedWheel, ScanObserver, scan_wheel
@@ -36,6 +28,7 @@ from cudaship.inspection.walk import is_program
 from cudaship.knowledge.trains import Train
 from cudaship.providers.options import ProviderOptions
 from cudaship.records.files import ContainerKind
+from cudaship.records.findings import CheckResult, Finding, Severity, failed
 from cudaship.safe_read import file_size
 from cudaship.wheel.records import DistInfo
 

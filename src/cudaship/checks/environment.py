@@ -36,7 +36,6 @@ from cudaship.analysis.gpus import FileVerdicts, file_verdicts
 from cudaship.analysis.loader import How, LinuxLoader, WindowsLoader
 from cudaship.checks.confirm import ConfirmReport
 from cudaship.checks.confirm import findings as confirm_findings
-from cudaship.checks.records import Severity
 from cudaship.inspection.environment import (
     Environment,
     InstalledDistribution,
@@ -52,6 +51,7 @@ from cudaship.knowledge.providers import conventions_for
 from cudaship.knowledge.runs_on import VerdictKind
 from cudaship.probe.records import ProbeResult
 from cudaship.records.binary import ImportKind, Machine
+from cudaship.records.findings import Severity
 
 #: Missing symbols named in one finding before the rest are counted.
 MAX_SYMBOLS = 5

@@ -12,8 +12,8 @@ from collections import deque
 
 from cudaship.checks.context import AuditContext
 from cudaship.checks.policy import ImportRule, any_match, name_match
-from cudaship.checks.records import CheckResult, Finding, skipped, verdict
 from cudaship.checks.resolve import shipped_dependencies
+from cudaship.records.findings import CheckResult, Finding, skipped, verdict
 
 FORBIDDEN = "forbidden_imports"
 REQUIRED = "required_imports"

@@ -33,18 +33,9 @@ from dataclasses import dataclass, field
 
 from cudaship import words
 from cudaship.checks.context import AuditContext
-from cudaship.checks.records import (
-    CheckResult,
-    Finding,
-    LoadCheck,
-    LoadComparison,
-    LoadProbeLine,
-    StaticImport,
-    failed,
-    passed,
-    skipped,
-)
+from cudaship.checks.records import LoadCheck, LoadComparison, LoadProbeLine, StaticImport
 from cudaship.oracle.records import Observation, ProbeResult, StepKind
+from cudaship.records.findings import CheckResult, Finding, failed, passed, skipped
 
 FAMILY = "load"
 FAILURE, DISAGREEMENT, PRELOADED, ON_DEMAND, INSTALL, VARIANT, EXTRA, RUNTIME = (

@@ -11,7 +11,7 @@ import re
 
 from cudaship.checks.context import AuditContext
 from cudaship.checks.globs import compile_glob
-from cudaship.checks.records import CheckResult, Finding, verdict
+from cudaship.records.findings import CheckResult, Finding, verdict
 from cudaship.words import agree, count
 
 FAMILY = "ownership"

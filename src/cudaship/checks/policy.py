@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cudaship.checks.globs import GlobError, compile_glob
-from cudaship.checks.records import SEVERITIES, Severity
 from cudaship.config import ProjectConfig
 from cudaship.errors import KnowledgeError, PolicyError
 from cudaship.knowledge.arch_table import ArchTable, default_arch_table
+from cudaship.records.findings import SEVERITIES, Severity
 
 #: Import names that count as "a CUDA library" for ``no_cuda`` unless a rule gives its own list.
 DEFAULT_CUDA_PATTERNS: tuple[str, ...] = (

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cudaship.checks.context import AuditContext
-from cudaship.checks.records import CheckResult, Finding, verdict
+from cudaship.records.findings import CheckResult, Finding, verdict
 from cudaship.words import agree, count
 
 FAMILY = "record"

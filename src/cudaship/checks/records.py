@@ -1,5 +1,5 @@
-"""Records of an audit: one :class:`CheckResult` per named check, grouped per wheel in an
-:class:`AuditReport`.
+"""Records of an audit: one :class:`~cudaship.records.findings.CheckResult` (the one finding model, shared
+with ``program check`` and ``doctor --env``) per named check, grouped per wheel in an :class:`AuditReport`.
 
 Checks return these frozen dataclasses and never print; renderers in :mod:`cudaship.render` turn them into
 text, JSON, JUnit XML or markdown.
@@ -8,117 +8,9 @@ text, JSON, JUnit XML or markdown.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
 
 from cudaship import words
-
-
-class Status(str, Enum):
-    PASS = "pass"
-    FAIL = "fail"
-    SKIP = "skip"
-
-
-class Severity(str, Enum):
-    """How much a check's failure matters, as the policy sets it (``[audit.severity]``): only a failed check
-    of severity ``error`` fails the audit (exit 1); ``warning`` and ``note`` are reported and do not."""
-
-    ERROR = "error"
-    WARNING = "warning"
-    NOTE = "note"
-
-
-SEVERITIES: tuple[str, ...] = tuple(s.value for s in Severity)
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One piece of evidence: what is wrong (or, for informative checks, what was seen) and where."""
-
-    message: str
-    file: str | None = None  #: path inside the wheel
-    symbol: str | None = None  #: a symbol or an imported library name
-    arch: str | None = None  #: ``sm_90``, ``compute_120``
-    requirement: str | None = None  #: a Requires-Dist entry or an expected requirement
-
-    def as_dict(self) -> dict[str, str]:
-        out = {"message": self.message}
-        for key in ("file", "symbol", "arch", "requirement"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
-        return out
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """A named check: ``family`` is the check family (``ships``, ``archs``, ...), ``name`` is unique per
-    wheel. ``rule`` names the kind of check inside its family when the family has several
-    (``closure.unused_imports``: ``rule="unused_imports"``), so the policy can set its severity;
-    ``severity`` is set by the engine from the policy (checks leave the default)."""
-
-    name: str
-    family: str
-    status: Status
-    reason: str  #: one line
-    evidence: tuple[Finding, ...] = ()
-    rule: str | None = None
-    severity: Severity = Severity.ERROR
-
-    @property
-    def failed(self) -> bool:
-        """Failed, whatever its severity (see :attr:`is_error`)."""
-        return self.status is Status.FAIL
-
-    @property
-    def is_error(self) -> bool:
-        """Failed with severity ``error``: fails the audit."""
-        return self.status is Status.FAIL and self.severity is Severity.ERROR
-
-    @property
-    def key(self) -> str:
-        """``family`` or ``family.rule``: what ``[audit.severity]`` keys name."""
-        return f"{self.family}.{self.rule}" if self.rule else self.family
-
-
-def passed(
-    family: str, name: str, reason: str, evidence: tuple[Finding, ...] = (), *, rule: str | None = None
-) -> CheckResult:
-    return CheckResult(name, family, Status.PASS, reason, evidence, rule)
-
-
-def failed(
-    family: str,
-    name: str,
-    reason: str,
-    evidence: tuple[Finding, ...] | list[Finding],
-    *,
-    rule: str | None = None,
-) -> CheckResult:
-    return CheckResult(name, family, Status.FAIL, reason, tuple(evidence), rule)
-
-
-def skipped(family: str, name: str, reason: str, *, rule: str | None = None) -> CheckResult:
-    return CheckResult(name, family, Status.SKIP, reason, (), rule)
-
-
-def verdict(
-    family: str,
-    name: str,
-    findings: list[Finding],
-    ok_reason: str,
-    fail_reason: str | None = None,
-    *,
-    rule: str | None = None,
-) -> CheckResult:
-    """PASS with ``ok_reason`` when ``findings`` is empty, else FAIL with ``fail_reason`` (default: the
-    first)."""
-    if not findings:
-        return passed(family, name, ok_reason, rule=rule)
-    reason = fail_reason or findings[0].message
-    if fail_reason is None and len(findings) > 1:
-        reason = f"{reason} (and {len(findings) - 1} more)"
-    return failed(family, name, reason, findings, rule=rule)
+from cudaship.records.findings import CheckResult, Severity, Status
 
 
 @dataclass(frozen=True)

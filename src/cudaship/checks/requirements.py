@@ -12,9 +12,9 @@ from packaging.utils import canonicalize_name
 from cudaship.checks import nvidia
 from cudaship.checks.context import AuditContext
 from cudaship.checks.policy import expand_template
-from cudaship.checks.records import CheckResult, Finding, failed, passed, verdict
 from cudaship.checks.resolve import Via, resolve
 from cudaship.errors import CudashipError
+from cudaship.records.findings import CheckResult, Finding, failed, passed, verdict
 from cudaship.wheel.metadata import normalize_specifier, parse_requirement
 from cudaship.wheel.records import DeclaredRequirement
 from cudaship.words import count, cut_list

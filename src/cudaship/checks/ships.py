@@ -7,7 +7,7 @@ import posixpath
 
 from cudaship.checks.context import AuditContext
 from cudaship.checks.policy import glob_match
-from cudaship.checks.records import CheckResult, Finding, failed, passed, verdict
+from cudaship.records.findings import CheckResult, Finding, failed, passed, verdict
 from cudaship.words import count, cut_list
 
 FAMILY = "ships"

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from packaging.utils import canonicalize_name
 
 from cudaship.checks.context import AuditContext
-from cudaship.checks.records import CheckResult, Finding, passed, verdict
 from cudaship.knowledge.repair import provision, pypi_file_limit
 from cudaship.records.binary import DeviceCodeKind, FileFormat
+from cudaship.records.findings import CheckResult, Finding, passed, verdict
 from cudaship.words import count
 
 FAMILY = "size"

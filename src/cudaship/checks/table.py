@@ -30,7 +30,7 @@ from cudaship.checks import (
     size,
 )
 from cudaship.checks.context import AuditContext
-from cudaship.checks.records import CheckResult, Severity
+from cudaship.records.findings import CheckResult, Severity
 
 CheckFn = Callable[[AuditContext], list[CheckResult]]
 SectionParser = Callable[["policy._Reader"], "policy.Section | None"]

@@ -18,7 +18,7 @@ import posixpath
 from collections.abc import Sequence
 
 from cudaship.checks.context import AuditContext
-from cudaship.checks.records import CheckResult, Status
+from cudaship.records.findings import CheckResult, Status
 from cudaship.words import agree
 
 RULE = "variant"

@@ -27,12 +27,13 @@ from dataclasses import dataclass
 from cudaship.checks import load as load_family
 from cudaship.checks.engine import with_severity
 from cudaship.checks.policy import Policy
-from cudaship.checks.records import CheckResult, LoadCheck, WheelAudit
+from cudaship.checks.records import LoadCheck, WheelAudit
 from cudaship.errors import OracleError
 from cudaship.inspection.environment import SameContent
 from cudaship.oracle.install import InstallOptions, LoadEnvironment, cleanup, prepare
 from cudaship.oracle.observe import DEFAULT_TIMEOUT, child_environment, observe
 from cudaship.oracle.records import Probe, ProbeResult
+from cudaship.records.findings import CheckResult
 from cudaship.wheel.toplevel import top_level_modules
 
 _OS_NAMES = {"linux": "Linux", "windows": "Windows", "macos": "macOS"}

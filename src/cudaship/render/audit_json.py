@@ -15,7 +15,8 @@ import json
 from typing import Any
 
 from cudaship import __version__
-from cudaship.checks.records import AuditReport, CheckResult, LoadCheck, WheelAudit
+from cudaship.checks.records import AuditReport, LoadCheck, WheelAudit
+from cudaship.records.findings import CheckResult
 
 #: 2: every check has ``severity`` (error|warning|note) and ``rule``; ``summary.failed`` counts failures of
 #: severity error only (``warnings`` and ``notes`` count the others); wheels have ``train_source``, and

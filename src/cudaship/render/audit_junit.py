@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from cudaship.checks.records import AuditReport, Severity, Status
+from cudaship.checks.records import AuditReport
+from cudaship.records.findings import Severity, Status
 from cudaship.render.audit_text import finding_text
 
 

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from cudaship.checks.records import AuditReport, CheckResult, Severity, Status
+from cudaship.checks.records import AuditReport
+from cudaship.records.findings import CheckResult, Severity, Status
 from cudaship.render.audit_text import finding_text
 from cudaship.words import count
 

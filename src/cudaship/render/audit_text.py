@@ -9,7 +9,8 @@ import io
 from rich.console import Console
 from rich.markup import escape
 
-from cudaship.checks.records import AuditReport, CheckResult, Finding, Severity, Status, WheelAudit
+from cudaship.checks.records import AuditReport, WheelAudit
+from cudaship.records.findings import CheckResult, Finding, Severity, Status
 from cudaship.render import escape as escape_for
 from cudaship.render.console import text_console
 from cudaship.words import count

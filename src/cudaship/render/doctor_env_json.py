@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from cudaship.checks.environment import EnvFinding, EnvReport
-from cudaship.checks.records import Severity
+from cudaship.records.findings import Severity
 
 SCHEMA_VERSION = 1
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from cudaship.checks.confirm import child_label
 from cudaship.checks.environment import EnvFinding, EnvReport, shown
-from cudaship.checks.records import Severity
+from cudaship.records.findings import Severity
 from cudaship.words import count
 
 _TITLES = {Severity.ERROR: "errors", Severity.WARNING: "warnings", Severity.NOTE: "notes"}

@@ -26,6 +26,7 @@ from cudaship.knowledge.libraries import OS
 from cudaship.knowledge.providers import toolkit_extras
 from cudaship.knowledge.repair import Provision, provision
 from cudaship.records.binary import FileFormat, ImportKind
+from cudaship.records.findings import Status
 from cudaship.repair.records import AddedRequirement, ElfEdit, Kept, Removed, RepairPlan
 
 _ORIGIN = ("$ORIGIN", "${ORIGIN}")
@@ -95,7 +96,6 @@ def unused_cuda(ctx: AuditContext) -> dict[str, set[str]]:
     """Installed path -> the CUDA DT_NEEDED entries none of whose symbols it uses, as the audit's closure
     family judges them (only when the policy runs that check)."""
     from cudaship.checks import closure
-    from cudaship.checks.records import Status
     from cudaship.knowledge.libraries import identify
 
     if not ctx.policy.closure.unused_imports:
