@@ -16,7 +16,7 @@ import pytest
 
 from cudaship.cli.main import main
 from cudaship.program.check import check_program
-from cudaship.program.records import Status
+from cudaship.program.records import outcome
 from cudaship.render.program_text import verdict_line
 from tests.program.builders import gxx_library, make_export_dir, make_pt2
 
@@ -89,8 +89,8 @@ def test_nothing_known_says_why_everywhere(
     assert "not recorded (no provenance.json and no PTX in the device code" in line
     report = check_program(directory, train="cu130")
     item = next(i for i in report.items if i.name == "train")
-    assert item.status is Status.FAIL
-    assert "not recorded (no provenance.json and no PTX in the device code" in item.message
+    assert outcome(item) == "fail"
+    assert "not recorded (no provenance.json and no PTX in the device code" in item.reason
 
 
 def test_verdict_line_counts_what_it_names(tmp_path: Path, nvcc_build: Callable[[str], Path]) -> None:
@@ -100,7 +100,7 @@ def test_verdict_line_counts_what_it_names(tmp_path: Path, nvcc_build: Callable[
     # train (cu126), arch (8.6), driver (too old for 13.0) and libstdc++ (static copy) fail; package and
     # reference pass; platform is skipped (no runtime platform given) and not counted
     report = check_program(export, train="cu126", gpu="8.6", driver="470.57.02")
-    failed = [i.name for i in report.items if i.status is Status.FAIL]
+    failed = [i.name for i in report.items if outcome(i) == "fail"]
     passed, decided = report.counts
     assert (len(failed), passed, decided) == (4, 2, 6), report.items
     assert verdict_line(report) == "FAILED: 4 of 6 checks failed (2 passed)"

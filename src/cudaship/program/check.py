@@ -1,6 +1,7 @@
 """``program check``: will this exported program load and run on that target?
 
-Checks, each one :class:`CheckItem` (every check runs; one failing never stops the others):
+Checks, each one :class:`~cudaship.records.findings.CheckResult` of family ``program`` (every check runs; one
+failing never stops the others; a warning is a failure of severity warning, which passes):
 
 - ``package``: the package reads, every member inside reads, and its sha256 is the one provenance recorded;
 - ``reference``: the reference inputs/outputs are there (``program run`` compares with them);
@@ -27,16 +28,16 @@ from cudaship.program.provenance import provenance_present, read_provenance
 from cudaship.program.pt2 import libstdcxx_copy
 from cudaship.program.reader import find_package, read_program
 from cudaship.program.records import (
-    CheckItem,
+    FAMILY,
     CheckReport,
     ProgramInfo,
     Provenance,
-    Status,
     Target,
     TrainAnswer,
     train_answer,
 )
 from cudaship.records.binary import DeviceCode, DeviceCodeKind, FileFormat
+from cudaship.records.findings import CheckResult, Severity, failed, passed, skipped
 from cudaship.words import count
 
 
@@ -96,14 +97,12 @@ def _arch_note(info: ProgramInfo) -> str | None:
     return "arch-specific device code: " + "; ".join(parts)
 
 
-def check_arch(info: ProgramInfo, capability: str, train: Train | None) -> CheckItem:
+def check_arch(info: ProgramInfo, capability: str, train: Train | None) -> CheckResult:
     groups = _device_groups(info)
     if info.device != "cuda" and not groups:
-        return CheckItem("arch", Status.SKIP, "a CPU program: no device code")
+        return skipped(FAMILY, "arch", "a CPU program: no device code")
     if not groups:
-        return CheckItem(
-            "arch", Status.FAIL, "a CUDA program with no device code found in its libraries or cubins"
-        )
+        return failed(FAMILY, "arch", "a CUDA program with no device code found in its libraries or cubins")
     failing: list[str] = []
     jit = 0
     for name, entries in groups:
@@ -116,9 +115,9 @@ def check_arch(info: ProgramInfo, capability: str, train: Train | None) -> Check
     gpu = _gpu_label(capability)
     if failing:
         more = f" (and {len(failing) - 1} more)" if len(failing) > 1 else ""
-        return CheckItem(
+        return failed(
+            FAMILY,
             "arch",
-            Status.FAIL,
             f"device code {archs} does not run on {gpu}: {failing[0]}{more}; "
             f"re-export on a GPU of capability "
             f"{capability} to run there",
@@ -131,8 +130,8 @@ def check_arch(info: ProgramInfo, capability: str, train: Train | None) -> Check
     )
     note = _arch_note(info)
     if note:
-        return CheckItem("arch", Status.WARN, f"{message}; {note}")
-    return CheckItem("arch", Status.PASS, message)
+        return failed(FAMILY, "arch", f"{message}; {note}", severity=Severity.WARNING)
+    return passed(FAMILY, "arch", message)
 
 
 def _gpu_label(capability: str) -> str:
@@ -140,7 +139,7 @@ def _gpu_label(capability: str) -> str:
     return group.label if group else f"capability {capability}"
 
 
-def check_driver(info: ProgramInfo, driver: str, train: Train | None, platform: str) -> CheckItem:
+def check_driver(info: ProgramInfo, driver: str, train: Train | None, platform: str) -> CheckResult:
     groups = _device_groups(info)
     verdicts: list[tuple[str, Verdict]] = []
     for name, entries in groups:
@@ -151,14 +150,14 @@ def check_driver(info: ProgramInfo, driver: str, train: Train | None, platform: 
     failing = [(n, v) for n, v in verdicts if not v.runs]
     if failing:
         name, verdict = failing[0]
-        return CheckItem("driver", Status.FAIL, f"driver {driver}: {name}: {verdict.reason}")
+        return failed(FAMILY, "driver", f"driver {driver}: {name}: {verdict.reason}")
     if train is not None:
         problem = _train_driver(train, driver, platform)
         if problem is not None:
-            return CheckItem("driver", Status.FAIL, problem)
+            return failed(FAMILY, "driver", problem)
     need = {v.min_driver for _, v in verdicts if v.min_driver}
     extra = f" (needs {', '.join(sorted(need))} or newer)" if need else ""
-    return CheckItem("driver", Status.PASS, f"driver {driver} runs the device code and CUDA train{extra}")
+    return passed(FAMILY, "driver", f"driver {driver} runs the device code and CUDA train{extra}")
 
 
 def _train_driver(train: Train, driver: str, platform: str) -> str | None:
@@ -223,7 +222,7 @@ def check_program(
         parse_driver(driver)  # bad input is a one-line error now, not a failed check
         target = _with(target, driver=driver)
 
-    items: list[CheckItem] = []
+    items: list[CheckResult] = []
     prov: Provenance | None = None
     if provenance_present(directory):
         # there but unreadable, not JSON, nested past the loader's depth, not the schema: bad input (exit 2,
@@ -231,9 +230,9 @@ def check_program(
         prov = read_provenance(directory)
     else:
         items.append(
-            CheckItem(
+            failed(
+                FAMILY,
                 "provenance",
-                Status.FAIL,
                 "no provenance.json: not a directory written by 'cudaship program export'",
             )
         )
@@ -245,15 +244,13 @@ def check_program(
         if prov is not None and sha256_file(package) != prov.package_sha256:
             problems = (*problems, f"{package.name} differs from the sha256 provenance.json recorded")
         if problems:
-            items.append(CheckItem("package", Status.FAIL, "; ".join(problems)))
+            items.append(failed(FAMILY, "package", "; ".join(problems)))
         else:
             items.append(
-                CheckItem(
-                    "package", Status.PASS, f"{package.name}: {count(len(info.members), 'member')} read"
-                )
+                passed(FAMILY, "package", f"{package.name}: {count(len(info.members), 'member')} read")
             )
     except (ProgramError, OSError) as e:
-        items.append(CheckItem("package", Status.FAIL, str(e) if isinstance(e, ProgramError) else f"{e}"))
+        items.append(failed(FAMILY, "package", str(e) if isinstance(e, ProgramError) else f"{e}"))
     items.append(_check_reference(directory, prov))
     answer = info.train if info is not None else train_answer(None, prov)
     exported_train = _train_of(answer)
@@ -262,15 +259,15 @@ def check_program(
     ) or (prov.target_platform if prov else None)
     if target.platform is None:
         items.append(
-            CheckItem("platform", Status.SKIP, f"program for {program_platform}; no runtime platform given")
+            skipped(FAMILY, "platform", f"program for {program_platform}; no runtime platform given")
         )
     elif program_platform == target.platform:
-        items.append(CheckItem("platform", Status.PASS, f"program and runtime are {target.platform}"))
+        items.append(passed(FAMILY, "platform", f"program and runtime are {target.platform}"))
     else:
         items.append(
-            CheckItem(
+            failed(
+                FAMILY,
                 "platform",
-                Status.FAIL,
                 f"the program was compiled for {program_platform}; the runtime ({target.runtime}) is "
                 f"{target.platform}: export on (or cross-compile for) {target.platform}",
             )
@@ -282,13 +279,13 @@ def check_program(
         else:
             note = _arch_note(info)
             message = "no GPU given (--gpu or --here)"
-            items.append(CheckItem("arch", Status.SKIP, f"{message}; {note}" if note else message))
+            items.append(skipped(FAMILY, "arch", f"{message}; {note}" if note else message))
         if target.driver is not None and info.device == "cuda":
             plat = (target.platform or program_platform or "linux").split("-")[0]
             plat = plat if plat in ("linux", "windows") else "linux"
             items.append(check_driver(info, target.driver, exported_train, plat))
         elif info.device == "cuda":
-            items.append(CheckItem("driver", Status.SKIP, "no driver given (--driver or --here)"))
+            items.append(skipped(FAMILY, "driver", "no driver given (--driver or --here)"))
         items.append(_check_libstdcxx(info))
     return CheckReport(str(directory), prov, info, target, tuple(items))
 
@@ -315,34 +312,37 @@ def _here(target: Target) -> Target:
     )
 
 
-def _check_reference(directory: Path, prov: Provenance | None) -> CheckItem:
+def _check_reference(directory: Path, prov: Provenance | None) -> CheckResult:
     name = (prov.reference if prov else None) or "reference.pt"
     if not (directory / name).is_file():
-        return CheckItem(
-            "reference", Status.FAIL, f"no reference data ({name}): program run has nothing to compare with"
+        return failed(
+            FAMILY, "reference", f"no reference data ({name}): program run has nothing to compare with"
         )
     eager = prov.exported_program if prov else None
     if eager and not (directory / eager).is_file():
-        return CheckItem("reference", Status.WARN, f"{name} present; {eager} missing: run cannot time eager")
-    return CheckItem("reference", Status.PASS, f"{name} present")
+        return failed(
+            FAMILY,
+            "reference",
+            f"{name} present; {eager} missing: run cannot time eager",
+            severity=Severity.WARNING,
+        )
+    return passed(FAMILY, "reference", f"{name} present")
 
 
 def _check_train(
     prov: Provenance | None, info: ProgramInfo | None, exported: Train | None, target: Target
-) -> CheckItem:
+) -> CheckResult:
     if info is not None and info.device != "cuda" and (prov is None or prov.device != "cuda"):
-        return CheckItem("train", Status.SKIP, "a CPU program: no CUDA train")
+        return skipped(FAMILY, "train", "a CPU program: no CUDA train")
     answer = info.train if info is not None else train_answer(None, prov)
     program = f"the program's CUDA train is {answer.phrase}"
     if target.train is None:
-        return CheckItem("train", Status.SKIP, f"{program}; no runtime train given (--train or --wheel)")
+        return skipped(FAMILY, "train", f"{program}; no runtime train given (--train or --wheel)")
     wanted = parse_train(target.train)
     if exported is None:
-        return CheckItem(
-            "train", Status.FAIL, f"{program}: cannot show it matches the runtime's {wanted.tag}"
-        )
+        return failed(FAMILY, "train", f"{program}: cannot show it matches the runtime's {wanted.tag}")
     if exported.line == wanted.line:
-        return CheckItem("train", Status.PASS, f"{program}; the runtime is {wanted.tag}")
+        return passed(FAMILY, "train", f"{program}; the runtime is {wanted.tag}")
     same_major = (
         f"every CUDA {wanted.major} train loads the same cudart major, "
         "so this would not fail at load time by itself; "
@@ -355,9 +355,9 @@ def _check_train(
         same_major = (
             f"its wrapper imports {names}, which a {wanted.tag} runtime does not provide (load fails); "
         )
-    return CheckItem(
+    return failed(
+        FAMILY,
         "train",
-        Status.FAIL,
         f"{program}, but the runtime ({target.train_source}) is {wanted.tag}: "
         f"{same_major}re-export with a {wanted.tag} torch, or run it with a {exported.tag} runtime",
     )
@@ -402,8 +402,8 @@ def runtime_problems(info: ProgramInfo, cxx: str | None = None) -> list[str]:
     return problems
 
 
-def _check_libstdcxx(info: ProgramInfo) -> CheckItem:
+def _check_libstdcxx(info: ProgramInfo) -> CheckResult:
     problems = runtime_problems(info)
     if problems:
-        return CheckItem("libstdc++", Status.FAIL, "; ".join(problems))
-    return CheckItem("libstdc++", Status.PASS, "no library carries its own libstdc++ or needs MinGW's")
+        return failed(FAMILY, "libstdc++", "; ".join(problems))
+    return passed(FAMILY, "libstdc++", "no library carries its own libstdc++ or needs MinGW's")

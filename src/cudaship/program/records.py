@@ -14,6 +14,7 @@ from enum import Enum
 
 from cudaship.records.binary import DeviceCode, DeviceCodeKind
 from cudaship.records.files import FileReport
+from cudaship.records.findings import CheckResult, Status
 
 
 class ProgramKind(str, Enum):
@@ -175,18 +176,17 @@ def train_answer(info: ProgramInfo | None, prov: Provenance | None) -> TrainAnsw
     return TrainAnswer(None, f"no provenance.json and no PTX in the device code{ptxas}")
 
 
-class Status(str, Enum):
-    PASS = "pass"
-    FAIL = "fail"
-    WARN = "warn"  #: passes, but a person should know (an 'a' cubin runs on one GPU generation only)
-    SKIP = "skip"  #: not decidable with what was given (no train, no GPU named)
+#: The family (mechanism) of every :class:`~cudaship.records.findings.CheckResult` ``program check`` returns.
+FAMILY = "program"
 
 
-@dataclass(frozen=True)
-class CheckItem:
-    name: str  #: package, reference, platform, train, arch, driver, libstdc++
-    status: Status
-    message: str
+def outcome(item: CheckResult) -> str:
+    """``program check``'s word for a result: ``pass``, ``skip`` (not decidable with what was given: no
+    train, no GPU named), ``fail`` (a failure of severity error) or ``warn`` (a failure of severity warning:
+    it passes, but a person should know, e.g. an 'a' cubin runs on one GPU generation only)."""
+    if item.status is not Status.FAIL:
+        return str(item.status.value)
+    return "fail" if item.is_error else "warn"
 
 
 @dataclass(frozen=True)
@@ -208,17 +208,17 @@ class CheckReport:
     provenance: Provenance | None
     program: ProgramInfo | None
     target: Target
-    items: tuple[CheckItem, ...]
+    items: tuple[CheckResult, ...]  #: one per check (``name``: package, reference, platform, train, ...)
 
     @property
     def passed(self) -> bool:
-        return all(i.status is not Status.FAIL for i in self.items)
+        return not any(i.is_error for i in self.items)
 
     @property
     def counts(self) -> tuple[int, int]:
         """(checks passed, checks decided): warnings pass, skips are not counted."""
         decided = [i for i in self.items if i.status is not Status.SKIP]
-        return sum(i.status is not Status.FAIL for i in decided), len(decided)
+        return sum(not i.is_error for i in decided), len(decided)
 
 
 @dataclass(frozen=True)

@@ -119,7 +119,7 @@ def failed(
     family: str,
     name: str,
     reason: str,
-    evidence: tuple[Finding, ...] | list[Finding],
+    evidence: tuple[Finding, ...] | list[Finding] = (),
     *,
     rule: str | None = None,
     severity: Severity = Severity.ERROR,

@@ -7,7 +7,7 @@ import json
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from cudaship.program.records import CheckReport, ProgramInfo, RunReport
+from cudaship.program.records import CheckReport, ProgramInfo, RunReport, outcome
 
 if TYPE_CHECKING:
     from cudaship.program.export import ExportResult
@@ -88,7 +88,7 @@ def render_check(report: CheckReport) -> str:
         "passed": report.passed,
         "provenance": _plain(report.provenance),
         "target": _plain(report.target),
-        "checks": _plain(report.items),
+        "checks": [{"name": i.name, "status": outcome(i), "message": i.reason} for i in report.items],
         "program": _program(report.program) if report.program else None,
     }
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"

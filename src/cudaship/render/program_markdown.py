@@ -25,7 +25,7 @@ def check_row(report: CheckReport) -> str:
         f"GPU {report.target.capability}" if report.target.capability else "-"
     )
     passed, decided = report.counts
-    failed = [i.name for i in report.items if i.status.value == "fail"]
+    failed = [i.name for i in report.items if i.is_error]
     checks = f"{passed}/{decided}" + (f" (failed: {', '.join(failed)})" if failed else "")
     cells = (train, prov.torch_version if prov else "-", runtime, checks, "-", "-")
     return "| " + " | ".join(_cell(c) for c in cells) + " |\n"

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 
 from cudaship import words
 from cudaship.program.pt2 import libstdcxx_copy
-from cudaship.program.records import CheckReport, MemberRole, ProgramInfo, RunReport, Status
+from cudaship.program.records import CheckReport, MemberRole, ProgramInfo, RunReport, outcome
 
 if TYPE_CHECKING:
     from cudaship.program.export import ExportResult
 
-_MARK = {Status.PASS: "PASS", Status.FAIL: "FAIL", Status.WARN: "WARN", Status.SKIP: "skip"}
+_MARK = {"pass": "PASS", "fail": "FAIL", "warn": "WARN", "skip": "skip"}
 
 
 def render_inspect(info: ProgramInfo) -> str:
@@ -108,7 +108,7 @@ def render_check(report: CheckReport) -> str:
     ]
     lines.append(f"  target        {', '.join(p for p in parts if p) or '(nothing given)'}")
     for item in report.items:
-        lines.append(f"  {_MARK[item.status]:<5} {item.name:<10} {item.message}")
+        lines.append(f"  {_MARK[outcome(item)]:<5} {item.name:<10} {item.reason}")
     lines.append("  " + verdict_line(report))
     return "\n".join(lines) + "\n"
 
