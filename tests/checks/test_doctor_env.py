@@ -33,9 +33,11 @@ def test_device_code_that_does_not_run_on_the_gpu_here_is_an_error(bnb_env: Path
     report = doctor_env([str(bnb_env)], system=False, probe=_probe("sm_37"))
     device = [f for f in report.findings if f.rule == "device-code"]
     assert len(report.gpu.checked) == 7  # the seven CUDA variants carry device code; the CPU/ROCm ones none
-    assert {Path(f.file or "").name for f in device} == {Path(p).name for p, _ in report.gpu.checked}
-    assert all(f.severity is Severity.ERROR and f.distribution == "bitsandbytes 0.50.2" for f in device)
-    assert all("compute capability 3.7" in f.message for f in device)
+    assert {Path(f.subject.file or "").name for f in device} == {Path(p).name for p, _ in report.gpu.checked}
+    assert all(
+        f.severity is Severity.ERROR and f.subject.distribution == "bitsandbytes 0.50.2" for f in device
+    )
+    assert all("compute capability 3.7" in f.reason for f in device)
     assert report.errors == len(device)
 
 
@@ -46,8 +48,8 @@ def test_a_gpu_the_code_serves_and_no_gpu_give_no_device_finding(bnb_env: Path) 
     none = doctor_env([str(bnb_env)], system=False, probe=None, no_gpu="no NVIDIA driver on this machine")
     assert none.gpu.checked == () and "no NVIDIA driver" in (none.gpu.note or "")
     # the loader part is the same with or without a GPU
-    loader_findings = [(f.rule, f.file, f.library) for f in none.findings]
-    assert loader_findings == [(f.rule, f.file, f.library) for f in served.findings]
+    loader_findings = [(f.rule, f.subject.file, f.subject.library) for f in none.findings]
+    assert loader_findings == [(f.rule, f.subject.file, f.subject.library) for f in served.findings]
     # the variants are loaded by path at run time, not on import: their missing CUDA libraries are warnings
     assert none.errors == 0
     assert {f.rule for f in none.findings} == {"unresolved"}
@@ -60,7 +62,7 @@ def test_cupy_finds_its_cuda_libraries_at_run_time(cupy_nvrtc_env: Path) -> None
     report = doctor_env([str(cupy_nvrtc_env)], system=False)
     (nvrtc,) = [e for e in report.graph.edges if e.name == "libnvrtc.so.12"]
     assert nvrtc.how is How.RUNTIME and (nvrtc.target or "").endswith("nvidia/cuda_nvrtc/lib/libnvrtc.so.12")
-    unresolved = {f.library: f for f in report.findings if f.rule == "unresolved"}
+    unresolved = {f.subject.library: f for f in report.findings if f.rule == "unresolved"}
     assert "libnvrtc.so.12" not in unresolved
     assert unresolved["libcublas.so.12"].severity is Severity.ERROR
-    assert "cuda-pathfinder" in unresolved["libcublas.so.12"].message
+    assert "cuda-pathfinder" in unresolved["libcublas.so.12"].reason

@@ -94,9 +94,11 @@ def test_without_the_preload_the_system_copy_really_shadows(
     assert edges[f"sysbound/_ext{EXT}"] == (system_copy, How.LD_LIBRARY_PATH)
     assert edges["torch/lib/libtorch_lazy.so"] == (system_copy, How.LOADED)
     (shadowed,) = [f for f in report.findings if f.rule == "shadowed"]
-    assert shadowed.severity is Severity.WARNING and shadowed.file == str(site / "torch/lib/libtorch_lazy.so")
-    assert shadowed.target == system_copy
-    assert f"by sysbound/_ext{EXT}, through LD_LIBRARY_PATH" in shadowed.message
+    assert shadowed.severity is Severity.WARNING and shadowed.subject.file == str(
+        site / "torch/lib/libtorch_lazy.so"
+    )
+    assert shadowed.subject.target == system_copy
+    assert f"by sysbound/_ext{EXT}, through LD_LIBRARY_PATH" in shadowed.reason
 
 
 def _machine_cache_lists_cuda() -> bool:
@@ -123,7 +125,7 @@ def test_the_h200_case_with_this_machines_cuda_toolkit_in_ld_so_cache(
     report = doctor_env([str(site)], ld_library_path="")
     assert _cudart_edges(report.graph.edges, site)[f"sysbound/_ext{EXT}"] == (MACHINE_CUDART, How.CACHE)
     (shadowed,) = [f for f in report.findings if f.rule == "shadowed"]
-    assert shadowed.target == MACHINE_CUDART and "through ld.so.cache" in shadowed.message
+    assert shadowed.subject.target == MACHINE_CUDART and "through ld.so.cache" in shadowed.reason
 
 
 @pytest.mark.skipif(ldconfig is None, reason="needs ldconfig")
@@ -146,8 +148,8 @@ def test_an_identical_copy_in_the_cache_is_a_note_not_shadowing(
     assert edges[f"sysbound/_ext{EXT}"] == (str(libs / "libcudart.so.13"), How.CACHE)
     assert not [f for f in report.findings if f.rule == "shadowed"]
     (note,) = [f for f in report.findings if f.rule == "identical-copies"]
-    assert note.severity is Severity.NOTE and note.target == str(libs / "libcudart.so.13")
-    assert "same size and sha256" in note.message
+    assert note.severity is Severity.NOTE and note.subject.target == str(libs / "libcudart.so.13")
+    assert "same size and sha256" in note.reason
     # one byte changed: the same situation is shadowing again
     data = bytearray((libs / "libcudart.so.13").read_bytes())
     data[-1] ^= 0xFF

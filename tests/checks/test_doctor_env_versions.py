@@ -108,10 +108,10 @@ def test_a_version_the_picked_file_does_not_define(tmp_path: Path) -> None:
     assert "version `VDEP_2.0' not found" in _real_error(site)
     report = doctor_env([str(site)], system=False)
     (f,) = [f for f in report.findings if f.rule == "missing-version"]
-    assert f.severity is Severity.ERROR and f.version == "VDEP_2.0"
-    assert f.distribution == "ext 1.0" and f.target_distribution == "dep 1.0"
-    assert (f.target or "").endswith("dep/libvdep.so.1")
-    assert "version `VDEP_2.0' not found" in f.message
+    assert f.severity is Severity.ERROR and f.subject.version == "VDEP_2.0"
+    assert f.subject.distribution == "ext 1.0" and f.subject.target_distribution == "dep 1.0"
+    assert (f.subject.target or "").endswith("dep/libvdep.so.1")
+    assert "version `VDEP_2.0' not found" in f.reason
 
 
 def test_a_symbol_the_picked_file_does_not_define_in_that_version(tmp_path: Path) -> None:
@@ -119,8 +119,8 @@ def test_a_symbol_the_picked_file_does_not_define_in_that_version(tmp_path: Path
     assert "undefined symbol: new_call, version VDEP_2.0" in _real_error(site)
     report = doctor_env([str(site)], system=False)
     (f,) = [f for f in report.findings if f.rule == "missing-symbol"]
-    assert (f.symbol, f.version) == ("new_call", "VDEP_2.0")
-    assert f.message.startswith("undefined symbol: new_call, version VDEP_2.0")
+    assert (f.subject.symbol, f.subject.version) == ("new_call", "VDEP_2.0")
+    assert f.reason.startswith("undefined symbol: new_call, version VDEP_2.0")
 
 
 def test_the_matching_library_loads_in_both(tmp_path: Path) -> None:

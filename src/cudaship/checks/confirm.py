@@ -34,7 +34,7 @@ from cudaship.analysis.envload import Edge, LoadGraph
 from cudaship.inspection.environment import Environment, InstalledDistribution
 from cudaship.knowledge.providers import conventions_for, preloads_for
 from cudaship.oracle.records import Observation, Probe, ProbeResult, Step, StepKind
-from cudaship.records.findings import Severity
+from cudaship.records.findings import CheckResult, Severity, judged
 from cudaship.wheel.toplevel import top_level_modules as installed_top_level
 from cudaship.words import agree, count
 
@@ -242,18 +242,8 @@ def _child(
     )
 
 
-@dataclass(frozen=True)
-class ConfirmFinding:
-    """What :func:`findings` returns, turned into the report's findings by the caller."""
-
-    rule: str
-    severity: Severity
-    message: str
-    file: str | None = None
-    distribution: str | None = None
-    library: str | None = None
-    target: str | None = None
-    target_distribution: str | None = None
+#: The family (mechanism) of the findings :func:`findings` returns.
+FAMILY = "confirm"
 
 
 def findings(
@@ -261,10 +251,10 @@ def findings(
     show: Callable[[str], str],
     label: Callable[[str], str | None],
     same: Callable[[str, str], bool] = lambda a, b: False,
-) -> list[ConfirmFinding]:
+) -> list[CheckResult]:
     """``show``: a path as the user reads it; ``label``: its distribution (None: a system file); ``same``: the
     two files have the same content (the simulation's identical copies)."""
-    out: list[ConfirmFinding] = []
+    out: list[CheckResult] = []
 
     def described(path: str) -> str:
         owner = label(path)
@@ -274,7 +264,8 @@ def findings(
         static = f"{described(d.static)} ({d.static_how})" if d.static else "not found"
         identical = d.static is not None and same(d.static, d.loader)
         out.append(
-            ConfirmFinding(
+            judged(
+                FAMILY,
                 "loader-identical" if identical else "loader-disagrees",
                 Severity.NOTE if identical else Severity.WARNING,
                 f"{described(d.importer)} imports {d.name}: static: {static}; loader: {described(d.loader)} "
@@ -303,7 +294,8 @@ def findings(
         else:
             severity, why = Severity.NOTE, ": not a loader failure"
         out.append(
-            ConfirmFinding(
+            judged(
+                FAMILY,
                 "import-failed",
                 severity,
                 f"`import {c.module}`{after} of {c.distribution} failed{why}: {c.message}",

@@ -1,7 +1,8 @@
 """``doctor --env``: will these packages load together here? Findings over the simulated process
 (:mod:`cudaship.analysis.envload`) and NVIDIA's minimum versions between components.
 
-Rules (each finding carries one):
+Rules (each finding, a failed :class:`~cudaship.records.findings.CheckResult` of family ``environment``
+made by :func:`~cudaship.records.findings.judged`, carries one as its name and rule):
 
 * ``unresolved`` (error): an import the loader finds nowhere; a note when the importing library is loaded
   only on demand (a package's documented optional feature), a warning for a Windows delay-load import.
@@ -51,7 +52,7 @@ from cudaship.knowledge.providers import conventions_for
 from cudaship.knowledge.runs_on import VerdictKind
 from cudaship.probe.records import ProbeResult
 from cudaship.records.binary import ImportKind, Machine
-from cudaship.records.findings import Severity
+from cudaship.records.findings import CheckResult, Severity, judged
 
 #: Missing symbols named in one finding before the rest are counted.
 MAX_SYMBOLS = 5
@@ -59,19 +60,8 @@ MAX_SYMBOLS = 5
 MAX_DIRS = 12
 
 
-@dataclass(frozen=True)
-class EnvFinding:
-    rule: str
-    severity: Severity
-    message: str
-    file: str | None = None  #: the importing (or concerned) file
-    distribution: str | None = None  #: ``nvidia-cusparse-cu12 12.5.8.93``
-    library: str | None = None  #: the import as written
-    target: str | None = None  #: the file the loader picks
-    target_distribution: str | None = None
-    symbol: str | None = None
-    version: str | None = None
-    source: str | None = None  #: where a knowledge rule comes from
+#: The family (mechanism) of the findings :func:`check_environment` returns.
+FAMILY = "environment"
 
 
 class _Owners:
@@ -116,13 +106,14 @@ def _on_demand(owners: _Owners, path: str) -> str | None:
     return None
 
 
-def check_environment(env: Environment, graph: LoadGraph) -> list[EnvFinding]:
+def check_environment(env: Environment, graph: LoadGraph) -> list[CheckResult]:
     owners = _Owners(env)
-    findings: list[EnvFinding] = []
+    findings: list[CheckResult] = []
     for lib in env.libraries:
         if lib.report.error is not None:
             findings.append(
-                EnvFinding(
+                judged(
+                    FAMILY,
                     "unreadable",
                     Severity.ERROR,
                     f"{owners.show(lib.path)}: cannot read: {lib.report.error}",
@@ -131,7 +122,7 @@ def check_environment(env: Environment, graph: LoadGraph) -> list[EnvFinding]:
                 )
             )
     for problem in env.problems:
-        findings.append(EnvFinding("unreadable-distribution", Severity.WARNING, problem))
+        findings.append(judged(FAMILY, "unreadable-distribution", Severity.WARNING, problem))
     scopes = _Scopes(graph)
     for edge in graph.edges:
         if edge.target is None and edge.provider is None:
@@ -148,7 +139,7 @@ def check_environment(env: Environment, graph: LoadGraph) -> list[EnvFinding]:
     return findings
 
 
-def _unresolved(owners: _Owners, edge: Edge) -> EnvFinding:
+def _unresolved(owners: _Owners, edge: Edge) -> CheckResult:
     who = owners.described(edge.importer)
     shown = [owners.show_dir(d) for d in edge.searched[:MAX_DIRS]]
     more = len(edge.searched) - MAX_DIRS
@@ -170,7 +161,8 @@ def _unresolved(owners: _Owners, edge: Edge) -> EnvFinding:
     elif not edge.reachable:
         severity = Severity.WARNING
         message += "; nothing imported loads this library by itself: it fails when loaded by name at run time"
-    return EnvFinding(
+    return judged(
+        FAMILY,
         "unresolved",
         severity,
         message,
@@ -180,7 +172,7 @@ def _unresolved(owners: _Owners, edge: Edge) -> EnvFinding:
     )
 
 
-def _only_on_path(owners: _Owners, edge: Edge) -> EnvFinding:
+def _only_on_path(owners: _Owners, edge: Edge) -> CheckResult:
     """Windows: found only in a PATH directory, which the safe DLL search of Python 3.8+ does not read."""
     message = (
         f"{owners.described(edge.importer)} imports {edge.name}: found only on PATH ({edge.target}); "
@@ -234,7 +226,7 @@ class _Scopes:
         return self._wanted[importer].get(library, [])
 
 
-def _versions(owners: _Owners, edge: Edge, scopes: _Scopes) -> list[EnvFinding]:
+def _versions(owners: _Owners, edge: Edge, scopes: _Scopes) -> list[CheckResult]:
     target = scopes.graph.hosts.get(edge.target or "")
     if target is None or edge.target is None or edge.kind is not ImportKind.NEEDED:
         return []
@@ -284,9 +276,10 @@ def _about(
     *,
     symbol: str | None = None,
     version: str | None = None,
-) -> EnvFinding:
+) -> CheckResult:
     """A finding about one import: the importer and the file picked, each with its distribution."""
-    return EnvFinding(
+    return judged(
+        FAMILY,
         rule,
         severity,
         message,
@@ -321,7 +314,7 @@ def _how(owners: _Owners, edge: Edge, graph: LoadGraph) -> str:
     return f"{how} (by its path)"
 
 
-def _shadowed(owners: _Owners, edge: Edge, graph: LoadGraph) -> EnvFinding:
+def _shadowed(owners: _Owners, edge: Edge, graph: LoadGraph) -> CheckResult:
     assert edge.packaged is not None and edge.target is not None
     how = _how(owners, edge, graph)
     message = (
@@ -332,7 +325,7 @@ def _shadowed(owners: _Owners, edge: Edge, graph: LoadGraph) -> EnvFinding:
     return _about(owners, edge, "shadowed", Severity.WARNING, message)
 
 
-def _identical(owners: _Owners, edge: Edge, graph: LoadGraph) -> EnvFinding:
+def _identical(owners: _Owners, edge: Edge, graph: LoadGraph) -> CheckResult:
     """The importer's own copy is not the file loaded, but both are the same bytes: nothing is shadowed."""
     assert edge.packaged is not None and edge.target is not None
     how = _how(owners, edge, graph)
@@ -345,7 +338,7 @@ def _identical(owners: _Owners, edge: Edge, graph: LoadGraph) -> EnvFinding:
     return _about(owners, edge, "identical-copies", Severity.NOTE, message)
 
 
-def _duplicates(owners: _Owners, graph: LoadGraph) -> list[EnvFinding]:
+def _duplicates(owners: _Owners, graph: LoadGraph) -> list[CheckResult]:
     by_key: dict[str, list[str]] = {}
     for obj in graph.loaded:
         if obj.reachable:
@@ -366,7 +359,8 @@ def _duplicates(owners: _Owners, graph: LoadGraph) -> list[EnvFinding]:
                     "versioned exports)"
                 )
             out.append(
-                EnvFinding(
+                judged(
+                    FAMILY,
                     "duplicate",
                     Severity.WARNING,
                     f"two copies of {key}{differ} are loaded in one process: "
@@ -382,7 +376,7 @@ def _duplicates(owners: _Owners, graph: LoadGraph) -> list[EnvFinding]:
     return out
 
 
-def _components(env: Environment) -> list[EnvFinding]:
+def _components(env: Environment) -> list[CheckResult]:
     installed: dict[str, str] = {}
     for d in env.distributions:
         installed.setdefault(d.dist.name, d.dist.version)
@@ -390,7 +384,8 @@ def _components(env: Environment) -> list[EnvFinding]:
     for v in violations(installed):
         r = v.rule
         out.append(
-            EnvFinding(
+            judged(
+                FAMILY,
                 "component-version",
                 Severity.ERROR,
                 f"{r.component} {v.component_version} (CUDA {v.component_cuda}) needs {r.needs} of CUDA "
@@ -463,7 +458,7 @@ class GpuCheck:
 class EnvReport:
     env: Environment
     graph: LoadGraph
-    findings: tuple[EnvFinding, ...]
+    findings: tuple[CheckResult, ...]
     settings: LoaderSettings
     gpu: GpuCheck
     confirm: ConfirmReport | None = None  #: ``--confirm``: the simulation against the real loader
@@ -474,7 +469,7 @@ class EnvReport:
 
     @property
     def unreadable(self) -> bool:
-        return any(f.rule == "unreadable" for f in self.findings)
+        return any(f.name == "unreadable" for f in self.findings)
 
 
 def _machine(env: Environment) -> Machine:
@@ -565,27 +560,17 @@ def doctor_env(
     return EnvReport(env, graph, tuple(_sorted(findings)), settings, gpu)
 
 
-def _sorted(findings: list[EnvFinding]) -> list[EnvFinding]:
+def _sorted(findings: list[CheckResult]) -> list[CheckResult]:
     order = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.NOTE: 2}
-    return sorted(findings, key=lambda f: (order[f.severity], f.rule, f.file or "", f.library or ""))
+    return sorted(
+        findings, key=lambda f: (order[f.severity], f.name, f.subject.file or "", f.subject.library or "")
+    )
 
 
 def with_confirmation(report: EnvReport, confirm: ConfirmReport) -> EnvReport:
     """``report`` with what the real loader showed: its disagreements and failed imports as findings."""
     owners = _Owners(report.env)
-    extra = [
-        EnvFinding(
-            f.rule,
-            f.severity,
-            f.message,
-            file=f.file,
-            distribution=f.distribution,
-            library=f.library,
-            target=f.target,
-            target_distribution=f.target_distribution,
-        )
-        for f in confirm_findings(confirm, owners.show, owners.label, report.graph.same_content)
-    ]
+    extra = confirm_findings(confirm, owners.show, owners.label, report.graph.same_content)
     return replace(report, findings=tuple(_sorted([*report.findings, *extra])), confirm=confirm)
 
 
@@ -603,7 +588,7 @@ def _gpu_check(env: Environment, probe: ProbeResult | None, no_gpu: str | None) 
     return GpuCheck(probe, checked)
 
 
-def _gpu_findings(env: Environment, gpu: GpuCheck) -> list[EnvFinding]:
+def _gpu_findings(env: Environment, gpu: GpuCheck) -> list[CheckResult]:
     if gpu.probe is None:
         return []
     owners = _Owners(env)
@@ -612,7 +597,8 @@ def _gpu_findings(env: Environment, gpu: GpuCheck) -> list[EnvFinding]:
         for cv in verdicts.verdicts:
             if cv.verdict.verdict is VerdictKind.NO:
                 out.append(
-                    EnvFinding(
+                    judged(
+                        FAMILY,
                         "device-code",
                         Severity.ERROR,
                         f"{owners.described(path)} will not run on the GPUs of compute capability "

@@ -116,9 +116,10 @@ def run_env(
     text = render("doctor --env", fmt, report, Style(details=details))
     write_report(text, output)
     for f in report.findings:
-        if f.rule == "unreadable":
+        if f.name == "unreadable":
             click.echo(
-                line(f"cudaship: error: {f.file}: {f.message.split(': cannot read: ', 1)[-1]}"), err=True
+                line(f"cudaship: error: {f.subject.file}: {f.reason.split(': cannot read: ', 1)[-1]}"),
+                err=True,
             )
     if report.unreadable:
         return int(ExitCode.BAD_INPUT)

@@ -9,14 +9,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from cudaship.checks.environment import EnvFinding, EnvReport
-from cudaship.records.findings import Severity
+from cudaship.checks.environment import EnvReport
+from cudaship.records.findings import CheckResult, Severity
 
 SCHEMA_VERSION = 1
 
 
-def _finding(f: EnvFinding) -> dict[str, Any]:
-    out: dict[str, Any] = {"rule": f.rule, "severity": f.severity.value, "message": f.message}
+def _finding(f: CheckResult) -> dict[str, Any]:
+    out: dict[str, Any] = {"rule": f.name, "severity": f.severity.value, "message": f.reason}
     for key in (
         "file",
         "distribution",
@@ -27,7 +27,7 @@ def _finding(f: EnvFinding) -> dict[str, Any]:
         "version",
         "source",
     ):
-        value = getattr(f, key)
+        value = getattr(f.subject, key)
         if value is not None:
             out[key] = value
     return out

@@ -16,6 +16,6 @@ def render_markdown(report: EnvReport) -> str:
     if report.findings:
         lines += ["", "| severity | rule | finding |", "|---|---|---|"]
         for f in report.findings:
-            message = f.message + (f" (source: {f.source})" if f.source else "")
-            lines.append(f"| {f.severity.value} | {f.rule} | {_cell(message)} |")
+            message = f.reason + (f" (source: {f.subject.source})" if f.subject.source else "")
+            lines.append(f"| {f.severity.value} | {f.name} | {_cell(message)} |")
     return "\n".join(lines) + "\n"

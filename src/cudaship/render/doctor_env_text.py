@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from cudaship.checks.confirm import child_label
-from cudaship.checks.environment import EnvFinding, EnvReport, shown
-from cudaship.records.findings import Severity
+from cudaship.checks.environment import EnvReport, shown
+from cudaship.records.findings import CheckResult, Severity
 from cudaship.words import count
 
 _TITLES = {Severity.ERROR: "errors", Severity.WARNING: "warnings", Severity.NOTE: "notes"}
@@ -66,10 +66,10 @@ def confirm_line(report: EnvReport) -> str:
     )
 
 
-def _finding(f: EnvFinding) -> list[str]:
-    out = [f"  {f.severity.value} [{f.rule}] {f.message}"]
-    if f.source:
-        out.append(f"      source: {f.source}")
+def _finding(f: CheckResult) -> list[str]:
+    out = [f"  {f.severity.value} [{f.name}] {f.reason}"]
+    if f.subject.source:
+        out.append(f"      source: {f.subject.source}")
     return out
 
 
