@@ -11,9 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cudaship.analysis.gpus import FileVerdicts, file_verdicts
-from cudaship.knowledge.runs_on import Verdict, VerdictKind
+from cudaship.knowledge.runs_on import Verdict
 from cudaship.probe.records import GpuInfo, ProbeResult
 from cudaship.records.files import FileReport
+from cudaship.records.findings import Status
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ class DoctorReport:
     @property
     def runs_nowhere(self) -> bool:
         """Some file will not run on some GPU of this machine."""
-        return any(cv.verdict.verdict is VerdictKind.NO for c in self.checked for cv in c.verdicts.verdicts)
+        return any(cv.verdict.status is Status.FAIL for c in self.checked for cv in c.verdicts.verdicts)
 
 
 def check(report: FileReport, result: ProbeResult, distribution: str | None = None) -> Checked:

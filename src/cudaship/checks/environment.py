@@ -49,10 +49,9 @@ from cudaship.inspection.environment import (
 )
 from cudaship.knowledge.component_minimums import violations
 from cudaship.knowledge.providers import conventions_for
-from cudaship.knowledge.runs_on import VerdictKind
 from cudaship.probe.records import ProbeResult
 from cudaship.records.binary import ImportKind, Machine
-from cudaship.records.findings import CheckResult, Severity, judged
+from cudaship.records.findings import CheckResult, Severity, Status, judged
 
 #: Missing symbols named in one finding before the rest are counted.
 MAX_SYMBOLS = 5
@@ -595,7 +594,7 @@ def _gpu_findings(env: Environment, gpu: GpuCheck) -> list[CheckResult]:
     out = []
     for path, verdicts in gpu.checked:
         for cv in verdicts.verdicts:
-            if cv.verdict.verdict is VerdictKind.NO:
+            if cv.verdict.status is Status.FAIL:
                 out.append(
                     judged(
                         FAMILY,

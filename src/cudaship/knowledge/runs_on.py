@@ -37,6 +37,7 @@ from cudaship.knowledge.releases import (
 )
 from cudaship.knowledge.trains import Train, as_train, parse_train
 from cudaship.records.binary import Compression, DeviceCode, DeviceCodeKind
+from cudaship.records.findings import Status
 from cudaship.words import agree
 
 
@@ -48,7 +49,10 @@ class VerdictKind(str, Enum):
 
 @dataclass(frozen=True)
 class Verdict:
-    """What :func:`runs_on` decided.
+    """What :func:`runs_on` decided: one library on one GPU capability, native, JIT or not at all. Not a
+    finding (a :class:`~cudaship.records.findings.CheckResult`): ``gpus`` prints a table of these, ``doctor``
+    one per file and GPU, and the checks that judge them (``archs``, ``program check``'s ``arch`` and
+    ``driver``, ``doctor --env``'s ``device-code``) turn a ``no`` into a finding.
 
     ``entry`` is the SASS (native) or PTX (jit) entry the driver would load, None for ``no``.
     ``min_driver`` is the oldest driver this verdict holds for (``"580.65.06"``, ``"r595 branch"``), None
@@ -64,6 +68,13 @@ class Verdict:
     @property
     def runs(self) -> bool:
         return self.verdict is not VerdictKind.NO
+
+    @property
+    def status(self) -> Status:
+        """The answer in the shared finding vocabulary: ``pass`` (native or JIT) or ``fail`` (no). A verdict
+        is never ``skip``: with no device code to decide on there is no verdict (``gpus`` and ``doctor`` leave
+        such a file out)."""
+        return Status.PASS if self.runs else Status.FAIL
 
 
 #: For SASS that fits one capability, the driver prefers the most specific build: 'a', then 'f', then plain.
