@@ -31,18 +31,18 @@ from cudaship.analysis.loader import (
     Requester,
     WindowsLoader,
     first_in,
+    is_extension_module,
     packaged_dirs,
     search_linux,
     search_windows,
+    searched_linux,
+    searched_windows,
 )
 from cudaship.inspection.environment import Environment, EnvLibrary
 from cudaship.knowledge.providers import conventions_for, preloads_for
 from cudaship.knowledge.system_libraries import provider_of
 from cudaship.records.binary import HostBinary, ImportKind
 
-#: An extension module: ``x.cpython-311-x86_64-linux-gnu.so``, ``x.abi3.so``, ``x.pyd``, a ``x.so`` not
-#: named ``lib*``.
-_EXTENSION = re.compile(r"(\.(cpython-[^./]+|abi3)\.so|\.pyd)$", re.IGNORECASE)
 #: The hash a repairing tool (auditwheel, delvewheel, a vendoring script) puts into a library's file name.
 _VENDOR_HASH = re.compile(r"^(?P<stem>[^/]+?)[-.][0-9a-f]{8}(?P<rest>\.(so|dll)\b.*)$", re.IGNORECASE)
 
@@ -106,11 +106,6 @@ class LoadGraph:
         return ((a, b) if a < b else (b, a)) in self.identical
 
 
-def is_extension(path: str) -> bool:
-    base = posixpath.basename(path)
-    return bool(_EXTENSION.search(base)) or (base.endswith(".so") and not base.startswith("lib"))
-
-
 def _preloaded(env: Environment, globs_in_order: tuple[tuple[str, ...], ...]) -> list[str]:
     """The files a package's preload list loads: per entry, site by site (``sys.path`` order), the first glob
     matching an installed file, its first match in name order (the package globs the directory)."""
@@ -159,14 +154,14 @@ def _roots(env: Environment) -> tuple[list[tuple[str, str | None]], list[EnvLibr
     rest: list[EnvLibrary] = []
     for owner in env.distributions:
         libs = sorted(by_owner.get(owner.site + "\0" + owner.dist.name, []), key=lambda lib: lib.path)
-        extensions = [lib for lib in libs if is_extension(lib.path)]
+        extensions = [lib for lib in libs if is_extension_module(lib.path)]
         if any(c.preloads for c in conventions_for(owner.dist.name)):
             for row in preloads_for(owner.dist.name, owner.dist.version):
                 preloading += [(p, owner.dist.name) for p in _preloaded(env, row.files)]
             preloading += [(lib.path, None) for lib in extensions]
         else:
             others += [(lib.path, None) for lib in extensions]
-        rest += [lib for lib in libs if not is_extension(lib.path)]
+        rest += [lib for lib in libs if not is_extension_module(lib.path)]
     return preloading + others, rest
 
 
@@ -289,7 +284,13 @@ def simulate(
             if found is None:
                 provider = provider_of(imp.library, "windows" if windows else "linux")
                 if not provider and not searched_once:
-                    searched_once.append(tuple(_searched(req, loader)))
+                    searched_once.append(
+                        tuple(
+                            searched_windows(path, loader)
+                            if isinstance(loader, WindowsLoader)
+                            else searched_linux(req, loader)
+                        )
+                    )
                 searched = () if provider else searched_once[0]
                 edges.append(
                     Edge(
@@ -357,15 +358,3 @@ def simulate(
         frozenset(identical),
         (index.listings, index.probes) if index is not None else None,
     )
-
-
-def _searched(req: Requester, loader: LinuxLoader | WindowsLoader) -> list[str]:
-    if isinstance(loader, WindowsLoader):
-        dirs = [posixpath.dirname(req.path)]
-        if loader.app_dir:
-            dirs.append(loader.app_dir)
-        return list(dict.fromkeys([*dirs, *loader.dll_directories, "System32"]))
-    out = packaged_dirs(req, loader) + list(loader.ld_library_path)
-    if loader.cache:
-        out.append("ld.so.cache")
-    return out + list(loader.default_dirs)

@@ -11,7 +11,8 @@ from pathlib import Path
 import click
 from packaging.utils import canonicalize_name
 
-from cudaship.checks.environment import LD_CACHE, EnvReport, doctor_env, with_confirmation
+from cudaship.analysis.loader import LD_CACHE
+from cudaship.checks.environment import EnvReport, doctor_env, with_confirmation
 from cudaship.errors import NoGpuError, UsageError
 from cudaship.exitcodes import ExitCode
 from cudaship.render.escape import line
