@@ -358,16 +358,9 @@ def _found_at_run_time(ctx: AuditContext, q: _Lookup) -> Resolution | None:
     anywhere = ctx.providers.named(q.name)
     if lookup is None or anywhere is None:
         return None
-    note = f"found at run time by {lookup}"
-    if anywhere.reached.extra:
-        note = f"provided when installed as {_own(ctx)}[{anywhere.reached.extra}]; {note}"
-    return Resolution(
-        Via.RUNTIME,
-        anywhere.path,
-        f"{q.name} ← {anywhere.reached.label()} at {anywhere.path}",
-        note,
-        anywhere.reached.extra,
-    )
+    note = _with_extra(ctx, anywhere, f"found at run time by {lookup}")
+    detail = f"{q.name} ← {anywhere.reached.label()} at {anywhere.path}"
+    return Resolution(Via.RUNTIME, anywhere.path, detail, note, anywhere.reached.extra)
 
 
 def _other_build(ctx: AuditContext, q: _Lookup) -> Resolution | None:
@@ -635,9 +628,7 @@ def _package_preload(ctx: AuditContext, name: str, provided: Provided | None, pe
     if found is None:
         return None
     where, mechanism = found
-    note = f"preloaded by the package's Python code ({where}: {mechanism})"
-    if provided.reached.extra:
-        note = f"provided when installed as {_own(ctx)}[{provided.reached.extra}]; {note}"
+    note = _with_extra(ctx, provided, f"preloaded by the package's Python code ({where}: {mechanism})")
     return Resolution(
         Via.PACKAGE_PRELOAD,
         provided.path,
@@ -650,6 +641,12 @@ def _package_preload(ctx: AuditContext, name: str, provided: Provided | None, pe
 
 def _own(ctx: AuditContext) -> str:
     return ctx.scan.dist.metadata.name
+
+
+def _with_extra(ctx: AuditContext, provided: Provided, note: str) -> str:
+    """``note``, after the extra the wheel must be installed with for ``provided`` to be there."""
+    extra = provided.reached.extra
+    return f"provided when installed as {_own(ctx)}[{extra}]; {note}" if extra else note
 
 
 def _cuda_build_of(providers: WheelProviders, r: Reached) -> int | None:
