@@ -1,10 +1,12 @@
 """Where each import of a shipped library is found once the wheel is installed with its requirements.
 
-ELF: through the library's RUNPATH (or RPATH when it has no RUNPATH), ``$ORIGIN`` being its installed
-directory; a name with a ``/`` is a path. PE: the DLL's own directory, then the directories the policy says
-are added at run time and those a requirement's import adds (``os.add_dll_directory``: torch/lib). Mach-O:
-``@loader_path`` / ``@rpath``. A directory can hold a shipped file, or a file a declared requirement installs
-(the closure of :mod:`cudaship.checks.providers`), possibly only under an extra (then it passes with a note).
+The search path is the loader's, from the one model of it (:mod:`cudaship.analysis.loader`): ELF, the
+library's RUNPATH (or RPATH when it has no RUNPATH, and the RPATH inherited from the shipped libraries that
+load it), ``$ORIGIN`` being its installed directory; a name with a ``/`` is a path. PE: the DLL's own
+directory, then the directories the policy says are added at run time and those a requirement's import adds
+(``os.add_dll_directory``: torch/lib). Mach-O: ``@loader_path`` / ``@rpath``. What this module adds is the
+wheel's side: a directory can hold a shipped file, or a file a declared requirement installs (the closure of
+:mod:`cudaship.checks.providers`), possibly only under an extra (then it passes with a note).
 
 Then, in order: the NVIDIA driver, the interpreter, the operating system, the policy's allow list; a library
 a required package loads on import before ours (torch preloads its libraries and their CUDA dependencies;
@@ -16,7 +18,7 @@ of a requirement other than the index's (torch's CUDA builds); a library loaded 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import Enum
 
@@ -341,17 +343,6 @@ def _preloaded_by_requirement(ctx: AuditContext, q: _Lookup) -> Resolution | Non
     )
 
 
-def _host_library(ctx: AuditContext, q: _Lookup) -> Resolution | None:
-    """4b. A library of a host package the wheel does not declare (torch): its users import the host
-    first."""
-    return _undeclared_host(ctx, q.name, q.searched, q.platform)
-
-
-def _sibling_loaded(ctx: AuditContext, q: _Lookup) -> Resolution | None:
-    """4c. The SONAME of a library shipped in the wheel, off the search path: already loaded by then."""
-    return _loaded_sibling(ctx, q.path, q.report, q.name)
-
-
 def _found_at_run_time(ctx: AuditContext, q: _Lookup) -> Resolution | None:
     """5. Found at run time by name wherever a requirement installs it (cuda-pathfinder, preload_dlls)."""
     lookup = ctx.providers.runtime_lookup
@@ -406,31 +397,12 @@ def _build_resolution(ctx: AuditContext, q: _Lookup, r: Reached, build: Build) -
     return Resolution(Via.BUILD, None, f"{name} ← {r.dist.name} (CUDA {build.cuda} build) via {r.via}", note)
 
 
-def _preloaded_by_package(ctx: AuditContext, q: _Lookup) -> Resolution | None:
-    """6b. Installed by a requirement and loaded first by the package's own Python code."""
-    return _package_preload(ctx, q.name, ctx.providers.named(q.name), q.pe)
-
-
 def _on_demand(ctx: AuditContext, q: _Lookup) -> Resolution | None:
     """7. The importing library is loaded only on demand."""
     what = ctx.providers.on_demand(q.path)
     if what is None:
         return None
     return Resolution(Via.ON_DEMAND, None, f"{q.path} is loaded only by {what}", f"needed only by {what}")
-
-
-#: The steps of :func:`resolve` after a path import, in order: the first that answers decides.
-_STEPS: tuple[Callable[[AuditContext, _Lookup], Resolution | None], ...] = (
-    _on_search_path,
-    _known_elsewhere,
-    _preloaded_by_requirement,
-    _host_library,
-    _sibling_loaded,
-    _found_at_run_time,
-    _other_build,
-    _preloaded_by_package,
-    _on_demand,
-)
 
 
 def _not_found(ctx: AuditContext, q: _Lookup) -> Resolution:
@@ -529,12 +501,11 @@ def undeclared_hosts(ctx: AuditContext) -> tuple[Host, ...]:
     return hosts
 
 
-def _undeclared_host(
-    ctx: AuditContext, name: str, searched: tuple[tuple[str, str], ...], platform: str
-) -> Resolution | None:
-    """A library of a host package the wheel does not declare, or one that host's builds bring and load
-    first (torch's CUDA libraries): a warning naming the mechanism (class 4 of issue 21), never a pass nor
-    an error."""
+def _undeclared_host(ctx: AuditContext, q: _Lookup) -> Resolution | None:
+    """4b. A library of a host package the wheel does not declare (torch: its users import it first), or one
+    that host's builds bring and load first (torch's CUDA libraries): a warning naming the mechanism (class
+    4 of issue 21), never a pass nor an error."""
+    name, searched, platform = q.name, q.searched, q.platform
     hosts = undeclared_hosts(ctx)
     if not hosts:
         return None
@@ -573,8 +544,8 @@ def _host_resolution(host: Host, mechanism: str) -> Resolution:
     )
 
 
-def _loaded_sibling(ctx: AuditContext, path: str, report: FileReport, name: str) -> Resolution | None:
-    """An import naming the SONAME of a library shipped in the same wheel, which the search path does not
+def _loaded_sibling(ctx: AuditContext, q: _Lookup) -> Resolution | None:
+    """4c. An import naming the SONAME of a library shipped in the same wheel, which the search path does not
     reach (class 3 of issue 21). glibc first looks for an already loaded object of that name
     (``_dl_lookup_map``); so the import is satisfied when that library is loaded before the importer.
 
@@ -584,6 +555,7 @@ def _loaded_sibling(ctx: AuditContext, path: str, report: FileReport, name: str)
     only when something loaded the library first, which the import order decides: a warning naming that.
     A library that is itself needed by another (loaded as part of a chain) gets no such benefit: the loader
     searches for the name then, and fails (unless an RPATH up the chain reaches it)."""
+    path, report, name = q.path, q.report, q.name
     if report.format is not FileFormat.ELF or ctx.needed_by.get(path):
         return None
     targets = [t for t in ctx.by_soname.get(posixpath.basename(name).lower(), ()) if t != path]
@@ -606,9 +578,8 @@ def _loaded_sibling(ctx: AuditContext, path: str, report: FileReport, name: str)
             f"(dlopen), so {posixpath.basename(target)} is loaded by then (glibc reuses the loaded object of "
             "that SONAME)",
         )
-    what = (
-        "a Python module" if is_extension_module(path, _exports(report)) else "loaded by no shipped library"
-    )
+    module = is_extension_module(path, report.host.exports if report.host else ())
+    what = "a Python module" if module else "loaded by no shipped library"
     return Resolution(
         Via.LOADED,
         target,
@@ -619,9 +590,10 @@ def _loaded_sibling(ctx: AuditContext, path: str, report: FileReport, name: str)
     )
 
 
-def _package_preload(ctx: AuditContext, name: str, provided: Provided | None, pe: bool) -> Resolution | None:
-    """Installed by a declared requirement and loaded first by the package's own Python code (class 1 of
+def _package_preload(ctx: AuditContext, q: _Lookup) -> Resolution | None:
+    """6b. Installed by a declared requirement and loaded first by the package's own Python code (class 1 of
     issue 21): ``ctypes.CDLL`` by name or glob, a helper loading that directory, ``os.add_dll_directory``."""
+    name, provided, pe = q.name, ctx.providers.named(q.name), q.pe
     if provided is None:
         return None
     found = preloaded_by_package(ctx, name, provided.path, pe, provided.reached)
@@ -700,5 +672,15 @@ def shipped_dependencies(ctx: AuditContext, path: str) -> tuple[tuple[Import, st
     return tuple(out)
 
 
-def _exports(report: FileReport) -> Collection[str]:
-    return report.host.exports if report.host is not None else ()
+#: The steps of :func:`resolve` after a path import, in order: the first that answers decides.
+_STEPS: tuple[Callable[[AuditContext, _Lookup], Resolution | None], ...] = (
+    _on_search_path,
+    _known_elsewhere,
+    _preloaded_by_requirement,
+    _undeclared_host,
+    _loaded_sibling,
+    _found_at_run_time,
+    _other_build,
+    _package_preload,
+    _on_demand,
+)
