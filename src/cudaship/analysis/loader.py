@@ -61,10 +61,10 @@ class How(str, Enum):
 #: (elf/dl-load.c ``_dl_map_object``; ld.so(8) "Dynamic linking and the search order").
 LINUX_ORDER: tuple[tuple[How, str], ...] = (
     (How.RPATH, "DT_RPATH of the object, of its loaders up the chain, of the program; without DT_RUNPATH"),
-    (How.LD_LIBRARY_PATH, "the environment variable, unless the program is set-user-ID"),
+    (How.LD_LIBRARY_PATH, "the environment variable, ignored in secure-execution mode (set-user-ID)"),
     (How.RUNPATH, "DT_RUNPATH of the object itself, not inherited"),
     (How.CACHE, "/etc/ld.so.cache, entries of the process's kind (ldconfig(8))"),
-    (How.DEFAULT, "the built-in directories, unless the object was linked with -z nodefaultlib"),
+    (How.DEFAULT, "the built-in directories, skipped for an object linked with -z nodeflib"),
 )
 
 #: Windows' safe DLL search (``LOAD_LIBRARY_SEARCH_DEFAULT_DIRS | LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR``), in
