@@ -56,8 +56,8 @@ def _child_run(site: Path) -> dict[str, float]:
 
 def _phases(site: Path) -> dict[str, Any]:
     from cudaship.analysis.envload import simulate
-    from cudaship.analysis.loader import LinuxLoader
-    from cudaship.checks.environment import DEFAULT_DIRS, LD_CACHE, check_environment
+    from cudaship.analysis.loader import DEFAULT_DIRS, LD_CACHE, LinuxLoader
+    from cudaship.checks.environment import check_environment
     from cudaship.inspection.environment import SystemFiles, ld_cache_names, read_environment
     from cudaship.records.binary import Machine
 

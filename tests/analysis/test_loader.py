@@ -18,6 +18,8 @@ from cudaship.analysis.loader import (
     Requester,
     WindowsLoader,
     expand,
+    object_dirs,
+    rpath_chain,
     search_linux,
     search_windows,
 )
@@ -133,6 +135,28 @@ def test_rpath_is_inherited_by_a_dependency_without_its_own(tree: Path) -> None:
     host = read_elf(middle.read_bytes())
     inherited = ((str(middle), host.rpath),)
     assert _simulated(tree / "m" / "libchild.so", None, inherited) == 2
+
+
+@linux_gcc
+def test_the_audit_asks_the_same_model_with_installed_relative_paths(tree: Path) -> None:
+    """audit names a wheel's files relative to site-packages: the inherited chain and the expansion of the
+    one model give, for libchild.so, the directories of libmiddle.so's DT_RPATH, b/ among them, where the
+    real loader found libdep.so.1."""
+    hosts = {p: read_elf((tree / p).read_bytes()) for p in ("m/libmiddle.so", "m/libchild.so")}
+    needed_by = {"m/libchild.so": ["m/libmiddle.so"]}
+    chain = rpath_chain(
+        "m/libchild.so",
+        lambda p: needed_by.get(p, ()),
+        lambda p: (hosts[p].rpath, hosts[p].runpath) if p in hosts else None,
+    )
+    assert chain == (("m/libmiddle.so", hosts["m/libmiddle.so"].rpath),)
+    child = hosts["m/libchild.so"]
+    dirs = object_dirs(Requester("m/libchild.so", child.rpath, child.runpath, chain))
+    assert dirs == (("m", How.RPATH, "m/libmiddle.so"), ("b", How.RPATH, "m/libmiddle.so"))
+    assert _real(tree / "m" / "libmiddle.so", "middle", None) == 2  # b/
+    # a relative origin may climb out of site-packages; $LIB stays as written when the process is unknown
+    assert expand("$ORIGIN/../lib", "") == "../lib"
+    assert expand("/opt/$LIB/", "x") == "/opt/$LIB"
 
 
 def test_runpath_is_not_inherited_and_disables_rpath() -> None:

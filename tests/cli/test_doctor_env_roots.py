@@ -16,7 +16,7 @@ import pytest
 from cudaship.cli.main import main
 from cudaship.errors import UsageError
 from cudaship.exitcodes import ExitCode
-from cudaship.providers.sources import EnvSource, site_packages
+from cudaship.providers.sources import EnvSource, site_packages, venv_interpreter
 
 
 @pytest.fixture(autouse=True)
@@ -55,6 +55,19 @@ def test_venv_root_interpreter_and_site_packages_read_the_same(
     # the root reads what its interpreter reports (purelib and platlib) and what its site-packages holds
     assert by_root[1:] == by_python[1:] == by_site[1:]
     assert Path(by_root[1][0]) == site.resolve()
+
+
+def test_the_interpreter_of_a_venv_is_found_from_its_root_or_its_site_packages(
+    venv_with_pip: Path, tmp_path: Path
+) -> None:
+    """``doctor --env DIR --confirm`` runs the environment's own interpreter: the layout that
+    :func:`site_packages` reads the directories from also names it (``bin/python``,
+    ``Scripts/python.exe``)."""
+    (site,) = site_packages(str(venv_with_pip))
+    python = _python(venv_with_pip.resolve())
+    assert venv_interpreter(venv_with_pip) == python
+    assert venv_interpreter(site) == python
+    assert venv_interpreter(tmp_path) is None  # no pyvenv.cfg above it
 
 
 def test_a_prefix_without_pyvenv_cfg_is_read_from_its_layout(venv_with_pip: Path, tmp_path: Path) -> None:

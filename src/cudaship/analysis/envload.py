@@ -31,18 +31,18 @@ from cudaship.analysis.loader import (
     Requester,
     WindowsLoader,
     first_in,
+    is_extension_module,
     packaged_dirs,
     search_linux,
     search_windows,
+    searched_linux,
+    searched_windows,
 )
 from cudaship.inspection.environment import Environment, EnvLibrary
 from cudaship.knowledge.providers import conventions_for, preloads_for
 from cudaship.knowledge.system_libraries import provider_of
 from cudaship.records.binary import HostBinary, ImportKind
 
-#: An extension module: ``x.cpython-311-x86_64-linux-gnu.so``, ``x.abi3.so``, ``x.pyd``, a ``x.so`` not
-#: named ``lib*``.
-_EXTENSION = re.compile(r"(\.(cpython-[^./]+|abi3)\.so|\.pyd)$", re.IGNORECASE)
 #: The hash a repairing tool (auditwheel, delvewheel, a vendoring script) puts into a library's file name.
 _VENDOR_HASH = re.compile(r"^(?P<stem>[^/]+?)[-.][0-9a-f]{8}(?P<rest>\.(so|dll)\b.*)$", re.IGNORECASE)
 
@@ -106,11 +106,6 @@ class LoadGraph:
         return ((a, b) if a < b else (b, a)) in self.identical
 
 
-def is_extension(path: str) -> bool:
-    base = posixpath.basename(path)
-    return bool(_EXTENSION.search(base)) or (base.endswith(".so") and not base.startswith("lib"))
-
-
 def _preloaded(env: Environment, globs_in_order: tuple[tuple[str, ...], ...]) -> list[str]:
     """The files a package's preload list loads: per entry, site by site (``sys.path`` order), the first glob
     matching an installed file, its first match in name order (the package globs the directory)."""
@@ -159,14 +154,14 @@ def _roots(env: Environment) -> tuple[list[tuple[str, str | None]], list[EnvLibr
     rest: list[EnvLibrary] = []
     for owner in env.distributions:
         libs = sorted(by_owner.get(owner.site + "\0" + owner.dist.name, []), key=lambda lib: lib.path)
-        extensions = [lib for lib in libs if is_extension(lib.path)]
+        extensions = [lib for lib in libs if is_extension_module(lib.path)]
         if any(c.preloads for c in conventions_for(owner.dist.name)):
             for row in preloads_for(owner.dist.name, owner.dist.version):
                 preloading += [(p, owner.dist.name) for p in _preloaded(env, row.files)]
             preloading += [(lib.path, None) for lib in extensions]
         else:
             others += [(lib.path, None) for lib in extensions]
-        rest += [lib for lib in libs if not is_extension(lib.path)]
+        rest += [lib for lib in libs if not is_extension_module(lib.path)]
     return preloading + others, rest
 
 
@@ -184,48 +179,76 @@ def simulate(
     two files have the same content (size and sha256); None: never asked, files are taken as different.
     ``list_dir``: the names a directory holds (None when it cannot be listed), for a Linux search that lists
     each directory once instead of probing each directory for each import (:class:`DirectoryIndex`)."""
-    windows = isinstance(loader, WindowsLoader)
-    index = DirectoryIndex(list_dir) if list_dir is not None and not windows else None
-    env_hosts = {lib.path: lib.report.host for lib in env.libraries if lib.report.host is not None}
-    hosts: dict[str, HostBinary] = dict(env_hosts)
-    loaded_names: dict[str, str] = {}
-    objects: dict[str, LoadedObject] = {}
-    edges: list[Edge] = []
-    env_paths = {lib.path for lib in env.libraries}
-    owner_of = {lib.path: lib.owner.dist.name for lib in env.libraries}
-    by_base: dict[str, list[str]] = {}
-    for lib in env.libraries:  # in sys.path order: the first site-packages wins, as a search of sys.path does
-        by_base.setdefault(posixpath.basename(lib.path).lower(), []).append(lib.path)
+    process = _Process(env, loader, exists, host_of, same_file, list_dir)
+    roots, rest = _roots(env)
+    for root_path, preloader in roots:
+        if root_path in process.env_hosts and process.register(root_path, True, True, preloader):
+            process.run(root_path, True)
+    for lib in rest:
+        if lib.path in process.env_hosts and process.register(lib.path, True, False):
+            process.run(lib.path, False)
+    return process.graph(system_checked)
 
-    def runtime_lookup(importer: str) -> tuple[str, bool] | None:
+
+class _Process:
+    """The simulated process: the objects loaded, by the names the loader matches, and the imports
+    resolved."""
+
+    def __init__(
+        self,
+        env: Environment,
+        loader: LinuxLoader | WindowsLoader,
+        exists: Callable[[str], bool],
+        host_of: Callable[[str], HostBinary | None],
+        same_file: Callable[[str, str], bool] | None,
+        list_dir: Callable[[str], Iterable[str] | None] | None,
+    ) -> None:
+        self.loader = loader
+        self.exists = exists
+        self.host_of = host_of
+        self.same_file = same_file
+        self.windows = isinstance(loader, WindowsLoader)
+        self.index = DirectoryIndex(list_dir) if list_dir is not None and not self.windows else None
+        self.env_hosts = {lib.path: lib.report.host for lib in env.libraries if lib.report.host is not None}
+        self.hosts: dict[str, HostBinary] = dict(self.env_hosts)
+        self.loaded_names: dict[str, str] = {}
+        self.objects: dict[str, LoadedObject] = {}
+        self.edges: list[Edge] = []
+        self.identical: set[tuple[str, str]] = set()
+        self.env_paths = {lib.path for lib in env.libraries}
+        self.owner_of = {lib.path: lib.owner.dist.name for lib in env.libraries}
+        self.by_base: dict[str, list[str]] = {}
+        for lib in env.libraries:  # in sys.path order: the first site-packages wins, as a search of sys.path
+            self.by_base.setdefault(posixpath.basename(lib.path).lower(), []).append(lib.path)
+
+    def runtime_lookup(self, importer: str) -> tuple[str, bool] | None:
         """How the importer's package loads libraries itself; whether it takes installed ones first."""
-        owner = owner_of.get(importer)
+        owner = self.owner_of.get(importer)
         if owner is None:
             return None
         return next(
             ((c.runtime_lookup, c.installed_first) for c in conventions_for(owner) if c.runtime_lookup), None
         )
 
-    identical: set[tuple[str, str]] = set()
-
-    def same(a: str, b: str) -> bool:
+    def same(self, a: str, b: str) -> bool:
         pair = (a, b) if a < b else (b, a)
-        if pair in identical:
+        if pair in self.identical:
             return True
-        if same_file is not None and same_file(a, b):
-            identical.add(pair)
+        if self.same_file is not None and self.same_file(a, b):
+            self.identical.add(pair)
             return True
         return False
 
-    def host(path: str) -> HostBinary | None:
-        if path not in hosts:
-            found = host_of(path)
+    def host(self, path: str) -> HostBinary | None:
+        if path not in self.hosts:
+            found = self.host_of(path)
             if found is None:
                 return None
-            hosts[path] = found
-        return hosts[path]
+            self.hosts[path] = found
+        return self.hosts[path]
 
     def register(
+        self,
         path: str,
         by_path: bool,
         reachable: bool,
@@ -233,81 +256,62 @@ def simulate(
         loaded_by: tuple[str, How] | None = None,
     ) -> bool:
         """Add ``path`` to the process; False when it is there already."""
-        if path in objects:
+        if path in self.objects:
             return False
-        h = host(path)
+        h = self.host(path)
         soname = h.soname if h is not None and h.soname else None
         name = soname or posixpath.basename(path)
         # an object without a SONAME is known by its path only: two of them never stand for each other. On
         # Windows a DLL is known by its base name (what imports name), an extension module by its path.
-        if windows:
+        if self.windows:
             key = path if path.lower().endswith(".pyd") else library_key(posixpath.basename(path))
         else:
             key = library_key(soname) if soname else path
-        objects[path] = LoadedObject(
+        self.objects[path] = LoadedObject(
             path,
             key,
             by_path,
             reachable,
-            path not in env_paths,
+            path not in self.env_paths,
             preloaded_by,
             loaded_by[0] if loaded_by else None,
             loaded_by[1] if loaded_by else None,
         )
         if reachable:
             for n in {posixpath.basename(path), name}:
-                loaded_names.setdefault(n.lower() if windows else n, path)
+                self.loaded_names.setdefault(n.lower() if self.windows else n, path)
         return True
 
-    def resolve(path: str, inherited: _Chain, reachable: bool) -> list[tuple[str, _Chain]]:
+    def run(self, start: str, reachable: bool) -> None:
+        queue: deque[tuple[str, _Chain]] = deque([(start, ())])
+        while queue:
+            path, inherited = queue.popleft()
+            queue.extend(self.resolve(path, inherited, reachable))
+
+    def resolve(self, path: str, inherited: _Chain, reachable: bool) -> list[tuple[str, _Chain]]:
         """Resolve ``path``'s imports; returns the (child, its inherited RPATHs) found."""
-        h = hosts.get(path)
+        h = self.hosts.get(path)
         if h is None:
             return []
         req = Requester(path, h.rpath, h.runpath, inherited)
         children: list[tuple[str, _Chain]] = []
-        own_dirs = tuple(packaged_dirs(req, loader)) if isinstance(loader, LinuxLoader) else ()
+        own_dirs = tuple(packaged_dirs(req, self.loader)) if isinstance(self.loader, LinuxLoader) else ()
         searched_once: list[tuple[str, ...]] = []  # where this object's imports are searched: computed once
         for imp in h.imports:
             if imp.kind not in (ImportKind.NEEDED, ImportKind.IMPORT, ImportKind.DELAY):
                 continue
-            found: Found | None = None
-            convention = runtime_lookup(path)
-            installed = by_base.get(imp.library.lower())
-            loaded_key = imp.library.lower() if windows else imp.library
-            if convention is not None and convention[1] and installed and loaded_key not in loaded_names:
-                # cuda-pathfinder: nothing of that name loaded: the installed file before the system
-                found = Found(installed[0], How.RUNTIME)
-            elif isinstance(loader, WindowsLoader):
-                found = search_windows(imp.library, path, loader, exists, loaded_names)
-            else:
-                found = search_linux(imp.library, req, loader, exists, loaded_names, index)
-            lookup = convention[0] if found is None and convention is not None else None
-            if found is None and lookup is not None and installed:
-                # the package loads it by path before this import needs it (cuda-pathfinder, preload_dlls)
-                found = Found(installed[0], How.RUNTIME)
+            convention = self.runtime_lookup(path)
+            found = self.find(req, imp.library, convention)
             if found is None:
-                provider = provider_of(imp.library, "windows" if windows else "linux")
-                if not provider and not searched_once:
-                    searched_once.append(tuple(_searched(req, loader)))
-                searched = () if provider else searched_once[0]
-                edges.append(
-                    Edge(
-                        path,
-                        imp.library,
-                        imp.kind,
-                        provider=provider.value if provider else None,
-                        searched=searched,
-                        reachable=reachable,
-                        runtime_lookup=lookup,
-                    )
-                )
+                lookup = convention[0] if convention is not None else None
+                edge = self.not_found(req, imp.library, imp.kind, reachable, lookup, searched_once)
+                self.edges.append(edge)
                 continue
             packaged = None
-            own = first_in(own_dirs, imp.library, exists, How.RUNPATH, index) if own_dirs else None
+            own = first_in(own_dirs, imp.library, self.exists, How.RUNPATH, self.index) if own_dirs else None
             if own is not None:
                 packaged = own.path if own.path != found.path else None
-            edges.append(
+            self.edges.append(
                 Edge(
                     path,
                     imp.library,
@@ -315,57 +319,81 @@ def simulate(
                     found.path,
                     found.how,
                     packaged=packaged,
-                    packaged_identical=packaged is not None and same(packaged, found.path),
+                    packaged_identical=packaged is not None and self.same(packaged, found.path),
                     reachable=reachable,
                 )
             )
             if found.how is How.PATH_ENV:  # the safe DLL search does not read PATH: nothing is loaded from it
                 continue
-            if found.path not in env_paths:  # a system file: read for its symbol versions, not followed
-                register(found.path, False, reachable, loaded_by=(path, found.how))
+            if found.path not in self.env_paths:  # a system file: read for its symbol versions, not followed
+                self.register(found.path, False, reachable, loaded_by=(path, found.how))
                 continue
-            if register(found.path, False, reachable, loaded_by=(path, found.how)):
+            if self.register(found.path, False, reachable, loaded_by=(path, found.how)):
                 chain: _Chain = inherited if h.runpath or not h.rpath else ((path, h.rpath), *inherited)
                 children.append((found.path, chain))
         return children
 
-    def run(start: str, reachable: bool) -> None:
-        queue: deque[tuple[str, _Chain]] = deque([(start, ())])
-        while queue:
-            path, inherited = queue.popleft()
-            queue.extend(resolve(path, inherited, reachable))
+    def find(self, req: Requester, name: str, convention: tuple[str, bool] | None) -> Found | None:
+        """The file the process maps for ``name``: the loader's search, before or after the package's own
+        lookup by name (:data:`How.RUNTIME`) as its convention says."""
+        installed = self.by_base.get(name.lower())
+        loaded_key = name.lower() if self.windows else name
+        if convention is not None and convention[1] and installed and loaded_key not in self.loaded_names:
+            # cuda-pathfinder: nothing of that name loaded: the installed file before the system
+            return Found(installed[0], How.RUNTIME)
+        if isinstance(self.loader, WindowsLoader):
+            found = search_windows(name, req.path, self.loader, self.exists, self.loaded_names)
+        else:
+            found = search_linux(name, req, self.loader, self.exists, self.loaded_names, self.index)
+        if found is None and convention is not None and installed:
+            # the package loads it by path before this import needs it (cuda-pathfinder, preload_dlls)
+            return Found(installed[0], How.RUNTIME)
+        return found
 
-    roots, rest = _roots(env)
-    for root_path, preloader in roots:
-        if root_path in env_hosts and register(root_path, True, True, preloader):
-            run(root_path, True)
-    for lib in rest:
-        if lib.path in env_hosts and register(lib.path, True, False):
-            run(lib.path, False)
-    by_key: dict[str, list[str]] = {}
-    for obj in objects.values():
-        if obj.reachable:
-            by_key.setdefault(obj.key, []).append(obj.path)
-    for paths in by_key.values():  # two copies of one library in the process: the same bytes or not
-        for other in paths[1:]:
-            same(paths[0], other)
-    return LoadGraph(
-        tuple(edges),
-        tuple(objects.values()),
-        hosts,
-        system_checked,
-        frozenset(identical),
-        (index.listings, index.probes) if index is not None else None,
-    )
+    def not_found(
+        self,
+        req: Requester,
+        name: str,
+        kind: ImportKind,
+        reachable: bool,
+        lookup: str | None,
+        searched_once: list[tuple[str, ...]],
+    ) -> Edge:
+        """The edge of an import found nowhere: a system library's, or where it was looked for (listed once
+        per importer in ``searched_once``)."""
+        provider = provider_of(name, "windows" if self.windows else "linux")
+        if not provider and not searched_once:
+            searched_once.append(
+                tuple(
+                    searched_windows(req.path, self.loader)
+                    if isinstance(self.loader, WindowsLoader)
+                    else searched_linux(req, self.loader)
+                )
+            )
+        return Edge(
+            req.path,
+            name,
+            kind,
+            provider=provider.value if provider else None,
+            searched=() if provider else searched_once[0],
+            reachable=reachable,
+            runtime_lookup=lookup,
+        )
 
-
-def _searched(req: Requester, loader: LinuxLoader | WindowsLoader) -> list[str]:
-    if isinstance(loader, WindowsLoader):
-        dirs = [posixpath.dirname(req.path)]
-        if loader.app_dir:
-            dirs.append(loader.app_dir)
-        return list(dict.fromkeys([*dirs, *loader.dll_directories, "System32"]))
-    out = packaged_dirs(req, loader) + list(loader.ld_library_path)
-    if loader.cache:
-        out.append("ld.so.cache")
-    return out + list(loader.default_dirs)
+    def graph(self, system_checked: bool) -> LoadGraph:
+        by_key: dict[str, list[str]] = {}
+        for obj in self.objects.values():
+            if obj.reachable:
+                by_key.setdefault(obj.key, []).append(obj.path)
+        for paths in by_key.values():  # two copies of one library in the process: the same bytes or not
+            for other in paths[1:]:
+                self.same(paths[0], other)
+        index = self.index
+        return LoadGraph(
+            tuple(self.edges),
+            tuple(self.objects.values()),
+            self.hosts,
+            system_checked,
+            frozenset(self.identical),
+            (index.listings, index.probes) if index is not None else None,
+        )

@@ -1,33 +1,42 @@
-"""Where the dynamic loader finds a library: pure functions over records, no file access.
+"""Where the dynamic loader finds a library: the one model of the loaders' search, pure functions over
+records, no file access. ``doctor --env`` (:mod:`cudaship.analysis.envload`) searches a whole environment
+with it; ``audit`` (:mod:`cudaship.checks.resolve`) asks it for the directories a shipped library's own
+search paths name once the wheel is installed.
 
 Linux (glibc ``elf/dl-load.c``, ``_dl_map_object``), for a ``DT_NEEDED`` name without a ``/``:
 
 1. an object already loaded whose file name or SONAME is that name (the loader never loads a name twice);
-2. when the requesting object has no ``DT_RUNPATH``: the ``DT_RPATH`` of the requesting object, then of the
-   object that loaded it, and so on up the chain, then the main program's;
-3. ``LD_LIBRARY_PATH``;
-4. the requesting object's own ``DT_RUNPATH`` (not inherited: a dependency of a dependency does not use it);
-5. ``/etc/ld.so.cache`` (entries of the process's kind: a 32-bit entry is not used by a 64-bit process);
-6. the default directories.
+2. then the steps of :data:`LINUX_ORDER`: when the requesting object has no ``DT_RUNPATH``, the ``DT_RPATH``
+   of the requesting object, then of the object that loaded it, and so on up the chain, then the main
+   program's; ``LD_LIBRARY_PATH``; the requesting object's own ``DT_RUNPATH`` (not inherited: a dependency of
+   a dependency does not use it); ``/etc/ld.so.cache`` (entries of the process's kind: a 32-bit entry is not
+   used by a 64-bit process); the default directories (:data:`DEFAULT_DIRS`).
 
 ``$ORIGIN`` (``${ORIGIN}``) is the directory of the object that names the path; ``$LIB`` and ``$PLATFORM``
 expand to the given values. A name with a ``/`` is a path, taken as is (relative to the working directory).
 
 Windows (``LoadLibraryExW`` with ``LOAD_LIBRARY_SEARCH_DEFAULT_DIRS | LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR``, how
 Python 3.8+ loads extension modules and how ``ctypes`` loads a path): a module already loaded with that base
-name (case-insensitive), then the importing DLL's own directory, the application's directory, the
-directories added with ``os.add_dll_directory``, then System32. ``PATH`` is not searched in that mode: a DLL
-found only on ``PATH`` is reported as such, since it loads only in processes using the legacy search order.
+name (case-insensitive), then the steps of :data:`WINDOWS_ORDER`: the importing DLL's own directory, the
+application's directory, the directories added with ``os.add_dll_directory``, then System32. ``PATH`` is not
+searched in that mode: a DLL found only on ``PATH`` is reported as such, since it loads only in processes
+using the legacy search order.
+
+macOS (dyld): ``@rpath/``, ``@loader_path/`` and ``@executable_path/`` names, searched in the importer's
+directory and its ``LC_RPATH`` entries relative to it (:func:`macho_dirs`).
 """
 
 from __future__ import annotations
 
 import ntpath
 import posixpath
-from collections.abc import Callable, Iterable, Mapping
+import re
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import lru_cache
+
+from cudaship.records.binary import Machine
 
 
 class How(str, Enum):
@@ -46,6 +55,55 @@ class How(str, Enum):
     SYSTEM32 = "System32"
     PATH_ENV = "PATH (legacy search order only)"
     RUNTIME = "loaded by the package at run time"  #: a loader convention: cuda-pathfinder, preload_dlls
+
+
+#: glibc's search steps after the loaded objects, in order, with where each is written down
+#: (elf/dl-load.c ``_dl_map_object``; ld.so(8) "Dynamic linking and the search order").
+LINUX_ORDER: tuple[tuple[How, str], ...] = (
+    (How.RPATH, "DT_RPATH of the object, of its loaders up the chain, of the program; without DT_RUNPATH"),
+    (How.LD_LIBRARY_PATH, "the environment variable, ignored in secure-execution mode (set-user-ID)"),
+    (How.RUNPATH, "DT_RUNPATH of the object itself, not inherited"),
+    (How.CACHE, "/etc/ld.so.cache, entries of the process's kind (ldconfig(8))"),
+    (How.DEFAULT, "the built-in directories, skipped for an object linked with -z nodeflib"),
+)
+
+#: Windows' safe DLL search (``LOAD_LIBRARY_SEARCH_DEFAULT_DIRS | LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR``), in
+#: order, after the loaded modules (Microsoft Learn, "Dynamic-link library search order", "Search order using
+#: LOAD_LIBRARY_SEARCH flags"); ``PATH`` last, searched only by the legacy order (reported, never loaded).
+WINDOWS_ORDER: tuple[tuple[How, str], ...] = (
+    (How.OWN_DIR, "LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR: the directory of the DLL being loaded"),
+    (How.APP_DIR, "LOAD_LIBRARY_SEARCH_APPLICATION_DIR: the directory of python.exe"),
+    (How.DLL_DIRECTORY, "LOAD_LIBRARY_SEARCH_USER_DIRS: AddDllDirectory (os.add_dll_directory), in order"),
+    (How.SYSTEM32, "LOAD_LIBRARY_SEARCH_SYSTEM32"),
+    (How.PATH_ENV, "PATH: the standard search order only, not the safe one Python 3.8+ uses"),
+)
+
+#: glibc's default directories, per machine: its built-in list (elf/Makefile's ``SYSTEM_DIRS``, from the
+#: configured ``slibdir`` and ``libdir``: the multiarch directories on Debian and Ubuntu), then the FHS ones
+#: (ld.so(8): "the default path /lib, and then /usr/lib"; "/lib64, and then /usr/lib64" on 64-bit ports).
+DEFAULT_DIRS: dict[Machine, tuple[str, ...]] = {
+    Machine.X86_64: (
+        "/lib/x86_64-linux-gnu",
+        "/usr/lib/x86_64-linux-gnu",
+        "/lib64",
+        "/usr/lib64",
+        "/lib",
+        "/usr/lib",
+    ),
+    Machine.AARCH64: (
+        "/lib/aarch64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/lib64",
+        "/usr/lib64",
+        "/lib",
+        "/usr/lib",
+    ),
+}
+#: Where glibc reads its cache (ldconfig(8)).
+LD_CACHE = "/etc/ld.so.cache"
+#: What a search-path message names for the cache and System32 (no directory is read for them).
+CACHE_LABEL = "ld.so.cache"
+SYSTEM32_LABEL = "System32"
 
 
 @dataclass(frozen=True)
@@ -86,14 +144,23 @@ class Requester:
     inherited_rpath: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
-def expand(entry: str, origin: str, loader: LinuxLoader) -> str | None:
-    """One RPATH/RUNPATH entry with its dynamic string tokens replaced; None when it expands to nothing."""
-    text = entry
-    for token, value in (("ORIGIN", origin), ("LIB", loader.lib), ("PLATFORM", loader.platform)):
-        text = text.replace("${" + token + "}", value).replace("$" + token, value)
+def expand(entry: str, origin: str, loader: LinuxLoader | None = None) -> str | None:
+    """One RPATH/RUNPATH entry with its dynamic string tokens replaced; None when it expands to nothing.
+
+    ``$ORIGIN`` is ``origin``, an installed directory: absolute in an environment, relative to site-packages
+    for a wheel (then a leading ``$ORIGIN/..`` may climb out of it: ``../lib``). ``$LIB`` and ``$PLATFORM``
+    take the process's values from ``loader``; without one (a wheel, whose process is not known) they stay as
+    written. An absolute result is normalised."""
+    text = entry.replace("${ORIGIN}", "$ORIGIN")
+    if loader is not None:
+        for token, value in (("LIB", loader.lib), ("PLATFORM", loader.platform)):
+            text = text.replace("${" + token + "}", value).replace("$" + token, value)
+    if text.startswith("$ORIGIN"):
+        return posixpath.normpath(posixpath.join(origin, text[len("$ORIGIN") :].lstrip("/")))
+    text = text.replace("$ORIGIN", origin)
     if not text:
         return None
-    return posixpath.normpath(text) if text.startswith("/") else text
+    return posixpath.normpath("/" + text.lstrip("/")) if text.startswith("/") else text
 
 
 class DirectoryIndex:
@@ -162,36 +229,102 @@ def first_in(
     return None
 
 
-def _expanded(entries: tuple[str, ...], origin: str, loader: LinuxLoader) -> list[str]:
-    return list(_expanded_once(entries, origin, loader.lib, loader.platform))
-
-
 @lru_cache(maxsize=4096)
-def _expanded_once(entries: tuple[str, ...], origin: str, lib: str, platform: str) -> tuple[str, ...]:
-    """Expanded once per object (not once per import: 3,000 entries times 3,000 imports)."""
-    tokens = LinuxLoader(lib=lib, platform=platform)
+def expand_entries(
+    entries: tuple[str, ...], origin: str, lib: str | None = None, platform: str | None = None
+) -> tuple[str, ...]:
+    """Every ``:``-separated entry of ``entries`` expanded (:func:`expand`; ``lib``/``platform`` None: left
+    as written), in order. Once per object, not once per import (3,000 entries times 3,000 imports)."""
+    tokens = None if lib is None or platform is None else LinuxLoader(lib=lib, platform=platform)
     out = []
     for entry in entries:
         for part in entry.split(":"):
-            d = expand(part, origin, tokens)
+            d = expand(part, origin, tokens) if part else None
             if d is not None:
                 out.append(d)
     return tuple(out)
 
 
+def rpath_chain(
+    path: str,
+    loaders_of: Callable[[str], Iterable[str]],
+    dynamic_of: Callable[[str], tuple[tuple[str, ...], tuple[str, ...]] | None],
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The DT_RPATH that ``path`` inherits: (object, its DT_RPATH) of the objects that may load it, nearest
+    first (breadth first over ``loaders_of``; where several load it, which one does first depends on the
+    import order, so every chain counts). An object with DT_RUNPATH contributes nothing, but the chain goes
+    on through it; one ``dynamic_of`` does not know ((rpath, runpath), None: not an ELF object) ends it."""
+    out: list[tuple[str, tuple[str, ...]]] = []
+    seen = {path}
+    level = list(loaders_of(path))
+    while level:
+        following: list[str] = []
+        for loader in level:
+            if loader in seen:
+                continue
+            seen.add(loader)
+            dynamic = dynamic_of(loader)
+            if dynamic is None:
+                continue
+            rpath, runpath = dynamic
+            if not runpath:
+                out.append((loader, rpath))
+            following.extend(loaders_of(loader))
+        level = following
+    return tuple(out)
+
+
+def _rpath_entries(req: Requester, lib: str | None, platform: str | None) -> list[tuple[str, str | None]]:
+    """(directory, the loader it is inherited from; None: the object's own) of an object's DT_RPATH search,
+    without the program's."""
+    dirs: list[tuple[str, str | None]] = [
+        (d, None) for d in expand_entries(req.rpath, posixpath.dirname(req.path), lib, platform)
+    ]
+    for parent, entries in req.inherited_rpath:
+        dirs += [(d, parent) for d in expand_entries(entries, posixpath.dirname(parent), lib, platform)]
+    return dirs
+
+
 @lru_cache(maxsize=4096)
 def _rpath_dirs(req: Requester, lib: str, platform: str, main_rpath: tuple[str, ...]) -> tuple[str, ...]:
     """The DT_RPATH search of an object without DT_RUNPATH: its own, its loaders', the program's."""
-    dirs = list(_expanded_once(req.rpath, posixpath.dirname(req.path), lib, platform))
-    for parent, entries in req.inherited_rpath:
-        dirs += _expanded_once(entries, posixpath.dirname(parent), lib, platform)
-    return (*dirs, *main_rpath)
+    return (*(d for d, _by in _rpath_entries(req, lib, platform)), *main_rpath)
+
+
+def object_dirs(req: Requester, loader: LinuxLoader | None = None) -> tuple[tuple[str, How, str | None], ...]:
+    """The directories the objects themselves name for ``req``'s imports, each once (its first place), in
+    glibc's order: the object's own DT_RUNPATH when it has one; else its DT_RPATH, then that of its loaders
+    up the chain. Each with the rule and the loader it is inherited from (None: the object's own). No
+    environment, cache or default directory: what a package decides by how it is built and installed."""
+    lib, platform = (loader.lib, loader.platform) if loader is not None else (None, None)
+    if req.runpath:
+        runpath = expand_entries(req.runpath, posixpath.dirname(req.path), lib, platform)
+        return tuple((d, How.RUNPATH, None) for d in dict.fromkeys(runpath))
+    out: dict[str, str | None] = {}
+    for d, by in _rpath_entries(req, lib, platform):
+        out.setdefault(d, by)
+    return tuple((d, How.RPATH, by) for d, by in out.items())
 
 
 def packaged_dirs(req: Requester, loader: LinuxLoader) -> list[str]:
     """The directories the requesting object's own RUNPATH (or RPATH) names: where its package put things."""
     origin = posixpath.dirname(req.path)
-    return _expanded(req.runpath or req.rpath, origin, loader)
+    return list(expand_entries(req.runpath or req.rpath, origin, loader.lib, loader.platform))
+
+
+def _linux_steps(req: Requester, loader: LinuxLoader) -> Iterator[tuple[How, tuple[str, ...]]]:
+    """The directories of each step of :data:`LINUX_ORDER` (the cache has none: looked up by name)."""
+    for how, _source in LINUX_ORDER:
+        if how is How.RPATH and not req.runpath:
+            yield how, _rpath_dirs(req, loader.lib, loader.platform, loader.main_rpath)
+        elif how is How.LD_LIBRARY_PATH:
+            yield how, loader.ld_library_path
+        elif how is How.RUNPATH and req.runpath:
+            yield how, expand_entries(req.runpath, posixpath.dirname(req.path), loader.lib, loader.platform)
+        elif how is How.CACHE:
+            yield how, ()
+        elif how is How.DEFAULT:
+            yield how, loader.default_dirs
 
 
 def search_linux(
@@ -208,24 +341,44 @@ def search_linux(
         return Found(loaded[name], How.LOADED)
     if "/" in name:
         return Found(posixpath.normpath(name), How.PATH) if exists(posixpath.normpath(name)) else None
-    origin = posixpath.dirname(req.path)
-    if not req.runpath:
-        dirs = _rpath_dirs(req, loader.lib, loader.platform, loader.main_rpath)
-        found = first_in(dirs, name, exists, How.RPATH, index)
+    for how, dirs in _linux_steps(req, loader):
+        if how is How.CACHE:
+            cached = loader.cache.get(name)
+            found = Found(cached, How.CACHE) if cached is not None and exists(cached) else None
+        else:
+            found = first_in(dirs, name, exists, how, index)
         if found is not None:
             return found
-    found = first_in(loader.ld_library_path, name, exists, How.LD_LIBRARY_PATH, index)
-    if found is not None:
-        return found
-    if req.runpath:
-        runpath = _expanded_once(req.runpath, origin, loader.lib, loader.platform)
-        found = first_in(runpath, name, exists, How.RUNPATH, index)
-        if found is not None:
-            return found
-    cached = loader.cache.get(name)
-    if cached is not None and exists(cached):
-        return Found(cached, How.CACHE)
-    return first_in(loader.default_dirs, name, exists, How.DEFAULT, index)
+    return None
+
+
+def searched_linux(req: Requester, loader: LinuxLoader) -> list[str]:
+    """Where a name not found was looked for, as a message names it: the object's own RUNPATH (or RPATH),
+    ``LD_LIBRARY_PATH``, the cache (when one was read), the default directories."""
+    out = packaged_dirs(req, loader) + list(loader.ld_library_path)
+    if loader.cache:
+        out.append(CACHE_LABEL)
+    return out + list(loader.default_dirs)
+
+
+def _windows_steps(importer: str, loader: WindowsLoader) -> list[tuple[How, list[str]]]:
+    """The directories of each step of :data:`WINDOWS_ORDER`."""
+    given: dict[How, list[str]] = {
+        How.OWN_DIR: [posixpath.dirname(importer)],
+        How.APP_DIR: [loader.app_dir] if loader.app_dir else [],
+        How.DLL_DIRECTORY: list(loader.dll_directories),
+        How.SYSTEM32: [loader.system32],
+        How.PATH_ENV: list(loader.path),
+    }
+    return [(how, given[how]) for how, _source in WINDOWS_ORDER if how is not How.APP_DIR or loader.app_dir]
+
+
+def package_dll_dirs(importer: str, loader: WindowsLoader) -> tuple[str, ...]:
+    """The directories the safe search takes from the process and its packages, before System32: the DLL's
+    own, the application's, those added with ``os.add_dll_directory``; each once."""
+    before = (How.OWN_DIR, How.APP_DIR, How.DLL_DIRECTORY)
+    steps = _windows_steps(importer, loader)
+    return tuple(dict.fromkeys(d for how, dirs in steps if how in before for d in dirs))
 
 
 def search_windows(
@@ -240,14 +393,56 @@ def search_windows(
     base = ntpath.basename(name.replace("/", "\\")).lower()
     if loaded is not None and base in loaded:
         return Found(loaded[base], How.LOADED)
-    steps: list[tuple[How, list[str]]] = [(How.OWN_DIR, [posixpath.dirname(importer)])]
-    if loader.app_dir:
-        steps.append((How.APP_DIR, [loader.app_dir]))
-    steps.append((How.DLL_DIRECTORY, list(loader.dll_directories)))
-    steps.append((How.SYSTEM32, [loader.system32]))
-    steps.append((How.PATH_ENV, list(loader.path)))
-    for how, dirs in steps:
+    for how, dirs in _windows_steps(importer, loader):
         found = first_in(dirs, name, exists, how)
         if found is not None:
             return found
     return None
+
+
+def searched_windows(importer: str, loader: WindowsLoader) -> list[str]:
+    """Where a DLL not found was looked for, as a message names it (System32 by name)."""
+    return list(dict.fromkeys([*package_dll_dirs(importer, loader), SYSTEM32_LABEL]))
+
+
+#: dyld's prefixes of an install name relative to the importer (``@rpath/`` searched in its LC_RPATH).
+MACHO_PREFIXES = ("@rpath/", "@loader_path/", "@executable_path/")
+
+
+def macho_name(name: str) -> str:
+    """A Mach-O install name without its dyld prefix (:data:`MACHO_PREFIXES`)."""
+    for prefix in MACHO_PREFIXES:
+        if name.startswith(prefix):
+            return name[len(prefix) :]
+    return name
+
+
+def macho_dirs(path: str, rpath: tuple[str, ...]) -> tuple[str, ...]:
+    """The directories dyld searches for a relative install name of the object at ``path``: its own
+    directory (``@loader_path``), then each ``LC_RPATH`` entry relative to it (``@loader_path/..``; the
+    program being Python, ``@executable_path`` is taken as the same); each once."""
+    origin = posixpath.dirname(path)
+    dirs = [origin]
+    for entry in rpath:
+        if entry.startswith(("@loader_path", "@executable_path")):
+            rest = entry.split("/", 1)[1] if "/" in entry else ""
+            dirs.append(posixpath.normpath(posixpath.join(origin, rest)))
+    return tuple(dict.fromkeys(dirs))
+
+
+#: The file names Python's import loads as an extension module (``importlib.machinery.EXTENSION_SUFFIXES``):
+#: ``x.cpython-311-x86_64-linux-gnu.so``, ``x.abi3.so``, ``x.pyd`` (``x.cp311-win_amd64.pyd``).
+_EXTENSION_SUFFIX = re.compile(r"(\.(cpython-[^./]+|abi3)\.so|\.pyd)$", re.IGNORECASE)
+
+
+def is_extension_module(path: str, exports: Collection[str] | None = None) -> bool:
+    """A Python extension module (what ``import`` loads by its path, before the loader searches for its
+    imports): a name with an extension suffix, or a library exporting ``PyInit_<stem>``. ``exports`` None:
+    the exports were not read (``doctor --env`` reads a loader's facts only); then a plain ``x.so`` not named
+    ``lib*`` counts too (Python imports ``x.so``; a library is named ``lib*``)."""
+    base = posixpath.basename(path)
+    if _EXTENSION_SUFFIX.search(base):
+        return True
+    if exports is None:
+        return base.endswith(".so") and not base.startswith("lib")
+    return f"PyInit_{base.split('.', 1)[0]}" in exports

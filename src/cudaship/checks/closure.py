@@ -19,10 +19,11 @@ import re
 
 from packaging.utils import canonicalize_name
 
+from cudaship.analysis.loader import is_extension_module
 from cudaship.checks.context import AuditContext
 from cudaship.checks.policy import DEFAULT_CUDA_PATTERNS, name_match
 from cudaship.checks.records import StaticImport
-from cudaship.checks.resolve import Resolution, Via, is_extension_module, resolve
+from cudaship.checks.resolve import Resolution, Via, resolve
 from cudaship.knowledge.libraries import identify
 from cudaship.providers.closure import wheel_extras
 from cudaship.records.binary import FileFormat, Import, ImportKind
@@ -311,7 +312,7 @@ def _copies(ctx: AuditContext) -> dict[str, str]:
             own.append(("digest", str(digest[0]), str(digest[1])))
         if report.host.soname:
             own.append(("soname", directory, report.host.soname))
-        if is_extension_module(path, report):
+        if is_extension_module(path, report.host.exports):
             own.append(("module", directory, posixpath.basename(path).split(".", 1)[0]))
         for key in own:
             first = keys.setdefault(key, path)

@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 
 from cudaship.analysis.envload import Edge, LoadGraph, simulate
 from cudaship.analysis.gpus import FileVerdicts, file_verdicts
-from cudaship.analysis.loader import How, LinuxLoader, WindowsLoader
+from cudaship.analysis.loader import DEFAULT_DIRS, LD_CACHE, How, LinuxLoader, WindowsLoader
 from cudaship.checks.confirm import ConfirmReport
 from cudaship.checks.confirm import findings as confirm_findings
 from cudaship.inspection.environment import (
@@ -407,28 +407,6 @@ def shown(env: Environment, path: str) -> str:
 
 
 # --- the whole question ----------------------------------------------------------------------------------
-
-#: The loader's default directories, per machine (glibc's built-in list on multiarch distributions, then the
-#: FHS ones).
-DEFAULT_DIRS = {
-    Machine.X86_64: (
-        "/lib/x86_64-linux-gnu",
-        "/usr/lib/x86_64-linux-gnu",
-        "/lib64",
-        "/usr/lib64",
-        "/lib",
-        "/usr/lib",
-    ),
-    Machine.AARCH64: (
-        "/lib/aarch64-linux-gnu",
-        "/usr/lib/aarch64-linux-gnu",
-        "/lib64",
-        "/usr/lib64",
-        "/lib",
-        "/usr/lib",
-    ),
-}
-LD_CACHE = "/etc/ld.so.cache"
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,12 @@
 """Where each import of a shipped library is found once the wheel is installed with its requirements.
 
-ELF: through the library's RUNPATH (or RPATH when it has no RUNPATH), ``$ORIGIN`` being its installed
-directory; a name with a ``/`` is a path. PE: the DLL's own directory, then the directories the policy says
-are added at run time and those a requirement's import adds (``os.add_dll_directory``: torch/lib). Mach-O:
-``@loader_path`` / ``@rpath``. A directory can hold a shipped file, or a file a declared requirement installs
-(the closure of :mod:`cudaship.checks.providers`), possibly only under an extra (then it passes with a note).
+The search path is the loader's, from the one model of it (:mod:`cudaship.analysis.loader`): ELF, the
+library's RUNPATH (or RPATH when it has no RUNPATH, and the RPATH inherited from the shipped libraries that
+load it), ``$ORIGIN`` being its installed directory; a name with a ``/`` is a path. PE: the DLL's own
+directory, then the directories the policy says are added at run time and those a requirement's import adds
+(``os.add_dll_directory``: torch/lib). Mach-O: ``@loader_path`` / ``@rpath``. What this module adds is the
+wheel's side: a directory can hold a shipped file, or a file a declared requirement installs (the closure of
+:mod:`cudaship.checks.providers`), possibly only under an extra (then it passes with a note).
 
 Then, in order: the NVIDIA driver, the interpreter, the operating system, the policy's allow list; a library
 a required package loads on import before ours (torch preloads its libraries and their CUDA dependencies;
@@ -16,11 +18,23 @@ of a requirement other than the index's (torch's CUDA builds); a library loaded 
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import Enum
 
 from packaging.utils import canonicalize_name
 
+from cudaship.analysis.loader import (
+    How,
+    Requester,
+    WindowsLoader,
+    is_extension_module,
+    macho_dirs,
+    macho_name,
+    object_dirs,
+    package_dll_dirs,
+    rpath_chain,
+)
 from cudaship.checks import nvidia
 from cudaship.checks.context import AuditContext
 from cudaship.checks.policy import name_match
@@ -29,7 +43,7 @@ from cudaship.checks.pyloads import preloaded_by_package
 from cudaship.knowledge.hosts import Host, host_of_directory, host_of_library
 from cudaship.knowledge.libraries import cudart_major
 from cudaship.knowledge.program_runtimes import runtime_providing
-from cudaship.knowledge.providers import builds_providing, conventions_for
+from cudaship.knowledge.providers import Build, builds_providing, conventions_for
 from cudaship.knowledge.system_libraries import Provider, distribution_library, provider_of
 from cudaship.providers.records import Provided, Reached
 from cudaship.records.binary import FileFormat, Import
@@ -83,21 +97,6 @@ class Resolution:
         return self.via is not Via.UNRESOLVED
 
 
-def _expand(entries: tuple[str, ...], origin: str) -> list[str]:
-    """ELF RPATH / RUNPATH entries as installed directories (``$ORIGIN`` is ``origin``)."""
-    dirs: list[str] = []
-    for entry in entries:
-        for raw in entry.split(":"):
-            if not raw:
-                continue
-            d = raw.replace("${ORIGIN}", "$ORIGIN")
-            if d.startswith("$ORIGIN"):
-                dirs.append(posixpath.normpath(posixpath.join(origin, d[len("$ORIGIN") :].lstrip("/"))))
-            else:
-                dirs.append("/" + d.lstrip("/") if d.startswith("/") else d)
-    return dirs
-
-
 def search_dirs(ctx: AuditContext, path: str, report: FileReport) -> tuple[str, ...]:
     """Installed directories the loader searches for ``report``'s imports (``..`` may leave site-packages),
     in order: for ELF see :func:`search_path`."""
@@ -105,56 +104,52 @@ def search_dirs(ctx: AuditContext, path: str, report: FileReport) -> tuple[str, 
 
 
 def search_path(ctx: AuditContext, path: str, report: FileReport) -> tuple[tuple[str, str], ...]:
-    """(directory, where the loader took it from) for ``report``'s imports, in the loader's order.
+    """(directory, where the loader took it from) for ``report``'s imports, in the loader's order: the
+    directories the objects themselves name (:func:`cudaship.analysis.loader.object_dirs`), once the wheel is
+    installed; nothing of the user's process (``LD_LIBRARY_PATH``, the cache, System32: the system
+    libraries are known by name).
 
-    ELF, as glibc's ``_dl_map_new_object`` (elf/dl-load.c) searches: a library with DT_RUNPATH searches its
-    DT_RUNPATH only (get-dynamic-info.h drops DT_RPATH when DT_RUNPATH is present); one without searches its
-    own DT_RPATH, then the DT_RPATH of the object that loaded it (``l_loader``), and so on up the chain. In a
-    wheel the chain is the shipped libraries that need it (:attr:`AuditContext.needed_by`), up to the module
-    Python loads; an object above with DT_RUNPATH contributes nothing but the chain goes on through it. Where
-    several shipped libraries need it, the directories of every chain are searched (which one loads it first
-    depends on the import order), nearest first. Computed once per library."""
+    ELF: a library with DT_RUNPATH searches its DT_RUNPATH only; one without searches its own DT_RPATH, then
+    the DT_RPATH of the objects that load it. In a wheel those are the shipped libraries that need it
+    (:attr:`AuditContext.needed_by`), up to the module Python loads; where several shipped libraries need it,
+    the directories of every chain are searched, nearest first (:func:`cudaship.analysis.loader.rpath_chain`).
+    PE: the safe DLL search's directories before System32, those the policy and the requirements add
+    (``os.add_dll_directory``) counted as added. Mach-O: ``@loader_path`` and ``LC_RPATH``. Computed once per
+    library."""
     found = ctx.search_paths.get(path)
     if found is None:
         found = ctx.search_paths[path] = _search_path(ctx, path, report)
     return found
 
 
+def _dynamic_of(ctx: AuditContext, loader: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    above = ctx.libraries.get(loader)
+    if above is None or above.host is None or above.format is not FileFormat.ELF:
+        return None
+    return above.host.rpath, above.host.runpath
+
+
 def _search_path(ctx: AuditContext, path: str, report: FileReport) -> tuple[tuple[str, str], ...]:
     host = report.host
     assert host is not None
-    origin = posixpath.dirname(path)
     if report.format is FileFormat.ELF:
-        if host.runpath:
-            return tuple((d, "DT_RUNPATH") for d in dict.fromkeys(_expand(host.runpath, origin)))
-        out: dict[str, str] = {d: "DT_RPATH" for d in _expand(host.rpath, origin)}
-        seen = {path}
-        level = list(ctx.needed_by.get(path, ()))
-        while level:  # breadth first: the nearest loader's DT_RPATH comes first
-            following: list[str] = []
-            for loader in level:
-                if loader in seen:
-                    continue
-                seen.add(loader)
-                above = ctx.libraries.get(loader)
-                if above is None or above.host is None or above.format is not FileFormat.ELF:
-                    continue
-                if not above.host.runpath:
-                    for d in _expand(above.host.rpath, posixpath.dirname(loader)):
-                        out.setdefault(d, f"DT_RPATH of {loader}, above it in the loading chain")
-                following.extend(ctx.needed_by.get(loader, ()))
-            level = following
-        return tuple(out.items())
+        chain = (
+            ()
+            if host.runpath
+            else rpath_chain(path, lambda p: ctx.needed_by.get(p, ()), lambda p: _dynamic_of(ctx, p))
+        )
+        requester = Requester(path, host.rpath, host.runpath, chain)
+        return tuple((d, _whence(how, by)) for d, how, by in object_dirs(requester))
     if report.format is FileFormat.PE:
-        dirs = (origin, *ctx.policy.closure.runtime_dirs, *ctx.providers.dll_directories)
-        return tuple((d, "search order") for d in dict.fromkeys(dirs))
-    # Mach-O: @loader_path and @rpath entries
-    macho = [origin]
-    for entry in host.rpath:
-        if entry.startswith(("@loader_path", "@executable_path")):
-            rest = entry.split("/", 1)[1] if "/" in entry else ""
-            macho.append(posixpath.normpath(posixpath.join(origin, rest)))
-    return tuple((d, "LC_RPATH") for d in dict.fromkeys(macho))
+        added = (*ctx.policy.closure.runtime_dirs, *ctx.providers.dll_directories)
+        dirs = package_dll_dirs(path, WindowsLoader(dll_directories=added))
+        return tuple((d, "search order") for d in dirs)
+    return tuple((d, "LC_RPATH") for d in macho_dirs(path, host.rpath))
+
+
+def _whence(how: How, by: str | None) -> str:
+    """Where the loader took a directory from, as a message says it."""
+    return f"{how.value} of {by}, above it in the loading chain" if by is not None else how.value
 
 
 #: Directories of a search path named in one message before the rest are counted
@@ -253,152 +248,171 @@ def _first_provided(
     return provided, searched[i][1]
 
 
+@dataclass(frozen=True)
+class _Lookup:
+    """One import being resolved, with what every step asks of it."""
+
+    path: str  #: the importing shipped library
+    report: FileReport
+    name: str  #: the import as the loader searches for it (a Mach-O install name without its prefix)
+    pe: bool  #: a DLL's import: names compare case-insensitively
+    platform: str  #: the OS whose system libraries count: the binary's own (a DLL in a Linux wheel too)
+    searched: tuple[tuple[str, str], ...]  #: the importer's search path (:func:`search_path`)
+
+    @property
+    def dirs(self) -> tuple[str, ...]:
+        return tuple(d for d, _whence in self.searched)
+
+
 def resolve(ctx: AuditContext, path: str, report: FileReport, imp: Import) -> Resolution:
-    """Resolve one import of the shipped library at ``path``."""
-    name = imp.library
-    pe = report.format is FileFormat.PE
+    """Resolve one import of the shipped library at ``path``: the first of the steps of the module's
+    docstring that answers, else why it is not found."""
+    name = macho_name(imp.library) if report.format is FileFormat.MACHO else imp.library
     # system libraries are those of the binary's own OS (a Windows DLL inside a Linux wheel is still a DLL)
     platform = _BINARY_OS.get(report.format, ctx.os) if report.format is not None else ctx.os
-    if report.format is FileFormat.MACHO:
-        name = _macho_name(name)
-    # 1. a path written into the import
     if "/" in name and report.format is FileFormat.ELF:
-        base = posixpath.basename(name)
-        provider = provider_of(base, platform, ctx.policy.closure.system_libraries)
-        if provider is not None:
-            return Resolution(Via(provider.value), None, f"{provider.value} library")
-        return Resolution(Via.UNRESOLVED, None, f"absolute path {name} outside the wheel")
-    # 2. the search path: shipped files, then files a requirement installs there
-    searched = search_path(ctx, path, report)
-    dirs = tuple(d for d, _whence in searched)
-    shipped = _first_shipped(ctx, path, searched, name, pe)
+        return _path_import(ctx, name, platform)
+    pe = report.format is FileFormat.PE
+    q = _Lookup(path, report, name, pe, platform, search_path(ctx, path, report))
+    for step in _STEPS:
+        found = step(ctx, q)
+        if found is not None:
+            return found
+    return _not_found(ctx, q)
+
+
+def _path_import(ctx: AuditContext, name: str, platform: str) -> Resolution:
+    """1. A path written into the import: a system library's, or outside the wheel."""
+    provider = provider_of(posixpath.basename(name), platform, ctx.policy.closure.system_libraries)
+    if provider is not None:
+        return Resolution(Via(provider.value), None, f"{provider.value} library")
+    return Resolution(Via.UNRESOLVED, None, f"absolute path {name} outside the wheel")
+
+
+def _on_search_path(ctx: AuditContext, q: _Lookup) -> Resolution | None:
+    """2. The search path: shipped files, then files a requirement installs there."""
+    shipped = _first_shipped(ctx, q.path, q.searched, q.name, q.pe)
     if shipped is not None:
         found, whence = shipped
         inherited = f", through the {whence}" if whence.startswith("DT_RPATH of ") else ""
         return Resolution(Via.SHIPPED, found, f"shipped at {found}{inherited}")
-    providers = ctx.providers
-    provided_at = _first_provided(ctx, path, searched, name, pe)
-    if provided_at is not None:
-        provided, whence = provided_at
-        res = _from_requirement(ctx, name, provided)
-        if whence.startswith("DT_RPATH of "):
-            res = replace(res, detail=f"{res.detail}, through the {whence}")
-        return res
-    # 3. the driver, the interpreter, the operating system, the policy's allow list
-    provider = provider_of(name, platform, ctx.policy.closure.system_libraries)
+    provided_at = _first_provided(ctx, q.path, q.searched, q.name, q.pe)
+    if provided_at is None:
+        return None
+    provided, whence = provided_at
+    res = _from_requirement(ctx, q.name, provided)
+    if whence.startswith("DT_RPATH of "):
+        res = replace(res, detail=f"{res.detail}, through the {whence}")
+    return res
+
+
+def _known_elsewhere(ctx: AuditContext, q: _Lookup) -> Resolution | None:
+    """3. The NVIDIA driver, the interpreter, the operating system, a program's runtime, the policy's allow
+    list."""
+    provider = provider_of(q.name, q.platform, ctx.policy.closure.system_libraries)
     if provider is Provider.DRIVER:
         return Resolution(Via.DRIVER, None, "NVIDIA driver")
     if provider is not None:
         return Resolution(Via(provider.value), None, f"{provider.value} library")
     if ctx.is_program:
-        runtime = runtime_providing(ctx.scan.kind.value, posixpath.basename(name), platform)
+        runtime = runtime_providing(ctx.scan.kind.value, posixpath.basename(q.name), q.platform)
         if runtime is not None:
             return Resolution(
                 Via.PROGRAM_RUNTIME, None, f"loaded by {runtime}, the runtime that loads the program"
             )
-    allowed = name_match(ctx.policy.closure.allow, name)
+    allowed = name_match(ctx.policy.closure.allow, q.name)
     if allowed is not None:
         return Resolution(Via.ALLOWED, None, f"allowed by policy ({allowed})")
-    # 4. loaded before ours by a required package's import
-    base = posixpath.basename(name).lower()
-    pre = providers.preloaded.get(base)
-    if pre is not None:
-        file, loader = pre
-        who = f"{file.reached.label()}" if file.reached is not loader else loader.label()
-        note = f"provided when installed as {_own(ctx)}[{loader.extra}]" if loader.extra else None
-        return Resolution(
-            Via.PRELOADED,
-            file.path,
-            f"{name} ← {who}, loaded by `import {loader.dist.name}` first ({file.path})",
-            note,
-            loader.extra,
-        )
-    # 4b. a library of a host package the wheel does not declare (torch): its users import the host first
-    host = _undeclared_host(ctx, name, searched, platform)
-    if host is not None:
-        return host
-    # 4c. the SONAME of a library shipped in the wheel, off the search path: already loaded by then
-    loaded = _loaded_sibling(ctx, path, report, name)
-    if loaded is not None:
-        return loaded
-    # 5. found at run time by name wherever a requirement installs it
-    lookup = providers.runtime_lookup
-    anywhere = providers.named(name)
-    if lookup is not None and anywhere is not None:
-        note = f"found at run time by {lookup}"
-        if anywhere.reached.extra:
-            note = f"provided when installed as {_own(ctx)}[{anywhere.reached.extra}]; {note}"
-        return Resolution(
-            Via.RUNTIME,
-            anywhere.path,
-            f"{name} ← {anywhere.reached.label()} at {anywhere.path}",
-            note,
-            anywhere.reached.extra,
-        )
-    # 6. another build of a requirement that is loaded first (torch's CUDA builds)
+    return None
+
+
+def _preloaded_by_requirement(ctx: AuditContext, q: _Lookup) -> Resolution | None:
+    """4. Loaded before ours by a required package's import (torch loads its libraries)."""
+    pre = ctx.providers.preloaded.get(posixpath.basename(q.name).lower())
+    if pre is None:
+        return None
+    file, loader = pre
+    who = f"{file.reached.label()}" if file.reached is not loader else loader.label()
+    note = f"provided when installed as {_own(ctx)}[{loader.extra}]" if loader.extra else None
+    return Resolution(
+        Via.PRELOADED,
+        file.path,
+        f"{q.name} ← {who}, loaded by `import {loader.dist.name}` first ({file.path})",
+        note,
+        loader.extra,
+    )
+
+
+def _found_at_run_time(ctx: AuditContext, q: _Lookup) -> Resolution | None:
+    """5. Found at run time by name wherever a requirement installs it (cuda-pathfinder, preload_dlls)."""
+    lookup = ctx.providers.runtime_lookup
+    anywhere = ctx.providers.named(q.name)
+    if lookup is None or anywhere is None:
+        return None
+    note = _with_extra(ctx, anywhere, f"found at run time by {lookup}")
+    detail = f"{q.name} ← {anywhere.reached.label()} at {anywhere.path}"
+    return Resolution(Via.RUNTIME, anywhere.path, detail, note, anywhere.reached.extra)
+
+
+def _other_build(ctx: AuditContext, q: _Lookup) -> Resolution | None:
+    """6. Another build of a requirement that is loaded first (torch's CUDA builds)."""
+    providers = ctx.providers
     for r in providers.closure.reached:
         if not any(c.preloads for c in conventions_for(r.dist.name)):
             continue
-        build = builds_providing(r.dist.name, posixpath.basename(name), platform)
-        if build is None:
-            continue
-        found = f"{r.dist.name} {r.dist.version} from {_source_kind(r)}"
-        variant = ctx.variants.get(path)
-        own_build = variant is not None and variant.train is not None and variant.train.major == build.cuda
-        other_cuda = _cuda_build_of(providers, r)
-        # One cause on every OS: the build `pip install` brings lacks the library, another build of the same
-        # project has it. The verdict follows what the brought build is, and each message says why the other
-        # case differs: a CPU build (torch on PyPI for Windows) sends every CUDA user to another build anyway,
-        # so needing one is the documented install (a note); a CUDA build of another major (torch on PyPI
-        # for Linux) is the build the wheel's own requirements install, which cannot load it (an error).
-        if not own_build and other_cuda is not None and other_cuda != build.cuda:
-            # a real mismatch, unless this library is the variant chosen for a CUDA {build.cuda} torch
-            return Resolution(
-                Via.UNRESOLVED,
-                None,
-                f"{found} is a CUDA {other_cuda} build; {name} comes with {build.note} (an error because "
-                f"`pip install` brings that CUDA {other_cuda} build; where the index's {r.dist.name} is a "
-                "CPU build, as on Windows, every CUDA user installs another build anyway and the same "
-                "import passes with a note)",
-            )
-        note = f"provided by {build.note}, not by {found}"
-        if not own_build and other_cuda is None:
-            note += (
-                f", a CPU build: every CUDA user of {r.dist.name} installs another build anyway (where the "
-                f"index's {r.dist.name} is a CUDA build of another major, as on Linux, the same import is an "
-                "error: `pip install` brings a build without it)"
-            )
-        return Resolution(
-            Via.BUILD, None, f"{name} ← {r.dist.name} (CUDA {build.cuda} build) via {r.via}", note
-        )
-    # 6b. installed by a requirement and loaded first by the package's own Python code
-    preload = _package_preload(ctx, name, anywhere, pe)
-    if preload is not None:
-        return preload
-    # 7. the importing library is loaded only on demand
-    what = providers.on_demand(path)
-    if what is not None:
-        return Resolution(Via.ON_DEMAND, None, f"{path} is loaded only by {what}", f"needed only by {what}")
-    # 8. not found: say why, as precisely as possible
-    shipped_elsewhere = ctx.by_name.get(posixpath.basename(name).lower(), [])
-    where = _shown(dirs)
-    if shipped_elsewhere:
-        added = preloaded_by_package(ctx, name, shipped_elsewhere[0], pe)
-        if added is not None:  # a vendored directory the package's code adds (delvewheel's patch)
-            where_py, mechanism = added
-            note = f"preloaded by the package's Python code ({where_py}: {mechanism})"
-            return Resolution(
-                Via.PACKAGE_PRELOAD,
-                shipped_elsewhere[0],
-                f"{name} shipped at {shipped_elsewhere[0]}, off the search path, {note}",
-                note,
-                cause=where_py,
-            )
+        build = builds_providing(r.dist.name, posixpath.basename(q.name), q.platform)
+        if build is not None:
+            return _build_resolution(ctx, q, r, build)
+    return None
+
+
+def _build_resolution(ctx: AuditContext, q: _Lookup, r: Reached, build: Build) -> Resolution:
+    """One cause on every OS: the build `pip install` brings lacks the library, another build of the same
+    project has it. The verdict follows what the brought build is, and each message says why the other case
+    differs: a CPU build (torch on PyPI for Windows) sends every CUDA user to another build anyway, so
+    needing one is the documented install (a note); a CUDA build of another major (torch on PyPI for Linux)
+    is the build the wheel's own requirements install, which cannot load it (an error)."""
+    name = q.name
+    found = f"{r.dist.name} {r.dist.version} from {_source_kind(r)}"
+    variant = ctx.variants.get(q.path)
+    own_build = variant is not None and variant.train is not None and variant.train.major == build.cuda
+    other_cuda = _cuda_build_of(ctx.providers, r)
+    if not own_build and other_cuda is not None and other_cuda != build.cuda:
+        # a real mismatch, unless this library is the variant chosen for a CUDA {build.cuda} torch
         return Resolution(
             Via.UNRESOLVED,
             None,
-            f"shipped at {shipped_elsewhere[0]} but not on the search path (searched: {where})",
+            f"{found} is a CUDA {other_cuda} build; {name} comes with {build.note} (an error because "
+            f"`pip install` brings that CUDA {other_cuda} build; where the index's {r.dist.name} is a "
+            "CPU build, as on Windows, every CUDA user installs another build anyway and the same "
+            "import passes with a note)",
         )
+    note = f"provided by {build.note}, not by {found}"
+    if not own_build and other_cuda is None:
+        note += (
+            f", a CPU build: every CUDA user of {r.dist.name} installs another build anyway (where the "
+            f"index's {r.dist.name} is a CUDA build of another major, as on Linux, the same import is an "
+            "error: `pip install` brings a build without it)"
+        )
+    return Resolution(Via.BUILD, None, f"{name} ← {r.dist.name} (CUDA {build.cuda} build) via {r.via}", note)
+
+
+def _on_demand(ctx: AuditContext, q: _Lookup) -> Resolution | None:
+    """7. The importing library is loaded only on demand."""
+    what = ctx.providers.on_demand(q.path)
+    if what is None:
+        return None
+    return Resolution(Via.ON_DEMAND, None, f"{q.path} is loaded only by {what}", f"needed only by {what}")
+
+
+def _not_found(ctx: AuditContext, q: _Lookup) -> Resolution:
+    """8. Not found: say why, as precisely as possible."""
+    name = q.name
+    shipped_elsewhere = ctx.by_name.get(posixpath.basename(name).lower(), [])
+    where = _shown(q.dirs)
+    if shipped_elsewhere:
+        return _shipped_off_path(ctx, q, shipped_elsewhere[0], where)
+    anywhere = ctx.providers.named(name)
     if anywhere is not None:
         return Resolution(
             Via.UNRESOLVED,
@@ -409,8 +423,33 @@ def resolve(ctx: AuditContext, path: str, report: FileReport, imp: Import) -> Re
     hint = nvidia.requirement_hint(ctx, name)
     if hint:
         return Resolution(Via.UNRESOLVED, None, f"{hint}; searched: {where}")
-    # 9. a distribution library outside the manylinux policy: the user's system provides it, or not
-    distro = distribution_library(name) if platform == "linux" else None
+    return _distribution_or_missing(q, where)
+
+
+def _shipped_off_path(ctx: AuditContext, q: _Lookup, shipped: str, where: str) -> Resolution:
+    """Shipped in the wheel, off the search path: a vendored directory the package's code adds (delvewheel's
+    patch), else unresolved."""
+    added = preloaded_by_package(ctx, q.name, shipped, q.pe)
+    if added is None:
+        return Resolution(
+            Via.UNRESOLVED, None, f"shipped at {shipped} but not on the search path (searched: {where})"
+        )
+    where_py, mechanism = added
+    note = f"preloaded by the package's Python code ({where_py}: {mechanism})"
+    return Resolution(
+        Via.PACKAGE_PRELOAD,
+        shipped,
+        f"{q.name} shipped at {shipped}, off the search path, {note}",
+        note,
+        cause=where_py,
+    )
+
+
+def _distribution_or_missing(q: _Lookup, where: str) -> Resolution:
+    """9. A distribution library outside the manylinux policy: the user's system provides it, or not; else
+    nothing provides it."""
+    name = q.name
+    distro = distribution_library(name) if q.platform == "linux" else None
     if distro is not None and distro.default:
         return Resolution(
             Via.DISTRIBUTION,
@@ -462,12 +501,11 @@ def undeclared_hosts(ctx: AuditContext) -> tuple[Host, ...]:
     return hosts
 
 
-def _undeclared_host(
-    ctx: AuditContext, name: str, searched: tuple[tuple[str, str], ...], platform: str
-) -> Resolution | None:
-    """A library of a host package the wheel does not declare, or one that host's builds bring and load
-    first (torch's CUDA libraries): a warning naming the mechanism (class 4 of issue 21), never a pass nor
-    an error."""
+def _undeclared_host(ctx: AuditContext, q: _Lookup) -> Resolution | None:
+    """4b. A library of a host package the wheel does not declare (torch: its users import it first), or one
+    that host's builds bring and load first (torch's CUDA libraries): a warning naming the mechanism (class
+    4 of issue 21), never a pass nor an error."""
+    name, searched, platform = q.name, q.searched, q.platform
     hosts = undeclared_hosts(ctx)
     if not hosts:
         return None
@@ -506,20 +544,8 @@ def _host_resolution(host: Host, mechanism: str) -> Resolution:
     )
 
 
-def is_extension_module(path: str, report: FileReport) -> bool:
-    """A Python extension module (what ``import`` loads): ``PyInit_<name>`` exported, or an extension
-    suffix (``.cpython-312-x86_64-linux-gnu.so``, ``.abi3.so``, ``.pyd``)."""
-    base = posixpath.basename(path)
-    stem = base.split(".", 1)[0]
-    host = report.host
-    if host is not None and f"PyInit_{stem}" in host.exports:
-        return True
-    lowered = base.lower()
-    return lowered.endswith(".pyd") or ".cpython-" in lowered or lowered.endswith(".abi3.so")
-
-
-def _loaded_sibling(ctx: AuditContext, path: str, report: FileReport, name: str) -> Resolution | None:
-    """An import naming the SONAME of a library shipped in the same wheel, which the search path does not
+def _loaded_sibling(ctx: AuditContext, q: _Lookup) -> Resolution | None:
+    """4c. An import naming the SONAME of a library shipped in the same wheel, which the search path does not
     reach (class 3 of issue 21). glibc first looks for an already loaded object of that name
     (``_dl_lookup_map``); so the import is satisfied when that library is loaded before the importer.
 
@@ -529,6 +555,7 @@ def _loaded_sibling(ctx: AuditContext, path: str, report: FileReport, name: str)
     only when something loaded the library first, which the import order decides: a warning naming that.
     A library that is itself needed by another (loaded as part of a chain) gets no such benefit: the loader
     searches for the name then, and fails (unless an RPATH up the chain reaches it)."""
+    path, report, name = q.path, q.report, q.name
     if report.format is not FileFormat.ELF or ctx.needed_by.get(path):
         return None
     targets = [t for t in ctx.by_soname.get(posixpath.basename(name).lower(), ()) if t != path]
@@ -551,7 +578,8 @@ def _loaded_sibling(ctx: AuditContext, path: str, report: FileReport, name: str)
             f"(dlopen), so {posixpath.basename(target)} is loaded by then (glibc reuses the loaded object of "
             "that SONAME)",
         )
-    what = "a Python module" if is_extension_module(path, report) else "loaded by no shipped library"
+    module = is_extension_module(path, report.host.exports if report.host else ())
+    what = "a Python module" if module else "loaded by no shipped library"
     return Resolution(
         Via.LOADED,
         target,
@@ -562,18 +590,17 @@ def _loaded_sibling(ctx: AuditContext, path: str, report: FileReport, name: str)
     )
 
 
-def _package_preload(ctx: AuditContext, name: str, provided: Provided | None, pe: bool) -> Resolution | None:
-    """Installed by a declared requirement and loaded first by the package's own Python code (class 1 of
+def _package_preload(ctx: AuditContext, q: _Lookup) -> Resolution | None:
+    """6b. Installed by a declared requirement and loaded first by the package's own Python code (class 1 of
     issue 21): ``ctypes.CDLL`` by name or glob, a helper loading that directory, ``os.add_dll_directory``."""
+    name, provided, pe = q.name, ctx.providers.named(q.name), q.pe
     if provided is None:
         return None
     found = preloaded_by_package(ctx, name, provided.path, pe, provided.reached)
     if found is None:
         return None
     where, mechanism = found
-    note = f"preloaded by the package's Python code ({where}: {mechanism})"
-    if provided.reached.extra:
-        note = f"provided when installed as {_own(ctx)}[{provided.reached.extra}]; {note}"
+    note = _with_extra(ctx, provided, f"preloaded by the package's Python code ({where}: {mechanism})")
     return Resolution(
         Via.PACKAGE_PRELOAD,
         provided.path,
@@ -586,6 +613,12 @@ def _package_preload(ctx: AuditContext, name: str, provided: Provided | None, pe
 
 def _own(ctx: AuditContext) -> str:
     return ctx.scan.dist.metadata.name
+
+
+def _with_extra(ctx: AuditContext, provided: Provided, note: str) -> str:
+    """``note``, after the extra the wheel must be installed with for ``provided`` to be there."""
+    extra = provided.reached.extra
+    return f"provided when installed as {_own(ctx)}[{extra}]; {note}" if extra else note
 
 
 def _cuda_build_of(providers: WheelProviders, r: Reached) -> int | None:
@@ -626,13 +659,6 @@ def _from_requirement(ctx: AuditContext, name: str, provided: Provided) -> Resol
     return Resolution(Via.REQUIREMENT, provided.path, detail)
 
 
-def _macho_name(name: str) -> str:
-    for prefix in ("@rpath/", "@loader_path/", "@executable_path/"):
-        if name.startswith(prefix):
-            return name[len(prefix) :]
-    return name
-
-
 def shipped_dependencies(ctx: AuditContext, path: str) -> tuple[tuple[Import, str], ...]:
     """Imports of ``path`` that resolve to shipped libraries, with the installed path of each."""
     report = ctx.libraries.get(path)
@@ -644,3 +670,17 @@ def shipped_dependencies(ctx: AuditContext, path: str) -> tuple[tuple[Import, st
         if res.via is Via.SHIPPED and res.target is not None:
             out.append((imp, res.target))
     return tuple(out)
+
+
+#: The steps of :func:`resolve` after a path import, in order: the first that answers decides.
+_STEPS: tuple[Callable[[AuditContext, _Lookup], Resolution | None], ...] = (
+    _on_search_path,
+    _known_elsewhere,
+    _preloaded_by_requirement,
+    _undeclared_host,
+    _loaded_sibling,
+    _found_at_run_time,
+    _other_build,
+    _package_preload,
+    _on_demand,
+)

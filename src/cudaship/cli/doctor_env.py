@@ -11,9 +11,11 @@ from pathlib import Path
 import click
 from packaging.utils import canonicalize_name
 
-from cudaship.checks.environment import LD_CACHE, EnvReport, doctor_env, with_confirmation
+from cudaship.analysis.loader import LD_CACHE
+from cudaship.checks.environment import EnvReport, doctor_env, with_confirmation
 from cudaship.errors import NoGpuError, UsageError
 from cudaship.exitcodes import ExitCode
+from cudaship.providers.sources import venv_interpreter
 from cudaship.render.escape import line
 from cudaship.render.output import write_report
 from cudaship.render.table import Style, render
@@ -34,12 +36,9 @@ def confirm_python(env: str) -> str:
     path = Path(env)
     if not path.is_dir():
         return env
-    resolved = path.resolve()
-    for parent in (resolved, *resolved.parents):
-        if (parent / "pyvenv.cfg").is_file():
-            for name in ("bin/python", "bin/python3", "Scripts/python.exe"):
-                if (parent / name).exists():
-                    return str(parent / name)
+    python = venv_interpreter(path)
+    if python is not None:
+        return str(python)
     raise UsageError(
         "--confirm needs the environment's interpreter: give it as --env PYTHON (no virtual environment "
         "holds this directory)",

@@ -112,6 +112,21 @@ def prefix_site_packages(root: Path) -> list[Path]:
     return out
 
 
+#: Where ``venv`` puts an environment's interpreter: ``bin/`` on POSIX, ``Scripts/`` on Windows.
+VENV_INTERPRETERS = ("bin/python", "bin/python3", "Scripts/python.exe")
+
+
+def venv_interpreter(directory: Path) -> Path | None:
+    """The interpreter of the virtual environment holding ``directory``: its root (``directory`` itself or
+    the nearest parent with a ``pyvenv.cfg``) or a directory inside it (its site-packages); None when no
+    virtual environment holds it or its root has no interpreter."""
+    resolved = directory.resolve()
+    for parent in (resolved, *resolved.parents):
+        if (parent / "pyvenv.cfg").is_file():
+            return next((parent / n for n in VENV_INTERPRETERS if (parent / n).exists()), None)
+    return None
+
+
 def site_packages(env: str) -> list[Path]:
     """The site-packages directories of ``env``: an environment root (a virtual environment, with its
     ``pyvenv.cfg``, or an installation prefix: :func:`prefix_site_packages`) gives its own; another
