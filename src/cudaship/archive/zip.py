@@ -26,7 +26,7 @@ import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from types import TracebackType
-from typing import NamedTuple
+from typing import IO, NamedTuple
 
 from cudaship.archive.inflate import (
     BZIP2,
@@ -481,6 +481,60 @@ class ZipFile:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def file_directory(source: IO[bytes], *, limits: ArchiveLimits = DEFAULT_LIMITS) -> tuple[ZipMember, ...]:
+    """The central directory of the zip archive readable from ``source``: any seekable file, such as a remote
+    wheel fetched in ranges, of which only the directory is read. Its entries' local headers are not read
+    (``data_offset`` is -1): :func:`file_member` reads one member's."""
+    try:
+        zf = zipfile.ZipFile(source)
+    except ZIP_OPEN_ERRORS as e:
+        raise ArchiveError(f"not a readable zip archive: {_reason(e)}") from None
+    with zf:
+        infos = zf.infolist()
+    if len(infos) > limits.max_members:
+        raise ArchiveError(f"more than {limits.max_members} members ({len(infos)})")
+    return tuple(
+        ZipMember(
+            name=info.filename,
+            size=info.file_size,
+            compressed_size=info.compress_size,
+            method=info.compress_type,
+            header_offset=info.header_offset,
+            data_offset=-1,
+            flags=info.flag_bits,
+            external_attr=info.external_attr,
+            crc=info.CRC,
+        )
+        for info in infos
+    )
+
+
+def file_member(source: IO[bytes], member: ZipMember, limit: int) -> bytes:
+    """The bytes of one member of :func:`file_directory`, reading from ``source`` only its local header and
+    data, then checked and inflated as :meth:`ZipArchive.read` does (every cap and refusal of a local
+    archive's member); a member declaring more than ``limit`` bytes is refused before anything is read."""
+    if member.size > limit:
+        raise ArchiveError(f"member {member.name}: {member.size} bytes, over the {limit} byte limit")
+    if member.compressed_size > limit + (1 << 16):
+        raise ArchiveError(
+            f"member {member.name}: {member.compressed_size} bytes stored, over the {limit} limit"
+        )
+    source.seek(member.header_offset)
+    header = source.read(_LOCAL_HEADER.size)
+    if len(header) != _LOCAL_HEADER.size or header[:4] != _LOCAL_MAGIC:
+        raise ArchiveError(f"member {member.name}: bad local header")
+    fields = _LOCAL_HEADER.unpack(header)
+    data_offset = _LOCAL_HEADER.size + int(fields[9]) + int(fields[10])
+    source.seek(member.header_offset)
+    blob = source.read(data_offset + member.compressed_size)
+    local = member._replace(
+        header_offset=0,
+        data_offset=data_offset,
+        problem=None if len(blob) == data_offset + member.compressed_size else "truncated",
+    )
+    return ZipArchive(blob, members=(local,)).read(local, limit)
 
 
 def _reason(error: BaseException) -> str:
