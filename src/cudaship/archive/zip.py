@@ -23,10 +23,10 @@ import stat
 import struct
 import threading
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from types import TracebackType
-from typing import NamedTuple
+from typing import IO, NamedTuple, cast
 
 from cudaship.archive.inflate import (
     BZIP2,
@@ -181,36 +181,12 @@ class ZipArchive:
     def _read_directory(self) -> tuple[ZipMember, ...]:
         source = BufferFile(self.buf)
         try:
-            try:
-                zf = zipfile.ZipFile(source)
-            except ZIP_OPEN_ERRORS as e:
-                raise ArchiveError(f"not a readable zip archive: {self._open_problem(e)}") from None
-            with zf:
-                infos = zf.infolist()
-                directory_start = int(getattr(zf, "start_dir", self.size))
+            infos, directory_start = _directory(cast(IO[bytes], source), self.limits, self._open_problem)
         finally:
             source.close()
-        if len(infos) > self.limits.max_members:
-            raise ArchiveError(f"more than {self.limits.max_members} members ({len(infos)})")
-        members = tuple(self._member(info) for info in infos)
-        self._refuse_overlaps(members, directory_start)
+        members = tuple(_entry(info, *self._local_header(info)) for info in infos)
+        self._refuse_overlaps(members, self.size if directory_start is None else int(directory_start))
         return members
-
-    def _member(self, info: zipfile.ZipInfo) -> ZipMember:
-        start = info.header_offset
-        data, problem = self._local_header(info)
-        return ZipMember(
-            name=info.filename,
-            size=info.file_size,
-            compressed_size=info.compress_size,
-            method=info.compress_type,
-            header_offset=start,
-            data_offset=data,
-            flags=info.flag_bits,
-            external_attr=info.external_attr,
-            crc=info.CRC,
-            problem=problem,
-        )
 
     def _local_header(self, info: zipfile.ZipInfo) -> tuple[int, str | None]:
         """Where the member's data starts, and what is wrong with its local header (None: nothing). A bad
@@ -481,6 +457,72 @@ class ZipFile:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def file_directory(source: IO[bytes], *, limits: ArchiveLimits = DEFAULT_LIMITS) -> tuple[ZipMember, ...]:
+    """The central directory of the zip archive readable from ``source``: any seekable file, such as a remote
+    wheel fetched in ranges, of which only the directory is read. Its entries' local headers are not read
+    (``data_offset`` is -1): :func:`file_member` reads one member's."""
+    infos, _start = _directory(source, limits, _reason)
+    return tuple(_entry(info, -1, None) for info in infos)
+
+
+def _directory(
+    source: IO[bytes], limits: ArchiveLimits, problem: Callable[[BaseException], str]
+) -> tuple[list[zipfile.ZipInfo], int | None]:
+    """The central directory's entries (at most ``limits.max_members``) and where it starts; an archive
+    :mod:`zipfile` cannot open is an :class:`ArchiveError` worded by ``problem``."""
+    try:
+        zf = zipfile.ZipFile(source)
+    except ZIP_OPEN_ERRORS as e:
+        raise ArchiveError(f"not a readable zip archive: {problem(e)}") from None
+    with zf:
+        infos = zf.infolist()
+        start = getattr(zf, "start_dir", None)
+    if len(infos) > limits.max_members:
+        raise ArchiveError(f"more than {limits.max_members} members ({len(infos)})")
+    return infos, start
+
+
+def _entry(info: zipfile.ZipInfo, data_offset: int, problem: str | None) -> ZipMember:
+    return ZipMember(
+        name=info.filename,
+        size=info.file_size,
+        compressed_size=info.compress_size,
+        method=info.compress_type,
+        header_offset=info.header_offset,
+        data_offset=data_offset,
+        flags=info.flag_bits,
+        external_attr=info.external_attr,
+        crc=info.CRC,
+        problem=problem,
+    )
+
+
+def file_member(source: IO[bytes], member: ZipMember, limit: int) -> bytes:
+    """The bytes of one member of :func:`file_directory`, reading from ``source`` only its local header and
+    data, then checked and inflated as :meth:`ZipArchive.read` does (every cap and refusal of a local
+    archive's member); a member declaring more than ``limit`` bytes is refused before anything is read."""
+    if member.size > limit:
+        raise ArchiveError(f"member {member.name}: {member.size} bytes, over the {limit} byte limit")
+    if member.compressed_size > limit + (1 << 16):
+        raise ArchiveError(
+            f"member {member.name}: {member.compressed_size} bytes stored, over the {limit} limit"
+        )
+    source.seek(member.header_offset)
+    header = source.read(_LOCAL_HEADER.size)
+    if len(header) != _LOCAL_HEADER.size or header[:4] != _LOCAL_MAGIC:
+        raise ArchiveError(f"member {member.name}: bad local header")
+    fields = _LOCAL_HEADER.unpack(header)
+    data_offset = _LOCAL_HEADER.size + int(fields[9]) + int(fields[10])
+    source.seek(member.header_offset)
+    blob = source.read(data_offset + member.compressed_size)
+    local = member._replace(
+        header_offset=0,
+        data_offset=data_offset,
+        problem=None if len(blob) == data_offset + member.compressed_size else "truncated",
+    )
+    return ZipArchive(blob, members=(local,)).read(local, limit)
 
 
 def _reason(error: BaseException) -> str:

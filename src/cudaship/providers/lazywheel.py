@@ -2,13 +2,14 @@
 (the zip's central directory, which names every member) and the few members asked for are fetched, so the
 file list and METADATA of a 2 GB wheel cost kilobytes.
 
-:class:`RangeFile` is a read-only, seekable file object over a URL whose size is known; the standard
-library's :mod:`zipfile` reads it like a local file, and every read it makes that is not already fetched
-becomes one range request (at least :data:`CHUNK` bytes, so small reads do not each cost a round trip).
+:class:`RangeFile` is a read-only, seekable file object over a URL whose size is known; the archive layer
+reads its central directory like a local file's (:func:`cudaship.archive.zip.file_directory`), and every read
+that is not already fetched becomes one range request (at least :data:`CHUNK` bytes, so small reads do not
+each cost a round trip).
 
 The remote wheel is input like a local one: every range goes only to the hosts the index allows, all of them
 together are capped (:data:`MAX_FETCHED`: a central directory that claims gigabytes is refused, not fetched),
-and METADATA is inflated by the archive layer (:class:`cudaship.archive.zip.ZipArchive`: encrypted members,
+and METADATA is inflated by the archive layer (:func:`cudaship.archive.zip.file_member`: encrypted members,
 unknown methods, bombs past the ratio caps and METADATA over its size cap are refused), never by
 :mod:`zipfile`'s own reader, whose bzip2 and LZMA paths inflate without a bound.
 """
@@ -17,14 +18,11 @@ from __future__ import annotations
 
 import bisect
 import io
-import struct
 import threading
-import zipfile
 from collections.abc import Collection
 from typing import IO, cast
 
-from cudaship.archive.limits import DEFAULT_LIMITS
-from cudaship.archive.zip import ZipArchive, ZipMember
+from cudaship.archive.zip import file_directory, file_member
 from cudaship.errors import ArchiveError, WheelError
 from cudaship.providers.distinfo import from_wheel_names
 from cudaship.providers.http import Client, IndexUnavailable
@@ -38,7 +36,6 @@ TAIL = 64 * 1024
 #: Most bytes fetched from one remote wheel in all (its central directory and METADATA): torch's directory of
 #: 13,000 members is 1.5 MB
 MAX_FETCHED = 32 << 20
-_LOCAL = struct.Struct("<4sHHHHHIIIHH")
 
 
 class RangeFile(io.RawIOBase):
@@ -174,55 +171,21 @@ def remote_distribution(
 ) -> Distribution:
     """The distribution of the wheel at ``url``: its member names from the central directory, its METADATA
     (unless given: PEP 658) through the archive layer. A malformed or hostile wheel raises
-    :class:`~cudaship.errors.WheelError` (or ValueError); an index that cannot answer, IndexUnavailable."""
+    :class:`~cudaship.errors.WheelError`; an index that cannot answer, IndexUnavailable."""
     raw = RangeFile(client, url, size, hosts)
     try:
-        zf = zipfile.ZipFile(cast(IO[bytes], raw))
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, struct.error) as e:
-        raise WheelError(f"{url}: not a readable zip: {e}") from None
-    with zf:
-        infos = zf.infolist()
-        if len(infos) > DEFAULT_LIMITS.max_members:
-            raise WheelError(f"{url}: more than {DEFAULT_LIMITS.max_members} members ({len(infos)})")
-        names = [i.filename for i in infos]
-        if metadata is None:
-            directory = find_dist_info(names, filename)
-            try:
-                info = zf.getinfo(f"{directory}/METADATA")
-            except KeyError:
-                raise WheelError(f"{directory}/METADATA is missing") from None
-            metadata = _member_bytes(raw, info, MAX_METADATA_BYTES)
-    return from_wheel_names(names, filename, source, metadata)
-
-
-def _member_bytes(raw: RangeFile, info: zipfile.ZipInfo, limit: int) -> bytes:
-    """One member's bytes, its local header and data fetched in ranges and inflated by the archive layer
-    (every cap and refusal of a local wheel's member)."""
-    if info.file_size > limit:
-        raise WheelError(f"member {info.filename}: {info.file_size} bytes, over the {limit} byte limit")
-    if info.compress_size > limit + (1 << 16):
-        raise WheelError(f"member {info.filename}: {info.compress_size} bytes stored, over the {limit} limit")
-    raw.seek(info.header_offset)
-    header = raw.read(_LOCAL.size)
-    if len(header) != _LOCAL.size or header[:4] != b"PK\x03\x04":
-        raise WheelError(f"member {info.filename}: bad local header")
-    fields = _LOCAL.unpack(header)
-    data_offset = _LOCAL.size + int(fields[9]) + int(fields[10])
-    raw.seek(info.header_offset)
-    blob = raw.read(data_offset + info.compress_size)
-    member = ZipMember(
-        name=info.filename,
-        size=info.file_size,
-        compressed_size=info.compress_size,
-        method=info.compress_type,
-        header_offset=0,
-        data_offset=data_offset,
-        flags=info.flag_bits,
-        external_attr=info.external_attr,
-        crc=info.CRC,
-        problem=None if len(blob) == data_offset + info.compress_size else "truncated",
-    )
-    try:
-        return ZipArchive(blob, members=(member,)).read(member, limit)
+        members = file_directory(cast(IO[bytes], raw))
     except ArchiveError as e:
-        raise WheelError(e.message) from None
+        raise WheelError(f"{url}: {e.message}") from None
+    names = [m.name for m in members]
+    if metadata is None:
+        directory = find_dist_info(names, filename)
+        wanted = f"{directory}/METADATA"
+        member = next((m for m in members if m.name == wanted), None)
+        if member is None:
+            raise WheelError(f"{wanted} is missing")
+        try:
+            metadata = file_member(cast(IO[bytes], raw), member, MAX_METADATA_BYTES)
+        except ArchiveError as e:
+            raise WheelError(e.message) from None
+    return from_wheel_names(names, filename, source, metadata)

@@ -10,8 +10,6 @@ each into a note); it never ends the audit."""
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import posixpath
 import subprocess
@@ -24,30 +22,12 @@ from packaging.version import InvalidVersion, Version
 
 from cudaship.errors import CudashipError, UsageError, WheelError
 from cudaship.knowledge import providers as known
-from cudaship.providers.distinfo import from_wheel_names, parse_core_metadata
+from cudaship.providers.distinfo import distribution, from_wheel_names, read_metadata
 from cudaship.providers.records import Distribution, Target
 from cudaship.providers.select import Candidate, best, wheel_version
 from cudaship.safe_read import read_regular
-from cudaship.wheel.metadata import MAX_METADATA_BYTES, MAX_RECORD_BYTES, MAX_RECORD_ROWS, find_dist_info
-
-
-def record_paths(data: bytes, label: str) -> list[str]:
-    """The paths (first fields) of an installed RECORD: UTF-8 CSV, each field within the csv module's limit,
-    at most :data:`MAX_RECORD_ROWS` rows; anything else is a :class:`WheelError` naming ``label``."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise WheelError(f"not UTF-8 text (byte {e.start})", path=label) from None
-    paths: list[str] = []
-    try:
-        for lineno, row in enumerate(csv.reader(io.StringIO(text)), start=1):
-            if lineno > MAX_RECORD_ROWS:
-                raise WheelError(f"more than {MAX_RECORD_ROWS} lines", path=label)
-            if row and row[0]:
-                paths.append(row[0])
-    except csv.Error as e:  # a field over 128 KiB, a NUL, a lone carriage return in a field
-        raise WheelError(f"not valid CSV: {e}", path=label) from None
-    return paths
+from cudaship.wheel.archive import WheelArchive
+from cudaship.wheel.metadata import MAX_METADATA_BYTES, MAX_RECORD_BYTES, find_dist_info, record_paths
 
 
 class UnreadableDistribution(CudashipError):
@@ -206,7 +186,7 @@ class EnvSource:
             return None  # not a distribution (an empty directory left by an uninstall)
         metadata = read_regular(metadata_path, MAX_METADATA_BYTES, error=WheelError, what="METADATA")
         try:
-            name, version, requires, extras = parse_core_metadata(metadata)
+            meta = read_metadata(metadata)
         except CudashipError as e:
             raise e.with_path(str(metadata_path)) from None
         if not record_path.exists() and not record_path.is_symlink():
@@ -222,7 +202,7 @@ class EnvSource:
             if rel.startswith(("/", "../")) or rel == ".." or (len(rel) > 1 and rel[1] == ":"):
                 continue
             files.append(rel)
-        return Distribution(name, version, requires, tuple(sorted(files)), f"env {info}", extras)
+        return distribution(meta, files, f"env {info}")
 
     def find(self, name: str, spec: SpecifierSet, target: Target) -> Distribution | None:
         dist = self._dists.get(canonicalize_name(name))
@@ -263,18 +243,14 @@ class WheelhouseSource:
         chosen = best(self._by_name.get(canonicalize_name(name), ()), spec, target)
         if chosen is None:
             return None
-        from cudaship.wheel.archive import WheelArchive
-
         try:  # the archive layer: a FIFO, an encrypted member, a bomb or an overlap is refused, never read
             with WheelArchive(chosen.location) as wheel:
                 names = [m.name for m in wheel.members()]
                 directory = find_dist_info(names, chosen.filename)
-                metadata = wheel.text_member(f"{directory}/METADATA", MAX_METADATA_BYTES)
+                metadata = wheel.data_member(f"{directory}/METADATA", MAX_METADATA_BYTES)
                 if metadata is None:
                     raise WheelError(f"{directory}/METADATA is missing")
-                return from_wheel_names(
-                    names, chosen.filename, f"wheelhouse {chosen.location}", metadata.encode()
-                )
+                return from_wheel_names(names, chosen.filename, f"wheelhouse {chosen.location}", metadata)
         except CudashipError as e:
             message = str(e) if e.path else f"{chosen.location}: {e}"
             raise UnreadableDistribution(f"{self.label}: {message}; left out") from None

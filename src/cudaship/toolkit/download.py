@@ -1,4 +1,5 @@
-"""Fetching files into a cache keyed by sha256: HTTP with Range resume and retries, file:// and local paths.
+"""Fetching files into a cache keyed by sha256: HTTP through the one client (:mod:`cudaship.http`: its retry
+policy, User-Agent and http(s)-only rule) with Range resume, file:// and local paths.
 
 A blob lands at ``<cache>/blobs/<sha[:2]>/<sha>`` only after its sha256 matched; until then it is
 ``<sha>.part`` (kept between runs, so a later run resumes it). Manifests (which have no published checksum)
@@ -8,30 +9,25 @@ are cached by URL so that ``--offline`` can reuse them.
 from __future__ import annotations
 
 import hashlib
-import http.client
 import os
 import re
 import shutil
-import time
-import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from cudaship import __version__, cachedir
+from cudaship import cachedir, http
 from cudaship.errors import ToolkitError
 from cudaship.hashing import sha256_file
 from cudaship.toolkit.lock import InstallLock
 from cudaship.toolkit.records import Observer
 from cudaship.words import count
 
-_CHUNK = 1 << 20
 #: Most bytes one download may bring when nothing says its size (the largest redist archive, cuBLAS, is under
 #: 1 GiB); a mirror that streams forever without a Content-Length is cut off here.
 MAX_DOWNLOAD_BYTES = 8 << 30
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
-_USER_AGENT = f"cudaship/{__version__} (+toolkit)"
 
 
 def default_cache_dir() -> Path:
@@ -89,16 +85,6 @@ def _local_path(location: str) -> Path | None:
     return Path(location)
 
 
-def _open(location: str, offset: int, options: FetchOptions) -> http.client.HTTPResponse:
-    headers = {"User-Agent": _USER_AGENT, "Accept-Encoding": "identity"}
-    if offset:
-        headers["Range"] = f"bytes={offset}-"
-    request = urllib.request.Request(location, headers=headers)
-    response = urllib.request.urlopen(request, timeout=options.timeout)
-    assert isinstance(response, http.client.HTTPResponse)
-    return response
-
-
 def _content_range_start(value: str | None) -> int | None:
     match = re.match(r"bytes\s+(\d+)-\d+/(?:\d+|\*)", value or "")
     return int(match.group(1)) if match else None
@@ -113,18 +99,57 @@ def _download(
     options: FetchOptions,
     limit: int | None = None,
 ) -> None:
-    """Fill ``part`` with the bytes at ``location`` (http/https), resuming and retrying. Never more than
-    ``limit``, ``size`` or :data:`MAX_DOWNLOAD_BYTES` bytes: a server that streams forever without a size is
-    cut off."""
+    """Fill ``part`` with the bytes at ``location`` (http/https) through the one HTTP client
+    (:mod:`cudaship.http`: its retry policy, resuming where the part file ends). Never more than ``limit``,
+    ``size`` or :data:`MAX_DOWNLOAD_BYTES` bytes: a server that streams forever without a size is cut off."""
     cap = min(MAX_DOWNLOAD_BYTES, options.max_bytes)
     limit = min(cap if limit is None else limit, cap if size is None else size)
     if size is not None and size > cap:
         raise ToolkitError(
             f"{location}: the manifest says {size} bytes, more than the {cap} allowed (--max-size)"
         )
-    attempt = 0
     started = False
-    while True:
+
+    def receive(have: int) -> int | None:
+        """One request, its body appended to (206) or written over (200) ``part``; the size expected."""
+        nonlocal started
+        with http.open_url(
+            location, headers={"Range": f"bytes={have}-"} if have else None, timeout=options.timeout
+        ) as response:
+            if have and response.status == 206:
+                if _content_range_start(response.content_range) != have:
+                    raise ToolkitError(f"{location}: server answered a range request with the wrong range")
+                mode = "ab"
+            else:
+                have, mode = 0, "wb"
+            length = response.content_length
+            if length is not None and have + length > limit:
+                raise ToolkitError(
+                    f"{location}: the server announces {length} bytes, more than the {limit} expected"
+                )
+            total = size if size is not None else (have + length if length is not None else None)
+            if not started:
+                observer.download_started(filename, total, have)
+                started = True
+            else:
+                observer.stage(f"resuming {filename} at {have} bytes")
+            try:
+                with part.open(mode) as out:
+                    for chunk in response.chunks(limit - have):
+                        out.write(chunk)
+                        observer.download_progress(filename, len(chunk))
+            except http.TooLarge:
+                part.unlink()  # never kept: the cap holds on disk too
+                if size is not None:
+                    raise ToolkitError(
+                        f"{location}: server sent more than the {size} bytes the manifest says"
+                    ) from None
+                raise ToolkitError(f"{location}: larger than {limit} bytes (--max-size)") from None
+            except OSError as e:  # a local error writing the part file: not worth retrying
+                raise ToolkitError(f"cannot write {e.filename or part}: {e.strerror}") from e
+        return total
+
+    def attempt() -> None:
         have = part.stat().st_size if part.exists() else 0
         if size is not None and have > size:
             part.unlink()
@@ -132,72 +157,32 @@ def _download(
         if size is not None and have == size:
             return
         try:
-            with _open(location, have, options) as response:
-                if have and response.status == 206:
-                    if _content_range_start(response.headers.get("Content-Range")) != have:
-                        raise ToolkitError(
-                            f"{location}: server answered a range request with the wrong range"
-                        )
-                    mode = "ab"
-                else:
-                    have, mode = 0, "wb"
-                length = response.headers.get("Content-Length")
-                if length and length.isdigit() and len(length) < 20 and have + int(length) > limit:
-                    raise ToolkitError(
-                        f"{location}: the server announces {length} bytes, more than the {limit} expected"
-                    )
-                total = (
-                    size
-                    if size is not None
-                    else (have + int(length) if length and length.isdigit() else None)
-                )
-                if not started:
-                    observer.download_started(filename, total, have)
-                    started = True
-                else:
-                    observer.stage(f"resuming {filename} at {have} bytes")
-                with part.open(mode) as out:
-                    while chunk := response.read(_CHUNK):
-                        out.write(chunk)
-                        have += len(chunk)
-                        if size is not None and have > size:
-                            part.unlink()  # never kept: the cap holds on disk too
-                            raise ToolkitError(
-                                f"{location}: server sent more than the {size} bytes the manifest says"
-                            )
-                        if have > limit:
-                            part.unlink()
-                            raise ToolkitError(f"{location}: larger than {limit} bytes (--max-size)")
-                        observer.download_progress(filename, len(chunk))
-            if total is not None and have < total:
-                raise ConnectionError(f"connection closed after {have} of {total} bytes")
-            return
-        except urllib.error.HTTPError as e:
-            if e.code == 416 and have:  # our partial file is already complete (or bogus): re-check it
+            total = receive(have)
+        except http.Unavailable as e:
+            if e.status == 416 and have:  # our partial file is already complete (or bogus): re-check it
                 if size is None or have >= size:
                     return
                 part.unlink()
-            elif 400 <= e.code < 500 and e.code not in (408, 429):
-                raise ToolkitError(f"{location}: HTTP {e.code} {e.reason}") from e
-            error: Exception = e
-        except (
-            urllib.error.URLError,
-            http.client.HTTPException,
-            ConnectionError,
-            TimeoutError,
-            OSError,
-        ) as e:
-            network = isinstance(e, (ConnectionError, TimeoutError, urllib.error.URLError))
-            if isinstance(e, OSError) and not network and e.filename is not None:
-                # a local error writing the part file: not worth retrying
-                raise ToolkitError(f"cannot write {e.filename}: {e.strerror}") from e
-            error = e
-        attempt += 1
-        if attempt > options.retries:
-            reason = getattr(error, "reason", None) or error
-            raise ToolkitError(f"{location}: download failed after {count(attempt, 'attempt')}: {reason}")
-        observer.warning(f"{filename}: {error}; retrying ({attempt}/{options.retries})")
-        time.sleep(options.backoff * (2 ** (attempt - 1)))
+                raise http.Unavailable(e.message, status=416, reason=e.reason, transient=True) from None
+            raise
+        have = part.stat().st_size
+        if total is not None and have < total:
+            reason = f"connection closed after {have} of {total} bytes"
+            raise http.Unavailable(f"{location}: {reason}", reason=reason)
+
+    def retrying(n: int, e: http.Unavailable) -> None:
+        observer.warning(f"{filename}: {e.reason}; retrying ({n}/{options.retries})")
+
+    try:
+        http.Retry(options.retries, options.backoff).run(attempt, retrying)
+    except http.RefusedURL as e:
+        raise ToolkitError(str(e)) from None
+    except http.Unavailable as e:
+        if not e.transient:
+            raise ToolkitError(f"{location}: HTTP {e.status} {e.reason}" if e.status else str(e)) from None
+        raise ToolkitError(
+            f"{location}: download failed after {count(e.attempts, 'attempt')}: {e.reason}"
+        ) from None
 
 
 def fetch(

@@ -8,11 +8,9 @@ Each wheel's RECORD is checked (every file listed, every sha256 matching) before
 
 from __future__ import annotations
 
-import base64
 import subprocess
 import sys
 from dataclasses import dataclass
-from email.parser import HeaderParser
 from pathlib import Path
 
 from packaging.markers import default_environment
@@ -21,16 +19,14 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-from cudaship.archive.spill import Hasher
-from cudaship.archive.zip import ZipFile
-from cudaship.errors import ArchiveError, ToolkitError, WheelError
+from cudaship.errors import ToolkitError, WheelError
 from cudaship.hashing import sha256_file
 from cudaship.knowledge import toolkit_data
 from cudaship.toolkit.records import Artifact, Observer, Platform
-from cudaship.wheel.metadata import MAX_METADATA_BYTES, MAX_RECORD_BYTES, parse_record
+from cudaship.wheel.archive import WheelArchive
+from cudaship.wheel.metadata import MAX_METADATA_BYTES, find_dist_info, parse_metadata
 
 METAPACKAGE = "cuda-toolkit"
-_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -99,20 +95,16 @@ def _best_wheel(directory: Path, requirement: Requirement, platform: Platform | 
 
 def _metadata_requirements(wheel: Path) -> list[Requirement]:
     try:
-        with ZipFile(wheel) as zf:
-            names = [
-                m for m in zf.files() if m.name.count("/") == 1 and m.name.endswith(".dist-info/METADATA")
-            ]
-            if len(names) != 1:
+        with WheelArchive(wheel) as archive:
+            directory = find_dist_info((m.name for m in archive.members()), wheel.name)
+            data = archive.data_member(f"{directory}/METADATA", MAX_METADATA_BYTES)
+            if data is None:
                 raise ToolkitError(f"{wheel.name}: no single .dist-info/METADATA")
-            text = zf.read(names[0], MAX_METADATA_BYTES).decode("utf-8")
-    except ArchiveError as e:
+            metadata = parse_metadata(data)
+    except WheelError as e:
         raise ToolkitError(f"{wheel.name}: unreadable wheel: {e.message}") from e
-    except UnicodeDecodeError as e:
-        raise ToolkitError(f"{wheel.name}: unreadable wheel: METADATA is not UTF-8") from e
-    message = HeaderParser().parsestr(text)
     requirements = []
-    for line in message.get_all("Requires-Dist") or []:
+    for line in metadata.requires_dist:
         try:
             requirements.append(Requirement(line))
         except InvalidRequirement as e:
@@ -194,48 +186,28 @@ def plan(
     return artifacts, notes
 
 
-def _record_digest(value: str) -> tuple[str, str]:
-    algorithm, _, encoded = value.partition("=")
-    return algorithm, encoded
+#: How each kind of RECORD problem reads in the one-line error of a refused wheel
+_RECORD_WORDS = {
+    "hash": "{path} does not match its RECORD hash",
+    "size": "{path} does not match its RECORD hash",
+    "unlisted": "{path} is not listed in RECORD",
+    "unhashed": "RECORD gives no strong hash for {path}",
+    "missing": "RECORD lists {path}, which the wheel lacks",
+}
 
 
 def verify_record(wheel: Path) -> None:
-    """Check the wheel's RECORD: every member listed with a hash that matches; else ToolkitError."""
+    """Check the wheel's RECORD: every member listed with a hash that matches; else ToolkitError (the first
+    problem). RECORD is read and checked by :mod:`cudaship.wheel.metadata`, the wheel through the archive
+    layer."""
     label = wheel.name
     try:
-        with ZipFile(wheel) as zf:
-            records = [
-                m for m in zf.files() if m.name.count("/") == 1 and m.name.endswith(".dist-info/RECORD")
-            ]
-            if len(records) != 1:
-                raise ToolkitError(f"{label}: no single .dist-info/RECORD")
-            record = records[0]
-            listed: dict[str, tuple[str, str]] = {}
-            try:
-                entries = parse_record(zf.read(record, MAX_RECORD_BYTES))
-            except WheelError as e:
-                raise ToolkitError(f"{label}: {e.message}") from None
-            for entry in entries:
-                listed[entry.path] = (entry.algorithm or "", entry.digest or "")
-            for info in zf.files():
-                if info.name == record.name or info.name.endswith(
-                    (".dist-info/RECORD.jws", ".dist-info/RECORD.p7s")
-                ):
-                    continue
-                found = listed.pop(info.name, None)
-                if found is None:
-                    raise ToolkitError(f"{label}: {info.name} is not listed in RECORD")
-                algorithm, expected = found
-                if algorithm not in ("sha256", "sha384", "sha512"):
-                    raise ToolkitError(f"{label}: RECORD gives no strong hash for {info.name}")
-                hasher = Hasher(algorithm)
-                for chunk in zf.chunks(info):
-                    hasher.update(chunk)
-                actual = base64.urlsafe_b64encode(hasher.digest()).rstrip(b"=").decode("ascii")
-                if actual != expected:
-                    raise ToolkitError(f"{label}: {info.name} does not match its RECORD hash")
-            missing = [p for p in listed if p != record.name and not p.endswith("/")]
-            if missing:
-                raise ToolkitError(f"{label}: RECORD lists {missing[0]}, which the wheel lacks")
-    except ArchiveError as e:
+        with WheelArchive(wheel) as archive:
+            problems = archive.record_problems(archive.read_dist_info())
+    except WheelError as e:
         raise ToolkitError(f"{label}: unreadable wheel: {e.message}") from e
+    for problem in problems:
+        if problem.kind == "missing" and problem.path.endswith("/"):
+            continue  # a directory RECORD names: a zip holds no file for it
+        words = _RECORD_WORDS.get(problem.kind)
+        raise ToolkitError(f"{label}: {words.format(path=problem.path) if words else problem.message}")

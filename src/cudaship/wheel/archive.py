@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING
 
 from cudaship.archive.limits import DEFAULT_LIMITS
 from cudaship.archive.select import MAGIC_BYTES, is_native_member, is_text_name, looks_native
-from cudaship.archive.spill import Budget, Sink, released
+from cudaship.archive.spill import Budget, Hasher, Sink, released
 from cudaship.archive.zip import ZipArchive, ZipFile, ZipMember
 from cudaship.errors import ArchiveError, WheelError
 from cudaship.records.buffer import Buffer
 from cudaship.records.files import WheelInfo
+from cudaship.wheel.records import DistInfo, RecordProblem
 
 if TYPE_CHECKING:
     from cudaship.archive.pool import ArchiveRef
@@ -45,13 +46,11 @@ MAX_MEMBER_SIZE = DEFAULT_LIMITS.max_member_size
 #: A member may produce at most this many bytes per stored byte, plus :data:`RATIO_FLOOR`.
 MAX_RATIO = DEFAULT_LIMITS.max_ratio
 RATIO_FLOOR = DEFAULT_LIMITS.ratio_floor
-#: Largest METADATA or WHEEL file read (inspect and audit alike).
+#: Largest METADATA or WHEEL file read (inspect and audit alike), as
+#: :data:`cudaship.wheel.metadata.MAX_METADATA_BYTES`
 MAX_METADATA_SIZE = 4 << 20
 
 Member = ZipMember
-#: Longest Name, Version or Tag value kept, and most tags kept, from METADATA and WHEEL.
-MAX_FIELD = 256
-MAX_TAGS = 1000
 
 
 class WheelArchive:
@@ -151,8 +150,8 @@ class WheelArchive:
 
     # -- the wheel's own facts ------------------------------------------------------------------------------
 
-    def text_member(self, name: str, limit: int = MAX_METADATA_SIZE) -> str | None:
-        """A small text member (METADATA, WHEEL) decoded as UTF-8, or None when absent."""
+    def data_member(self, name: str, limit: int = MAX_METADATA_SIZE) -> bytes | None:
+        """The bytes of a small member (METADATA, WHEEL, RECORD), or None when absent."""
         member = self.zip.get(name)
         if member is None:
             return None
@@ -161,15 +160,62 @@ class WheelArchive:
                 f"member {name}: {member.size} bytes, too large for a metadata file", path=self._label
             )
         try:
-            return self.zip.read(member, limit).decode("utf-8", errors="replace")
+            return self.zip.read(member, limit)
         except ArchiveError as e:
             raise self._error(e) from None
 
+    def text_member(self, name: str, limit: int = MAX_METADATA_SIZE) -> str | None:
+        """A small text member (METADATA, WHEEL) decoded as UTF-8, or None when absent."""
+        data = self.data_member(name, limit)
+        return None if data is None else data.decode("utf-8", errors="replace")
+
     def dist_info(self) -> str | None:
         """The ``*.dist-info`` directory name, when the archive has exactly one at top level."""
-        names = {m.name.split("/", 1)[0] for m in self.members() if "/" in m.name}
-        found = sorted(n for n in names if n.endswith(".dist-info"))
-        return found[0] if len(found) == 1 else None
+        # cudaship.wheel.metadata imports packaging (60 ms): here, not at the top, for the CLI's start-up time
+        from cudaship.wheel.metadata import find_dist_info
+
+        try:
+            return find_dist_info(m.name for m in self.members())
+        except WheelError:
+            return None
+
+    def read_dist_info(self) -> DistInfo:
+        """The wheel's ``.dist-info`` (METADATA, WHEEL, RECORD) parsed by :mod:`cudaship.wheel.metadata`, the
+        directory matched to the file name when there are several; a missing or malformed one raises
+        :class:`WheelError`."""
+        from cudaship.wheel.metadata import MAX_RECORD_BYTES, find_dist_info, read_dist_info  # start-up time
+
+        directory = find_dist_info((m.name for m in self.members()), self.path.name)
+        read: dict[str, bytes] = {}
+        for name, limit in (
+            ("METADATA", MAX_METADATA_SIZE),
+            ("WHEEL", MAX_METADATA_SIZE),
+            ("RECORD", MAX_RECORD_BYTES),
+        ):
+            data = self.data_member(f"{directory}/{name}", limit)
+            if data is not None:
+                read[f"{directory}/{name}"] = data
+        return read_dist_info(directory, read)
+
+    def record_problems(self, dist: DistInfo) -> tuple[RecordProblem, ...]:
+        """Every member streamed once against ``dist``'s RECORD
+        (:class:`~cudaship.wheel.metadata.RecordVerifier`): hashes, sizes, files listed but missing and files
+        not listed."""
+        from cudaship.wheel.metadata import RecordVerifier, b64_digest  # start-up time
+
+        verifier = RecordVerifier(dist.record)
+        for member in self.members():
+            algorithm = verifier.algorithm_for(member.name)
+            hasher = Hasher(algorithm)
+            size = 0
+            try:
+                for chunk in self.zip.chunks(member):
+                    hasher.update(chunk)
+                    size += len(chunk)
+            except ArchiveError as e:
+                raise self._error(e) from None
+            verifier.observe(member.name, algorithm, b64_digest(hasher.digest()), size)
+        return verifier.problems()
 
     def info(self) -> WheelInfo:
         """Name, version (with local tag) and tags, from the file name, cross-read with WHEEL and METADATA."""
@@ -178,10 +224,11 @@ class WheelArchive:
 
 def wheel_info(filename: str, archive: WheelArchive | None = None) -> WheelInfo:
     """A wheel's facts from its file name, completed by its METADATA and WHEEL when ``archive`` is given."""
-    from email.parser import HeaderParser  # imported here: only wheels need them, and they cost startup time
-
+    # imported here: only wheels need them, and they cost start-up time (packaging: 60 ms)
     from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-    from packaging.version import InvalidVersion, Version
+    from packaging.version import InvalidVersion
+
+    from cudaship.wheel.metadata import MAX_FIELD, declared_fields, lenient_local_tag
 
     name = ""
     version = ""
@@ -198,22 +245,15 @@ def wheel_info(filename: str, archive: WheelArchive | None = None) -> WheelInfo:
     if archive is not None:
         dist_info = archive.dist_info()
         if dist_info is not None:
-            metadata = archive.text_member(f"{dist_info}/METADATA")
+            metadata = archive.data_member(f"{dist_info}/METADATA")
+            wheel = archive.data_member(f"{dist_info}/WHEEL")
+            declared_name, declared_version, declared_tags = declared_fields(metadata, wheel)
             if metadata:
-                headers = HeaderParser().parsestr(metadata, headersonly=True)
-                name = str(headers.get("Name", name) or name)[:MAX_FIELD]
-                version = str(headers.get("Version", version) or version)[:MAX_FIELD]
-            wheel = archive.text_member(f"{dist_info}/WHEEL")
-            if wheel:
-                tag_values = HeaderParser().parsestr(wheel).get_all("Tag", [])[:MAX_TAGS]
-                declared = [str(v).strip()[:MAX_FIELD] for v in tag_values if str(v).strip()]
-                if declared:
-                    tags = sorted(set(declared))
-    local: str | None
-    try:
-        local = Version(version).local if version else None
-    except (InvalidVersion, ValueError):  # ValueError: a number past Python's int digit limit
-        local = version.split("+", 1)[1] if "+" in version else None
+                name = (declared_name or name)[:MAX_FIELD]
+                version = (declared_version or version)[:MAX_FIELD]
+            if declared_tags:
+                tags = sorted(set(declared_tags))
+    local = lenient_local_tag(version) if version else None
     return WheelInfo(filename=filename, name=name, version=version, local=local, tags=tuple(tags))
 
 

@@ -18,7 +18,7 @@ import csv
 import hashlib
 import io
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from email.message import Message
 from email.parser import HeaderParser
@@ -51,6 +51,10 @@ MAX_REQUIREMENT_LENGTH = 4096
 #: thousands of digits would otherwise reach Python's 4,300-digit int limit).
 MAX_NAME_LENGTH = 256
 MAX_VERSION_LENGTH = 128
+#: Longest Name, Version or Tag value kept, and most tags kept, where METADATA and WHEEL are read leniently
+#: (:func:`declared_fields`: inspect's facts of a wheel).
+MAX_FIELD = 256
+MAX_TAGS = 1000
 
 
 # --- METADATA
@@ -66,8 +70,12 @@ def _headers(data: bytes) -> Message:
     return HeaderParser().parsestr(data.decode("utf-8", errors="replace"))
 
 
-def parse_metadata(data: bytes) -> Metadata:
-    """Parse METADATA (an RFC 822 style header block); a missing Name or Version is an error."""
+def parse_metadata(data: bytes, *, strict: bool = True) -> Metadata:
+    """Parse METADATA (an RFC 822 style header block); a missing Name or Version is an error.
+
+    ``strict``: the Version must be a PEP 440 version (a wheel's own METADATA). Not strict, any Version is
+    taken as written (an installed distribution's, or a dependency's: legacy versions exist and are skipped
+    where a version is compared), its local tag read where it parses."""
     if len(data) > MAX_METADATA_BYTES:
         raise WheelError(f"METADATA is {len(data)} bytes, over the {MAX_METADATA_BYTES} byte limit")
     try:
@@ -86,10 +94,9 @@ def parse_metadata(data: bytes) -> Metadata:
         raise WheelError(
             f"METADATA Version is {len(version)} characters long, over the limit of {MAX_VERSION_LENGTH}"
         )
-    try:
-        parsed = Version(version)
-    except (InvalidVersion, ValueError):  # ValueError: a number past Python's int digit limit
-        raise WheelError(f"METADATA Version {version!r} is not a valid version") from None
+    local = _local_tag(version)
+    if strict and local is _INVALID:
+        raise WheelError(f"METADATA Version {version!r} is not a valid version")
     raw_requires = message.get_all("Requires-Dist") or ()
     if len(raw_requires) > MAX_REQUIREMENTS:
         raise WheelError(
@@ -102,8 +109,57 @@ def parse_metadata(data: bytes) -> Metadata:
                 f"METADATA has a Requires-Dist entry of {len(text)} characters, over the limit of "
                 f"{MAX_REQUIREMENT_LENGTH}"
             )
+    raw_extras = message.get_all("Provides-Extra") or ()
+    if len(raw_extras) > MAX_REQUIREMENTS:
+        raise WheelError(
+            f"METADATA has {len(raw_extras)} Provides-Extra entries, over the limit of {MAX_REQUIREMENTS}"
+        )
+    extras = tuple(str(v).strip() for v in raw_extras)
     rp = message.get("Requires-Python")
-    return Metadata(name, version, parsed.local, requires, rp.strip() if rp else None)
+    return Metadata(
+        name,
+        version,
+        None if local is _INVALID else local,
+        requires,
+        rp.strip() if rp else None,
+        extras,
+    )
+
+
+_INVALID = "\0invalid"  #: :func:`_local_tag` of a version that does not parse
+
+
+def _local_tag(version: str) -> str | None:
+    """The local tag of a PEP 440 version (``cu132``), None when it has none, :data:`_INVALID` when the
+    version does not parse."""
+    try:
+        return Version(version).local
+    except (InvalidVersion, ValueError):  # ValueError: a number past Python's int digit limit
+        return _INVALID
+
+
+def lenient_local_tag(version: str) -> str | None:
+    """The local tag of ``version``, also of one that is not PEP 440 (the text after ``+``)."""
+    local = _local_tag(version)
+    if local is _INVALID:
+        return version.split("+", 1)[1] if "+" in version else None
+    return local
+
+
+def declared_fields(metadata: bytes | None, wheel: bytes | None) -> tuple[str | None, str | None, list[str]]:
+    """What a wheel's METADATA and WHEEL say of it, read leniently (inspect reports a wheel whose dist-info is
+    malformed): Name and Version as written (None when absent or empty), at most :data:`MAX_FIELD`
+    characters each; WHEEL's Tag values (stripped, the first :data:`MAX_TAGS`)."""
+    name = version = None
+    if metadata:
+        headers = _headers(metadata)
+        name = str(headers.get("Name") or "")[:MAX_FIELD] or None
+        version = str(headers.get("Version") or "")[:MAX_FIELD] or None
+    tags: list[str] = []
+    if wheel:
+        values = _headers(wheel).get_all("Tag", [])[:MAX_TAGS]
+        tags = [str(v).strip()[:MAX_FIELD] for v in values if str(v).strip()]
+    return name, version, tags
 
 
 # --- WHEEL and platform tags
@@ -221,19 +277,42 @@ def parse_record(data: bytes) -> tuple[RecordEntry, ...]:
     """Parse RECORD (CSV: path, ``algo=urlsafe-b64-digest``, size)."""
     if len(data) > MAX_RECORD_BYTES:
         raise WheelError(f"RECORD is {len(data)} bytes, over the {MAX_RECORD_BYTES} byte limit")
+    entries: list[RecordEntry] = []
+    try:
+        for lineno, row in _record_rows(data):
+            _record_row(row, lineno, entries)
+    except _RecordSyntax as e:
+        raise WheelError(f"RECORD: {e.message}") from None
+    return tuple(entries)
+
+
+def record_paths(data: bytes, label: str) -> list[str]:
+    """The paths (first fields) of an installed distribution's RECORD, read leniently (hashes and sizes are
+    not looked at); RECORD that is not UTF-8 CSV of at most :data:`MAX_RECORD_ROWS` rows is a
+    :class:`WheelError` naming ``label``."""
+    try:
+        return [row[0] for _, row in _record_rows(data) if row and row[0]]
+    except _RecordSyntax as e:
+        raise WheelError(e.message, path=label) from None
+
+
+class _RecordSyntax(WheelError):
+    """RECORD is not UTF-8 CSV, or has too many rows (worded by the caller)."""
+
+
+def _record_rows(data: bytes) -> Iterator[tuple[int, list[str]]]:
+    """RECORD's CSV rows, numbered from 1; at most :data:`MAX_RECORD_ROWS`."""
     try:
         text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise WheelError("RECORD is not UTF-8 text") from None
-    entries: list[RecordEntry] = []
+    except UnicodeDecodeError as e:
+        raise _RecordSyntax(f"not UTF-8 text (byte {e.start})") from None
     try:
         for lineno, row in enumerate(csv.reader(io.StringIO(text)), start=1):
             if lineno > MAX_RECORD_ROWS:
-                raise WheelError(f"RECORD has more than {MAX_RECORD_ROWS} lines")
-            _record_row(row, lineno, entries)
-    except csv.Error as e:  # e.g. a lone carriage return inside a field
-        raise WheelError(f"RECORD is not valid CSV: {e}") from None
-    return tuple(entries)
+                raise _RecordSyntax(f"more than {MAX_RECORD_ROWS} lines")
+            yield lineno, row
+    except csv.Error as e:  # a field over 128 KiB, a NUL, a lone carriage return in a field
+        raise _RecordSyntax(f"not valid CSV: {e}") from None
 
 
 def _record_row(row: list[str], lineno: int, entries: list[RecordEntry]) -> None:

@@ -21,6 +21,7 @@ class Metadata:
     local: str | None  #: the local tag without ``+`` (``cu132``), None when there is none
     requires_dist: tuple[str, ...]  #: Requires-Dist lines as written
     requires_python: str | None = None
+    provides_extra: tuple[str, ...] = ()  #: Provides-Extra names as written
 
 
 @dataclass(frozen=True)
