@@ -244,11 +244,16 @@ def test_bad_usage(
     ("pyproject", "code", "message"),
     [
         pytest.param(None, 2, "no configuration found", id="no-config"),
-        pytest.param("[tool.cudaship]\nmatrix = 3\n", 2, "[matrix] must be a table", id="matrix-not-table"),
+        pytest.param(
+            "[tool.cudaship]\nmatrix = 3\n",
+            2,
+            "matrix: must be a table, not an integer",
+            id="matrix-not-table",
+        ),
         pytest.param(
             '[tool.cudaship.matrix]\ntrains = ["cu130"]\n',
             2,
-            "python must be a non-empty list",
+            "matrix.python: is required",
             id="python-missing",
         ),
         pytest.param("[tool.cudaship.matrix\n", 2, "invalid TOML", id="broken-toml"),
