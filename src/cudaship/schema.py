@@ -20,10 +20,14 @@ the shipped data, UsageError for a file given on the command line). This module 
 from __future__ import annotations
 
 import difflib
+import json
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from cudaship.errors import CudashipError
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 #: Checks one string item at its key path; raises through :meth:`Table.fail` when it is wrong.
 ItemCheck = Callable[["Table", str, str], None]
@@ -73,7 +77,8 @@ class Table:
         """The key path of ``name`` inside this table (``[i]`` for a list index)."""
         if isinstance(name, int):
             return f"{self.key}[{name}]"
-        return f"{self.key}.{name}" if self.key else name
+        part = name if _BARE_KEY.fullmatch(name) else json.dumps(name)  # as TOML writes it: "5.3", "lib/*.so"
+        return f"{self.key}.{part}" if self.key else part
 
     def fail(self, key: str, problem: str) -> CudashipError:
         """The error for ``key`` (a full key path): ``KEY: PROBLEM``, naming the file."""
@@ -168,6 +173,13 @@ class Table:
             raise self.wrong(name, f"one of {', '.join(options)}", value, show=True)
         return value
 
+    def number(self, name: str, hint: str = "") -> int:
+        """A required integer."""
+        self.require(name, hint)
+        value = self.integer(name)
+        assert value is not None
+        return value
+
     def text(self, name: str, hint: str = "") -> str:
         """A required non-empty string."""
         self.require(name, hint)
@@ -192,28 +204,41 @@ class Table:
             if required:
                 raise self.fail(self.dotted(name), "is required: a non-empty list of strings")
             return default
+        return self.string_list(
+            value, self.dotted(name), single=single, required=required, unique=unique, check=check
+        )
+
+    def string_list(
+        self,
+        value: Any,
+        key: str,
+        *,
+        single: bool = True,
+        required: bool = False,
+        unique: bool = False,
+        check: ItemCheck | None = None,
+    ) -> tuple[str, ...]:
+        """``value`` (found at ``key``, a nested list say) read as :meth:`strings` reads a key."""
         if single and isinstance(value, str):
             value = [value]
-        if not isinstance(value, list):
+        if not isinstance(value, list) or (required and not value):
             what = (
                 ("a string or a " if single else "a ")
                 + ("non-empty " if required else "")
                 + "list of strings"
             )
-            raise self.wrong(name, what, value)
-        if required and not value:
-            raise self.wrong(name, "a non-empty list of strings", value, show=True)
+            found = repr(value) if isinstance(value, list) else type_name(value)
+            raise self.fail(key, f"must be {what}, not {found}")
         out: list[str] = []
         for i, item in enumerate(value):
-            key = f"{self.dotted(name)}[{i}]"
             if not isinstance(item, str) or not item.strip():
-                raise self.fail(key, f"must be a non-empty string, not {item!r}")
+                raise self.fail(f"{key}[{i}]", f"must be a non-empty string, not {item!r}")
             if check is not None:
-                check(self, item, key)
+                check(self, item, f"{key}[{i}]")
             out.append(item.strip())
         if unique and len(set(out)) != len(out):
             twice = next(s for s in out if out.count(s) > 1)
-            raise self.fail(self.dotted(name), f"lists {twice!r} twice")
+            raise self.fail(key, f"lists {twice!r} twice")
         return tuple(out)
 
     def unknown(self, allowed: Iterable[str], *, what: str = "key") -> None:
