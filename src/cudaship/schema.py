@@ -128,17 +128,21 @@ class Table:
             assert table is not None
             yield name, table
 
-    def rows(self, name: str, *, one: bool = False, required: bool = False) -> tuple[Table, ...]:
-        """The array of tables ``[[name]]`` (``one``: a single table is taken as a list of one)."""
+    def rows(
+        self, name: str, *, one: bool = False, required: bool = False, what: str | None = None
+    ) -> tuple[Table, ...]:
+        """The array of tables ``[[name]]`` (``one``: a single table is taken as a list of one; ``what``: how
+        the message names it, for a JSON file say)."""
         value = self.get(name)
+        what = what or f"an array of tables ([[{self.dotted(name)}]])"
         if value is None:
             if required:
-                raise self.fail(self.dotted(name), f"is required: [[{self.dotted(name)}]] entries")
+                raise self.fail(self.dotted(name), f"is required: {what}")
             return ()
         if one and isinstance(value, dict):
             value = [value]
         if not isinstance(value, list):
-            raise self.wrong(name, f"an array of tables ([[{self.dotted(name)}]])", value)
+            raise self.wrong(name, what, value)
         key = self.dotted(name)
         return tuple(Table.of(item, f"{key}[{i}]", self.source, self.error) for i, item in enumerate(value))
 

@@ -348,20 +348,14 @@ def read_build_matrix(path: Path) -> list[dict[str, str]]:
     except UsageError as e:
         message = e.message.replace("invalid JSON", "build matrix is not JSON", 1)
         raise UsageError(message, path=str(path)) from None
-    rows = data.get("include") if isinstance(data, dict) else None
-    if not isinstance(rows, list):
+    if not isinstance(data, dict):
         raise UsageError('build matrix must be an object with an "include" list', path=str(path))
-    for index, row in enumerate(rows):
-        if not isinstance(row, dict):
-            raise UsageError(f"build matrix include[{index}] is not an object", path=str(path))
+    rows = Table(data, "", str(path), UsageError).rows("include", required=True, what="a list of build rows")
+    for row in rows:
         for key in ("train", "python", "platform"):
-            if not isinstance(row.get(key), str):
-                raise UsageError(f"build matrix include[{index}] has no {key!r}", path=str(path))
-        if row.get("kind", "build") != "build":
-            raise UsageError(
-                f"build matrix include[{index}] is a {row.get('kind')!r} row, not a build row", path=str(path)
-            )
-    return rows
+            row.text(key)
+        row.string("kind", "build", ("build",))
+    return [dict(row.data) for row in rows]
 
 
 def derive_e2e(
