@@ -23,6 +23,7 @@ import difflib
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from cudaship.errors import CudashipError
@@ -45,22 +46,15 @@ def type_name(value: Any) -> str:
     }.get(type(value), type(value).__name__)
 
 
+@dataclass(frozen=True)
 class Table:
     """Typed access to one table of a parsed document. ``key`` is its dotted path (``""`` at the top),
     ``source`` the file it came from (the error's ``path``), ``error`` the class every problem raises."""
 
-    def __init__(
-        self,
-        data: Mapping[str, Any],
-        key: str = "",
-        source: str | None = None,
-        error: type[CudashipError] = CudashipError,
-    ) -> None:
-        self.data = data
-        self.key = key
-        self.source = source
-        self.error = error
-        self.used: set[str] = set()
+    data: Mapping[str, Any]
+    key: str = ""
+    source: str | None = None
+    error: type[CudashipError] = CudashipError
 
     @classmethod
     def of(
@@ -98,7 +92,6 @@ class Table:
         return iter(self.data)
 
     def get(self, name: str) -> Any:
-        self.used.add(name)
         return self.data.get(name)
 
     def require(self, name: str, hint: str = "") -> Any:
@@ -154,14 +147,12 @@ class Table:
             raise self.wrong(name, "true or false", value)
         return value
 
-    def integer(self, name: str, default: int | None = None, *, minimum: int | None = None) -> int | None:
+    def integer(self, name: str, default: int | None = None) -> int | None:
         value = self.get(name)
         if value is None:
             return default
         if not isinstance(value, int) or isinstance(value, bool):
             raise self.wrong(name, "an integer", value)
-        if minimum is not None and value < minimum:
-            raise self.wrong(name, f"an integer of at least {minimum}", value, show=True)
         return value
 
     def string(
@@ -246,8 +237,8 @@ class Table:
         return tuple(out)
 
     def unknown(self, allowed: Iterable[str], *, what: str = "key") -> None:
-        """Refuse the first key (sorted) that is not ``allowed`` and was not read: a typo would otherwise
-        be ignored and a default used. A table (``what="table"``) is shown as ``[path]``."""
+        """Refuse the first key (sorted) that is not ``allowed``: a typo would otherwise be ignored and a
+        default used. A table (``what="table"``) is shown as ``[path]``."""
         known = sorted(set(allowed))
         extra = sorted(set(self.data) - set(known))
         if not extra:
