@@ -14,6 +14,7 @@ from typing import Any
 
 from cudaship import loaders
 from cudaship.errors import PolicyError
+from cudaship.schema import Table
 
 
 @dataclass(frozen=True)
@@ -24,13 +25,9 @@ class ProjectConfig:
     source: Path | None  #: None when no configuration was found
 
     def table(self, key: str) -> dict[str, Any]:
-        value = self.data.get(key, {})
-        if not isinstance(value, dict):
-            raise PolicyError(f"[{key}] must be a table, not {type(value).__name__}", path=self._where())
-        return value
-
-    def _where(self) -> str | None:
-        return str(self.source) if self.source else None
+        """The table ``key`` (``archs``, ``audit``, ``matrix``); ``{}`` when absent."""
+        table = Table(self.data, "", str(self.source) if self.source else None, PolicyError).sub(key)
+        return dict(table.data) if table is not None else {}
 
 
 def read_toml(path: Path) -> dict[str, Any]:
@@ -44,31 +41,17 @@ def read_toml(path: Path) -> dict[str, Any]:
 KNOWN_TABLES = ("archs", "audit", "matrix")
 
 
-def check_tables(data: dict[str, Any], source: str, prefix: str = "") -> None:
-    """Refuse a top-level key that is none of :data:`KNOWN_TABLES`: a typo (``[audti.ships]``) would
-    otherwise be ignored and the defaults run. The error names the key and the closest known table."""
-    import difflib
-
-    for key in sorted(data):
-        if key in KNOWN_TABLES:
-            continue
-        close = difflib.get_close_matches(key, KNOWN_TABLES, n=1, cutoff=0.6)
-        hint = f" (did you mean [{prefix}{close[0]}]?)" if close else ""
-        known = ", ".join(f"[{prefix}{t}]" for t in KNOWN_TABLES)
-        raise PolicyError(f"[{prefix}{key}]: unknown table{hint}; known: {known}", path=source)
-
-
 def _from_file(path: Path) -> ProjectConfig:
+    """The file's configuration; a top-level key that is none of :data:`KNOWN_TABLES` is refused: a typo
+    (``[audti.ships]``) would otherwise be ignored and the defaults run."""
     data = read_toml(path)
+    root = Table(data, "", str(path), PolicyError)
     if path.name == "pyproject.toml":
         tool = data.get("tool", {})
-        section = tool.get("cudaship", {}) if isinstance(tool, dict) else {}
-        if not isinstance(section, dict):
-            raise PolicyError("[tool.cudaship] must be a table", path=str(path))
-        check_tables(section, str(path), "tool.cudaship.")
-        return ProjectConfig(section, path)
-    check_tables(data, str(path))
-    return ProjectConfig(data, path)
+        section = tool.get("cudaship") if isinstance(tool, dict) else None
+        root = Table.of({} if section is None else section, "tool.cudaship", str(path), PolicyError)
+    root.unknown(KNOWN_TABLES, what="table")
+    return ProjectConfig(dict(root.data), path)
 
 
 def load_config(explicit: str | Path | None = None, start: Path | None = None) -> ProjectConfig:

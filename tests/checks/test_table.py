@@ -42,7 +42,7 @@ def test_policy_accepts_every_section_and_severity_key_of_the_table() -> None:
         policy = parse_audit_table({"severity": {key: "note"}}, "t.toml")
         family, _, rule = key.partition(".")
         assert policy.severity(family, rule or None) is Severity.NOTE
-    with pytest.raises(PolicyError, match=r"audit\.severity\.closure\.nope: unknown check family or rule"):
+    with pytest.raises(PolicyError, match=r'audit\.severity\."closure\.nope": unknown check family or rule'):
         parse_audit_table({"severity": {"closure.nope": "note"}}, "t.toml")
     with pytest.raises(PolicyError, match=r"audit\.severity\.closure: must be one of error, warning, note"):
         parse_audit_table({"severity": {"closure": "fatal"}}, "t.toml")

@@ -311,25 +311,40 @@ BAD_CONFIGS = {
         {"trains": None, "python": None, "platforms": None, "default-train": None, "default-python": None},
         "table is missing",
     ),
-    "unknown-key": ({"trainz": ["cu130"]}, "unknown key 'trainz'"),
-    "trains-not-list": ({"trains": "cu130"}, "trains must be a non-empty list"),
-    "trains-empty": ({"trains": []}, "trains must be a non-empty list"),
-    "train-twice": ({"trains": ["cu130", "13.0"]}, "trains lists a train twice"),
+    "unknown-key": ({"trainz": ["cu130"]}, "matrix.trainz: unknown key (did you mean trains?)"),
+    "trains-not-list": (
+        {"trains": "cu130"},
+        "matrix.trains: must be a non-empty list of strings, not a string",
+    ),
+    "trains-empty": ({"trains": []}, "matrix.trains: must be a non-empty list of strings, not []"),
+    "train-twice": ({"trains": ["cu130", "13.0"]}, "matrix.trains: lists a train twice (cu130)"),
     "train-garbage": ({"trains": ["cuda-thirteen"]}, "invalid CUDA train"),
-    "python-garbage": ({"python": ["3.x"]}, "not a CPython version"),
-    "platform-bad-os": ({"platforms": ["macos-x86_64"]}, "platform 'macos-x86_64'"),
+    "python-garbage": ({"python": ["3.x"]}, "matrix.python[0]: '3.x' is not a CPython version"),
+    "platform-bad-os": ({"platforms": ["macos-x86_64"]}, "matrix.platforms[0]: platform 'macos-x86_64'"),
     "platform-bad-machine": ({"platforms": ["linux-riscv"]}, "unknown machine 'riscv'"),
-    "platform-unknown-key": ({"platforms": {"linux-x86_64": {"runs-on": "x"}}}, "unknown key 'runs-on'"),
+    "platform-unknown-key": (
+        {"platforms": {"linux-x86_64": {"runs-on": "x"}}},
+        "matrix.platforms.linux-x86_64.runs-on: unknown key",
+    ),
     "platform-secrets-type": (
         {"platforms": {"linux-x86_64": {"secrets": "yes"}}},
-        "secrets must be true or false",
+        "matrix.platforms.linux-x86_64.secrets: must be true or false, not a string",
     ),
-    "default-python-not-listed": ({"default-python": "3.9"}, "default-python '3.9'"),
-    "default-platform-not-listed": ({"default-platform": "windows-aarch64"}, "default-platform"),
-    "exclude-not-list": ({"exclude": {"train": "cu126"}}, "exclude must be a list"),
-    "exclude-unknown-train": ({"exclude": [{"train": "cu118"}]}, "exclude[0]: train 'cu118'"),
-    "exclude-unknown-key": ({"exclude": [{"os": "linux"}]}, "exclude[0]: unknown key 'os'"),
-    "e2e-platform-unknown": ({"e2e-platforms": ["linux-ppc64le"]}, "e2e-platforms"),
+    "default-python-not-listed": ({"default-python": "3.9"}, "matrix.default-python: must be one of"),
+    "default-platform-not-listed": (
+        {"default-platform": "windows-aarch64"},
+        "matrix.default-platform: must be one of",
+    ),
+    "exclude-not-list": ({"exclude": {"train": "cu126"}}, "matrix.exclude: must be an array of tables"),
+    "exclude-unknown-train": (
+        {"exclude": [{"train": "cu118"}]},
+        "matrix.exclude[0].train: must be one of trains = ['cu126', 'cu130', 'cu132'], not 'cu118'",
+    ),
+    "exclude-unknown-key": ({"exclude": [{"os": "linux"}]}, "matrix.exclude[0].os: unknown key"),
+    "e2e-platform-unknown": (
+        {"e2e-platforms": ["linux-ppc64le"]},
+        "matrix.e2e-platforms[0]: 'linux-ppc64le' is not one of platforms",
+    ),
 }
 
 
@@ -339,7 +354,7 @@ def test_bad_config(overrides: dict[str, Any], message: str) -> None:
         cfg(**overrides)
     assert message in str(info.value)
     if isinstance(info.value, PolicyError):
-        assert str(info.value).startswith("test.toml: [matrix]")
+        assert str(info.value).startswith("test.toml: matrix")
     assert "\n" not in str(info.value)
 
 

@@ -60,7 +60,7 @@ def test_backtracking_glob_is_matched_in_linear_work(
             '[audit.ownership.components.blas]\nowner = "libcublas"\nsentinels = ["cublas[z-a]"]',
             "audit.ownership.components.blas.sentinels[0]",
         ),
-        ('[audit.variants.groups.g]\n"a[z-a].so" = ""\n"b.so" = ""', "audit.variants.groups.g.a[z-a].so"),
+        ('[audit.variants.groups.g]\n"a[z-a].so" = ""\n"b.so" = ""', 'audit.variants.groups.g."a[z-a].so"'),
         ('[audit.ships]\nrequired = ["' + "x" * 2000 + '"]', "audit.ships.required[0]"),
     ],
 )

@@ -23,6 +23,7 @@ from cudaship.config import ProjectConfig
 from cudaship.errors import KnowledgeError, PolicyError
 from cudaship.knowledge.arch_table import ArchTable, default_arch_table
 from cudaship.records.findings import SEVERITIES, Severity
+from cudaship.schema import Table, type_name
 
 #: Import names that count as "a CUDA library" for ``no_cuda`` unless a rule gives its own list.
 DEFAULT_CUDA_PATTERNS: tuple[str, ...] = (
@@ -190,103 +191,7 @@ def default_policy() -> Policy:
 # -----------------------------------------------------------------------------------------------
 
 
-class _Reader:
-    """Typed access to a TOML table; every error names the dotted key and the file."""
-
-    def __init__(self, data: Mapping[str, Any], key: str, source: str | None) -> None:
-        self.data = data
-        self.key = key
-        self.source = source
-        self.used: set[str] = set()
-
-    def fail(self, key: str, problem: str) -> PolicyError:
-        return PolicyError(f"{key}: {problem}", path=self.source)
-
-    def sub(self, name: str) -> _Reader | None:
-        value = self.get(name)
-        if value is None:
-            return None
-        if not isinstance(value, dict):
-            raise self.fail(self.dotted(name), f"must be a table, not {_type(value)}")
-        return _Reader(value, self.dotted(name), self.source)
-
-    def dotted(self, name: str) -> str:
-        return f"{self.key}.{name}" if self.key else name
-
-    def get(self, name: str) -> Any:
-        self.used.add(name)
-        return self.data.get(name)
-
-    def boolean(self, name: str, default: bool) -> bool:
-        value = self.get(name)
-        if value is None:
-            return default
-        if not isinstance(value, bool):
-            raise self.fail(self.dotted(name), f"must be true or false, not {_type(value)}")
-        return value
-
-    def string(self, name: str, default: str | None = None, choices: Iterable[str] = ()) -> str | None:
-        value = self.get(name)
-        if value is None:
-            return default
-        if not isinstance(value, str):
-            raise self.fail(self.dotted(name), f"must be a string, not {_type(value)}")
-        options = tuple(choices)
-        if options and value not in options:
-            raise self.fail(self.dotted(name), f"must be one of {', '.join(options)}, not {value!r}")
-        return value
-
-    def strings(
-        self,
-        name: str,
-        default: tuple[str, ...] = (),
-        *,
-        globs: bool = False,
-        patterns: bool = False,
-        flat: bool = False,
-    ) -> tuple[str, ...]:
-        """A string or a list of strings. ``globs``: paths in the wheel, checked and compiled as such;
-        ``patterns``: library names (matched case-insensitively); ``flat``: symbol names (``*`` crosses
-        ``/``). A pattern that does not compile is an error naming its key, never a failure at match time."""
-        value = self.get(name)
-        if value is None:
-            return default
-        if isinstance(value, str):
-            value = [value]
-        if not isinstance(value, list):
-            raise self.fail(self.dotted(name), f"must be a string or a list of strings, not {_type(value)}")
-        out: list[str] = []
-        for i, item in enumerate(value):
-            if not isinstance(item, str) or not item.strip():
-                raise self.fail(f"{self.dotted(name)}[{i}]", f"must be a non-empty string, not {item!r}")
-            if globs:
-                _check_glob(item, f"{self.dotted(name)}[{i}]", self)
-            elif patterns or flat:
-                _compile(item.strip(), f"{self.dotted(name)}[{i}]", self, ignore_case=patterns, flat=flat)
-            out.append(item.strip())
-        return tuple(out)
-
-    def unknown(self, allowed: Iterable[str]) -> None:
-        extra = sorted(set(self.data) - set(allowed))
-        if extra:
-            known = ", ".join(sorted(allowed))
-            raise self.fail(self.dotted(extra[0]), f"unknown key (known here: {known})")
-
-
-def _type(value: Any) -> str:
-    return {
-        dict: "a table",
-        list: "a list",
-        str: "a string",
-        int: "an integer",
-        float: "a number",
-        bool: "a boolean",
-    }.get(type(value), type(value).__name__)
-
-
-def _compile(
-    pattern: str, key: str, reader: _Reader, *, ignore_case: bool = False, flat: bool = False
-) -> None:
+def _compile(pattern: str, key: str, reader: Table, *, ignore_case: bool = False, flat: bool = False) -> None:
     """Compile ``pattern`` now, as the checks will match it (the compiled form is cached for them)."""
     try:
         compile_glob(pattern, ignore_case=ignore_case, flat=flat)
@@ -296,7 +201,9 @@ def _compile(
         raise reader.fail(key, f"{pattern[:80]!r}: {e}") from None
 
 
-def _check_glob(pattern: str, key: str, reader: _Reader) -> None:
+def _check_glob(reader: Table, pattern: str, key: str) -> None:
+    """A path glob in the wheel (``[audit.ships] required``, ...), checked and compiled as the checks match
+    it."""
     if pattern.startswith("/") or "\\" in pattern:
         raise reader.fail(key, f"{pattern[:80]!r}: use paths relative to the wheel root, with '/'")
     if "[" in pattern and "]" not in pattern:
@@ -304,21 +211,27 @@ def _check_glob(pattern: str, key: str, reader: _Reader) -> None:
     _compile(pattern.strip(), key, reader)
 
 
+def _check_pattern(reader: Table, pattern: str, key: str) -> None:
+    """A library-name pattern (matched case-insensitively)."""
+    _compile(pattern.strip(), key, reader, ignore_case=True)
+
+
+def _check_symbol(reader: Table, pattern: str, key: str) -> None:
+    """A symbol-name pattern (``*`` crosses ``/``)."""
+    _compile(pattern.strip(), key, reader, flat=True)
+
+
 def load_policy(config: ProjectConfig) -> Policy:
     """Validate the configuration's ``[audit]`` table; no table and no file gives :func:`default_policy`."""
     source = str(config.source) if config.source else None
     data = config.data
     audit = data.get("audit")
-    archs_table = data.get("archs")
-    if archs_table is not None and not isinstance(archs_table, dict):
-        raise PolicyError(f"archs: must be a table, not {_type(archs_table)}", path=source)
+    archs_table = config.table("archs")
     table = ArchTable.from_mapping(archs_table, source or "configuration") if archs_table else None
     if audit is None:
         base = default_policy()
         return Policy(source=source, families=base.families, archs_table=table)
-    if not isinstance(audit, dict):
-        raise PolicyError(f"audit: must be a table, not {_type(audit)}", path=source)
-    return parse_audit_table(audit, source, table)
+    return parse_audit_table(config.table("audit"), source, table)
 
 
 def parse_audit_table(
@@ -328,7 +241,7 @@ def parse_audit_table(
     (:mod:`cudaship.checks.table`); ``severity`` and ``variants`` are read here."""
     from cudaship.checks.table import FAMILIES, default_families, family_names
 
-    root = _Reader(audit, "audit", source)
+    root = Table(audit, "audit", source, PolicyError)
     configured: set[str] = set()
     fields: dict[str, Any] = {}
     for family in FAMILIES:
@@ -365,14 +278,14 @@ def parse_audit_table(
 Section = dict[str, Any]
 
 
-def parse_ships(root: _Reader) -> Section | None:
+def parse_ships(root: Table) -> Section | None:
     r = root.sub("ships")
     if r is None:
         return None
     pairs_raw = r.get("import_libraries") or {}
     if not isinstance(pairs_raw, dict):
         raise r.fail(
-            r.dotted("import_libraries"), f"must be a table of LIB = DLL paths, not {_type(pairs_raw)}"
+            r.dotted("import_libraries"), f"must be a table of LIB = DLL paths, not {type_name(pairs_raw)}"
         )
     pairs: list[tuple[str, str]] = []
     for lib, dll in pairs_raw.items():
@@ -382,7 +295,7 @@ def parse_ships(root: _Reader) -> Section | None:
             raise r.fail(f"{r.dotted('import_libraries')}.{lib}", "the key must be a .lib path")
         pairs.append((lib, dll))
     ships = ShipsPolicy(
-        required=r.strings("required", globs=True),
+        required=r.strings("required", check=_check_glob),
         import_libraries=tuple(pairs),
         pair_siblings=r.boolean("pair_siblings", True),
     )
@@ -390,22 +303,22 @@ def parse_ships(root: _Reader) -> Section | None:
     return {"ships": ships}
 
 
-def parse_forbidden_imports(root: _Reader) -> Section | None:
+def parse_forbidden_imports(root: Table) -> Section | None:
     rules = _import_rules(root, "forbidden_imports", forbidden=True)
     return {"forbidden_imports": rules} if rules else None
 
 
-def parse_required_imports(root: _Reader) -> Section | None:
+def parse_required_imports(root: Table) -> Section | None:
     rules = _import_rules(root, "required_imports", forbidden=False)
     return {"required_imports": rules} if rules else None
 
 
-def parse_archs(root: _Reader) -> Section | None:
+def parse_archs(root: Table) -> Section | None:
     r = root.sub("archs")
     if r is None:
         return None
     archs = ArchsPolicy(
-        libraries=r.strings("libraries", ("**",), globs=True),
+        libraries=r.strings("libraries", ("**",), check=_check_glob),
         ptx=r.string("ptx", "newest", ("newest", "none")) or "newest",
         relocatable_ptx=r.boolean("relocatable_ptx", True),
     )
@@ -413,7 +326,7 @@ def parse_archs(root: _Reader) -> Section | None:
     return {"archs": archs}
 
 
-def parse_requirements(root: _Reader) -> Section | None:
+def parse_requirements(root: Table) -> Section | None:
     r = root.sub("requirements")
     if r is None:
         return None
@@ -429,7 +342,7 @@ def parse_requirements(root: _Reader) -> Section | None:
     return {"requirements": requirements}
 
 
-def parse_ownership(root: _Reader) -> Section | None:
+def parse_ownership(root: Table) -> Section | None:
     r = root.sub("ownership")
     if r is None:
         return None
@@ -437,13 +350,9 @@ def parse_ownership(root: _Reader) -> Section | None:
     comps = r.sub("components")
     if comps is None or not comps.data:
         raise r.fail(r.dotted("components"), "must be a table with one sub-table per component")
-    for name in comps.data:
-        c = comps.sub(name)
-        assert c is not None
-        owner = c.string("owner")
-        if not owner:
-            raise c.fail(c.dotted("owner"), "is required: the name the owning library's file starts with")
-        sentinels = c.strings("sentinels", flat=True)
+    for name, c in comps.tables():
+        owner = c.text("owner", "the name the owning library's file starts with")
+        sentinels = c.strings("sentinels", check=_check_symbol)
         if not sentinels:
             raise c.fail(c.dotted("sentinels"), "is required: at least one symbol")
         c.unknown({"owner", "sentinels"})
@@ -452,14 +361,14 @@ def parse_ownership(root: _Reader) -> Section | None:
     return {"components": tuple(components)}
 
 
-def parse_closure(root: _Reader) -> Section | None:
+def parse_closure(root: Table) -> Section | None:
     r = root.sub("closure")
     if r is None:
         return None
     closure = ClosurePolicy(
-        runtime_dirs=tuple(d.strip("/") for d in r.strings("runtime_dirs", globs=True)),
-        allow=r.strings("allow", patterns=True),
-        system_libraries=r.strings("system_libraries", patterns=True),
+        runtime_dirs=tuple(d.strip("/") for d in r.strings("runtime_dirs", check=_check_glob)),
+        allow=r.strings("allow", check=_check_pattern),
+        system_libraries=r.strings("system_libraries", check=_check_pattern),
         unused_imports=r.boolean("unused_imports", True),
         exports=r.boolean("exports", True),
         required_extras=tuple(r.strings("required_extras")) if "required_extras" in r.data else None,
@@ -468,11 +377,11 @@ def parse_closure(root: _Reader) -> Section | None:
     return {"closure": closure}
 
 
-def parse_collisions(root: _Reader) -> Section | None:
+def parse_collisions(root: Table) -> Section | None:
     r = root.sub("collisions")
     if r is None:
         return None
-    collisions = CollisionsPolicy(r.strings("soname_matches_filename", globs=True))
+    collisions = CollisionsPolicy(r.strings("soname_matches_filename", check=_check_glob))
     r.unknown({"soname_matches_filename"})
     return {"collisions": collisions}
 
@@ -480,7 +389,7 @@ def parse_collisions(root: _Reader) -> Section | None:
 _SIZE_UNITS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "ki": 1 << 10, "mi": 1 << 20, "gi": 1 << 30}
 
 
-def _size(r: _Reader, name: str) -> int | None:
+def _size(r: Table, name: str) -> int | None:
     value = r.get(name)
     if value is None:
         return None
@@ -495,7 +404,7 @@ def _size(r: _Reader, name: str) -> int | None:
     raise r.fail(r.dotted(name), f'must be a size (bytes, or "100M", "1.5G", "512Mi"), not {value!r}')
 
 
-def parse_size(root: _Reader) -> Section | None:
+def parse_size(root: Table) -> Section | None:
     r = root.sub("size")
     if r is None:
         return None
@@ -504,7 +413,7 @@ def parse_size(root: _Reader) -> Section | None:
     return {"size": size}
 
 
-def parse_severity(root: _Reader) -> tuple[tuple[str, Severity], ...]:
+def parse_severity(root: Table) -> tuple[tuple[str, Severity], ...]:
     """``[audit.severity]``: ``family`` or ``"family.rule"`` = ``"error"`` | ``"warning"`` | ``"note"``; each
     key must name a family or rule of the checks table."""
     from cudaship.checks.table import severity_keys
@@ -523,7 +432,7 @@ def parse_severity(root: _Reader) -> tuple[tuple[str, Severity], ...]:
     return tuple(out)
 
 
-def parse_variants(root: _Reader) -> VariantsPolicy:
+def parse_variants(root: Table) -> VariantsPolicy:
     """``[audit.variants]``: ``by_name`` (recognise ``*_cuda118.so`` names, default true) and ``groups``, one
     table per group of alternatives: ``"glob" = "12.8"`` (its CUDA train; ``""``: from the name)."""
     from cudaship.knowledge.trains import parse_train
@@ -535,15 +444,13 @@ def parse_variants(root: _Reader) -> VariantsPolicy:
     groups: list[VariantGroup] = []
     g = r.sub("groups")
     if g is not None:
-        for name in g.data:
-            members_reader = g.sub(name)
-            assert members_reader is not None
+        for name, members_reader in g.tables():
             if len(members_reader.data) < 2:
                 raise g.fail(g.dotted(name), "a group of alternatives needs at least two libraries")
             members: list[tuple[str, str | None]] = []
             for glob in members_reader.data:
                 key = members_reader.dotted(glob)
-                _check_glob(glob, key, members_reader)
+                _check_glob(members_reader, glob, key)
                 train = members_reader.string(glob)
                 if train:
                     try:
@@ -556,7 +463,7 @@ def parse_variants(root: _Reader) -> VariantsPolicy:
     return VariantsPolicy(by_name, tuple(groups))
 
 
-def _family_list(root: _Reader, name: str, known: tuple[str, ...]) -> tuple[str, ...]:
+def _family_list(root: Table, name: str, known: tuple[str, ...]) -> tuple[str, ...]:
     """``audit.checks`` / ``audit.skip``: names of check families, each one known."""
     families = root.strings(name)
     for i, fam in enumerate(families):
@@ -567,35 +474,23 @@ def _family_list(root: _Reader, name: str, known: tuple[str, ...]) -> tuple[str,
     return families
 
 
-def _import_rules(root: _Reader, name: str, *, forbidden: bool) -> tuple[ImportRule, ...]:
-    value = root.get(name)
-    if value is None:
-        return ()
-    key = root.dotted(name)
-    if isinstance(value, dict):
-        value = [value]
-    if not isinstance(value, list):
-        raise root.fail(key, f"must be an array of tables ([[{key}]]), not {_type(value)}")
+def _import_rules(root: Table, name: str, *, forbidden: bool) -> tuple[ImportRule, ...]:
     rules: list[ImportRule] = []
-    for i, item in enumerate(value):
-        item_key = f"{key}[{i}]"
-        if not isinstance(item, dict):
-            raise root.fail(item_key, f"must be a table, not {_type(item)}")
-        r = _Reader(item, item_key, root.source)
-        libraries = r.strings("libraries", globs=True)
+    for r in root.rows(name, one=True):
+        libraries = r.strings("libraries", check=_check_glob)
         if not libraries:
             raise r.fail(r.dotted("libraries"), "is required: globs of the libraries this rule applies to")
-        patterns = r.strings("patterns", patterns=True)
+        patterns = r.strings("patterns", check=_check_pattern)
         no_cuda = r.boolean("no_cuda", False) if forbidden else False
         if not patterns and not no_cuda:
             what = "patterns (or no_cuda = true)" if forbidden else "patterns"
             raise r.fail(r.dotted("patterns"), f"is required: give {what}")
         rule = ImportRule(
-            key=item_key,
+            key=r.key,
             libraries=libraries,
             patterns=patterns,
             no_cuda=no_cuda,
-            cuda_patterns=r.strings("cuda_patterns", DEFAULT_CUDA_PATTERNS, patterns=True)
+            cuda_patterns=r.strings("cuda_patterns", DEFAULT_CUDA_PATTERNS, check=_check_pattern)
             if forbidden
             else (),
             dynamic_load=r.boolean("dynamic_load", True) if not forbidden else False,
@@ -612,7 +507,7 @@ _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 TEMPLATE_FIELDS = ("major", "next_major", "cu")
 
 
-def _check_template(template: str, key: str, reader: _Reader) -> None:
+def _check_template(template: str, key: str, reader: Table) -> None:
     for m in _PLACEHOLDER.finditer(template):
         if m.group(1) not in TEMPLATE_FIELDS:
             raise reader.fail(

@@ -31,9 +31,10 @@ from cudaship.checks import (
 )
 from cudaship.checks.context import AuditContext
 from cudaship.records.findings import CheckResult, Severity
+from cudaship.schema import Table
 
 CheckFn = Callable[[AuditContext], list[CheckResult]]
-SectionParser = Callable[["policy._Reader"], "policy.Section | None"]
+SectionParser = Callable[[Table], "policy.Section | None"]
 
 ERROR, WARNING, NOTE = Severity.ERROR, Severity.WARNING, Severity.NOTE
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from cudaship.ci.archs import TrainInfo, normalize_machine
-from cudaship.errors import KnowledgeError, ToolkitError, UsageError
+from cudaship.errors import ToolkitError, UsageError
 from cudaship.knowledge import _data
 from cudaship.knowledge.archs import ArchList, format_arch_list
 from cudaship.loaders import read_json
@@ -111,12 +111,10 @@ def rules() -> dict[str, Any]:
 
 
 def _rule(*keys: str) -> Any:
-    value: Any = rules()
-    for key in keys:
-        if not isinstance(value, dict) or key not in value:
-            raise KnowledgeError(f"knowledge data file cmake_rules.toml has no {'.'.join(keys)}")
-        value = value[key]
-    return value
+    table = _data.document("cmake_rules.toml")
+    for key in keys[:-1]:
+        table = table.table(key)
+    return table.require(keys[-1])
 
 
 def cuda_flags(os_name: str, train: TrainInfo) -> list[tuple[list[str], str]]:

@@ -17,7 +17,7 @@ The rules, each with a test in tests/ci/test_matrix.py:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ from cudaship.ci.records import (
 )
 from cudaship.config import ProjectConfig
 from cudaship.errors import KnowledgeError, PolicyError, UsageError
+from cudaship.schema import Table
 from cudaship.words import count
 
 #: (train tag, machine) -> the row's arch lists, or None when the arch table has none
@@ -60,121 +61,89 @@ _PLATFORM_KEYS = {"runner", "gpu-runner", "secrets"}
 # ---------------------------------------------------------------------------------------------- configuration
 
 
-def _fail(message: str, source: str | None) -> PolicyError:
-    return PolicyError(f"[matrix] {message}", path=source)
-
-
-def _str_list(table: Mapping[str, Any], key: str, source: str | None) -> list[str]:
-    value = table.get(key)
-    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
-        raise _fail(f"{key} must be a non-empty list of strings", source)
-    if len(set(value)) != len(value):
-        raise _fail(f"{key} lists a value twice", source)
-    return list(value)
-
-
 def _python_key(version: str) -> tuple[int, int]:
     m = _PYTHON_RE.match(version)
     assert m is not None
     return (int(m.group(1)), 1 if version.endswith("t") else 0)
 
 
-def _platform(name: str, spec: Any, source: str | None) -> PlatformSpec:
+def _platform(root: Table, name: str, key: str, spec: Table | None) -> PlatformSpec:
     os_name, _, machine = name.partition("-")
     if os_name not in KNOWN_OS or not machine:
-        raise _fail(f"platform {name!r} must be <os>-<machine> with os one of {', '.join(KNOWN_OS)}", source)
+        raise root.fail(key, f"platform {name!r} must be <os>-<machine> with os one of {', '.join(KNOWN_OS)}")
     try:
         machine = normalize_machine(machine)
     except KnowledgeError:
-        raise _fail(
-            f"platform {name!r}: unknown machine {machine!r} (known: x86_64, aarch64)", source
+        raise root.fail(
+            key, f"platform {name!r}: unknown machine {machine!r} (known: x86_64, aarch64)"
         ) from None
     if spec is None:
         return PlatformSpec(name, os_name, machine)
-    if not isinstance(spec, dict):
-        raise _fail(f"platforms.{name} must be a table", source)
-    unknown = sorted(set(spec) - _PLATFORM_KEYS)
-    if unknown:
-        raise _fail(
-            f"platforms.{name}: unknown key {unknown[0]!r} (known: {', '.join(sorted(_PLATFORM_KEYS))})",
-            source,
-        )
-    runner = spec.get("runner")
-    gpu_runner = spec.get("gpu-runner")
-    secrets = spec.get("secrets", False)
-    for key, value in (("runner", runner), ("gpu-runner", gpu_runner)):
-        if value is not None and not (isinstance(value, str) and value):
-            raise _fail(f"platforms.{name}.{key} must be a string", source)
-    if not isinstance(secrets, bool):
-        raise _fail(f"platforms.{name}.secrets must be true or false", source)
-    return PlatformSpec(name, os_name, machine, runner, gpu_runner, secrets)
+    spec.unknown(_PLATFORM_KEYS)
+    return PlatformSpec(
+        name,
+        os_name,
+        machine,
+        spec.string("runner", nonempty=True),
+        spec.string("gpu-runner", nonempty=True),
+        spec.boolean("secrets", False),
+    )
 
 
 def parse_matrix_config(table: Mapping[str, Any], source: str | None = None) -> MatrixConfig:
-    """Validate a ``[matrix]`` table; every problem is a PolicyError naming the key."""
+    """Validate a ``[matrix]`` table; every problem is a PolicyError naming the key (``matrix.python``)."""
+    root = Table(table, "matrix", source, PolicyError)
     if not table:
-        raise _fail("table is missing: list the supported trains, Python versions and platforms", source)
-    unknown = sorted(set(table) - _KEYS)
-    if unknown:
-        raise _fail(f"unknown key {unknown[0]!r} (known: {', '.join(sorted(_KEYS))})", source)
+        raise root.fail(
+            "matrix", "table is missing: list the supported trains, Python versions and platforms"
+        )
+    root.unknown(_KEYS)
 
-    infos = [train_info(t) for t in _str_list(table, "trains", source)]
-    if len({i.tag for i in infos}) != len(infos):
-        raise _fail("trains lists a train twice", source)
+    infos = [train_info(t) for t in root.strings("trains", single=False, required=True, unique=True)]
+    tags = [i.tag for i in infos]
+    if len(set(tags)) != len(tags):
+        twice = next(t for t in tags if tags.count(t) > 1)
+        raise root.fail("matrix.trains", f"lists a train twice ({twice})")
     infos.sort(key=lambda i: i.key)
     trains = tuple(i.tag for i in infos)
 
-    pythons = _str_list(table, "python", source)
-    for version in pythons:
+    pythons = list(root.strings("python", single=False, required=True, unique=True))
+    for i, version in enumerate(pythons):
         if not _PYTHON_RE.match(version):
-            raise _fail(f"python: {version!r} is not a CPython version such as '3.12'", source)
+            raise root.fail(
+                root.dotted("python") + f"[{i}]", f"{version!r} is not a CPython version such as '3.12'"
+            )
     pythons.sort(key=_python_key)
 
-    raw_platforms = table.get("platforms")
-    if isinstance(raw_platforms, list):
-        names = _str_list(table, "platforms", source)
-        platforms = tuple(_platform(n, None, source) for n in names)
-    elif isinstance(raw_platforms, dict) and raw_platforms:
-        platforms = tuple(_platform(n, s, source) for n, s in raw_platforms.items())
+    if isinstance(root.get("platforms"), list):
+        names = root.strings("platforms", single=False, required=True, unique=True)
+        platforms = tuple(_platform(root, n, f"matrix.platforms[{i}]", None) for i, n in enumerate(names))
+    elif isinstance(root.get("platforms"), dict) and root.get("platforms"):
+        specs = root.table("platforms").tables()
+        platforms = tuple(_platform(root, n, spec.key, spec) for n, spec in specs)
     else:
-        raise _fail(
-            "platforms must be a non-empty list (['linux-x86_64', ...]) or a table of platforms", source
+        raise root.wrong(
+            "platforms",
+            "a non-empty list (['linux-x86_64', ...]) or a table of platforms",
+            root.get("platforms"),
         )
     platform_names = [p.name for p in platforms]
 
-    default_train_text = table.get("default-train", trains[-1])
-    if not isinstance(default_train_text, str):
-        raise _fail("default-train must be a string such as 'cu130'", source)
-    default_train = train_info(default_train_text).tag
+    default_train = train_info(root.string("default-train", trains[-1]) or trains[-1]).tag
+    default_python = root.string("default-python", pythons[-1], pythons) or pythons[-1]
+    default_platform = root.string("default-platform", platform_names[0], platform_names) or platform_names[0]
+    all_label = root.string("all-label", DEFAULT_ALL_LABEL, nonempty=True) or DEFAULT_ALL_LABEL
+    exclude = tuple(_exclusion(row, trains, pythons, platform_names) for row in root.rows("exclude"))
 
-    default_python = table.get("default-python", pythons[-1])
-    if not isinstance(default_python, str) or default_python not in pythons:
-        raise _fail(f"default-python {default_python!r} is not one of python = {pythons}", source)
-
-    default_platform = table.get("default-platform", platform_names[0])
-    if not isinstance(default_platform, str) or default_platform not in platform_names:
-        raise _fail(
-            f"default-platform {default_platform!r} is not one of platforms = {platform_names}", source
-        )
-
-    all_label = table.get("all-label", DEFAULT_ALL_LABEL)
-    if not isinstance(all_label, str) or not all_label:
-        raise _fail("all-label must be a non-empty string", source)
-
-    raw_exclude = table.get("exclude", [])
-    if not isinstance(raw_exclude, list):
-        raise _fail("exclude must be a list of tables", source)
-    exclude = tuple(
-        _exclusion(i, e, trains, pythons, platform_names, source) for i, e in enumerate(raw_exclude)
-    )
-
-    if "e2e-platforms" in table:
-        e2e = _str_list(table, "e2e-platforms", source)
-        for name in e2e:
+    if "e2e-platforms" in root:
+        e2e = root.strings("e2e-platforms", single=False, required=True)
+        for i, name in enumerate(e2e):
             if name not in platform_names:
-                raise _fail(f"e2e-platforms: {name!r} is not one of platforms = {platform_names}", source)
+                raise root.fail(
+                    f"matrix.e2e-platforms[{i}]", f"{name!r} is not one of platforms = {platform_names}"
+                )
     else:
-        e2e = [p.name for p in platforms if p.gpu_runner] or [default_platform]
+        e2e = tuple(p.name for p in platforms if p.gpu_runner) or (default_platform,)
 
     return MatrixConfig(
         trains=trains,
@@ -191,33 +160,21 @@ def parse_matrix_config(table: Mapping[str, Any], source: str | None = None) -> 
 
 
 def _exclusion(
-    index: int,
-    entry: Any,
-    trains: Iterable[str],
-    pythons: Iterable[str],
-    platforms: Iterable[str],
-    source: str | None,
+    entry: Table, trains: Sequence[str], pythons: Sequence[str], platforms: Sequence[str]
 ) -> Exclusion:
-    where = f"exclude[{index}]"
-    if not isinstance(entry, dict) or not entry:
-        raise _fail(
-            f"{where} must be a table such as {{ train = 'cu126', platform = 'linux-aarch64' }}", source
-        )
-    unknown = sorted(set(entry) - {"train", "python", "platform"})
-    if unknown:
-        raise _fail(f"{where}: unknown key {unknown[0]!r} (known: platform, python, train)", source)
+    if not entry.data:
+        raise entry.fail(entry.key, "must be a table such as { train = 'cu126', platform = 'linux-aarch64' }")
+    entry.unknown({"train", "python", "platform"})
     train = entry.get("train")
     if train is not None:
         train = train_info(str(train)).tag
         if train not in trains:
-            raise _fail(f"{where}: train {train!r} is not a supported train", source)
-    python = entry.get("python")
-    if python is not None and python not in pythons:
-        raise _fail(f"{where}: python {python!r} is not in python", source)
-    platform = entry.get("platform")
-    if platform is not None and platform not in platforms:
-        raise _fail(f"{where}: platform {platform!r} is not in platforms", source)
-    return Exclusion(train, python, platform)
+            raise entry.wrong("train", f"one of trains = {list(trains)}", train, show=True)
+    return Exclusion(
+        train,
+        entry.string("python", choices=pythons),
+        entry.string("platform", choices=platforms),
+    )
 
 
 def load_matrix_config(config: ProjectConfig) -> MatrixConfig:
@@ -391,20 +348,14 @@ def read_build_matrix(path: Path) -> list[dict[str, str]]:
     except UsageError as e:
         message = e.message.replace("invalid JSON", "build matrix is not JSON", 1)
         raise UsageError(message, path=str(path)) from None
-    rows = data.get("include") if isinstance(data, dict) else None
-    if not isinstance(rows, list):
+    if not isinstance(data, dict):
         raise UsageError('build matrix must be an object with an "include" list', path=str(path))
-    for index, row in enumerate(rows):
-        if not isinstance(row, dict):
-            raise UsageError(f"build matrix include[{index}] is not an object", path=str(path))
+    rows = Table(data, "", str(path), UsageError).rows("include", required=True, what="a list of build rows")
+    for row in rows:
         for key in ("train", "python", "platform"):
-            if not isinstance(row.get(key), str):
-                raise UsageError(f"build matrix include[{index}] has no {key!r}", path=str(path))
-        if row.get("kind", "build") != "build":
-            raise UsageError(
-                f"build matrix include[{index}] is a {row.get('kind')!r} row, not a build row", path=str(path)
-            )
-    return rows
+            row.text(key)
+        row.string("kind", "build", ("build",))
+    return [dict(row.data) for row in rows]
 
 
 def derive_e2e(

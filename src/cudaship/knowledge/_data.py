@@ -8,6 +8,7 @@ from typing import Any
 from cudaship.errors import KnowledgeError
 from cudaship.loaders import load_toml
 from cudaship.once import once
+from cudaship.schema import Table
 
 
 @once
@@ -25,9 +26,17 @@ def load(name: str) -> dict[str, Any]:
         raise KnowledgeError(f"cannot read knowledge data file {name}: {e.message}") from e
 
 
+def document(name: str) -> Table:
+    """Data file ``name`` as a :class:`~cudaship.schema.Table`: every problem is a KnowledgeError naming the
+    file and the key path (``knowledge data file hosts.toml: hosts[0].module: is required``)."""
+    return Table(load(name), "", f"knowledge data file {name}", KnowledgeError)
+
+
+def section(name: str, key: str) -> Table:
+    """The table ``[key]`` of data file ``name``; missing or not a table is a KnowledgeError."""
+    return document(name).table(key)
+
+
 def table(name: str, key: str) -> dict[str, Any]:
-    """The table ``key`` of data file ``name``; missing or not a table is a KnowledgeError."""
-    value = load(name).get(key)
-    if not isinstance(value, dict):
-        raise KnowledgeError(f"knowledge data file {name} has no [{key}] table")
-    return value
+    """The table ``key`` of data file ``name`` as a dict; missing or not a table is a KnowledgeError."""
+    return dict(section(name, key).data)

@@ -24,6 +24,7 @@ from cudaship.knowledge import _data
 from cudaship.knowledge.archs import ArchList, parse_arch, parse_arch_list
 from cudaship.knowledge.trains import Train, as_train, parse_train
 from cudaship.once import once
+from cudaship.schema import Table
 
 #: Machine spellings accepted in tables and on the command line → the table's key.
 MACHINE_ALIASES: dict[str, str] = {
@@ -44,7 +45,8 @@ def normalize_machine(machine: str) -> str:
     return MACHINE_ALIASES[key]
 
 
-def _row(value: Any, train: Train, where: str) -> ArchList:
+def _row(table: Table, machine_key: str, train: Train) -> ArchList:
+    value = table.get(machine_key)
     try:
         if isinstance(value, str):
             parsed = parse_arch_list(value, train=train)
@@ -52,9 +54,9 @@ def _row(value: Any, train: Train, where: str) -> ArchList:
             # Numbers in TOML lists: 8.0 → "8.0"; 90 → "90".
             parsed = ArchList.of(parse_arch(str(v), known_only=True) for v in value)
         else:
-            raise PolicyError(f"{where} must be an arch list string or a non-empty list of arch names")
+            raise table.wrong(machine_key, "an arch list string or a non-empty list of arch names", value)
     except KnowledgeError as e:
-        raise PolicyError(f"{where}: {e.message}") from e
+        raise table.fail(table.dotted(machine_key), e.message) from e
     return parsed.with_newest_ptx()
 
 
@@ -76,36 +78,28 @@ class ArchTable:
         Train keys are ``cuXY`` or ``X.Y``; machine keys as :func:`normalize_machine` accepts. Every problem
         is a :class:`~cudaship.errors.PolicyError` naming ``source`` and the key (``archs.cu132.x86_64``).
         """
-        if not isinstance(mapping, Mapping) or not mapping:
-            raise PolicyError(
-                "archs: must be a non-empty table of trains (archs.cu132.x86_64 = ...)", path=source
-            )
+        root = Table.of(mapping, "archs", source, PolicyError)
+        if not mapping:
+            raise root.fail("archs", "must be a non-empty table of trains (archs.cu132.x86_64 = ...)")
         rows: dict[Train, dict[str, ArchList]] = {}
-        for train_key, machines in mapping.items():
-            where = f"archs.{train_key}"
+        for train_key, machines in root.tables("a table of machines (x86_64 = ..., aarch64 = ...)"):
             try:
-                train = parse_train(str(train_key)).line
+                train = parse_train(train_key).line
             except KnowledgeError as e:
-                raise PolicyError(f"{where}: {e.message}", path=source) from e
+                raise root.fail(machines.key, e.message) from e
             if train in rows:
-                raise PolicyError(f"{where}: train {train.tag} given twice", path=source)
-            if not isinstance(machines, Mapping) or not machines:
-                raise PolicyError(
-                    f"{where} must be a table of machines (x86_64 = ..., aarch64 = ...)", path=source
-                )
+                raise root.fail(machines.key, f"train {train.tag} given twice")
+            if not machines.data:
+                raise root.fail(machines.key, "must be a non-empty table of machines (x86_64 = ...)")
             row: dict[str, ArchList] = {}
-            for machine_key, value in machines.items():
-                mwhere = f"{where}.{machine_key}"
+            for machine_key in machines:
                 try:
-                    machine = normalize_machine(str(machine_key))
+                    machine = normalize_machine(machine_key)
                 except KnowledgeError as e:
-                    raise PolicyError(f"{mwhere}: {e.message}", path=source) from e
+                    raise machines.fail(machines.dotted(machine_key), e.message) from e
                 if machine in row:
-                    raise PolicyError(f"{mwhere}: machine {machine} given twice", path=source)
-                try:
-                    row[machine] = _row(value, train, mwhere)
-                except PolicyError as e:
-                    raise e.with_path(source) from None
+                    raise machines.fail(machines.dotted(machine_key), f"machine {machine} given twice")
+                row[machine] = _row(machines, machine_key, train)
             rows[train] = row
         return cls(rows=dict(sorted(rows.items())), source=source)
 

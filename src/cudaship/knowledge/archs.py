@@ -113,7 +113,8 @@ def _capabilities() -> dict[str, str]:
 
 @once
 def _variant_floors() -> dict[str, int]:
-    return {str(k): int(v) for k, v in _data.table("arch_names.toml", "variants").items()}
+    floors = _data.section("arch_names.toml", "variants")
+    return {k: floors.number(k) for k in floors}
 
 
 @once

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from cudaship.errors import KnowledgeError
 from cudaship.knowledge import _data
 from cudaship.once import once
 
@@ -50,16 +49,13 @@ def _minor_key(minor: str) -> tuple[int, int]:
 def _firsts() -> dict[str, list[tuple[Version, str]]]:
     """Project → [(first version, CUDA minor)], oldest first."""
     out: dict[str, list[tuple[Version, str]]] = {}
-    for minor, row in _data.table(_FILE, "releases").items():
-        if not isinstance(row, dict):
-            raise KnowledgeError(f"{_FILE}: releases.{minor} must be a table")
-        for project, version in row.items():
+    for minor, row in _data.section(_FILE, "releases").tables():
+        for project in row:
+            version = row.get(project)
             try:
                 out.setdefault(canonicalize_name(project), []).append((Version(str(version)), minor))
             except InvalidVersion:
-                raise KnowledgeError(
-                    f"{_FILE}: releases.{minor}.{project}: bad version {version!r}"
-                ) from None
+                raise row.wrong(project, "a version", version, show=True) from None
     for rows in out.values():
         rows.sort()
     return out
@@ -67,17 +63,12 @@ def _firsts() -> dict[str, list[tuple[Version, str]]]:
 
 @once
 def rules() -> tuple[Rule, ...]:
-    raw = _data.load(_FILE).get("rules", [])
     out = []
-    for i, row in enumerate(raw):
-        if not isinstance(row, dict) or not all(
-            isinstance(row.get(k), str) for k in ("component", "needs", "source")
-        ):
-            raise KnowledgeError(f"{_FILE}: rules[{i}] needs component, needs and source strings")
-        component, needs = canonicalize_name(row["component"]), canonicalize_name(row["needs"])
+    for row in _data.document(_FILE).rows("rules"):
+        component, needs = canonicalize_name(row.text("component")), canonicalize_name(row.text("needs"))
         if component not in _firsts() or needs not in _firsts():
-            raise KnowledgeError(f"{_FILE}: rules[{i}] names a project no release lists")
-        out.append(Rule(component, needs, row["source"]))
+            raise row.fail(row.key, "names a project no release lists")
+        out.append(Rule(component, needs, row.text("source")))
     return tuple(out)
 
 

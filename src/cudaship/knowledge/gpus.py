@@ -44,26 +44,24 @@ class GpuGroup:
 def gpu_groups() -> tuple[GpuGroup, ...]:
     """Every capability in gpus.toml, oldest first."""
     groups = []
-    for key, raw in _data.table(DATA_FILE, "capabilities").items():
-        if not isinstance(raw, dict) or not isinstance(raw.get("names", []), list):
-            raise KnowledgeError(f'{DATA_FILE} [capabilities."{key}"] must be a table with a names list')
-        arch = parse_arch(str(key), known_only=True)
+    for key, raw in _data.section(DATA_FILE, "capabilities").tables():
+        arch = parse_arch(key, known_only=True)
         if arch.variant:
-            raise KnowledgeError(f"{DATA_FILE}: capability {key!r} must not have a variant")
-        machines = raw.get("machines")
-        if not isinstance(machines, list) or any(m not in MACHINES for m in machines):
-            raise KnowledgeError(
-                f'{DATA_FILE} [capabilities."{key}"] machines must be a list of {", ".join(MACHINES)}'
-            )
-        from_train = raw.get("from_train")
+            raise raw.fail(raw.key, "a capability must not have a variant")
+        raw.require("machines", "a list of machines")
+        machines = raw.strings("machines", single=False)
+        for i, machine in enumerate(machines):
+            if machine not in MACHINES:
+                raise raw.fail(raw.dotted("machines") + f"[{i}]", f"must be one of {', '.join(MACHINES)}")
+        from_train = raw.string("from_train")
         groups.append(
             GpuGroup(
                 arch=arch,
                 generation=arch.generation,
-                names=tuple(str(n) for n in raw.get("names", [])),
-                shown=bool(raw.get("shown", True)),
-                machines=tuple(str(m) for m in machines),
-                from_train=None if from_train is None else parse_train(str(from_train)),
+                names=raw.strings("names", single=False),
+                shown=raw.boolean("shown", True),
+                machines=machines,
+                from_train=None if from_train is None else parse_train(from_train),
             )
         )
     return tuple(sorted(groups, key=lambda g: g.arch))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from cudaship.errors import KnowledgeError
 from cudaship.knowledge import _data
@@ -69,48 +69,33 @@ class _Component:
     rows: tuple[_Row, ...]
 
 
-def _text(value: Any, where: str) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise KnowledgeError(f"{_FILE}: {where} must be a string")
-    return value
-
-
 @once
 def _components() -> tuple[_Component, ...]:
-    table = _data.table(_FILE, "components")
     out = []
-    for name, spec in table.items():
-        if not isinstance(spec, dict):
-            raise KnowledgeError(f"{_FILE}: [components.{name}] must be a table")
-        windows = _text(spec.get("windows"), f"components.{name}.windows")
-        rows = []
-        for index, row in enumerate(spec.get("cuda", [])):
-            where = f"components.{name}.cuda[{index}]"
-            if not isinstance(row, dict) or not isinstance(row.get("major"), int):
-                raise KnowledgeError(f"{_FILE}: {where} needs an integer major")
-            rows.append(
-                _Row(
-                    row["major"],
-                    _text(row.get("linux"), where),
-                    _text(row.get("windows"), where),
-                    _text(row.get("pypi"), where),
-                    _text(row.get("linux_dir"), where),
-                    _text(row.get("windows_dir"), where),
-                )
+    for name, spec in _data.section(_FILE, "components").tables():
+        windows = spec.string("windows")
+        rows = [
+            _Row(
+                row.number("major", "an integer CUDA major"),
+                row.string("linux"),
+                row.string("windows"),
+                row.string("pypi"),
+                row.string("linux_dir"),
+                row.string("windows_dir"),
             )
+            for row in spec.rows("cuda")
+        ]
         try:
             pattern = re.compile(windows, re.IGNORECASE) if windows else None
         except re.error as e:
-            raise KnowledgeError(f"{_FILE}: components.{name}.windows is not a valid regex: {e}") from e
+            raise spec.fail(spec.dotted("windows"), f"is not a valid regex: {e}") from e
         out.append(
             _Component(
                 name=name,
-                description=_text(spec.get("description"), f"components.{name}.description") or name,
-                linux_stem=_text(spec.get("linux"), f"components.{name}.linux"),
+                description=spec.string("description") or name,
+                linux_stem=spec.string("linux"),
                 windows=pattern,
-                driver=bool(spec.get("driver", False)),
+                driver=spec.boolean("driver", False),
                 rows=tuple(rows),
             )
         )
@@ -234,9 +219,7 @@ _CU_SUFFIX = re.compile(r"-cu(\d+)$")
 
 @once
 def _cuda_versioned() -> frozenset[str]:
-    projects = _data.table(_FILE, "pypi").get("cuda_versioned", [])
-    if not isinstance(projects, list) or not all(isinstance(p, str) for p in projects):
-        raise KnowledgeError(f"{_FILE}: [pypi].cuda_versioned must be a list of project names")
+    projects = _data.section(_FILE, "pypi").strings("cuda_versioned", single=False)
     return frozenset(_canonical(p) for p in projects)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from functools import cache
 
-from cudaship.errors import KnowledgeError
 from cudaship.knowledge import _data
 
 _FILE = "program_runtimes.toml"
@@ -12,16 +11,11 @@ _FILE = "program_runtimes.toml"
 
 @cache
 def _runtime(kind: str) -> tuple[str, dict[str, frozenset[str]]]:
-    entry = _data.table(_FILE, kind)
-    name = entry.get("runtime")
-    if not isinstance(name, str):
-        raise KnowledgeError(f"knowledge data file {_FILE}: [{kind}] has no runtime name")
-    libraries: dict[str, frozenset[str]] = {}
-    for platform in ("linux", "windows"):
-        value = entry.get(platform, [])
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise KnowledgeError(f"knowledge data file {_FILE}: [{kind}].{platform} is not a list of names")
-        libraries[platform] = frozenset(v.lower() for v in value)
+    entry = _data.section(_FILE, kind)
+    name = entry.text("runtime", "the runtime's name")
+    libraries = {
+        p: frozenset(v.lower() for v in entry.strings(p, single=False)) for p in ("linux", "windows")
+    }
     return name, libraries
 
 
@@ -34,12 +28,7 @@ def runtime_providing(kind: str, library: str, platform: str) -> str | None:
 
 @cache
 def _compiler_runtime(platform: str) -> frozenset[str]:
-    entry = _data.table(_FILE, "compiler_runtime")
-    value = entry.get(platform, [])
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise KnowledgeError(
-            f"knowledge data file {_FILE}: [compiler_runtime].{platform} is not a list of names"
-        )
+    value = _data.section(_FILE, "compiler_runtime").strings(platform, single=False)
     return frozenset(v.lower() for v in value)
 
 

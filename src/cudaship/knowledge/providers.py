@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from packaging.specifiers import SpecifierSet
 
@@ -21,6 +21,7 @@ from cudaship.errors import KnowledgeError
 from cudaship.knowledge import _data
 from cudaship.knowledge.libraries import components, library_file, pypi_package
 from cudaship.once import once
+from cudaship.schema import Table
 
 _FILE = "providers.toml"
 
@@ -67,39 +68,32 @@ class Build:
     source: str
 
 
-def _strs(value: Any, where: str) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise KnowledgeError(f"{_FILE}: {where} must be a list of strings")
-    return tuple(value)
+def _pair(row: Table, name: str) -> list[tuple[str, str]]:
+    """``[[glob, what], ...]`` pairs."""
+    pairs = []
+    for i, pair in enumerate(row.get(name) or []):
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
+            raise row.wrong(f"{name}[{i}]", "a [glob, what] pair", pair, show=True)
+        pairs.append((pair[0], pair[1]))
+    return pairs
 
 
 @once
 def _conventions() -> tuple[Convention, ...]:
-    rows = _data.load(_FILE).get("conventions", [])
     out = []
-    for i, row in enumerate(rows):
-        where = f"conventions[{i}]"
-        if not isinstance(row, dict) or not isinstance(row.get("project"), str) or not row.get("source"):
-            raise KnowledgeError(f"{_FILE}: {where} needs a project and a source")
-        pairs = []
-        for pair in row.get("on_demand", []):
-            if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
-                raise KnowledgeError(f"{_FILE}: {where}.on_demand entries are [glob, what] pairs")
-            pairs.append((pair[0], pair[1]))
+    for row in _data.document(_FILE).rows("conventions"):
         out.append(
             Convention(
-                project=row["project"],
-                preloads=bool(row.get("preloads", False)),
-                dll_directories=_strs(row.get("dll_directories"), f"{where}.dll_directories"),
-                runtime_lookup=row.get("runtime_lookup"),
-                on_demand=tuple(pairs),
-                requirement=row.get("requirement"),
-                shims=_strs(row.get("shims"), f"{where}.shims"),
-                installed_first=bool(row.get("installed_first", False)),
-                loader_functions=_strs(row.get("loader_functions"), f"{where}.loader_functions"),
-                source=str(row["source"]),
+                project=row.text("project"),
+                preloads=row.boolean("preloads", False),
+                dll_directories=row.strings("dll_directories", single=False),
+                runtime_lookup=row.string("runtime_lookup"),
+                on_demand=tuple(_pair(row, "on_demand")),
+                requirement=row.string("requirement"),
+                shims=row.strings("shims", single=False),
+                installed_first=row.boolean("installed_first", False),
+                loader_functions=row.strings("loader_functions", single=False),
+                source=row.text("source"),
             )
         )
     return tuple(out)
@@ -133,21 +127,15 @@ class Preload:
 @once
 def _preloads() -> tuple[Preload, ...]:
     out = []
-    for i, row in enumerate(_data.load(_FILE).get("preloads", [])):
-        where = f"preloads[{i}]"
-        if not isinstance(row, dict) or not isinstance(row.get("project"), str) or not row.get("source"):
-            raise KnowledgeError(f"{_FILE}: {where} needs a project and a source")
+    for row in _data.document(_FILE).rows("preloads"):
         files = []
-        for entry in row.get("files", []):
-            globs = (entry,) if isinstance(entry, str) else _strs(entry, f"{where}.files")
-            if not globs:
-                raise KnowledgeError(f"{_FILE}: {where}.files entries are globs or lists of globs")
-            files.append(globs)
+        for i, entry in enumerate(row.get("files") or []):
+            files.append(row.string_list(entry, row.dotted("files") + f"[{i}]", required=True))
         try:
-            versions = SpecifierSet(str(row.get("versions", "")))
+            versions = SpecifierSet(row.string("versions", "") or "")
         except ValueError as exc:
-            raise KnowledgeError(f"{_FILE}: {where}.versions: {exc}") from None
-        out.append(Preload(row["project"], versions, tuple(files), str(row["source"])))
+            raise row.fail(row.dotted("versions"), str(exc)) from None
+        out.append(Preload(row.text("project"), versions, tuple(files), row.text("source")))
     return tuple(out)
 
 
@@ -163,12 +151,12 @@ def preloads_for(project: str, version: str) -> tuple[Preload, ...]:
 
 @once
 def _toolkit_extras() -> dict[int, dict[str, tuple[str, ...]]]:
-    table = _data.load(_FILE).get("cuda_toolkit", {})
+    table = _data.document(_FILE).sub("cuda_toolkit")
     out: dict[int, dict[str, tuple[str, ...]]] = {}
-    for major, extras in table.items():
-        if not str(major).isdigit() or not isinstance(extras, dict):
-            raise KnowledgeError(f"{_FILE}: [cuda_toolkit.{major}] must be a table named by a CUDA major")
-        out[int(major)] = {k: _strs(v, f"cuda_toolkit.{major}.{k}") for k, v in extras.items()}
+    for major, extras in table.tables("a table named by a CUDA major") if table else ():
+        if not major.isdigit():
+            raise extras.fail(extras.key, "must be a table named by a CUDA major")
+        out[int(major)] = {k: extras.strings(k, single=False) for k in extras}
     return out
 
 
@@ -193,21 +181,18 @@ class _Known:
 @once
 def _known() -> tuple[_Known, ...]:
     out = []
-    for i, row in enumerate(_data.load(_FILE).get("known", [])):
-        where = f"known[{i}]"
-        if not isinstance(row, dict) or not row.get("source") or not isinstance(row.get("cuda"), int):
-            raise KnowledgeError(f"{_FILE}: {where} needs a project, os, cuda major and a source")
+    for row in _data.document(_FILE).rows("known"):
         out.append(
             _Known(
-                str(row["project"]),
-                str(row["os"]),
-                int(row["cuda"]),
-                _strs(row.get("files"), f"{where}.files"),
-                _strs(row.get("requires"), f"{where}.requires"),
-                bool(row.get("build", False)),
-                _strs(row.get("cuda_components"), f"{where}.cuda_components"),
-                str(row.get("note", "")),
-                str(row["source"]),
+                row.text("project"),
+                row.text("os"),
+                row.number("cuda", "a CUDA major"),
+                row.strings("files", single=False),
+                row.strings("requires", single=False),
+                row.boolean("build", False),
+                row.strings("cuda_components", single=False),
+                row.string("note", "") or "",
+                row.text("source"),
             )
         )
     return tuple(out)
@@ -216,15 +201,15 @@ def _known() -> tuple[_Known, ...]:
 def index_file_hosts(index_host: str) -> tuple[str, ...]:
     """Hosts the index at ``index_host`` serves its files from besides its own (``files.pythonhosted.org``
     for ``pypi.org``); none for an index the data does not know."""
-    table = _data.load(_FILE).get("index_file_hosts", {})
-    return tuple(_strs(table.get(index_host.lower()), f"index_file_hosts.{index_host}"))
+    table = _data.document(_FILE).sub("index_file_hosts")
+    return table.strings(index_host.lower(), single=False) if table else ()
 
 
 @once
 def development_extras() -> frozenset[str]:
     """Extras of an audited wheel that install development tools (``dev``, ``test``, ``docs``, ...)."""
-    table = _data.load(_FILE).get("extras", {})
-    return frozenset(_strs(table.get("development"), "extras.development"))
+    table = _data.document(_FILE).sub("extras")
+    return frozenset(table.strings("development", single=False) if table else ())
 
 
 def _major_of(spec: SpecifierSet) -> int | None:

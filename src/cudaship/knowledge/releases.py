@@ -7,13 +7,13 @@ Every fact lives in the data file; these functions only read and validate it. Lo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from cudaship.errors import KnowledgeError, UnknownTrainError
 from cudaship.knowledge import _data
 from cudaship.knowledge.archs import Arch, ArchList, Target
 from cudaship.knowledge.trains import Train, as_train, parse_train
 from cudaship.once import once
+from cudaship.schema import Table
 
 DATA_FILE = "releases.toml"
 #: How messages name this data (``--train cu99: unknown CUDA train 9.9; cudaship's release data knows ...``).
@@ -94,40 +94,34 @@ class Release:
         return ArchList((*(Target(a, True, False) for a in chosen), Target(virtual, True, True)))
 
 
-def _release(key: str, raw: Any) -> Release:
-    where = f'{DATA_FILE} [releases."{key}"]'
-    if not isinstance(raw, dict):
-        raise KnowledgeError(f"{where} is not a table")
+def _release(key: str, raw: Table) -> Release:
     try:
         train = parse_train(key)
-        ptx_isa = str(raw["ptx_isa"])
+        ptx_isa = raw.text("ptx_isa", "the PTX ISA version its compiler writes")
         isa_tuple(ptx_isa)
-        sms = tuple(int(sm) for sm in raw["sms"])
-        if not sms or list(sms) != sorted(set(sms)):
-            raise KnowledgeError(f"{where}: sms must be a sorted list without duplicates")
-        branch = raw.get("driver_branch")
-        return Release(
-            train=train,
-            ptx_isa=ptx_isa,
-            driver_branch=None if branch is None else int(branch),
-            min_driver_linux=raw.get("min_driver_linux"),
-            min_driver_windows=raw.get("min_driver_windows"),
-            sms=sms,
-            arch_specific=bool(raw.get("arch_specific", False)),
-            family_specific=bool(raw.get("family_specific", False)),
-            assumed=raw.get("assumed"),
-        )
-    except KeyError as e:
-        raise KnowledgeError(f"{where} lacks {e.args[0]!r}") from e
-    except (TypeError, ValueError) as e:
-        raise KnowledgeError(f"{where}: {e}") from e
+    except (KnowledgeError, ValueError) as e:
+        raise raw.fail(raw.key, str(e)) from e
+    sms = raw.require("sms", "the SMs it builds for")
+    if not isinstance(sms, list) or not all(isinstance(sm, int) for sm in sms) or sms != sorted(set(sms)):
+        raise raw.wrong("sms", "a sorted list of integers without duplicates", sms, show=True)
+    return Release(
+        train=train,
+        ptx_isa=ptx_isa,
+        driver_branch=raw.integer("driver_branch"),
+        min_driver_linux=raw.string("min_driver_linux"),
+        min_driver_windows=raw.string("min_driver_windows"),
+        sms=tuple(sms),
+        arch_specific=raw.boolean("arch_specific", False),
+        family_specific=raw.boolean("family_specific", False),
+        assumed=raw.string("assumed"),
+    )
 
 
 @once
 def releases() -> tuple[Release, ...]:
     """Every release the data knows, oldest first."""
-    table = _data.table(DATA_FILE, "releases")
-    return tuple(sorted((_release(str(k), v) for k, v in table.items()), key=lambda r: r.train))
+    table = _data.section(DATA_FILE, "releases")
+    return tuple(sorted((_release(k, v) for k, v in table.tables()), key=lambda r: r.train))
 
 
 def known_trains() -> tuple[Train, ...]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from cudaship.errors import KnowledgeError
 from cudaship.knowledge import _data
@@ -40,45 +39,31 @@ class _Form:
 @once
 def _forms() -> dict[int, _Form]:
     out: dict[int, _Form] = {}
-    for i, row in enumerate(_data.load(_FILE).get("requirement", [])):
-        if (
-            not isinstance(row, dict)
-            or not isinstance(row.get("major"), int)
-            or row.get("form") not in ("toolkit", "component")
-            or not row.get("source")
-        ):
-            raise KnowledgeError(
-                f"{_FILE}: requirement[{i}] needs a major, a form (toolkit/component), a source"
-            )
-        out[int(row["major"])] = _Form(int(row["major"]), str(row["form"]), str(row["source"]))
+    for row in _data.document(_FILE).rows("requirement"):
+        major = row.number("major", "a CUDA major")
+        row.require("form", "toolkit or component")
+        form = row.string("form", choices=("toolkit", "component")) or ""
+        out[major] = _Form(major, form, row.text("source"))
     return out
 
 
 @once
 def _patterns() -> dict[str, re.Pattern[str]]:
-    table = _data.table(_FILE, "hashed_names")
+    table = _data.section(_FILE, "hashed_names")
     out: dict[str, re.Pattern[str]] = {}
     for os_name in ("linux", "windows"):
-        text = table.get(os_name)
-        if not isinstance(text, str):
-            raise KnowledgeError(f"{_FILE}: [hashed_names].{os_name} must be a regex")
+        text = table.text(os_name, "a regex")
         out[os_name] = re.compile(text, re.IGNORECASE if os_name == "windows" else 0)
     return out
 
 
 def _marker(os: OS) -> str:
-    value: Any = _data.table(_FILE, "markers").get(os)
-    if not isinstance(value, str):
-        raise KnowledgeError(f"{_FILE}: [markers].{os} must be a string")
-    return value
+    return _data.section(_FILE, "markers").text(os, "an environment marker")
 
 
 def pypi_file_limit() -> int:
     """PyPI's default upper limit on one uploaded file, in bytes."""
-    value = _data.table(_FILE, "pypi").get("file_size_limit")
-    if not isinstance(value, int):
-        raise KnowledgeError(f"{_FILE}: [pypi].file_size_limit must be an integer")
-    return value
+    return _data.section(_FILE, "pypi").number("file_size_limit", "bytes")
 
 
 def unhashed(name: str, os: OS) -> str:
@@ -124,9 +109,7 @@ def _follows_cuda(project: str) -> bool:
 
 
 def _apart(project: str) -> bool:
-    apart = _data.table(_FILE, "soname").get("apart", [])
-    if not isinstance(apart, list):
-        raise KnowledgeError(f"{_FILE}: [soname].apart must be a list of project names")
+    apart = _data.section(_FILE, "soname").strings("apart", single=False)
     return re.sub(r"-cu\d+$", "", project) in apart
 
 

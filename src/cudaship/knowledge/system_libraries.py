@@ -11,7 +11,6 @@ import fnmatch
 from dataclasses import dataclass
 from enum import Enum
 
-from cudaship.errors import KnowledgeError
 from cudaship.knowledge import _data, libraries
 from cudaship.once import once
 
@@ -25,21 +24,16 @@ class Provider(str, Enum):
     DRIVER = "driver"
 
 
-def _strings(value: object, where: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise KnowledgeError(f"knowledge data file {_FILE}: {where} must be a list of names")
-    return tuple(v.lower() for v in value)
-
-
 @once
 def _tables() -> tuple[dict[str, tuple[str, ...]], tuple[str, ...]]:
     """(system library names per platform, the interpreter's library names: the same on every platform)."""
-    system = {
-        platform: _strings(_data.table(_FILE, platform).get("libraries"), f"[{platform}].libraries")
-        for platform in PLATFORMS
-    }
-    python = _strings(_data.table(_FILE, "python").get("libraries"), "[python].libraries")
-    return system, python
+
+    def names(table: str) -> tuple[str, ...]:
+        return tuple(
+            v.lower() for v in _data.section(_FILE, table).strings("libraries", single=False, required=True)
+        )
+
+    return {platform: names(platform) for platform in PLATFORMS}, names("python")
 
 
 def system_library_patterns(platform: str) -> tuple[str, ...]:
@@ -94,20 +88,11 @@ class DistributionLibrary:
 
 @once
 def _distribution() -> dict[str, DistributionLibrary]:
-    entries = _data.load(_DISTRIBUTION_FILE).get("library")
-    if not isinstance(entries, list):
-        raise KnowledgeError(f"knowledge data file {_DISTRIBUTION_FILE}: [[library]] entries expected")
     out: dict[str, DistributionLibrary] = {}
-    for i, e in enumerate(entries):
-        where = f"knowledge data file {_DISTRIBUTION_FILE}: library {i + 1}"
-        if not isinstance(e, dict):
-            raise KnowledgeError(f"{where}: a table expected")
-        texts = {k: e.get(k) for k in ("soname", "debian", "rhel", "why")}
-        default = e.get("default")
-        if not all(isinstance(v, str) and v for v in texts.values()) or not isinstance(default, bool):
-            raise KnowledgeError(f"{where}: soname, debian, rhel, why (text) and default (true/false)")
-        soname, debian, rhel, why = (str(texts[k]) for k in ("soname", "debian", "rhel", "why"))
-        lib = DistributionLibrary(soname, debian, rhel, default, why)
+    for e in _data.document(_DISTRIBUTION_FILE).rows("library", required=True):
+        e.require("default", "true or false")
+        soname, debian, rhel, why = (e.text(k) for k in ("soname", "debian", "rhel", "why"))
+        lib = DistributionLibrary(soname, debian, rhel, e.boolean("default", False), why)
         out[lib.soname.lower()] = lib
     return out
 

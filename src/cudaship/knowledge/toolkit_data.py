@@ -37,11 +37,12 @@ class SourceName:
 @once
 def trains() -> dict[str, str]:
     """Known trains (``"13.2"``) -> their default release (``"13.2.2"``), oldest first."""
-    raw = _data.table(RELEASES_FILE, "trains")
+    raw = _data.section(RELEASES_FILE, "trains")
     result: dict[str, str] = {}
-    for train, release in raw.items():
-        if not isinstance(release, str) or not release.startswith(f"{train}."):
-            raise KnowledgeError(f"{RELEASES_FILE}: train {train} maps to {release!r}, not a {train}.x one")
+    for train in raw:
+        release = raw.text(train)
+        if not release.startswith(f"{train}."):
+            raise raw.wrong(train, f"a {train}.x release", release, show=True)
         result[train] = release
     return dict(sorted(result.items(), key=lambda item: _key(item[0])))
 
@@ -49,22 +50,24 @@ def trains() -> dict[str, str]:
 @once
 def releases() -> dict[str, dict[str, Any]]:
     """Known exact releases -> their table (``notes``), oldest first."""
-    raw = _data.table(RELEASES_FILE, "releases")
-    for release, info in raw.items():
-        if not re.fullmatch(r"\d+\.\d+\.\d+", release) or not isinstance(info, dict):
-            raise KnowledgeError(f"{RELEASES_FILE}: bad release entry {release!r}")
-    return dict(sorted(raw.items(), key=lambda item: _key(item[0])))
+    raw = _data.section(RELEASES_FILE, "releases")
+    out = {release: dict(info.data) for release, info in raw.tables()}
+    for release in out:
+        if not re.fullmatch(r"\d+\.\d+\.\d+", release):
+            raise raw.fail(raw.dotted(release), "must be named by an exact release (13.2.2)")
+    return dict(sorted(out.items(), key=lambda item: _key(item[0])))
 
 
 @once
 def not_installable() -> dict[str, str]:
     """Trains (``"11.2"``) and exact releases (``"11.4.1"``) NVIDIA publishes no usable redist manifest for ->
     why."""
-    raw = _data.table(RELEASES_FILE, "not_installable")
-    for key, why in raw.items():
-        if not re.fullmatch(r"\d+\.\d+(\.\d+)?", key) or not isinstance(why, str):
-            raise KnowledgeError(f"{RELEASES_FILE}: bad not_installable entry {key!r}")
-    return dict(raw)
+    raw = _data.section(RELEASES_FILE, "not_installable")
+    out = {key: raw.text(key, "why") for key in raw}
+    for key in out:
+        if not re.fullmatch(r"\d+\.\d+(\.\d+)?", key):
+            raise raw.fail(raw.dotted(key), "must be named by a train (11.2) or a release (11.4.1)")
+    return out
 
 
 #: How messages name the toolkit tables.
@@ -112,22 +115,23 @@ def release_notes(release: str, platform: str | None = None) -> str | None:
 
 @once
 def _components() -> dict[str, dict[str, Any]]:
-    raw = _data.table(COMPONENTS_FILE, "components")
-    for name, info in raw.items():
-        if not isinstance(info, dict) or not isinstance(info.get("redist"), list):
-            raise KnowledgeError(f"{COMPONENTS_FILE}: component {name} needs a redist list")
-    return raw
+    out = {}
+    for name, info in _data.section(COMPONENTS_FILE, "components").tables():
+        info.rows("redist", required=True)
+        out[name] = dict(info.data)
+    return out
 
 
 @once
 def component_sets() -> dict[str, tuple[str, ...]]:
-    raw = _data.table(COMPONENTS_FILE, "sets")
+    raw = _data.section(COMPONENTS_FILE, "sets")
     known = _components()
     result: dict[str, tuple[str, ...]] = {}
-    for name, members in raw.items():
-        if not isinstance(members, list) or any(m not in known for m in members):
-            raise KnowledgeError(f"{COMPONENTS_FILE}: set {name} names an unknown component")
-        result[name] = tuple(members)
+    for name in raw:
+        result[name] = raw.strings(name, single=False)
+        for i, member in enumerate(result[name]):
+            if member not in known:
+                raise raw.fail(raw.dotted(name) + f"[{i}]", f"{member!r} is not a component")
     return result
 
 

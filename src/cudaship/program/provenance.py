@@ -13,6 +13,7 @@ from typing import Any
 
 from cudaship.errors import ProgramError
 from cudaship.program.records import Provenance
+from cudaship.schema import Table
 
 PROVENANCE_FILE = "provenance.json"
 SCHEMA = 1
@@ -43,22 +44,15 @@ def parse_provenance(text: str, label: str) -> Provenance:
     schema = data.get("schema")
     if schema != SCHEMA:
         raise ProgramError(f"unsupported schema {schema!r} (this cudaship reads schema {SCHEMA})", path=label)
-    for key in _REQUIRED:
-        if not isinstance(data.get(key), str) or not data[key]:
-            raise ProgramError(f"key {key!r} missing or not a non-empty string", path=label)
-    known = {f.name: f for f in fields(Provenance)}
-    values: dict[str, Any] = {}
-    for key, value in data.items():
-        if key not in known or key == "schema":
-            continue
-        if key == "device_code_archs":
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise ProgramError("key 'device_code_archs' must be a list of strings", path=label)
-            values[key] = tuple(value)
-        elif value is not None and not isinstance(value, str):
-            raise ProgramError(f"key {key!r} must be a string or null", path=label)
+    root = Table(data, "", label, ProgramError)
+    values: dict[str, Any] = {key: root.text(key) for key in _REQUIRED}
+    for f in fields(Provenance):
+        if f.name in values or f.name == "schema" or f.name not in data:
+            continue  # a key this cudaship does not know is left alone: a newer one may have written it
+        if f.name == "device_code_archs":
+            values[f.name] = root.strings(f.name, single=False)
         else:
-            values[key] = value
+            values[f.name] = root.string(f.name)
     package = values["package"]
     if "/" in package or "\\" in package or ":" in package or package.startswith("."):  # ":": C:x on Windows
         raise ProgramError(f"key 'package' must name a file in the directory, not {package!r}", path=label)

@@ -24,6 +24,7 @@ from cudaship.knowledge import toolkit_data
 from cudaship.loaders import load_json, read_json
 from cudaship.safe_read import kind_of
 from cudaship.safe_write import write_text
+from cudaship.schema import Table
 from cudaship.toolkit import download, layout, pypi
 from cudaship.toolkit.extract import ExtractLimits, check_member_name, extract_archive
 from cudaship.toolkit.lock import InstallLock
@@ -97,14 +98,16 @@ def parse_redist_manifest(
                 f"{label}: {name.name} has no archive for {platform.value} "
                 f"(it has: {', '.join(have) or 'none'})"
             )
+        fields = Table(target, f"{name.name}.{platform.value}", label, ToolkitError)
         try:
-            relative = check_member_name(str(target["relative_path"]))
-            sha256 = str(target["sha256"]).lower()
-            size = _size_field(target["size"]) if "size" in target else None
-        except (KeyError, ValueError) as e:
-            raise ToolkitError(f"{label}: {name.name}/{platform.value}: bad or missing field {e}") from e
+            relative = check_member_name(fields.text("relative_path"))
         except ToolkitError as e:
-            raise ToolkitError(f"{label}: {name.name}: relative_path: {e.message}") from e
+            raise fields.fail(fields.dotted("relative_path"), e.message) from e
+        sha256 = fields.text("sha256").lower()
+        try:
+            size = _size_field(fields.get("size")) if "size" in fields else None
+        except ValueError as e:
+            raise fields.fail(fields.dotted("size"), str(e)) from e
         artifacts.append(
             Artifact(
                 component=component,
@@ -124,10 +127,10 @@ def _size_field(value: object) -> int:
     larger than a download may be."""
     text = str(value).strip()
     if isinstance(value, bool) or not (text.isascii() and text.isdigit()) or len(text) > 18:
-        raise ValueError(f"'size' is {text[:40]!r}, not a byte count")
+        raise ValueError(f"must be a byte count, not {text[:40]!r}")
     size = int(text)
     if size > download.MAX_DOWNLOAD_BYTES:
-        raise ValueError(f"'size' is {size}, over the {download.MAX_DOWNLOAD_BYTES} byte download limit")
+        raise ValueError(f"{size} is over the {download.MAX_DOWNLOAD_BYTES} byte download limit")
     return size
 
 
