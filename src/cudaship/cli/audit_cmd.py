@@ -39,7 +39,7 @@ from cudaship.providers.index import DEFAULT_INDEX
 from cudaship.providers.options import ProviderOptions
 from cudaship.render.escape import line
 from cudaship.render.output import write_report
-from cudaship.render.table import Style, formats, render
+from cudaship.render.table import AUDIT, Style, formats, render
 
 
 class _ProgressBar(ByteProgress, AuditObserver):
@@ -411,9 +411,9 @@ def command(
         return ExitCode.BAD_INPUT
     fmt = fmt.lower()
     to_stdout = output is None or output == "-"
-    write_report(render("audit", fmt, report, text_style(output, verbose=verbose)), output)
+    write_report(render(AUDIT, fmt, report, text_style(output, verbose=verbose)), output)
     for extra_fmt, path in extras:
-        write_report(render("audit", extra_fmt, report, Style(verbose=verbose)), path)
+        write_report(render(AUDIT, extra_fmt, report, Style(verbose=verbose)), path)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         from cudaship.render import audit_text  # imports rich: only for the text and annotations
 

@@ -34,7 +34,9 @@ import re
 from collections.abc import Callable
 from enum import Enum
 from pathlib import PurePath
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
+
+T = TypeVar("T")
 
 Kind = Literal["text", "markdown", "xml", "html", "json", "raw"]
 
@@ -128,14 +130,15 @@ def kind_of(fmt: str) -> Kind:
     return KIND.get(fmt.lower(), "text")
 
 
-def record(value: Any, kind: Kind) -> Any:
+def record(value: T, kind: Kind) -> T:
     """``value`` (a command's record) with every string in it escaped for ``kind``: dataclasses, tuples
     (named ones too), lists, dicts (keys too), sets and paths are rebuilt where a string in them changes, and
     returned as they are where nothing does. Enums, numbers and other objects pass unchanged."""
     escape = _STRING_ESCAPE[kind]
     if escape is None:
         return value
-    return _Mapper(escape).map(value)
+    escaped: T = _Mapper(escape).map(value)
+    return escaped
 
 
 class _Mapper:
