@@ -139,7 +139,7 @@ _SHOWN = re.compile(r"\\(x[0-9a-f]{2}|[nrt]|u[0-9a-f]{4})")
 
 def _check(fmt: str, out: str) -> bool:
     """The format's own parse-back check; True when the hostile names are in the report (escaped)."""
-    if fmt in ("json", "github"):
+    if fmt in ("json", "github", "sarif"):
         values = list(_strings(json.loads(out)))
         return any(re.search("[\x00-\x1f]", v) for v in values)  # the names as they are (JSON escapes them)
     if fmt == "junit":

@@ -37,7 +37,7 @@ from cudaship.knowledge.releases import RELEASE_DATA, known_trains
 from cudaship.knowledge.trains import Train
 from cudaship.providers.index import DEFAULT_INDEX
 from cudaship.providers.options import ProviderOptions
-from cudaship.render.escape import line
+from cudaship.render.escape import kind_of, line
 from cudaship.render.output import write_report
 from cudaship.render.table import AUDIT, Style, formats, render
 
@@ -420,7 +420,7 @@ def command(
         annotations = audit_text.github_annotations(report)
         if annotations:
             # Workflow commands are read from the job's output; keep a JSON/XML report on stdout parseable.
-            stream = sys.stderr if to_stdout and fmt in ("json", "junit") else sys.stdout
+            stream = sys.stderr if to_stdout and kind_of(fmt) in ("json", "xml") else sys.stdout
             stream.write(annotations)
             stream.flush()
     # A damaged member (the archive cannot give its bytes back) leaves part of the wheel unchecked: bad input

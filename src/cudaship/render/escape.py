@@ -48,6 +48,7 @@ KIND: dict[str, Kind] = {
     "markdown": "markdown",
     "html": "html",
     "github": "json",  # matrix: compact JSON for $GITHUB_OUTPUT
+    "sarif": "json",  # audit: SARIF 2.1.0
     "shell": "raw",
     "dotenv": "raw",
     "args": "raw",

@@ -103,13 +103,14 @@ def _gpus() -> Mapping[str, Renderer[GpuReport]]:
 
 
 def _audit() -> Mapping[str, Renderer[AuditReport]]:
-    from cudaship.render import audit_json, audit_junit, audit_markdown, audit_text
+    from cudaship.render import audit_json, audit_junit, audit_markdown, audit_sarif, audit_text
 
     return {
         "text": lambda r, s: audit_text.render(r, color=s.color, width=s.width, verbose=s.verbose),
         "json": lambda r, s: audit_json.render(r),
         "junit": lambda r, s: audit_junit.render(r),
         "markdown": lambda r, s: audit_markdown.render(r),
+        "sarif": audit_sarif.render,
     }
 
 
@@ -211,7 +212,7 @@ def _repair() -> Mapping[str, Renderer[RepairReport]]:
 
 INSPECT: Command[InspectReport] = Command("inspect", ("text", "json"), _inspect)
 GPUS: Command[GpuReport] = Command("gpus", ("text", "json", "markdown", "html"), _gpus)
-AUDIT: Command[AuditReport] = Command("audit", ("text", "json", "junit", "markdown"), _audit)
+AUDIT: Command[AuditReport] = Command("audit", ("text", "json", "junit", "markdown", "sarif"), _audit)
 DOCTOR: Command[DoctorReport] = Command("doctor", ("text", "json"), _doctor)
 #: doctor's -f choices are these (a superset of plain doctor's; markdown only with --env)
 DOCTOR_ENV: Command[EnvReport] = Command("doctor --env", ("text", "json", "markdown"), _doctor_env)
