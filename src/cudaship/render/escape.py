@@ -104,6 +104,12 @@ def markdown(value: str) -> str:
     return _MARKDOWN.sub(one, value)
 
 
+def markdown_cell(value: object) -> str:
+    """``value`` as the text of a markdown table cell: a ``|`` does not end the cell, a line break does not
+    end the row (the report's own layout; names from inputs are escaped already, by :func:`record`)."""
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
 def xml_safe(value: str) -> str:
     """``value`` with control characters shown escaped: XML 1.0 has no way to write most of them, even as
     character references (the XML serializer escapes ``& < > "`` itself)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from cudaship.render.escape import markdown_cell as cell
 from cudaship.render.jsonify import dumps, fields
 from cudaship.render.table import Renderer, Style
 from cudaship.repair.records import RepairReport, WheelRepair
@@ -88,15 +89,16 @@ def text(report: RepairReport, style: Style) -> str:
     return "\n\n".join(blocks) + "\n"
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def _markdown_wheel(w: WheelRepair, dry_run: bool) -> list[str]:
     if w.plan is None:
-        return [f"## `{_cell(w.path)}`", "", f"**error:** {_cell(w.error or '')}", ""]
+        return [f"## `{cell(w.path)}`", "", f"**error:** {cell(w.error or '')}", ""]
     p = w.plan
-    lines = [f"## `{_cell(p.filename)}`", "", f"Platform {p.os}; CUDA train {_cell(p.train)}.", ""]
+    lines = [
+        f"## `{cell(p.filename)}`",
+        "",
+        f"Platform {p.os}; CUDA train {cell(p.train)}.",
+        "",
+    ]
     rows: list[tuple[str, str, str]] = []
     for r in p.removed:
         rows.append(
@@ -128,19 +130,19 @@ def _markdown_wheel(w: WheelRepair, dry_run: bool) -> list[str]:
         rows.append(("requires", f"`{q.text}`", f"for {', '.join(q.libraries)}: {q.why}"))
     if rows:
         lines += ["| change | where | what |", "|---|---|---|"]
-        lines += [f"| {a} | {_cell(b)} | {_cell(c)} |" for a, b, c in rows]
+        lines += [f"| {a} | {cell(b)} | {cell(c)} |" for a, b, c in rows]
         lines.append("")
     else:
         lines += ["Nothing to change.", ""]
-    lines += [f"- note: {_cell(n)}" for n in p.notes]
+    lines += [f"- note: {cell(n)}" for n in p.notes]
     if w.error:
-        lines.append(f"**error:** {_cell(w.error)}")
+        lines.append(f"**error:** {cell(w.error)}")
     elif dry_run:
         lines.append(f"Dry run: nothing written; {p.bytes_removed:,} uncompressed bytes to remove.")
     elif w.size_after is not None:
         lines.append(
             f"Size: {w.size_before:,} → {w.size_after:,} bytes; uncompressed {w.uncompressed_before:,} → "
-            f"{w.uncompressed_after:,}. Written to `{_cell(w.output or '')}`."
+            f"{w.uncompressed_after:,}. Written to `{cell(w.output or '')}`."
         )
     lines.append("")
     return lines

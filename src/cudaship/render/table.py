@@ -18,7 +18,7 @@ the record goes through :func:`cudaship.render.escape.record` before the rendere
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
@@ -77,6 +77,11 @@ class Command(Formats, Generic[R]):
     load: Callable[[], Mapping[str, Renderer[R]]]
 
 
+def _plain(render: Callable[[R], str]) -> Renderer[R]:
+    """A renderer that takes no layout (most JSON, markdown and HTML ones)."""
+    return lambda report, style: render(report)
+
+
 # Each loader imports its renderers when the command renders (CLI start-up time: see the module docstring).
 
 
@@ -92,14 +97,9 @@ def _inspect() -> Mapping[str, Renderer[InspectReport]]:
 
 
 def _gpus() -> Mapping[str, Renderer[GpuReport]]:
-    from cudaship.render import gpus_html, gpus_json, gpus_markdown, gpus_text
+    from cudaship.render import gpus
 
-    return {
-        "text": lambda r, s: gpus_text.render(r),
-        "json": lambda r, s: gpus_json.render(r),
-        "markdown": lambda r, s: gpus_markdown.render(r),
-        "html": lambda r, s: gpus_html.render(r),
-    }
+    return gpus.FORMATS
 
 
 def _audit() -> Mapping[str, Renderer[AuditReport]]:
@@ -107,9 +107,9 @@ def _audit() -> Mapping[str, Renderer[AuditReport]]:
 
     return {
         "text": lambda r, s: audit_text.render(r, color=s.color, width=s.width, verbose=s.verbose),
-        "json": lambda r, s: audit_json.render(r),
-        "junit": lambda r, s: audit_junit.render(r),
-        "markdown": lambda r, s: audit_markdown.render(r),
+        "json": _plain(audit_json.render),
+        "junit": _plain(audit_junit.render),
+        "markdown": _plain(audit_markdown.render),
         "sarif": audit_sarif.render,
     }
 
@@ -117,7 +117,7 @@ def _audit() -> Mapping[str, Renderer[AuditReport]]:
 def _doctor() -> Mapping[str, Renderer[DoctorReport]]:
     from cudaship.render import doctor_json, doctor_text
 
-    return {"text": lambda r, s: doctor_text.render(r), "json": lambda r, s: doctor_json.render(r)}
+    return {"text": _plain(doctor_text.render), "json": _plain(doctor_json.render)}
 
 
 def _doctor_env() -> Mapping[str, Renderer[EnvReport]]:
@@ -125,8 +125,8 @@ def _doctor_env() -> Mapping[str, Renderer[EnvReport]]:
 
     return {
         "text": lambda r, s: doctor_env_text.render_text(r, details=s.details),
-        "json": lambda r, s: doctor_env_json.render_json(r),
-        "markdown": lambda r, s: doctor_env_markdown.render_markdown(r),
+        "json": _plain(doctor_env_json.render_json),
+        "markdown": _plain(doctor_env_markdown.render_markdown),
     }
 
 
@@ -166,12 +166,12 @@ def _toolkit_env() -> Mapping[str, Renderer[ToolkitEnv]]:
     return toolkit.ENV_FORMATS
 
 
-def _program_inspect() -> Mapping[str, Renderer[Sequence[ProgramInfo]]]:
+def _program_inspect() -> Mapping[str, Renderer[list[ProgramInfo]]]:
     from cudaship.render import program_json, program_text
 
     return {
-        "text": lambda r, s: program_text.render_inspect_all(r),
-        "json": lambda r, s: program_json.render_inspect(r),
+        "text": _plain(program_text.render_inspect_all),
+        "json": _plain(program_json.render_inspect),
     }
 
 
@@ -179,9 +179,9 @@ def _program_check() -> Mapping[str, Renderer[CheckReport]]:
     from cudaship.render import program_json, program_markdown, program_text
 
     return {
-        "text": lambda r, s: program_text.render_check(r),
-        "json": lambda r, s: program_json.render_check(r),
-        "markdown": lambda r, s: program_markdown.render_one(r),
+        "text": _plain(program_text.render_check),
+        "json": _plain(program_json.render_check),
+        "markdown": _plain(program_markdown.render_one),
     }
 
 
@@ -189,9 +189,9 @@ def _program_run() -> Mapping[str, Renderer[RunReport]]:
     from cudaship.render import program_json, program_markdown, program_text
 
     return {
-        "text": lambda r, s: program_text.render_run(r),
-        "json": lambda r, s: program_json.render_run(r),
-        "markdown": lambda r, s: program_markdown.render_one(r),
+        "text": _plain(program_text.render_run),
+        "json": _plain(program_json.render_run),
+        "markdown": _plain(program_markdown.render_one),
     }
 
 
@@ -199,8 +199,8 @@ def _program_export() -> Mapping[str, Renderer[ExportResult]]:
     from cudaship.render import program_json, program_text
 
     return {
-        "text": lambda r, s: program_text.render_export(r),
-        "json": lambda r, s: program_json.render_export(r),
+        "text": _plain(program_text.render_export),
+        "json": _plain(program_json.render_export),
     }
 
 
@@ -224,9 +224,7 @@ ENV: Command[BuildEnv] = Command("env", ("shell", "dotenv", "json"), _env)
 CMAKE: Command[CMakePlan] = Command("cmake", ("args", "json", "initial-cache"), _cmake)
 TOOLKIT: Command[ToolkitView | ToolkitCatalog] = Command("toolkit", ("text", "json"), _toolkit)
 TOOLKIT_ENV: Command[ToolkitEnv] = Command("toolkit env", ("shell", "dotenv"), _toolkit_env)
-PROGRAM_INSPECT: Command[Sequence[ProgramInfo]] = Command(
-    "program inspect", ("text", "json"), _program_inspect
-)
+PROGRAM_INSPECT: Command[list[ProgramInfo]] = Command("program inspect", ("text", "json"), _program_inspect)
 PROGRAM_CHECK: Command[CheckReport] = Command("program check", ("text", "json", "markdown"), _program_check)
 PROGRAM_RUN: Command[RunReport] = Command("program run", ("text", "json", "markdown"), _program_run)
 PROGRAM_EXPORT: Command[ExportResult] = Command("program export", ("text", "json"), _program_export)
