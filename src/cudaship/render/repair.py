@@ -38,23 +38,20 @@ def _text_wheel(w: WheelRepair, dry_run: bool) -> list[str]:
             f"  removed    {r.member} ({r.library}, {_bytes(r.size)}, {_bytes(r.compressed_size)} "
             f"compressed): {r.project} installs it in {r.directory}"
         )
-    for k in p.kept:
-        lines.append(f"  kept       {k.member} ({k.library}): {k.reason}")
+    lines += [f"  kept       {k.member} ({k.library}): {k.reason}" for k in p.kept]
     for e in p.edits:
-        for old, new in e.replace_needed:
-            lines.append(f"  DT_NEEDED  {e.member}: {old} -> {new}")
-        for name in e.remove_needed:
-            lines.append(f"  DT_NEEDED  {e.member}: {name} removed (none of its symbols is used)")
+        lines += [f"  DT_NEEDED  {e.member}: {old} -> {new}" for old, new in e.replace_needed]
+        lines += [
+            f"  DT_NEEDED  {e.member}: {n} removed (none of its symbols is used)" for n in e.remove_needed
+        ]
         if e.runpath_changed:
             kind = "DT_RPATH" if e.was_rpath else "DT_RUNPATH"
             before = ":".join(e.runpath_before) or "(none)"
             after = ":".join(e.runpath_after) or "(none)"
             lines.append(f"  {kind[3:]:<10} {e.member}: {before} -> {after}")
-            for entry, why in e.dropped:
-                lines.append(f"             dropped {entry}: {why}")
+            lines += [f"             dropped {entry}: {why}" for entry, why in e.dropped]
     for pe in p.pe_edits:
-        for old, new in pe.replace_imports:
-            lines.append(f"  import     {pe.member}: {old} -> {new} (in place)")
+        lines += [f"  import     {pe.member}: {old} -> {new} (in place)" for old, new in pe.replace_imports]
     for b in p.bootstraps:
         lines.append(f"  bootstrap  {b.member}: os.add_dll_directory({', '.join(b.directories)}) on Windows")
     for q in p.requirements:

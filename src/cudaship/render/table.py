@@ -169,39 +169,27 @@ def _toolkit_env() -> Mapping[str, Renderer[ToolkitEnv]]:
 def _program_inspect() -> Mapping[str, Renderer[list[ProgramInfo]]]:
     from cudaship.render import program_json, program_text
 
-    return {
-        "text": _plain(program_text.render_inspect_all),
-        "json": _plain(program_json.render_inspect),
-    }
+    return {"text": _plain(program_text.render_inspect_all), "json": _plain(program_json.render_inspect)}
 
 
 def _program_check() -> Mapping[str, Renderer[CheckReport]]:
     from cudaship.render import program_json, program_markdown, program_text
 
-    return {
-        "text": _plain(program_text.render_check),
-        "json": _plain(program_json.render_check),
-        "markdown": _plain(program_markdown.render_one),
-    }
+    text, json = program_text.render_check, program_json.render_check
+    return {"text": _plain(text), "json": _plain(json), "markdown": _plain(program_markdown.render_one)}
 
 
 def _program_run() -> Mapping[str, Renderer[RunReport]]:
     from cudaship.render import program_json, program_markdown, program_text
 
-    return {
-        "text": _plain(program_text.render_run),
-        "json": _plain(program_json.render_run),
-        "markdown": _plain(program_markdown.render_one),
-    }
+    text, json = program_text.render_run, program_json.render_run
+    return {"text": _plain(text), "json": _plain(json), "markdown": _plain(program_markdown.render_one)}
 
 
 def _program_export() -> Mapping[str, Renderer[ExportResult]]:
     from cudaship.render import program_json, program_text
 
-    return {
-        "text": _plain(program_text.render_export),
-        "json": _plain(program_json.render_export),
-    }
+    return {"text": _plain(program_text.render_export), "json": _plain(program_json.render_export)}
 
 
 def _repair() -> Mapping[str, Renderer[RepairReport]]:
