@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from cudaship.render.table import TABLE  # noqa: E402
+from cudaship.render.table import formats  # noqa: E402
 
 #: wheels larger than this are left out by default (their audit takes minutes)
 DEFAULT_MAX_BYTES = 400 << 20
@@ -60,7 +60,7 @@ def jobs(paths: list[Path]) -> list[tuple[Path, str, str, list[str]]]:
         for command in ("inspect", "gpus", "audit"):
             if command == "audit" and not container:
                 continue
-            for fmt in TABLE[command]:
+            for fmt in formats(command):
                 extra = ["--offline"] if command == "audit" else []
                 out.append((path, command, fmt, [command, str(path), "--format", fmt, *extra]))
     return out

@@ -29,9 +29,10 @@ from pathlib import Path
 from typing import Any
 
 import cudaship
+from cudaship.render import table
 from cudaship.render.audit_text import github_annotations
 from cudaship.render.escape import stray
-from cudaship.render.table import TABLE, render
+from cudaship.render.table import render
 from fuzz._harness import Target
 from fuzz.targets._scratch import scratch
 
@@ -142,8 +143,8 @@ def _build() -> _Base:
     }
     tags: dict[tuple[str, str], set[str]] = {}
     for command, record in records.items():
-        for fmt in TABLE[command]:
-            out = render(command, fmt, record)
+        for fmt in table.formats(command):
+            out = render(_command(command), fmt, record)
             if fmt in ("html", "markdown"):
                 tags[(command, fmt)] = _elements(out)[0]
     return _Base(records=records, tags=tags)
@@ -263,6 +264,13 @@ def _markdown(where: str, out: str) -> None:
             raise Injected(f"{where}: a code span without its end: {line!r}")
 
 
+def _command(name: str) -> table.Command[Any]:
+    """The render table's command of that name (the records here are kept by name, untyped)."""
+    command = table.COMMANDS[name]
+    assert isinstance(command, table.Command)
+    return command
+
+
 def run(data: bytes) -> object:
     """The input's names through one command's renderers, every format (the command by the input's first
     byte: six times the executions for the same time, every command still met every few inputs)."""
@@ -271,8 +279,8 @@ def run(data: bytes) -> object:
     rendered = 0
     for command in (COMMANDS[data[0] % len(COMMANDS)],) if data else COMMANDS:
         record = _Replacer(names).map(base.records[command])
-        for fmt in TABLE[command]:
-            out = render(command, fmt, record)
+        for fmt in table.formats(command):
+            out = render(_command(command), fmt, record)
             check_report(command, fmt, out, base.tags.get((command, fmt)))
             rendered += 1
         if command == "audit":

@@ -18,7 +18,7 @@ from cudaship.ci.cmake import BuildHost, Toolkit
 from cudaship.config import ProjectConfig
 from cudaship.errors import ToolkitError, UsageError
 from cudaship.knowledge.archs import format_arch_list
-from cudaship.render import cmake_args, cmake_initial_cache, cmake_json
+from cudaship.render.table import CMAKE, render
 
 TABLE = ci_archs.arch_table(ProjectConfig({}, None))
 ZC = "-Xcompiler=/Zc:preprocessor"
@@ -375,7 +375,7 @@ def test_probe_host() -> None:
 
 def test_args_render() -> None:
     p = make_plan("windows-x86_64", "cu132", WIN_NO_NINJA)
-    text = cmake_args.render(p)
+    text = render(CMAKE, "args", p)
     assert text.startswith("-G 'Visual Studio 17 2022' -T cuda=/opt/cuda ")
     assert " -DCMAKE_CUDA_FLAGS:STRING=-Xcompiler=/Zc:preprocessor " in text
     assert " '-DCMAKE_CUDA_ARCHITECTURES:STRING=80-real;" in text  # ';' quoted for the shell
@@ -395,7 +395,7 @@ def test_initial_cache_values_survive_cmake(tmp_path: Path) -> None:
     )
     p = make_plan("windows-x86_64", "cu132", tricky, std=20)
     cache = tmp_path / "init.cmake"
-    cache.write_text(cmake_initial_cache.render(p))
+    cache.write_text(render(CMAKE, "initial-cache", p))
     src = tmp_path / "src"
     src.mkdir()
     (src / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.25)\nproject(x LANGUAGES NONE)\n")
@@ -423,7 +423,7 @@ def test_initial_cache_values_survive_cmake(tmp_path: Path) -> None:
 
 def test_json_lists_every_decision() -> None:
     p = make_plan("windows-x86_64", "cu132", WIN, std=20)
-    data = cmake_json.to_json(p)
+    data = json.loads(render(CMAKE, "json", p))
     assert data["schema"] == 1 and data["generator"] == "Ninja Multi-Config"
     assert set(data["cache"]) == {e.name for e in p.entries}
     keys = [d["key"] for d in data["decisions"]]

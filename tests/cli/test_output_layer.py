@@ -10,7 +10,7 @@ import click
 import pytest
 
 from cudaship.cli.main import SUBCOMMANDS, cli, main
-from cudaship.render.table import TABLE, formats, renderer
+from cudaship.render.table import COMMANDS, Command, formats
 
 REPO = Path(__file__).resolve().parents[2]
 PTE = REPO / "tests" / "program" / "data" / "demo_mlp_cuda.pte"
@@ -66,11 +66,14 @@ def test_every_command_takes_format_and_output(key: str, command: click.Command)
 
 
 def test_every_table_entry_is_a_renderer() -> None:
+    """Each command's loader gives a renderer for exactly the formats the CLI offers, in the same order."""
     count = 0
-    for command, by_format in TABLE.items():
-        for fmt in by_format:
-            assert callable(renderer(command, fmt)), f"{command} {fmt}"
-            count += 1
+    for name, command in COMMANDS.items():
+        assert isinstance(command, Command) and command.name == name
+        renderers = command.load()
+        assert tuple(renderers) == command.names, name
+        assert all(callable(renderers[fmt]) for fmt in command.names), name
+        count += len(renderers)
     assert count >= 30
 
 

@@ -219,17 +219,17 @@ def test_export_report_with_problems(windows_export: Path, capsys: pytest.Captur
     from cudaship.program.export import ExportResult
     from cudaship.program.provenance import read_provenance
     from cudaship.render.program_json import JSON_SCHEMA
-    from cudaship.render.table import render
+    from cudaship.render.table import PROGRAM_EXPORT, render
 
     info = read_program(windows_export)
     problems = self_check(info, "linux-x86_64", "g++")
     result = ExportResult(
         windows_export, read_provenance(windows_export), info, 1.0, (), problems, ("compiler g++",)
     )
-    text = render("program export", "text", result)
+    text = render(PROGRAM_EXPORT, "text", result)
     assert "\nnote: compiler g++\n" in text
     assert "\nFAILED: cwrapperhash.wrapper.dll is PE, not a linux library (ELF)\n" in text
-    data = json.loads(render("program export", "json", result))
+    data = json.loads(render(PROGRAM_EXPORT, "json", result))
     jsonschema.Draft202012Validator(JSON_SCHEMA).validate(data)
     assert data["passed"] is False and data["problems"] == list(problems)
     assert data["provenance"]["target_platform"] == "windows-x86_64"

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from cudaship.cli.main import main
-from cudaship.render.table import TABLE
+from cudaship.render.table import formats
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "libvecadd.so"
 
@@ -52,7 +52,7 @@ def forty(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], Path]:
     return good, fifo
 
 
-@pytest.mark.parametrize("fmt", list(TABLE["audit"]))
+@pytest.mark.parametrize("fmt", list(formats("audit")))
 def test_audit_of_forty_inputs_reports_the_39_good_and_names_the_fifo(
     forty: tuple[list[Path], Path], fmt: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -129,7 +129,7 @@ def test_specials_named_like_wheels_in_a_directory_get_their_line(
 ) -> None:
     root, lines = directory_with_specials
     extra = ["--offline"] if command == "audit" else []
-    for fmt in TABLE[command]:
+    for fmt in formats(command):
         code = main([command, "--no-progress", "--format", fmt, *extra, str(root)])
         out, err = capsys.readouterr()
         assert code == 2, (command, fmt, err)
@@ -165,7 +165,7 @@ def test_audit_of_a_directory_without_wheels_or_programs_names_both(
     )
 
 
-@pytest.mark.parametrize("fmt", list(TABLE["program inspect"]))
+@pytest.mark.parametrize("fmt", list(formats("program inspect")))
 def test_program_inspect_reports_the_good_package_and_names_the_bad_ones(
     tmp_path: Path, fmt: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

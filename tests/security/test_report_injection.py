@@ -28,7 +28,7 @@ import pytest
 
 from cudaship.cli.main import main
 from cudaship.render.escape import stray
-from cudaship.render.table import TABLE
+from cudaship.render.table import formats
 from tests.security.hostile_names import (
     HOSTILE,
     hostile_elf,
@@ -139,7 +139,7 @@ _SHOWN = re.compile(r"\\(x[0-9a-f]{2}|[nrt]|u[0-9a-f]{4})")
 
 def _check(fmt: str, out: str) -> bool:
     """The format's own parse-back check; True when the hostile names are in the report (escaped)."""
-    if fmt in ("json", "github"):
+    if fmt in ("json", "github", "sarif"):
         values = list(_strings(json.loads(out)))
         return any(re.search("[\x00-\x1f]", v) for v in values)  # the names as they are (JSON escapes them)
     if fmt == "junit":
@@ -171,7 +171,7 @@ def test_every_format_of_every_command_escapes_names_from_inputs(
     for table_command, argv in _runs(corpus):
         if table_command != command:
             continue
-        for fmt in TABLE[table_command]:
+        for fmt in formats(table_command):
             code = main([*argv, "--format", fmt])
             out, err = capsys.readouterr()
             where = f"{' '.join(argv[:2])} --format {fmt}"
@@ -191,11 +191,11 @@ def test_every_format_of_every_command_escapes_names_from_inputs(
             assert stray(err) == [], (where, stray(err)[:5])
             shown[fmt] = _check(fmt, report) or shown.get(fmt, False)
             ran += 1
-    assert ran >= len(TABLE[command])
+    assert ran >= len(formats(command))
     if command in NAMES_IN_SOME_FORMATS:
         assert any(shown.values()), shown
     else:
-        assert shown == dict.fromkeys(TABLE[command], True), shown  # every format showed the names
+        assert shown == dict.fromkeys(formats(command), True), shown  # every format showed the names
 
 
 _ANNOTATION = re.compile(r"^::(error|warning|notice) title=cudaship audit%3A [^:\n]*::")
@@ -290,13 +290,15 @@ def test_colour_keeps_only_the_reports_own_colour_codes(corpus: Corpus, command:
     from cudaship.checks.policy import default_policy
     from cudaship.inspection.walk import inspect_paths
     from cudaship.providers.options import ProviderOptions
-    from cudaship.render.table import Style, render
+    from cudaship.render.table import AUDIT, INSPECT, Style, render
 
     if command == "inspect":
-        record: Any = inspect_paths([str(corpus.elf), str(corpus.wheel)], workers=1)
+        out = render(
+            INSPECT, "text", inspect_paths([str(corpus.elf), str(corpus.wheel)], workers=1), Style(color=True)
+        )
     else:
         record = audit_wheels([str(corpus.wheel)], default_policy(), workers=1, providers=ProviderOptions())
-    out = render(command, "text", record, Style(color=True))
+        out = render(AUDIT, "text", record, Style(color=True))
     sgr = re.compile("\x1b\\[[0-9;]*m")
     assert sgr.search(out)  # coloured
     plain = sgr.sub("", out)

@@ -21,7 +21,7 @@ from cudaship.errors import KnowledgeError, UsageError
 from cudaship.exitcodes import ExitCode
 from cudaship.knowledge.arch_table import BUILTIN_SOURCE, arch_table_for, normalize_machine
 from cudaship.render.output import write_report
-from cudaship.render.table import render
+from cudaship.render.table import ARCH_LIST, render
 
 
 class NoTrainError(UsageError):
@@ -73,7 +73,7 @@ def command(train: str | None, machine: str | None, fmt: str, output: str | None
     parsed = known_train(*given, table.trains(), table.source)
     archs = table.lookup(parsed, key)
     answer = TrainArchs(parsed.tag, parsed.version, key, table.source, archs)
-    write_report(render("arch-list", fmt, answer), output)
+    write_report(render(ARCH_LIST, fmt, answer), output)
     if table.source == BUILTIN_SOURCE and sys.stderr.isatty():  # for a person; a build reads stdout only
         click.echo(
             f"cudaship: {parsed.tag} on {key}: the built-in default; a project sets its own list under "

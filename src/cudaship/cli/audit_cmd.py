@@ -37,9 +37,9 @@ from cudaship.knowledge.releases import RELEASE_DATA, known_trains
 from cudaship.knowledge.trains import Train
 from cudaship.providers.index import DEFAULT_INDEX
 from cudaship.providers.options import ProviderOptions
-from cudaship.render.escape import line
+from cudaship.render.escape import kind_of, line
 from cudaship.render.output import write_report
-from cudaship.render.table import Style, formats, render
+from cudaship.render.table import AUDIT, Style, formats, render
 
 
 class _ProgressBar(ByteProgress, AuditObserver):
@@ -411,16 +411,16 @@ def command(
         return ExitCode.BAD_INPUT
     fmt = fmt.lower()
     to_stdout = output is None or output == "-"
-    write_report(render("audit", fmt, report, text_style(output, verbose=verbose)), output)
+    write_report(render(AUDIT, fmt, report, text_style(output, verbose=verbose)), output)
     for extra_fmt, path in extras:
-        write_report(render("audit", extra_fmt, report, Style(verbose=verbose)), path)
+        write_report(render(AUDIT, extra_fmt, report, Style(verbose=verbose)), path)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         from cudaship.render import audit_text  # imports rich: only for the text and annotations
 
         annotations = audit_text.github_annotations(report)
         if annotations:
             # Workflow commands are read from the job's output; keep a JSON/XML report on stdout parseable.
-            stream = sys.stderr if to_stdout and fmt in ("json", "junit") else sys.stdout
+            stream = sys.stderr if to_stdout and kind_of(fmt) in ("json", "xml") else sys.stdout
             stream.write(annotations)
             stream.flush()
     # A damaged member (the archive cannot give its bytes back) leaves part of the wheel unchecked: bad input

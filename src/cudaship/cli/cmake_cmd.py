@@ -13,7 +13,7 @@ from cudaship.cli.common import format_option, known_train, output_option, polic
 from cudaship.config import load_config
 from cudaship.exitcodes import ExitCode
 from cudaship.render.output import write_report
-from cudaship.render.table import render
+from cudaship.render.table import CMAKE, render
 
 
 def _host_platform() -> str:
@@ -85,7 +85,7 @@ def command(
     )
     if write is not None:
         fmt, output = "initial-cache", write[1]
-    write_report(render("cmake", fmt, result), output)
+    write_report(render(CMAKE, fmt, result), output)
     if fmt == "initial-cache" and output not in (None, "-"):
         gen = " ".join(
             ["-G", repr(result.generator)] + (["-T", repr(result.toolset)] if result.toolset else [])

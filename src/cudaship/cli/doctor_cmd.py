@@ -12,7 +12,7 @@ from cudaship.exitcodes import ExitCode
 from cudaship.probe.gpus import probe
 from cudaship.render.escape import line
 from cudaship.render.output import write_report
-from cudaship.render.table import formats, render
+from cudaship.render.table import DOCTOR, formats, render
 
 
 @click.command("doctor")
@@ -143,7 +143,7 @@ def command(
         raise UsageError(f"--format {fmt.lower()} is available with --env")
     result = probe()
     report = doctor_paths(paths, result) if paths else doctor_environment(result)
-    write_report(render("doctor", fmt, report), output)
+    write_report(render(DOCTOR, fmt, report), output)
     for item in report.failed:
         click.echo(line(f"cudaship: error: {item.verdicts.label}: {item.verdicts.error}"), err=True)
     if report.failed:

@@ -18,7 +18,7 @@ from cudaship.exitcodes import ExitCode
 from cudaship.providers.sources import venv_interpreter
 from cudaship.render.escape import line
 from cudaship.render.output import write_report
-from cudaship.render.table import Style, render
+from cudaship.render.table import DOCTOR_ENV, Style, render
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ def run_env(
     )
     if confirm is not None:
         report = _confirm(report, env, confirm)
-    text = render("doctor --env", fmt, report, Style(details=details))
+    text = render(DOCTOR_ENV, fmt, report, Style(details=details))
     write_report(text, output)
     for f in report.findings:
         if f.name == "unreadable":

@@ -22,7 +22,7 @@ from cudaship.config import load_config
 from cudaship.errors import UsageError
 from cudaship.exitcodes import ExitCode
 from cudaship.render.output import write_report
-from cudaship.render.table import render
+from cudaship.render.table import ENV, render
 from cudaship.safe_write import append_text
 from cudaship.words import count
 
@@ -33,7 +33,7 @@ def _write_github_env(env: BuildEnv) -> Path:
     if not target:
         raise UsageError("--write github: GITHUB_ENV is not set (not running in a GitHub Actions step?)")
     path = Path(target)
-    append_text(path, render("env", "dotenv", env), error=UsageError)
+    append_text(path, render(ENV, "dotenv", env), error=UsageError)
     return path
 
 
@@ -43,7 +43,7 @@ def _write_file(env: BuildEnv, path: Path) -> None:
     Always shell syntax, whatever the name: a value such as ``8.0;8.6`` is not safe unquoted in a sourced file
     (``;`` ends a shell command), and python-dotenv and most dotenv readers accept ``export`` and quotes.
     """
-    write_report(render("env", "shell", env), path)
+    write_report(render(ENV, "shell", env), path)
 
 
 @click.command("env")
@@ -106,13 +106,13 @@ def command(
     if fmt is None and (output is not None or not targets):
         fmt = "shell"
     if fmt is not None:
-        write_report(render("env", fmt, env), output)
+        write_report(render(ENV, fmt, env), output)
     for target in targets:
         if target == "github":
             path = _write_github_env(env)
             click.echo(f"cudaship: env: wrote {count(len(env.values), 'variable')} to {path}", err=True)
         elif target in ("shell", "dotenv"):
-            write_report(render("env", target, env), None)
+            write_report(render(ENV, target, env), None)
         else:
             _write_file(env, Path(target))
     return int(ExitCode.OK)

@@ -17,7 +17,7 @@ from cudaship.knowledge.driver import Driver, parse_driver
 from cudaship.knowledge.gpus import capability_of
 from cudaship.render.escape import line
 from cudaship.render.output import write_report
-from cudaship.render.table import render
+from cudaship.render.table import GPUS, render
 
 
 def _driver(text: str | None, platform: str) -> Driver | None:
@@ -137,7 +137,7 @@ def command(
     report = gpu_report(
         inspected, capabilities=capabilities, driver=parsed_driver, asked=asked, required=require
     )
-    write_report(render("gpus", fmt, report), output)
+    write_report(render(GPUS, fmt, report), output)
     for failed in report.failed:
         click.echo(line(f"cudaship: error: {failed.label}: {failed.error}"), err=True)
     if report.failed:

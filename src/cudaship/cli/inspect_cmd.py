@@ -12,7 +12,7 @@ from cudaship.inspection.report import demangle
 from cudaship.inspection.walk import inspect_paths
 from cudaship.render.escape import line
 from cudaship.render.output import write_report
-from cudaship.render.table import render
+from cudaship.render.table import INSPECT, render
 
 
 @click.command("inspect")
@@ -69,7 +69,7 @@ def command(
             report = inspect_paths(paths, details=details, workers=jobs)
     demangler = demangle if demangle_names else None
     style = text_style(output, exports=exports, demangle=demangler, all_exports=all_exports)
-    text = render("inspect", fmt, report, style)
+    text = render(INSPECT, fmt, report, style)
     write_report(text, output)
     for failed in report.failed:
         where = f"{failed.container}!{failed.path}" if failed.container else failed.path

@@ -14,9 +14,9 @@ from cudaship.cli.common import format_option, output_option, policy_option
 from cudaship.config import load_config
 from cudaship.errors import UsageError
 from cudaship.exitcodes import ExitCode
-from cudaship.render.matrix_github import compact
+from cudaship.render.matrix import compact
 from cudaship.render.output import write_report
-from cudaship.render.table import render
+from cudaship.render.table import MATRIX, render
 
 
 def _github_output(result: MatrixResult) -> None:
@@ -90,7 +90,7 @@ def command(
     else:
         result = build_matrix(config, lookup, chosen, labels.split(","), fork=fork)
 
-    write_report(render("matrix", fmt, result), output)
+    write_report(render(MATRIX, fmt, result), output)
     if github_output:
         _github_output(result)
     if fmt != "text":

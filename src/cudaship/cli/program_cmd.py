@@ -11,7 +11,7 @@ from cudaship.errors import CudashipError
 from cudaship.exitcodes import ExitCode
 from cudaship.knowledge.releases import RELEASE_DATA, known_trains
 from cudaship.render.output import write_report
-from cudaship.render.table import render
+from cudaship.render.table import PROGRAM_CHECK, PROGRAM_EXPORT, PROGRAM_INSPECT, PROGRAM_RUN, render
 
 
 @click.group("program")
@@ -35,7 +35,7 @@ def inspect_command(paths: tuple[Path, ...], fmt: str, output: str | None) -> in
         except CudashipError as e:
             unreadable.append(str(e.with_path(str(p))))
     if infos:
-        write_report(render("program inspect", fmt, infos), output)
+        write_report(render(PROGRAM_INSPECT, fmt, infos), output)
     for line in unreadable:
         click.echo(f"cudaship: error: {line}", err=True)
     return ExitCode.BAD_INPUT if unreadable or any(i.errors for i in infos) else ExitCode.OK
@@ -105,7 +105,7 @@ def export_command(
         windows_cuda=windows_cuda,
         windows_torch=windows_torch,
     )
-    write_report(render("program export", fmt, result), output)
+    write_report(render(PROGRAM_EXPORT, fmt, result), output)
     return ExitCode.FINDINGS if result.problems else ExitCode.OK
 
 
@@ -148,7 +148,7 @@ def check_command(
     report = check_program(
         directory, train=train, wheel=wheel, gpu=gpu, here=here, driver=driver, platform=platform
     )
-    write_report(render("program check", fmt, report), output)
+    write_report(render(PROGRAM_CHECK, fmt, report), output)
     return ExitCode.OK if report.passed else ExitCode.FINDINGS
 
 
@@ -192,7 +192,7 @@ def run_command(
     report = run_program(
         directory, runs=runs, tolerance=tolerance, non_ascii=non_ascii, python=python, timeout=timeout
     )
-    write_report(render("program run", fmt, report), output)
+    write_report(render(PROGRAM_RUN, fmt, report), output)
     if report.ok:
         return ExitCode.OK
     if report.failure and "sees no CUDA GPU" in report.failure:

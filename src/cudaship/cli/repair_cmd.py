@@ -9,7 +9,7 @@ import click
 from cudaship.errors import UsageError
 from cudaship.exitcodes import ExitCode
 from cudaship.render.output import write_report
-from cudaship.render.table import render
+from cudaship.render.table import REPAIR, render
 
 from .common import format_option, jobs_option, output_option
 
@@ -70,7 +70,7 @@ def command(
     for r in results:
         if r.error:
             click.echo(f"cudaship: error: {r.error}", err=True)
-    write_report(render("repair", fmt, report), output)
+    write_report(render(REPAIR, fmt, report), output)
     return ExitCode.BAD_INPUT if report.failed else ExitCode.OK
 
 

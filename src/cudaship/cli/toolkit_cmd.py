@@ -16,7 +16,7 @@ from cudaship.errors import ToolkitError, UsageError
 from cudaship.exitcodes import ExitCode
 from cudaship.knowledge import toolkit_data
 from cudaship.render.output import write_report
-from cudaship.render.table import render
+from cudaship.render.table import TOOLKIT, TOOLKIT_ENV, render
 from cudaship.toolkit import download, layout
 from cudaship.toolkit import install as installer
 from cudaship.toolkit.extract import ExtractLimits
@@ -209,7 +209,7 @@ def install_command(
             + (f". {notes}" if notes else "")
         )
         info = installer.install(request, progress)
-    write_report(render("toolkit", fmt, ToolkitView(info, dest.absolute(), installed=True)), output)
+    write_report(render(TOOLKIT, fmt, ToolkitView(info, dest.absolute(), installed=True)), output)
     return int(ExitCode.OK)
 
 
@@ -221,7 +221,7 @@ def list_command(directory: Path | None, fmt: str, output: str | None) -> int:
     """Show the toolkit at DIRECTORY; without it, the trains and components cudaship can install."""
     if directory is not None:
         view = ToolkitView(installer.read_toolkit(directory), directory.absolute())
-        write_report(render("toolkit", fmt, view), output)
+        write_report(render(TOOLKIT, fmt, view), output)
         return int(ExitCode.OK)
     catalog = ToolkitCatalog(
         trains=toolkit_data.trains(),
@@ -229,7 +229,7 @@ def list_command(directory: Path | None, fmt: str, output: str | None) -> int:
         components={n: toolkit_data.component_description(n) for n in toolkit_data.component_names()},
         sets={k: tuple(v) for k, v in toolkit_data.component_sets().items()},
     )
-    write_report(render("toolkit", fmt, catalog), output)
+    write_report(render(TOOLKIT, fmt, catalog), output)
     return int(ExitCode.OK)
 
 
@@ -240,7 +240,7 @@ def list_command(directory: Path | None, fmt: str, output: str | None) -> int:
 def verify_command(directory: Path, fmt: str, output: str | None) -> int:
     """Check every file of the toolkit at DIRECTORY against its cudaship-toolkit.json (exit 1 on changes)."""
     info, problems = installer.verify(directory)
-    write_report(render("toolkit", fmt, ToolkitView(info, directory.absolute(), tuple(problems))), output)
+    write_report(render(TOOLKIT, fmt, ToolkitView(info, directory.absolute(), tuple(problems))), output)
     return int(ExitCode.FINDINGS if problems else ExitCode.OK)
 
 
@@ -251,7 +251,7 @@ def verify_command(directory: Path, fmt: str, output: str | None) -> int:
 def remove_command(directory: Path, fmt: str, output: str | None) -> int:
     """Delete the toolkit at DIRECTORY (only a directory that cudaship assembled)."""
     info = installer.remove(directory)
-    write_report(render("toolkit", fmt, ToolkitView(info, directory.absolute(), removed=True)), output)
+    write_report(render(TOOLKIT, fmt, ToolkitView(info, directory.absolute(), removed=True)), output)
     return int(ExitCode.OK)
 
 
@@ -288,5 +288,5 @@ def env_command(directory: Path, target: str | None, fmt: str | None, output: st
         return int(ExitCode.OK)
     if target is not None and fmt is not None and target != fmt.lower():
         raise UsageError(f"--write {target} and --format {fmt} disagree: give one")
-    write_report(render("toolkit env", fmt or target or "shell", ToolkitEnv(variables, tuple(bins))), output)
+    write_report(render(TOOLKIT_ENV, fmt or target or "shell", ToolkitEnv(variables, tuple(bins))), output)
     return int(ExitCode.OK)

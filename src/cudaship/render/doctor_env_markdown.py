@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from cudaship.checks.environment import EnvReport
 from cudaship.render.doctor_env_text import settings_lines, verdict
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+from cudaship.render.escape import markdown_cell as cell
 
 
 def render_markdown(report: EnvReport) -> str:
@@ -17,5 +14,5 @@ def render_markdown(report: EnvReport) -> str:
         lines += ["", "| severity | rule | finding |", "|---|---|---|"]
         for f in report.findings:
             message = f.reason + (f" (source: {f.subject.source})" if f.subject.source else "")
-            lines.append(f"| {f.severity.value} | {f.name} | {_cell(message)} |")
+            lines.append(f"| {f.severity.value} | {f.name} | {cell(message)} |")
     return "\n".join(lines) + "\n"

@@ -34,7 +34,9 @@ import re
 from collections.abc import Callable
 from enum import Enum
 from pathlib import PurePath
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
+
+T = TypeVar("T")
 
 Kind = Literal["text", "markdown", "xml", "html", "json", "raw"]
 
@@ -46,6 +48,7 @@ KIND: dict[str, Kind] = {
     "markdown": "markdown",
     "html": "html",
     "github": "json",  # matrix: compact JSON for $GITHUB_OUTPUT
+    "sarif": "json",  # audit: SARIF 2.1.0
     "shell": "raw",
     "dotenv": "raw",
     "args": "raw",
@@ -101,6 +104,12 @@ def markdown(value: str) -> str:
     return _MARKDOWN.sub(one, value)
 
 
+def markdown_cell(value: object) -> str:
+    """``value`` as the text of a markdown table cell: a ``|`` does not end the cell, a line break does not
+    end the row (the report's own layout; names from inputs are escaped already, by :func:`record`)."""
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
 def xml_safe(value: str) -> str:
     """``value`` with control characters shown escaped: XML 1.0 has no way to write most of them, even as
     character references (the XML serializer escapes ``& < > "`` itself)."""
@@ -128,14 +137,15 @@ def kind_of(fmt: str) -> Kind:
     return KIND.get(fmt.lower(), "text")
 
 
-def record(value: Any, kind: Kind) -> Any:
+def record(value: T, kind: Kind) -> T:
     """``value`` (a command's record) with every string in it escaped for ``kind``: dataclasses, tuples
     (named ones too), lists, dicts (keys too), sets and paths are rebuilt where a string in them changes, and
     returned as they are where nothing does. Enums, numbers and other objects pass unchanged."""
     escape = _STRING_ESCAPE[kind]
     if escape is None:
         return value
-    return _Mapper(escape).map(value)
+    escaped: T = _Mapper(escape).map(value)
+    return escaped
 
 
 class _Mapper:

@@ -8,6 +8,7 @@ from typing import Any
 
 from cudaship.analysis.gpus import CapabilityVerdict, FileVerdicts, GpuReport, GroupVerdicts
 from cudaship.knowledge.gpus import group_for
+from cudaship.render.jsonify import pick
 
 #: 2: a wheel's verdicts count variants (alternatives, one loaded) by their best and do not let a library no
 #: other file imports sink a GPU the others serve; groups have ``variants``.
@@ -30,25 +31,19 @@ def _verdicts(verdicts: tuple[CapabilityVerdict, ...]) -> dict[str, Any]:
 
 def _file(f: FileVerdicts) -> dict[str, Any]:
     return {
-        "path": f.path,
-        "container": f.container,
-        "platform": f.platform,
+        **pick(f, "path", "container", "platform"),
         "build_cuda": f.build_cuda.version if f.build_cuda else None,
         "device_code": f.has_device_code,
-        "no_kernels": f.no_kernels,
-        "error": f.error,
+        **pick(f, "no_kernels", "error"),
         "verdicts": _verdicts(f.verdicts),
     }
 
 
 def _group(g: GroupVerdicts) -> dict[str, Any]:
     return {
-        "path": g.path,
-        "kind": g.kind.value if g.kind is not None else None,
-        "files": list(g.files),
+        **pick(g, "path", "kind", "files"),
         "verdicts": _verdicts(g.verdicts),
-        "min_driver": g.min_driver,
-        "min_driver_reason": g.min_driver_reason,
+        **pick(g, "min_driver", "min_driver_reason"),
         "variants": [
             {
                 "group": vg.group,
@@ -57,9 +52,7 @@ def _group(g: GroupVerdicts) -> dict[str, Any]:
                         "file": v.label,
                         "name": v.name,
                         "build_cuda": v.build_cuda.version if v.build_cuda else None,
-                        "serves": list(v.serves),
-                        "min_driver": v.min_driver,
-                        "min_driver_reason": v.min_driver_reason,
+                        **pick(v, "serves", "min_driver", "min_driver_reason"),
                     }
                     for v in vg.variants
                 ],

@@ -26,6 +26,7 @@ from cudaship.records.binary import (
     ImportedSymbol,
 )
 from cudaship.records.files import CudaLinkage, FileReport, WheelInfo
+from cudaship.render.jsonify import fields, pick
 
 SCHEMA_VERSION = 1
 
@@ -99,13 +100,7 @@ def _wheel(wheel: WheelReport) -> dict[str, Any]:
 
 
 def _wheel_info(info: WheelInfo) -> dict[str, Any]:
-    return {
-        "filename": info.filename,
-        "name": info.name,
-        "version": info.version,
-        "local": info.local,
-        "tags": list(info.tags),
-    }
+    return fields(info)
 
 
 def _file(f: FileReport, *, exports: bool, demangle: Demangler | None) -> dict[str, Any]:
@@ -266,13 +261,7 @@ def _imports(host: HostBinary) -> list[dict[str, Any]]:
 
 
 def _linkage(linkage: CudaLinkage) -> dict[str, Any]:
-    return {
-        "runtime": linkage.runtime.value,
-        "cudart_major": linkage.cudart_major,
-        "runtime_evidence": list(linkage.runtime_evidence),
-        "driver": linkage.driver.value,
-        "driver_evidence": list(linkage.driver_evidence),
-    }
+    return fields(linkage)
 
 
 def _counts(code: tuple[DeviceCode, ...]) -> dict[str, Any]:
@@ -293,37 +282,20 @@ def _counts(code: tuple[DeviceCode, ...]) -> dict[str, Any]:
 
 
 def _container(c: FatbinContainer) -> dict[str, Any]:
-    return {
-        "offset": c.offset,
-        "size": c.size,
-        "section": c.section,
-        "relocatable": c.relocatable,
-        "entries": len(c.entries),
-    }
+    return {**pick(c, "offset", "size", "section", "relocatable"), "entries": len(c.entries)}
 
 
 def _entry(d: DeviceCode) -> dict[str, Any]:
     return {
         **_entry_head(d),
-        "stored_size": d.stored_size,
-        "uncompressed_size": d.uncompressed_size,
-        "offset": d.offset,
-        "container_offset": d.container_offset,
+        **pick(d, "stored_size", "uncompressed_size", "offset", "container_offset"),
         **_entry_tail(d),
     }
 
 
 def _entry_head(d: DeviceCode) -> dict[str, Any]:
     """An entry's keys before ``stored_size``."""
-    return {
-        "kind": d.kind._value_,
-        "arch": d.arch,
-        "sm": d.sm,
-        "variant": d.variant,
-        "section": d.section,
-        "relocatable": d.relocatable,
-        "compression": d.compression._value_,
-    }
+    return pick(d, "kind", "arch", "sm", "variant", "section", "relocatable", "compression")
 
 
 def _entry_tail(d: DeviceCode) -> dict[str, Any]:
@@ -333,11 +305,5 @@ def _entry_tail(d: DeviceCode) -> dict[str, Any]:
         "ptx_isa": d.version if is_ptx else None,
         "cuda_release": cuda_release_for_ptx(d.version) if is_ptx else None,
         "code_version": None if is_ptx else d.version,
-        "toolkit_version": d.toolkit_version,
-        "host": d.host,
-        "debug": d.debug,
-        "flags": d.flags,
-        "name": d.name,
-        "ptxas_options": d.ptxas_options,
-        "kernels": d.kernels,
+        **pick(d, "toolkit_version", "host", "debug", "flags", "name", "ptxas_options", "kernels"),
     }

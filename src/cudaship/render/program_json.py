@@ -2,29 +2,16 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from cudaship.program.records import CheckReport, ProgramInfo, RunReport, outcome
+from cudaship.render.jsonify import fields, to_json
 
 if TYPE_CHECKING:
     from cudaship.program.export import ExportResult
 
 SCHEMA = 1
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Enum):
-        return value.value
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    return value
 
 
 def _program(info: ProgramInfo) -> dict[str, Any]:
@@ -72,7 +59,7 @@ def render_export(result: ExportResult) -> str:
         "schema": SCHEMA,
         "directory": str(result.directory),
         "export_s": result.export_s,
-        "provenance": _plain(result.provenance),
+        "provenance": to_json(result.provenance),
         "warnings": list(result.warnings),
         "notes": list(result.notes),
         "problems": list(result.problems),
@@ -86,8 +73,8 @@ def render_check(report: CheckReport) -> str:
         "schema": SCHEMA,
         "directory": report.directory,
         "passed": report.passed,
-        "provenance": _plain(report.provenance),
-        "target": _plain(report.target),
+        "provenance": to_json(report.provenance),
+        "target": to_json(report.target),
         "checks": [{"name": i.name, "status": outcome(i), "message": i.reason} for i in report.items],
         "program": _program(report.program) if report.program else None,
     }
@@ -95,7 +82,7 @@ def render_check(report: CheckReport) -> str:
 
 
 def render_run(report: RunReport) -> str:
-    data = {"schema": SCHEMA, **_plain(report)}
+    data = {"schema": SCHEMA, **fields(report)}
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 

@@ -8,14 +8,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cudaship.program.records import CheckReport, RunReport
+from cudaship.render.escape import markdown_cell as cell
 
 HEADER = (
     "| train | export torch | runtime | checks passed | max diff | latency |\n|---|---|---|---|---|---|\n"
 )
-
-
-def _cell(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def check_row(report: CheckReport) -> str:
@@ -28,7 +25,7 @@ def check_row(report: CheckReport) -> str:
     failed = [i.name for i in report.items if i.is_error]
     checks = f"{passed}/{decided}" + (f" (failed: {', '.join(failed)})" if failed else "")
     cells = (train, prov.torch_version if prov else "-", runtime, checks, "-", "-")
-    return "| " + " | ".join(_cell(c) for c in cells) + " |\n"
+    return "| " + " | ".join(cell(c) for c in cells) + " |\n"
 
 
 def run_row(report: RunReport) -> str:
@@ -46,7 +43,7 @@ def run_row(report: RunReport) -> str:
         if report.eager_latency_ms is not None:
             latency += f" (eager {report.eager_latency_ms:.3f} ms)"
     cells = (train, prov.torch_version if prov else "-", runtime, checks, diff, latency)
-    return "| " + " | ".join(_cell(c) for c in cells) + " |\n"
+    return "| " + " | ".join(cell(c) for c in cells) + " |\n"
 
 
 def render(reports: Sequence[CheckReport | RunReport]) -> str:

@@ -1,9 +1,15 @@
-"""The one table of renderers: for each command, its formats and the function that renders each.
+"""The one table of renderers: for each command, its formats and the renderer of each, typed by the record the
+command produces.
 
-A command asks :func:`render` for ``(command, format)``; the CLI's ``--format`` choices come from
-:func:`formats`, so a format exists for a command exactly when it is in this table. Modules are imported only
-when used (``cudaship --help`` stays fast). A renderer takes the command's record and, by keyword, any of the
-:class:`Style` fields it names: layout only, never a decision about content.
+A :class:`Renderer` of a command's report type ``R`` is any function ``(report: R, style: Style) -> str``;
+a :class:`Command` is the command's formats (its default first) and how to load their renderers, so a format
+exists for a command exactly when it is in :data:`COMMANDS`. The CLI's ``--format`` choices come from
+:func:`formats`; a command writes its report with ``render(AUDIT, fmt, report, style)``, which mypy checks
+against the record type of ``AUDIT``. A renderer takes layout from :class:`Style`, never a decision about
+content.
+
+The renderers are loaded only when a command renders (``cudaship --help`` stays fast: the renderers and the
+records they import are about 300 modules): each command's ``load`` imports its modules in the function.
 
 :func:`render` is also where names from inputs are made safe to print, for every command and format at once:
 the record goes through :func:`cudaship.render.escape.record` before the renderer and the report through
@@ -12,76 +18,34 @@ the record goes through :func:`cudaship.render.escape.record` before the rendere
 
 from __future__ import annotations
 
-import importlib
-import inspect
-from collections.abc import Callable
-from dataclasses import dataclass, fields
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from cudaship.render import escape
 
-#: command -> format -> "module:function" (module under cudaship.render); the first format is the default
-TABLE: dict[str, dict[str, str]] = {
-    "inspect": {"text": "inspect_text:render", "json": "inspect_json:render"},
-    "gpus": {
-        "text": "gpus_text:render",
-        "json": "gpus_json:render",
-        "markdown": "gpus_markdown:render",
-        "html": "gpus_html:render",
-    },
-    "audit": {
-        "text": "audit_text:render",
-        "json": "audit_json:render",
-        "junit": "audit_junit:render",
-        "markdown": "audit_markdown:render",
-    },
-    "doctor": {"text": "doctor_text:render", "json": "doctor_json:render"},
-    # doctor's -f choices are these (a superset of plain doctor's; markdown only with --env)
-    "doctor --env": {
-        "text": "doctor_env_text:render_text",
-        "json": "doctor_env_json:render_json",
-        "markdown": "doctor_env_markdown:render_markdown",
-    },
-    "arch-list": {
-        "torch": "arch_list_text:render",
-        "cmake": "arch_list_text:render",
-        "gencode": "arch_list_text:render",
-        "list": "arch_list_text:render",
-        "plain": "arch_list_text:render",
-        "json": "arch_list_json:render",
-    },
-    "matrix": {"github": "matrix_github:render", "json": "matrix_json:render", "text": "matrix_text:render"},
-    "env": {"shell": "env_shell:render", "dotenv": "env_dotenv:render", "json": "env_json:render"},
-    "cmake": {
-        "args": "cmake_args:render",
-        "json": "cmake_json:render",
-        "initial-cache": "cmake_initial_cache:render",
-    },
-    "toolkit": {"text": "toolkit_text:render", "json": "toolkit_json:render"},
-    "toolkit env": {"shell": "toolkit_env_shell:render", "dotenv": "toolkit_env_dotenv:render"},
-    "program inspect": {"text": "program_text:render_inspect_all", "json": "program_json:render_inspect"},
-    "program check": {
-        "text": "program_text:render_check",
-        "json": "program_json:render_check",
-        "markdown": "program_markdown:render_one",
-    },
-    "program run": {
-        "text": "program_text:render_run",
-        "json": "program_json:render_run",
-        "markdown": "program_markdown:render_one",
-    },
-    "program export": {"text": "program_text:render_export", "json": "program_json:render_export"},
-    "repair": {
-        "text": "repair_text:render",
-        "json": "repair_json:render",
-        "markdown": "repair_markdown:render",
-    },
-}
+if TYPE_CHECKING:
+    from cudaship.analysis.doctor import DoctorReport
+    from cudaship.analysis.gpus import GpuReport
+    from cudaship.checks.environment import EnvReport
+    from cudaship.checks.records import AuditReport
+    from cudaship.ci.archs import TrainArchs
+    from cudaship.ci.cmake import CMakePlan
+    from cudaship.ci.env import BuildEnv
+    from cudaship.ci.records import MatrixResult
+    from cudaship.inspection.report import InspectReport
+    from cudaship.program.export import ExportResult
+    from cudaship.program.records import CheckReport, ProgramInfo, RunReport
+    from cudaship.repair.records import RepairReport
+    from cudaship.toolkit.records import ToolkitCatalog, ToolkitEnv, ToolkitView
+
+R = TypeVar("R")
+R_contra = TypeVar("R_contra", contravariant=True)
 
 
 @dataclass(frozen=True)
 class Style:
-    """Layout a renderer may take (by keyword, when its signature names the field)."""
+    """Layout a renderer may take (each renderer reads the fields it uses)."""
 
     color: bool = False  #: ANSI colour (the CLI asks for it only for a terminal without NO_COLOR)
     width: int = 120
@@ -89,32 +53,207 @@ class Style:
     exports: bool = True  #: inspect: list exported symbols
     demangle: Callable[[list[str]], list[str]] | None = None  #: inspect: demangle C++ names
     all_exports: bool = False  #: inspect text: every export, not the first 20 (``--all-exports``)
-    syntax: str = ""  #: arch-list: the list syntax (the format's name)
     details: bool = False  #: doctor --env text: every import with the file the loader picks
 
 
+class Renderer(Protocol[R_contra]):
+    """One format of one command: the command's record laid out as text."""
+
+    def __call__(self, report: R_contra, style: Style, /) -> str: ...
+
+
+@dataclass(frozen=True)
+class Formats:
+    """A command's name and format names (default first): what the CLI offers, without loading renderers."""
+
+    name: str
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Command(Formats, Generic[R]):
+    """A command's formats and the loader of their renderers (format name -> renderer, in ``names`` order)."""
+
+    load: Callable[[], Mapping[str, Renderer[R]]]
+
+
+def _plain(render: Callable[[R], str]) -> Renderer[R]:
+    """A renderer that takes no layout (most JSON, markdown and HTML ones)."""
+    return lambda report, style: render(report)
+
+
+# Each loader imports its renderers when the command renders (CLI start-up time: see the module docstring).
+
+
+def _inspect() -> Mapping[str, Renderer[InspectReport]]:
+    from cudaship.render import inspect_json, inspect_text
+
+    return {
+        "text": lambda r, s: inspect_text.render(
+            r, color=s.color, width=s.width, exports=s.exports, demangle=s.demangle, all_exports=s.all_exports
+        ),
+        "json": lambda r, s: inspect_json.render(r, exports=s.exports, demangle=s.demangle),
+    }
+
+
+def _gpus() -> Mapping[str, Renderer[GpuReport]]:
+    from cudaship.render import gpus
+
+    return gpus.FORMATS
+
+
+def _audit() -> Mapping[str, Renderer[AuditReport]]:
+    from cudaship.render import audit_json, audit_junit, audit_markdown, audit_sarif, audit_text
+
+    return {
+        "text": lambda r, s: audit_text.render(r, color=s.color, width=s.width, verbose=s.verbose),
+        "json": _plain(audit_json.render),
+        "junit": _plain(audit_junit.render),
+        "markdown": _plain(audit_markdown.render),
+        "sarif": audit_sarif.render,
+    }
+
+
+def _doctor() -> Mapping[str, Renderer[DoctorReport]]:
+    from cudaship.render import doctor_json, doctor_text
+
+    return {"text": _plain(doctor_text.render), "json": _plain(doctor_json.render)}
+
+
+def _doctor_env() -> Mapping[str, Renderer[EnvReport]]:
+    from cudaship.render import doctor_env_json, doctor_env_markdown, doctor_env_text
+
+    return {
+        "text": lambda r, s: doctor_env_text.render_text(r, details=s.details),
+        "json": _plain(doctor_env_json.render_json),
+        "markdown": _plain(doctor_env_markdown.render_markdown),
+    }
+
+
+def _arch_list() -> Mapping[str, Renderer[TrainArchs]]:
+    from cudaship.render import arch_list
+
+    return arch_list.FORMATS
+
+
+def _matrix() -> Mapping[str, Renderer[MatrixResult]]:
+    from cudaship.render import matrix
+
+    return matrix.FORMATS
+
+
+def _env() -> Mapping[str, Renderer[BuildEnv]]:
+    from cudaship.render import env
+
+    return env.FORMATS
+
+
+def _cmake() -> Mapping[str, Renderer[CMakePlan]]:
+    from cudaship.render import cmake
+
+    return cmake.FORMATS
+
+
+def _toolkit() -> Mapping[str, Renderer[ToolkitView | ToolkitCatalog]]:
+    from cudaship.render import toolkit
+
+    return toolkit.FORMATS
+
+
+def _toolkit_env() -> Mapping[str, Renderer[ToolkitEnv]]:
+    from cudaship.render import toolkit
+
+    return toolkit.ENV_FORMATS
+
+
+def _program_inspect() -> Mapping[str, Renderer[list[ProgramInfo]]]:
+    from cudaship.render import program_json, program_text
+
+    return {"text": _plain(program_text.render_inspect_all), "json": _plain(program_json.render_inspect)}
+
+
+def _program_check() -> Mapping[str, Renderer[CheckReport]]:
+    from cudaship.render import program_json, program_markdown, program_text
+
+    text, json = program_text.render_check, program_json.render_check
+    return {"text": _plain(text), "json": _plain(json), "markdown": _plain(program_markdown.render_one)}
+
+
+def _program_run() -> Mapping[str, Renderer[RunReport]]:
+    from cudaship.render import program_json, program_markdown, program_text
+
+    text, json = program_text.render_run, program_json.render_run
+    return {"text": _plain(text), "json": _plain(json), "markdown": _plain(program_markdown.render_one)}
+
+
+def _program_export() -> Mapping[str, Renderer[ExportResult]]:
+    from cudaship.render import program_json, program_text
+
+    return {"text": _plain(program_text.render_export), "json": _plain(program_json.render_export)}
+
+
+def _repair() -> Mapping[str, Renderer[RepairReport]]:
+    from cudaship.render import repair
+
+    return repair.FORMATS
+
+
+INSPECT: Command[InspectReport] = Command("inspect", ("text", "json"), _inspect)
+GPUS: Command[GpuReport] = Command("gpus", ("text", "json", "markdown", "html"), _gpus)
+AUDIT: Command[AuditReport] = Command("audit", ("text", "json", "junit", "markdown", "sarif"), _audit)
+DOCTOR: Command[DoctorReport] = Command("doctor", ("text", "json"), _doctor)
+#: doctor's -f choices are these (a superset of plain doctor's; markdown only with --env)
+DOCTOR_ENV: Command[EnvReport] = Command("doctor --env", ("text", "json", "markdown"), _doctor_env)
+ARCH_LIST: Command[TrainArchs] = Command(
+    "arch-list", ("torch", "cmake", "gencode", "list", "plain", "json"), _arch_list
+)
+MATRIX: Command[MatrixResult] = Command("matrix", ("github", "json", "text"), _matrix)
+ENV: Command[BuildEnv] = Command("env", ("shell", "dotenv", "json"), _env)
+CMAKE: Command[CMakePlan] = Command("cmake", ("args", "json", "initial-cache"), _cmake)
+TOOLKIT: Command[ToolkitView | ToolkitCatalog] = Command("toolkit", ("text", "json"), _toolkit)
+TOOLKIT_ENV: Command[ToolkitEnv] = Command("toolkit env", ("shell", "dotenv"), _toolkit_env)
+PROGRAM_INSPECT: Command[list[ProgramInfo]] = Command("program inspect", ("text", "json"), _program_inspect)
+PROGRAM_CHECK: Command[CheckReport] = Command("program check", ("text", "json", "markdown"), _program_check)
+PROGRAM_RUN: Command[RunReport] = Command("program run", ("text", "json", "markdown"), _program_run)
+PROGRAM_EXPORT: Command[ExportResult] = Command("program export", ("text", "json"), _program_export)
+REPAIR: Command[RepairReport] = Command("repair", ("text", "json", "markdown"), _repair)
+
+#: every command, by the name the CLI knows it by
+COMMANDS: dict[str, Formats] = {
+    c.name: c
+    for c in (
+        INSPECT,
+        GPUS,
+        AUDIT,
+        DOCTOR,
+        DOCTOR_ENV,
+        ARCH_LIST,
+        MATRIX,
+        ENV,
+        CMAKE,
+        TOOLKIT,
+        TOOLKIT_ENV,
+        PROGRAM_INSPECT,
+        PROGRAM_CHECK,
+        PROGRAM_RUN,
+        PROGRAM_EXPORT,
+        REPAIR,
+    )
+}
+
+
 def formats(command: str) -> tuple[str, ...]:
-    """The formats ``command`` writes, its default first."""
-    return tuple(TABLE[command])
+    """The formats ``command`` (its name, e.g. ``"program check"``) writes, its default first."""
+    return COMMANDS[command].names
 
 
-def renderer(command: str, fmt: str) -> Callable[..., str]:
-    """The function that renders ``command``'s record in ``fmt`` (KeyError for a pair not in the table)."""
-    module_name, _, function = TABLE[command][fmt.lower()].partition(":")
-    module = importlib.import_module(f"cudaship.render.{module_name}")
-    fn: Callable[..., str] = getattr(module, function)
-    return fn
-
-
-def render(command: str, fmt: str, record: Any, style: Style | None = None) -> str:
-    """``record`` (the command's result) rendered in ``fmt``."""
+def render(command: Command[R], fmt: str, report: R, style: Style | None = None) -> str:
+    """``report`` (the command's result) rendered in ``fmt`` (KeyError for a format not in the table)."""
     fmt = fmt.lower()
-    fn = renderer(command, fmt)
+    if fmt not in command.names:
+        raise KeyError(f"{command.name}: no format {fmt!r}")
+    renderer = command.load()[fmt]
     style = style or Style()
-    if command == "arch-list" and not style.syntax:
-        style = Style(**{**{f.name: getattr(style, f.name) for f in fields(style)}, "syntax": fmt})
-    accepted = inspect.signature(fn).parameters
-    options = {f.name: getattr(style, f.name) for f in fields(style) if f.name in accepted}
     kind = escape.kind_of(fmt)
-    rendered: str = fn(escape.record(record, kind), **options)
-    return escape.report(rendered, kind, color=style.color and "color" in accepted)
+    rendered = renderer(escape.record(report, kind), style)
+    return escape.report(rendered, kind, color=style.color and kind == "text")
