@@ -35,13 +35,13 @@ from cudaship.ci.records import (
 )
 from cudaship.config import ProjectConfig
 from cudaship.errors import KnowledgeError, PolicyError, UsageError
+from cudaship.knowledge.platforms import cuda_machines, cuda_os_names
 from cudaship.words import count
 
 #: (train tag, machine) -> the row's arch lists, or None when the arch table has none
 ArchLookup = Callable[[str, str], "ArchSyntaxes | None"]
 
 DEFAULT_ALL_LABEL = "ciflow/binaries/all"
-KNOWN_OS = ("linux", "windows")
 _PYTHON_RE = re.compile(r"^3\.(\d+)t?$")
 _KEYS = {
     "trains",
@@ -81,13 +81,15 @@ def _python_key(version: str) -> tuple[int, int]:
 
 def _platform(name: str, spec: Any, source: str | None) -> PlatformSpec:
     os_name, _, machine = name.partition("-")
-    if os_name not in KNOWN_OS or not machine:
-        raise _fail(f"platform {name!r} must be <os>-<machine> with os one of {', '.join(KNOWN_OS)}", source)
+    if os_name not in cuda_os_names() or not machine:
+        raise _fail(
+            f"platform {name!r} must be <os>-<machine> with os one of {', '.join(cuda_os_names())}", source
+        )
     try:
         machine = normalize_machine(machine)
     except KnowledgeError:
         raise _fail(
-            f"platform {name!r}: unknown machine {machine!r} (known: x86_64, aarch64)", source
+            f"platform {name!r}: unknown machine {machine!r} (known: {', '.join(cuda_machines())})", source
         ) from None
     if spec is None:
         return PlatformSpec(name, os_name, machine)

@@ -19,7 +19,8 @@ from cudaship.cli.common import (
 from cudaship.config import load_config
 from cudaship.errors import KnowledgeError, UsageError
 from cudaship.exitcodes import ExitCode
-from cudaship.knowledge.arch_table import BUILTIN_SOURCE, arch_table_for, normalize_machine
+from cudaship.knowledge.arch_table import BUILTIN_SOURCE, arch_table_for
+from cudaship.knowledge.platforms import normalize_machine
 from cudaship.render.output import write_report
 from cudaship.render.table import render
 

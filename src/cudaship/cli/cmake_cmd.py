@@ -12,6 +12,7 @@ from cudaship.ci import cmake
 from cudaship.cli.common import format_option, known_train, output_option, policy_option, train_option
 from cudaship.config import load_config
 from cudaship.exitcodes import ExitCode
+from cudaship.knowledge.platforms import platform_names
 from cudaship.render.output import write_report
 from cudaship.render.table import render
 
@@ -25,7 +26,7 @@ def _host_platform() -> str:
 @click.option(
     "--platform",
     "platform_name",
-    type=click.Choice(sorted(cmake.PLATFORMS)),
+    type=click.Choice(sorted(platform_names())),
     default=None,
     help="Target platform; default: this machine's.",
 )

@@ -15,6 +15,7 @@ from cudaship.ci.github import append_github_file
 from cudaship.errors import ToolkitError, UsageError
 from cudaship.exitcodes import ExitCode
 from cudaship.knowledge import toolkit_data
+from cudaship.knowledge.platforms import cuda_platform_for, machine_of, os_of
 from cudaship.render.output import write_report
 from cudaship.render.table import render
 from cudaship.toolkit import download, layout
@@ -29,10 +30,7 @@ _SIZE = re.compile(r"^(\d+)([KMGT]?)i?B?$", re.IGNORECASE)
 
 
 def host_platform() -> Platform:
-    machine = _host.machine().lower()
-    if sys.platform == "win32":
-        return Platform.WINDOWS_X86_64
-    return Platform.LINUX_SBSA if machine in ("aarch64", "arm64") else Platform.LINUX_X86_64
+    return Platform(cuda_platform_for(os_of(sys.platform), machine_of(_host.machine())).redist)
 
 
 def _parse_size(text: str) -> int:

@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from cudaship.errors import KnowledgeError
 from cudaship.knowledge import _data
 from cudaship.knowledge.archs import Arch, parse_arch
+from cudaship.knowledge.platforms import cuda_machines
 from cudaship.knowledge.trains import Train, parse_train
 from cudaship.once import once
 
 DATA_FILE = "gpus.toml"
 
 #: The machines ``machines`` may name: the ones NVIDIA ships a CUDA driver for that PyPI wheels target.
-MACHINES = ("x86_64", "aarch64")
 
 
 @dataclass(frozen=True)
@@ -51,9 +51,9 @@ def gpu_groups() -> tuple[GpuGroup, ...]:
         if arch.variant:
             raise KnowledgeError(f"{DATA_FILE}: capability {key!r} must not have a variant")
         machines = raw.get("machines")
-        if not isinstance(machines, list) or any(m not in MACHINES for m in machines):
+        if not isinstance(machines, list) or any(m not in cuda_machines() for m in machines):
             raise KnowledgeError(
-                f'{DATA_FILE} [capabilities."{key}"] machines must be a list of {", ".join(MACHINES)}'
+                f'{DATA_FILE} [capabilities."{key}"] machines must be a list of {", ".join(cuda_machines())}'
             )
         from_train = raw.get("from_train")
         groups.append(

@@ -13,10 +13,10 @@ from enum import Enum
 
 from cudaship.errors import KnowledgeError
 from cudaship.knowledge import _data, libraries
+from cudaship.knowledge.platforms import os_names
 from cudaship.once import once
 
 _FILE = "system_libraries.toml"
-PLATFORMS = ("linux", "windows", "macos")
 
 
 class Provider(str, Enum):
@@ -36,7 +36,7 @@ def _tables() -> tuple[dict[str, tuple[str, ...]], tuple[str, ...]]:
     """(system library names per platform, the interpreter's library names: the same on every platform)."""
     system = {
         platform: _strings(_data.table(_FILE, platform).get("libraries"), f"[{platform}].libraries")
-        for platform in PLATFORMS
+        for platform in os_names()
     }
     python = _strings(_data.table(_FILE, "python").get("libraries"), "[python].libraries")
     return system, python
@@ -44,7 +44,7 @@ def _tables() -> tuple[dict[str, tuple[str, ...]], tuple[str, ...]]:
 
 def system_library_patterns(platform: str) -> tuple[str, ...]:
     """The documented default list of system libraries for ``platform`` (linux, windows, macos)."""
-    if platform not in PLATFORMS:
+    if platform not in os_names():
         return ()
     return _tables()[0][platform]
 
@@ -61,7 +61,7 @@ def _matches(patterns: tuple[str, ...], name: str) -> bool:
 
 def provider_of(name: str, platform: str, extra_system: tuple[str, ...] = ()) -> Provider | None:
     """Who provides the library ``name`` on ``platform`` without the wheel: the driver, Python or the OS."""
-    if platform not in PLATFORMS:
+    if platform not in os_names():
         return None
     system, python = _tables()
     if libraries.is_driver(name):
