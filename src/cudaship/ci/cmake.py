@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cudaship import envvars
 from cudaship.ci.archs import TrainInfo, normalize_machine
 from cudaship.errors import KnowledgeError, ToolkitError, UsageError
 from cudaship.knowledge import _data
@@ -429,7 +430,10 @@ def locate_toolkit(
     choices: list[tuple[str, Path]] = []
     if explicit is not None:
         choices.append(("--toolkit", explicit))
-    for var in ("CUDASHIP_TOOLKIT", "CUDA_HOME", "CUDA_PATH"):
+    ours = envvars.get("CUDASHIP_TOOLKIT", environ)  # validated: a file is not a toolkit directory
+    if ours:
+        choices.append(("CUDASHIP_TOOLKIT", Path(ours)))
+    for var in ("CUDA_HOME", "CUDA_PATH"):
         if environ.get(var):
             choices.append((var, Path(environ[var])))
     if choices:

@@ -11,6 +11,7 @@ from cudaship.ci.archs import TrainArchs
 from cudaship.cli.common import (
     format_option,
     known_train,
+    machine_option,
     output_option,
     policy_option,
     train_given,
@@ -45,9 +46,7 @@ def _machine(value: str | None) -> str:
 
 @click.command("arch-list")
 @train_option("The CUDA train of the build")
-@click.option(
-    "--machine", default=None, help="Host machine of the build (x86_64, aarch64); default: this machine."
-)
+@machine_option("Host machine of the build")
 @format_option(
     "arch-list",
     help_text="torch: TORCH_CUDA_ARCH_LIST; cmake: CMAKE_CUDA_ARCHITECTURES; gencode: nvcc flags; list: "

@@ -9,7 +9,14 @@ import click
 
 from cudaship.ci import archs as ci_archs
 from cudaship.ci import cmake
-from cudaship.cli.common import format_option, known_train, output_option, policy_option, train_option
+from cudaship.cli.common import (
+    format_option,
+    known_train,
+    machine_option,
+    output_option,
+    policy_option,
+    train_option,
+)
 from cudaship.config import load_config
 from cudaship.exitcodes import ExitCode
 from cudaship.knowledge.platforms import platform_names
@@ -30,7 +37,7 @@ def _host_platform() -> str:
     default=None,
     help="Target platform; default: this machine's.",
 )
-@click.option("--machine", default=None, help="Machine for the arch table; default: the platform's.")
+@machine_option("Machine for the arch table", "the platform's")
 @click.option(
     "--cxx-standard", type=int, default=None, help="C++ standard of the build; the CUDA standard follows it."
 )

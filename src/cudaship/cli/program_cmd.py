@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from cudaship.cli.common import format_option, known_train, output_option, train_option
+from cudaship.cli.common import driver_option, format_option, known_train, output_option, train_option
 from cudaship.errors import CudashipError
 from cudaship.exitcodes import ExitCode
 from cudaship.knowledge.releases import RELEASE_DATA, known_trains
@@ -119,9 +119,7 @@ def export_command(
 @train_option("The runtime's CUDA train", default_text="the --wheel's tag, else none (no train check)")
 @click.option("--gpu", default=None, help="Target GPU: a capability (8.6) or a name (A10G).")
 @click.option("--here", is_flag=True, help="Check against this machine's GPU and driver.")
-@click.option(
-    "--driver", default=None, help="Target driver version (595.45.04) or the CUDA it reports (13.2)."
-)
+@driver_option("Target driver")
 @click.option(
     "--platform",
     default=None,

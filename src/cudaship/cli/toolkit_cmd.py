@@ -24,7 +24,7 @@ from cudaship.toolkit.extract import ExtractLimits
 from cudaship.toolkit.records import Observer, Platform, Source, ToolkitCatalog, ToolkitEnv, ToolkitView
 from cudaship.words import count
 
-from .common import format_option, output_option
+from .common import cache_dir_option, format_option, output_option
 
 _SIZE = re.compile(r"^(\d+)([KMGT]?)i?B?$", re.IGNORECASE)
 
@@ -144,12 +144,7 @@ def command() -> None:
 )
 @click.option("--mirror", default=None, help="Redist base URL or a local directory laid out like it.")
 @click.option("--offline", is_flag=True, help="Use only the download cache.")
-@click.option(
-    "--cache-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Download cache (default: $CUDASHIP_CACHE_DIR/toolkit or the user cache directory).",
-)
+@cache_dir_option("the downloads under toolkit/")
 @click.option(
     "--retries",
     type=click.IntRange(0, 50),
