@@ -14,6 +14,7 @@ from cudaship.cli.common import (
     known_train,
     machine_option,
     output_option,
+    platform_option,
     policy_option,
     train_option,
 )
@@ -30,13 +31,7 @@ def _host_platform() -> str:
 
 @click.command("cmake")
 @train_option("The CUDA train to configure for", required=True)
-@click.option(
-    "--platform",
-    "platform_name",
-    type=click.Choice(sorted(platform_names())),
-    default=None,
-    help="Target platform; default: this machine's.",
-)
+@platform_option("Target platform", platform_names(), "this machine's", choice=True)
 @machine_option("Machine for the arch table", "the platform's")
 @click.option(
     "--cxx-standard", type=int, default=None, help="C++ standard of the build; the CUDA standard follows it."

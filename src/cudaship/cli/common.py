@@ -112,7 +112,46 @@ def machine_option(what: str, default_text: str = "this machine") -> Callable[[F
     :func:`cudaship.knowledge.platforms.normalize_machine` reads; ``what`` it is the machine of,
     ``default_text`` what applies without it."""
     names = ", ".join(cuda_machines())
-    return click.option("--machine", default=None, help=f"{what} ({names}); default: {default_text}.")
+    return click.option(
+        "--machine", default=None, metavar="MACHINE", help=f"{what} ({names}); default: {default_text}."
+    )
+
+
+def platform_option(
+    what: str, names: Iterable[str], default_text: str, *, dest: str = "platform_name", choice: bool = False
+) -> Callable[[F], F]:
+    """``--platform NAME``: ``what`` the platform is, ``names`` the ones the command takes (``choice``: click
+    refuses any other; else the command parses it and says), ``default_text`` what applies without it."""
+    known = tuple(names)
+    if choice:  # click lists the choices itself
+        return click.option(
+            "--platform",
+            dest,
+            type=click.Choice(sorted(known)),
+            default=None,
+            help=f"{what}; default: {default_text}.",
+        )
+    return click.option(
+        "--platform",
+        dest,
+        default=None,
+        metavar="PLATFORM",
+        help=f"{what}: {', '.join(known)}; default: {default_text}.",
+    )
+
+
+def gpu_option(*, multiple: bool = False, what: str = "Target GPU") -> Callable[[F], F]:
+    """``--gpu GPU``: a compute capability or a GPU's name (``multiple``: repeatable, or comma-separated)."""
+    more = "; repeat or separate by commas" if multiple else ""
+    return click.option(
+        "--gpu",
+        "gpus" if multiple else "gpu",
+        multiple=multiple,
+        default=None,
+        metavar="GPU",
+        help=f"{what}: a capability (8.6) or a name (A10G, 'RTX 4090', 'NVIDIA GeForce RTX 4090'; case and "
+        f"vendor words do not matter){more}.",
+    )
 
 
 def driver_option(what: str) -> Callable[[F], F]:

@@ -9,6 +9,7 @@ from cudaship.cli.common import (
     details_option,
     driver_option,
     format_option,
+    gpu_option,
     jobs_option,
     output_option,
     progress_option,
@@ -78,14 +79,7 @@ def _named(text: str) -> tuple[Arch, str | None]:
 @click.command("gpus")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
 @driver_option("The driver to judge for")
-@click.option(
-    "--gpu",
-    "gpus",
-    multiple=True,
-    metavar="GPU",
-    help="Only these GPUs: a capability (8.6) or a name (A10G, 'RTX 4090', 'NVIDIA GeForce RTX 4090'; "
-    "case and vendor words do not matter); repeat or separate by commas.",
-)
+@gpu_option(multiple=True, what="Only these GPUs")
 @details_option()
 @progress_option()
 @click.option(

@@ -24,7 +24,7 @@ from cudaship.toolkit.extract import ExtractLimits
 from cudaship.toolkit.records import Observer, Platform, Source, ToolkitCatalog, ToolkitEnv, ToolkitView
 from cudaship.words import count
 
-from .common import cache_dir_option, format_option, output_option
+from .common import cache_dir_option, format_option, output_option, platform_option
 
 _SIZE = re.compile(r"^(\d+)([KMGT]?)i?B?$", re.IGNORECASE)
 
@@ -116,12 +116,7 @@ def command() -> None:
 
 @command.command("install")
 @click.argument("train")
-@click.option(
-    "--platform",
-    "platform_name",
-    default=None,
-    help=f"Target platform: {', '.join(p.value for p in Platform)}. Default: this machine's.",
-)
+@platform_option("Target platform", (p.value for p in Platform), "this machine's")
 @click.option(
     "--components",
     "-c",
