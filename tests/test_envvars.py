@@ -33,8 +33,7 @@ LITERAL_READS = [
 #: A read through a name held in a variable: each such place and the variables it reads. A new place must be
 #: added here (the test fails until it is), so no read escapes the table.
 INDIRECT = {
-    ("binary/_search.py", "DISABLE_ENV"): {"CUDASHIP_NO_MEMMEM"},
-    ("ci/cmake.py", "var"): {"CUDASHIP_TOOLKIT", "CUDA_HOME", "CUDA_PATH"},
+    ("ci/cmake.py", "var"): {"CUDA_HOME", "CUDA_PATH"},
     ("ci/env.py", "name"): {"TORCH_CUDA_ARCH_LIST", "CMAKE_CUDA_ARCHITECTURES"},
     ("ci/github.py", "variable"): set(),  # append_github_file's callers name it: LITERAL_READS
     ("ci/action_steps.py", "path_var"): set(),  # _append's callers name it: LITERAL_READS
@@ -74,6 +73,24 @@ def test_every_variable_the_source_reads_is_in_the_table() -> None:
         "LD_LIBRARY_PATH",
         "NO_COLOR",
     } <= read
+
+
+#: Any read of a variable that is not through envvars.get: os.environ / environ / env lookups, getenv, click's
+#: envvar=.
+OTHER_READS = [re.compile(rf"\b(?:environ|env)\.get\(\s*\"{NAME}\""), *LITERAL_READS[1:5]]
+
+
+def test_cudaships_own_variables_are_read_one_way_through_envvars() -> None:
+    """Every ``CUDASHIP_*`` variable is read by ``envvars.get`` (validated where it is read), never by
+    ``os.environ``, ``getenv`` or click's ``envvar=`` (which would skip the check and treat an empty value
+    its own way)."""
+    for rel, text in _sources():
+        if rel in ("envvars.py", "ci/action_steps.py"):  # the Action's script imports nothing of cudaship
+            continue
+        for pattern in OTHER_READS:
+            ours = [name for name in pattern.findall(text) if name.startswith("CUDASHIP_")]
+            assert not ours, f"{rel} reads {ours} without envvars.get"
+        assert "envvar=" not in text, f"{rel}: click reads a variable itself; read it through envvars.get"
 
 
 def test_docs_table_is_generated_from_the_table() -> None:

@@ -94,7 +94,7 @@ VARIABLES: tuple[Variable, ...] = (
         "CUDASHIP_INDEX_URL",
         "`audit`",
         "`--index-url`: the PEP 691 package index the requirements are looked up on",
-        "an `http(s)://` URL, or empty for no index (default `https://pypi.org/simple`)",
+        "an `http(s)://` URL; unset or empty: `https://pypi.org/simple` (`--index-url ''` for no index)",
         _url,
     ),
     Variable(

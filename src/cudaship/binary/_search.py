@@ -21,7 +21,6 @@ instance``).
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import threading
@@ -29,6 +28,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from cudaship import envvars
 from cudaship.records.buffer import Buffer
 
 #: Set to 1 to never use the C library's ``memmem`` (for comparing both paths).
@@ -125,7 +125,7 @@ def _load_native() -> _Native:
 
 def native_available() -> bool:
     """Whether the C library's ``memmem`` can be used here (and is not disabled by ``CUDASHIP_NO_MEMMEM``)."""
-    return os.environ.get(DISABLE_ENV, "") in ("", "0") and _load_native().memmem is not None
+    return envvars.get("CUDASHIP_NO_MEMMEM") in (None, "", "0") and _load_native().memmem is not None
 
 
 class Finder:

@@ -43,6 +43,7 @@ from cudaship.checks.policy import any_match
 from cudaship.errors import CudashipError
 from cudaship.knowledge.archs import ArchList, parse_arch, sort_arch_names
 from cudaship.knowledge.gpus import GpuGroup, train_gpus
+from cudaship.knowledge.platforms import cuda_platforms
 from cudaship.knowledge.runs_on import VerdictKind, kernel_free, runs_on
 from cudaship.knowledge.trains import Train
 from cudaship.records.binary import DeviceCode, DeviceCodeKind
@@ -119,9 +120,6 @@ COVERAGE = "archs: GPU coverage"
 #: whose names differ only there are per-arch builds of one thing.
 _ARCH_TOKEN = re.compile(r"(?i)(?<=[._-])(?:sm|compute|arch)_?\d{2,3}[af]?(?=[._-])")
 
-#: (os, machine) of the wheels NVIDIA's driver serves: Linux x86_64 and aarch64 (SBSA), Windows x86_64.
-_CUDA_PLATFORMS = {("linux", "x86_64"), ("linux", "aarch64"), ("windows", "x86_64")}
-
 
 def _loadable(report: FileReport) -> tuple[DeviceCode, ...]:
     return tuple(
@@ -162,7 +160,7 @@ def _coverage(ctx: AuditContext, libraries: dict[str, FileReport]) -> list[Check
     targets = {p: r for p, r in libraries.items() if _loaded_at_run_time(r) and _loadable(r)}
     if not targets:
         return []  # nothing with device code: no GPU is restricted, nothing to cover
-    if (ctx.os, ctx.machine) not in _CUDA_PLATFORMS:
+    if (ctx.os, ctx.machine) not in {(p.os, p.machine) for p in cuda_platforms()}:
         where = f"{ctx.os} {ctx.machine}" if ctx.machine else f"{ctx.os} (platform tag {ctx.platform.tag})"
         why = f"skipped: no NVIDIA driver serves {where}, so no GPU to check against"
         return [skipped(FAMILY, COVERAGE, why, rule="coverage")]

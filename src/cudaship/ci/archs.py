@@ -13,8 +13,8 @@ from cudaship.ci.records import ArchSyntaxes
 from cudaship.config import ProjectConfig
 from cudaship.errors import KnowledgeError
 from cudaship.knowledge.arch_table import ArchTable, arch_table_for
-from cudaship.knowledge.arch_table import normalize_machine as normalize_machine
 from cudaship.knowledge.archs import ArchList, format_arch_list
+from cudaship.knowledge.platforms import normalize_machine as normalize_machine
 from cudaship.knowledge.trains import parse_train
 
 

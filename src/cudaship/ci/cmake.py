@@ -21,20 +21,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cudaship import envvars
 from cudaship.ci.archs import TrainInfo, normalize_machine
 from cudaship.errors import ToolkitError, UsageError
 from cudaship.knowledge import _data
 from cudaship.knowledge.archs import ArchList, format_arch_list
+from cudaship.knowledge.platforms import cuda_platforms, platform_names
 from cudaship.loaders import read_json
 from cudaship.once import once
 from cudaship.toolkit.records import TOOLKIT_MANIFEST as TOOLKIT_MANIFEST  # at every toolkit root
 
-PLATFORMS: dict[str, tuple[str, str]] = {
-    "linux-x86_64": ("linux", "x86_64"),
-    "linux-aarch64": ("linux", "aarch64"),
-    "linux-sbsa": ("linux", "aarch64"),
-    "windows-x86_64": ("windows", "x86_64"),
-}
 _RELEASE_RE = re.compile(r"release (\d+)\.(\d+)")
 _CUDA_H_RE = re.compile(r"#define\s+CUDA_VERSION\s+(\d+)")
 
@@ -141,9 +137,11 @@ def cmake_architectures(archs: ArchList) -> str:
 def parse_platform(text: str) -> tuple[str, str, str]:
     """``linux-x86_64`` -> (name, os, machine)."""
     key = text.strip().lower()
-    if key not in PLATFORMS:
-        raise UsageError(f"unknown platform {text!r} (known: linux-x86_64, linux-aarch64, windows-x86_64)")
-    os_name, machine = PLATFORMS[key]
+    known = platform_names()
+    if key not in known:
+        names = ", ".join(p.name for p in cuda_platforms())
+        raise UsageError(f"unknown platform {text!r} (known: {names})")
+    os_name, machine = known[key]
     return key, os_name, machine
 
 
@@ -430,7 +428,10 @@ def locate_toolkit(
     choices: list[tuple[str, Path]] = []
     if explicit is not None:
         choices.append(("--toolkit", explicit))
-    for var in ("CUDASHIP_TOOLKIT", "CUDA_HOME", "CUDA_PATH"):
+    ours = envvars.get("CUDASHIP_TOOLKIT", environ)  # validated: a file is not a toolkit directory
+    if ours:
+        choices.append(("CUDASHIP_TOOLKIT", Path(ours)))
+    for var in ("CUDA_HOME", "CUDA_PATH"):
         if environ.get(var):
             choices.append((var, Path(environ[var])))
     if choices:

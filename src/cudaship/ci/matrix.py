@@ -35,6 +35,7 @@ from cudaship.ci.records import (
 )
 from cudaship.config import ProjectConfig
 from cudaship.errors import KnowledgeError, PolicyError, UsageError
+from cudaship.knowledge.platforms import cuda_machines, cuda_os_names
 from cudaship.schema import Table
 from cudaship.words import count
 
@@ -42,7 +43,6 @@ from cudaship.words import count
 ArchLookup = Callable[[str, str], "ArchSyntaxes | None"]
 
 DEFAULT_ALL_LABEL = "ciflow/binaries/all"
-KNOWN_OS = ("linux", "windows")
 _PYTHON_RE = re.compile(r"^3\.(\d+)t?$")
 _KEYS = {
     "trains",
@@ -69,13 +69,15 @@ def _python_key(version: str) -> tuple[int, int]:
 
 def _platform(root: Table, name: str, key: str, spec: Table | None) -> PlatformSpec:
     os_name, _, machine = name.partition("-")
-    if os_name not in KNOWN_OS or not machine:
-        raise root.fail(key, f"platform {name!r} must be <os>-<machine> with os one of {', '.join(KNOWN_OS)}")
+    if os_name not in cuda_os_names() or not machine:
+        raise root.fail(
+            key, f"platform {name!r} must be <os>-<machine> with os one of {', '.join(cuda_os_names())}"
+        )
     try:
         machine = normalize_machine(machine)
     except KnowledgeError:
         raise root.fail(
-            key, f"platform {name!r}: unknown machine {machine!r} (known: x86_64, aarch64)"
+            key, f"platform {name!r}: unknown machine {machine!r} (known: {', '.join(cuda_machines())})"
         ) from None
     if spec is None:
         return PlatformSpec(name, os_name, machine)

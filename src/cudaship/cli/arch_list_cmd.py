@@ -11,6 +11,7 @@ from cudaship.ci.archs import TrainArchs
 from cudaship.cli.common import (
     format_option,
     known_train,
+    machine_option,
     output_option,
     policy_option,
     train_given,
@@ -19,7 +20,8 @@ from cudaship.cli.common import (
 from cudaship.config import load_config
 from cudaship.errors import KnowledgeError, UsageError
 from cudaship.exitcodes import ExitCode
-from cudaship.knowledge.arch_table import BUILTIN_SOURCE, arch_table_for, normalize_machine
+from cudaship.knowledge.arch_table import BUILTIN_SOURCE, arch_table_for
+from cudaship.knowledge.platforms import normalize_machine
 from cudaship.render.output import write_report
 from cudaship.render.table import ARCH_LIST, render
 
@@ -44,9 +46,7 @@ def _machine(value: str | None) -> str:
 
 @click.command("arch-list")
 @train_option("The CUDA train of the build")
-@click.option(
-    "--machine", default=None, help="Host machine of the build (x86_64, aarch64); default: this machine."
-)
+@machine_option("Host machine of the build")
 @format_option(
     "arch-list",
     help_text="torch: TORCH_CUDA_ARCH_LIST; cmake: CMAKE_CUDA_ARCHITECTURES; gencode: nvcc flags; list: "

@@ -16,16 +16,20 @@ from pathlib import Path
 
 import click
 
+from cudaship import envvars
 from cudaship.checks.engine import AuditObserver, audit_wheels
 from cudaship.checks.policy import Policy, load_policy
 from cudaship.checks.records import AuditReport
 from cudaship.cli.common import (
+    cache_dir_option,
     format_option,
     jobs_option,
     known_train,
     output_option,
     policy_option,
+    progress_option,
     quick_gil_handover,
+    show_progress,
     text_style,
     train_option,
 )
@@ -157,7 +161,7 @@ def _load(
     timeout: float,
     keep: bool,
     jobs: int | None,
-    show_progress: bool,
+    progress_shown: bool,
     libcuda_stub: str | None = None,
 ) -> AuditReport:
     """The report with each wheel loaded for real (``--load``)."""
@@ -195,8 +199,8 @@ def _load(
 
     wheels = []
     for wheel in report.wheels:
-        wheels.append(load_audit(wheel, policy, options, progress if show_progress else None))
-    if show_progress and terminal:
+        wheels.append(load_audit(wheel, policy, options, progress if progress_shown else None))
+    if progress_shown and terminal:
         click.echo("\r\x1b[2K", err=True, nl=False)
     return dataclasses.replace(report, wheels=tuple(wheels))
 
@@ -215,9 +219,7 @@ def _load(
     "repeatable (e.g. --report junit=audit.xml --report json=audit.json).",
 )
 @click.option("--verbose", "-v", is_flag=True, help="Text: show the evidence of passing checks too.")
-@click.option(
-    "--progress/--no-progress", default=None, help="Progress bar on stderr (default: when a terminal)."
-)
+@progress_option("bytes read and the wheel being read")
 @click.option(
     "--env",
     "env",
@@ -236,11 +238,10 @@ def _load(
 @click.option(
     "--index-url",
     "index_url",
-    default=DEFAULT_INDEX,
-    show_default=True,
-    envvar="CUDASHIP_INDEX_URL",
+    default=None,
     metavar="URL",
-    help="Then in this package index (PEP 691 JSON; PEP 658 metadata; wheels read with HTTP range requests).",
+    help="Then in this package index (PEP 691 JSON; PEP 658 metadata; wheels read with HTTP range requests); "
+    f"'' for none. Default: $CUDASHIP_INDEX_URL, else {DEFAULT_INDEX}.",
 )
 @click.option(
     "--index-host",
@@ -252,19 +253,11 @@ def _load(
 )
 @click.option(
     "--offline/--online",
-    default=False,
-    envvar="CUDASHIP_OFFLINE",
-    help="--offline: no network; the index only through the on-disk cache, then the knowledge table "
-    "(also $CUDASHIP_OFFLINE=1).",
-)
-@click.option(
-    "--cache-dir",
-    "cache_dir",
-    type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="On-disk cache of index answers (default: $CUDASHIP_CACHE_DIR, else the user cache directory: "
-    "~/.cache/cudaship on Linux).",
+    help="--offline: no network; the index only through the on-disk cache, then the knowledge table. "
+    "Default: $CUDASHIP_OFFLINE, else online.",
 )
+@cache_dir_option("the index's answers under index/")
 @train_option(
     "The CUDA train the wheels are built for, overriding the +cuXYZ tag and the inference",
     default_text="the tag, else inferred from the device code (the report says from what)",
@@ -331,8 +324,8 @@ def command(
     jobs: int | None,
     env: str | None,
     find_links: tuple[str, ...],
-    index_url: str,
-    offline: bool,
+    index_url: str | None,
+    offline: bool | None,
     cache_dir: Path | None,
     train_text: str | None,
     index_hosts: tuple[str, ...] = (),
@@ -351,6 +344,10 @@ def command(
     train = _parse_train_option(train_text)  # the same rule and exit code (4) as every command's --train
     wheels, unreadable = _expand(wheels)
     extras = [_parse_report_option(value) for value in extra_reports]
+    if index_url is None:  # click reads no variable itself: every CUDASHIP_* one is read through envvars
+        index_url = envvars.get("CUDASHIP_INDEX_URL") or DEFAULT_INDEX
+    if offline is None:
+        offline = envvars.is_true(envvars.get("CUDASHIP_OFFLINE"))
     providers = ProviderOptions(
         env=env,
         find_links=find_links,
@@ -374,11 +371,11 @@ def command(
         EnvSource(env)  # one with no distribution installed is bad input, not a provider that has nothing
     config = load_config(policy_file)
     policy = load_policy(config)
-    show_progress = progress if progress is not None else sys.stderr.isatty()
+    progress_shown = show_progress(progress)
     with quick_gil_handover():
         if not wheels:
             report = AuditReport(wheels=(), policy_source=policy.source, policy_default=policy.is_default)
-        elif show_progress:
+        elif progress_shown:
             with _ProgressBar() as bar:
                 report = audit_wheels(
                     wheels, policy, observer=bar, workers=jobs, providers=providers, train=train
@@ -399,7 +396,7 @@ def command(
             load_timeout,
             keep,
             jobs,
-            show_progress,
+            progress_shown,
             libcuda_stub,
         )
     elif load_python or pins or load_extras or keep or libcuda_stub:
@@ -414,7 +411,7 @@ def command(
     write_report(render(AUDIT, fmt, report, text_style(output, verbose=verbose)), output)
     for extra_fmt, path in extras:
         write_report(render(AUDIT, extra_fmt, report, Style(verbose=verbose)), path)
-    if os.environ.get("GITHUB_ACTIONS") == "true":
+    if envvars.get("GITHUB_ACTIONS") == "true":
         from cudaship.render import audit_text  # imports rich: only for the text and annotations
 
         annotations = audit_text.github_annotations(report)

@@ -9,9 +9,18 @@ import click
 
 from cudaship.ci import archs as ci_archs
 from cudaship.ci import cmake
-from cudaship.cli.common import format_option, known_train, output_option, policy_option, train_option
+from cudaship.cli.common import (
+    format_option,
+    known_train,
+    machine_option,
+    output_option,
+    platform_option,
+    policy_option,
+    train_option,
+)
 from cudaship.config import load_config
 from cudaship.exitcodes import ExitCode
+from cudaship.knowledge.platforms import platform_names
 from cudaship.render.output import write_report
 from cudaship.render.table import CMAKE, render
 
@@ -22,14 +31,8 @@ def _host_platform() -> str:
 
 @click.command("cmake")
 @train_option("The CUDA train to configure for", required=True)
-@click.option(
-    "--platform",
-    "platform_name",
-    type=click.Choice(sorted(cmake.PLATFORMS)),
-    default=None,
-    help="Target platform; default: this machine's.",
-)
-@click.option("--machine", default=None, help="Machine for the arch table; default: the platform's.")
+@platform_option("Target platform", platform_names(), "this machine's", choice=True)
+@machine_option("Machine for the arch table", "the platform's")
 @click.option(
     "--cxx-standard", type=int, default=None, help="C++ standard of the build; the CUDA standard follows it."
 )

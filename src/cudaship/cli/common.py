@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 from cudaship import envvars
+from cudaship.knowledge.platforms import cuda_machines
 from cudaship.knowledge.trains import Train, require_known
 from cudaship.render.table import Style, formats
 
@@ -90,6 +91,102 @@ def jobs_option(what: str) -> Callable[[F], F]:
     )
 
 
+def progress_option(what: str = "bytes read and the file or wheel member being read") -> Callable[[F], F]:
+    """``--progress/--no-progress``: a bar on stderr (default: when stderr is a terminal); see
+    :func:`show_progress`."""
+    return click.option(
+        "--progress/--no-progress",
+        "progress",
+        default=None,
+        help=f"Progress bar on stderr: {what} (default: when a terminal).",
+    )
+
+
+def show_progress(progress: bool | None) -> bool:
+    """Whether to show progress: as ``--progress``/``--no-progress`` says, else when stderr is a terminal."""
+    return sys.stderr.isatty() if progress is None else progress
+
+
+def machine_option(what: str, default_text: str = "this machine") -> Callable[[F], F]:
+    """``--machine MACHINE``: a CUDA machine in any spelling that
+    :func:`cudaship.knowledge.platforms.normalize_machine` reads; ``what`` it is the machine of,
+    ``default_text`` what applies without it."""
+    names = ", ".join(cuda_machines())
+    return click.option(
+        "--machine", default=None, metavar="MACHINE", help=f"{what} ({names}); default: {default_text}."
+    )
+
+
+def platform_option(
+    what: str, names: Iterable[str], default_text: str, *, dest: str = "platform_name", choice: bool = False
+) -> Callable[[F], F]:
+    """``--platform NAME``: ``what`` the platform is, ``names`` the ones the command takes (``choice``: click
+    refuses any other; else the command parses it and says), ``default_text`` what applies without it."""
+    known = tuple(names)
+    if choice:  # click lists the choices itself
+        return click.option(
+            "--platform",
+            dest,
+            type=click.Choice(sorted(known)),
+            default=None,
+            help=f"{what}; default: {default_text}.",
+        )
+    return click.option(
+        "--platform",
+        dest,
+        default=None,
+        metavar="PLATFORM",
+        help=f"{what}: {', '.join(known)}; default: {default_text}.",
+    )
+
+
+def gpu_option(*, multiple: bool = False, what: str = "Target GPU") -> Callable[[F], F]:
+    """``--gpu GPU``: a compute capability or a GPU's name (``multiple``: repeatable, or comma-separated)."""
+    more = "; repeat or separate by commas" if multiple else ""
+    return click.option(
+        "--gpu",
+        "gpus" if multiple else "gpu",
+        multiple=multiple,
+        default=None,
+        metavar="GPU",
+        help=f"{what}: a capability (8.6) or a name (A10G, 'RTX 4090', 'NVIDIA GeForce RTX 4090'; case and "
+        f"vendor words do not matter){more}.",
+    )
+
+
+def driver_option(what: str) -> Callable[[F], F]:
+    """``--driver VERSION``: a driver version or the CUDA version it reports."""
+    return click.option(
+        "--driver",
+        default=None,
+        metavar="VERSION",
+        help=f"{what}: a driver version (595.45.04) or the CUDA version it reports (13.2).",
+    )
+
+
+def details_option() -> Callable[[F], F]:
+    """``--details`` of the commands that read device code (``inspect``, ``gpus``)."""
+    return click.option(
+        "--details",
+        is_flag=True,
+        help="Also decompress SASS entries to read the toolkit each cubin records: better evidence of the "
+        "CUDA release a library was built with (and so of its minimum driver), slower.",
+    )
+
+
+def cache_dir_option(what: str, dest: str = "cache_dir") -> Callable[[F], F]:
+    """``--cache-dir DIR``: the root of the on-disk cache (:mod:`cudaship.cachedir`); ``what`` this command
+    keeps there."""
+    return click.option(
+        "--cache-dir",
+        dest,
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        help=f"On-disk cache, {what} (default: $CUDASHIP_CACHE_DIR, else the user cache directory: "
+        "~/.cache/cudaship on Linux).",
+    )
+
+
 @contextmanager
 def quick_gil_handover(interval: float = 0.001) -> Iterator[None]:
     """Let a thread coming back from inflating or hashing (which release the GIL) have it back within
@@ -113,7 +210,7 @@ def text_style(output: str | None, **layout: Any) -> Style:
     needs NO_COLOR unset), else no colour at 120 columns."""
     terminal = to_terminal(output)
     width = max(shutil.get_terminal_size().columns, 80) if terminal else 120
-    return Style(color=terminal and "NO_COLOR" not in os.environ, width=width, **layout)
+    return Style(color=terminal and envvars.get("NO_COLOR") is None, width=width, **layout)
 
 
 def train_given(option: str | None) -> tuple[str, str] | None:

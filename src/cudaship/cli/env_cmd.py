@@ -13,6 +13,7 @@ from cudaship.cli.arch_list_cmd import NoTrainError
 from cudaship.cli.common import (
     format_option,
     known_train,
+    machine_option,
     output_option,
     policy_option,
     train_given,
@@ -48,7 +49,7 @@ def _write_file(env: BuildEnv, path: Path) -> None:
 
 @click.command("env")
 @train_option("The CUDA train of the row")
-@click.option("--machine", default=None, help="Machine of the row (x86_64, aarch64); default: this machine.")
+@machine_option("Machine of the row")
 @policy_option("the built-in arch table")
 @click.option(
     "--write",

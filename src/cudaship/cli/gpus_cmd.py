@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from cudaship.analysis.gpus import gpu_report
-from cudaship.cli.common import format_option, jobs_option, output_option, quick_gil_handover
+from cudaship.cli.common import (
+    details_option,
+    driver_option,
+    format_option,
+    gpu_option,
+    jobs_option,
+    output_option,
+    progress_option,
+    quick_gil_handover,
+    show_progress,
+)
 from cudaship.cli.progress import InspectProgress
 from cudaship.errors import KnowledgeError, UsageError
 from cudaship.exitcodes import ExitCode
@@ -70,32 +78,10 @@ def _named(text: str) -> tuple[Arch, str | None]:
 
 @click.command("gpus")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
-@click.option(
-    "--driver",
-    default=None,
-    metavar="VERSION",
-    help="The driver to judge for: a driver version (595.45.04) or the CUDA version it reports (13.2).",
-)
-@click.option(
-    "--gpu",
-    "gpus",
-    multiple=True,
-    metavar="GPU",
-    help="Only these GPUs: a capability (8.6) or a name (A10G, 'RTX 4090', 'NVIDIA GeForce RTX 4090'; "
-    "case and vendor words do not matter); repeat or separate by commas.",
-)
-@click.option(
-    "--details",
-    is_flag=True,
-    help="Also decompress SASS entries to read the toolkit each cubin records: better evidence of the CUDA "
-    "release a library was built with (and so of its minimum driver), slower.",
-)
-@click.option(
-    "--progress/--no-progress",
-    default=None,
-    help="Progress bar on stderr: bytes read and the file or wheel member being read (default: when a "
-    "terminal).",
-)
+@driver_option("The driver to judge for")
+@gpu_option(multiple=True, what="Only these GPUs")
+@details_option()
+@progress_option()
 @click.option(
     "--require",
     is_flag=True,
@@ -129,7 +115,7 @@ def command(
     capabilities, asked = _capabilities(gpus)
     parsed_driver = _driver(driver, "linux")
     with quick_gil_handover():
-        if sys.stderr.isatty() if progress is None else progress:
+        if show_progress(progress):
             with InspectProgress("reading") as bar:
                 inspected = inspect_paths(paths, details=details, observer=bar, workers=jobs)
         else:

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
-from cudaship.cli.common import format_option, jobs_option, output_option, quick_gil_handover, text_style
+from cudaship.cli.common import (
+    details_option,
+    format_option,
+    jobs_option,
+    output_option,
+    progress_option,
+    quick_gil_handover,
+    show_progress,
+    text_style,
+)
 from cudaship.cli.progress import InspectProgress
 from cudaship.inspection.report import demangle
 from cudaship.inspection.walk import inspect_paths
@@ -20,11 +27,7 @@ from cudaship.render.table import INSPECT, render
 @format_option("inspect")
 @output_option()
 @click.option("--demangle", "demangle_names", is_flag=True, help="Demangle exported C++ symbol names.")
-@click.option(
-    "--details",
-    is_flag=True,
-    help="Also decompress SASS entries to read the toolkit version each cubin records (slower).",
-)
+@details_option()
 @click.option(
     "--all-exports",
     is_flag=True,
@@ -36,9 +39,7 @@ from cudaship.render.table import INSPECT, render
     show_default=True,
     help="List exported (defined dynamic) symbols.",
 )
-@click.option(
-    "--progress/--no-progress", default=None, help="Progress bar on stderr (default: when a terminal)."
-)
+@progress_option()
 @jobs_option("files and wheel members")
 def command(
     paths: tuple[str, ...],
@@ -60,9 +61,8 @@ def command(
 
     Exit status: 0 when every input was read, 2 when any could not be (the others are still reported).
     """
-    show_progress = sys.stderr.isatty() if progress is None else progress
     with quick_gil_handover():
-        if show_progress:
+        if show_progress(progress):
             with InspectProgress("inspecting") as bar:
                 report = inspect_paths(paths, details=details, observer=bar, workers=jobs)
         else:

@@ -8,7 +8,7 @@ from typing import Any, NoReturn
 
 import click
 
-from cudaship import __version__
+from cudaship import __version__, envvars
 from cudaship.errors import CudashipError
 from cudaship.exitcodes import ExitCode
 
@@ -54,8 +54,6 @@ def cli(ctx: click.Context, debug: bool) -> None:
     """Make CUDA binaries ship right: inspect, audit and check wheels, libraries and programs."""
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
-    from cudaship import envvars
-
     envvars.validate()  # a bad CUDASHIP_* value: one line naming it, exit 2, before any command runs
 
 

@@ -6,10 +6,19 @@ from pathlib import Path
 
 import click
 
-from cudaship.cli.common import format_option, known_train, output_option, train_option
+from cudaship.cli.common import (
+    driver_option,
+    format_option,
+    gpu_option,
+    known_train,
+    output_option,
+    platform_option,
+    train_option,
+)
 from cudaship.errors import CudashipError
 from cudaship.exitcodes import ExitCode
 from cudaship.knowledge.releases import RELEASE_DATA, known_trains
+from cudaship.program.toolchain import TARGETS
 from cudaship.render.output import write_report
 from cudaship.render.table import PROGRAM_CHECK, PROGRAM_EXPORT, PROGRAM_INSPECT, PROGRAM_RUN, render
 
@@ -60,8 +69,7 @@ def inspect_command(paths: tuple[Path, ...], fmt: str, output: str | None) -> in
 @click.option(
     "--target-platform",
     default=None,
-    help="Platform to compile for: linux-x86_64 or windows-x86_64 (a cross compile). "
-    "Default: this machine's.",
+    help=f"Platform to compile for: {', '.join(TARGETS)} (a cross compile); default: this machine's.",
 )
 @click.option(
     "--windows-cuda",
@@ -117,16 +125,10 @@ def export_command(
     help="The runtime wheel (its +cuXYZ tag is the train).",
 )
 @train_option("The runtime's CUDA train", default_text="the --wheel's tag, else none (no train check)")
-@click.option("--gpu", default=None, help="Target GPU: a capability (8.6) or a name (A10G).")
+@gpu_option()
 @click.option("--here", is_flag=True, help="Check against this machine's GPU and driver.")
-@click.option(
-    "--driver", default=None, help="Target driver version (595.45.04) or the CUDA it reports (13.2)."
-)
-@click.option(
-    "--platform",
-    default=None,
-    help="The runtime's platform: linux-x86_64 or windows-x86_64 (--wheel gives it from its tags).",
-)
+@driver_option("Target driver")
+@platform_option("The runtime's platform", TARGETS, "the --wheel's tags", dest="platform")
 @format_option("program check")
 @output_option()
 def check_command(

@@ -15,6 +15,7 @@ from cudaship.ci.github import append_github_file
 from cudaship.errors import ToolkitError, UsageError
 from cudaship.exitcodes import ExitCode
 from cudaship.knowledge import toolkit_data
+from cudaship.knowledge.platforms import cuda_platform_for, machine_of, os_of
 from cudaship.render.output import write_report
 from cudaship.render.table import TOOLKIT, TOOLKIT_ENV, render
 from cudaship.toolkit import download, layout
@@ -23,16 +24,13 @@ from cudaship.toolkit.extract import ExtractLimits
 from cudaship.toolkit.records import Observer, Platform, Source, ToolkitCatalog, ToolkitEnv, ToolkitView
 from cudaship.words import count
 
-from .common import format_option, output_option
+from .common import cache_dir_option, format_option, output_option, platform_option
 
 _SIZE = re.compile(r"^(\d+)([KMGT]?)i?B?$", re.IGNORECASE)
 
 
 def host_platform() -> Platform:
-    machine = _host.machine().lower()
-    if sys.platform == "win32":
-        return Platform.WINDOWS_X86_64
-    return Platform.LINUX_SBSA if machine in ("aarch64", "arm64") else Platform.LINUX_X86_64
+    return Platform(cuda_platform_for(os_of(sys.platform), machine_of(_host.machine())).redist)
 
 
 def _parse_size(text: str) -> int:
@@ -118,12 +116,7 @@ def command() -> None:
 
 @command.command("install")
 @click.argument("train")
-@click.option(
-    "--platform",
-    "platform_name",
-    default=None,
-    help=f"Target platform: {', '.join(p.value for p in Platform)}. Default: this machine's.",
-)
+@platform_option("Target platform", (p.value for p in Platform), "this machine's")
 @click.option(
     "--components",
     "-c",
@@ -146,12 +139,7 @@ def command() -> None:
 )
 @click.option("--mirror", default=None, help="Redist base URL or a local directory laid out like it.")
 @click.option("--offline", is_flag=True, help="Use only the download cache.")
-@click.option(
-    "--cache-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Download cache (default: $CUDASHIP_CACHE_DIR/toolkit or the user cache directory).",
-)
+@cache_dir_option("the downloads under toolkit/")
 @click.option(
     "--retries",
     type=click.IntRange(0, 50),

@@ -22,27 +22,10 @@ from cudaship.config import ProjectConfig
 from cudaship.errors import KnowledgeError, PolicyError, UnknownTrainError
 from cudaship.knowledge import _data
 from cudaship.knowledge.archs import ArchList, parse_arch, parse_arch_list
+from cudaship.knowledge.platforms import normalize_machine
 from cudaship.knowledge.trains import Train, as_train, parse_train
 from cudaship.once import once
 from cudaship.schema import Table
-
-#: Machine spellings accepted in tables and on the command line → the table's key.
-MACHINE_ALIASES: dict[str, str] = {
-    "x86_64": "x86_64",
-    "amd64": "x86_64",
-    "x64": "x86_64",
-    "aarch64": "aarch64",
-    "arm64": "aarch64",
-    "sbsa": "aarch64",
-}
-
-
-def normalize_machine(machine: str) -> str:
-    """``AMD64`` → ``x86_64``, ``arm64`` / ``sbsa`` → ``aarch64``; anything else is a KnowledgeError."""
-    key = str(getattr(machine, "value", machine)).strip().lower()
-    if key not in MACHINE_ALIASES:
-        raise KnowledgeError(f"unknown machine {machine!r} (known: x86_64, aarch64)")
-    return MACHINE_ALIASES[key]
 
 
 def _row(table: Table, machine_key: str, train: Train) -> ArchList:

@@ -10,10 +10,9 @@ import re
 from dataclasses import dataclass
 
 from cudaship.errors import KnowledgeError
+from cudaship.knowledge.platforms import cuda_os_names
 from cudaship.knowledge.releases import Release, releases
 from cudaship.knowledge.trains import Train
-
-PLATFORMS = ("linux", "windows")
 
 
 def version_tuple(version: str) -> tuple[int, ...]:
@@ -93,8 +92,10 @@ class Driver:
     def __post_init__(self) -> None:
         if self.version is None and self.cuda is None:
             raise KnowledgeError("a driver needs a version or a CUDA version")
-        if self.platform not in PLATFORMS:
-            raise KnowledgeError(f"unknown platform {self.platform!r} (expected linux or windows)")
+        if self.platform not in cuda_os_names():
+            raise KnowledgeError(
+                f"unknown platform {self.platform!r} (expected {' or '.join(cuda_os_names())})"
+            )
 
     def meets(self, minimum: str) -> bool:
         """Whether this driver is at least ``minimum`` (an exact driver version).

@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from cudaship.errors import KnowledgeError
 from cudaship.knowledge import _data
 from cudaship.knowledge.archs import Arch, parse_arch
+from cudaship.knowledge.platforms import cuda_machines
 from cudaship.knowledge.trains import Train, parse_train
 from cudaship.once import once
 
 DATA_FILE = "gpus.toml"
 
 #: The machines ``machines`` may name: the ones NVIDIA ships a CUDA driver for that PyPI wheels target.
-MACHINES = ("x86_64", "aarch64")
 
 
 @dataclass(frozen=True)
@@ -51,8 +51,10 @@ def gpu_groups() -> tuple[GpuGroup, ...]:
         raw.require("machines", "a list of machines")
         machines = raw.strings("machines", single=False)
         for i, machine in enumerate(machines):
-            if machine not in MACHINES:
-                raise raw.fail(raw.dotted("machines") + f"[{i}]", f"must be one of {', '.join(MACHINES)}")
+            if machine not in cuda_machines():
+                raise raw.fail(
+                    raw.dotted("machines") + f"[{i}]", f"must be one of {', '.join(cuda_machines())}"
+                )
         from_train = raw.string("from_train")
         groups.append(
             GpuGroup(

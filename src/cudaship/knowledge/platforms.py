@@ -1,43 +1,274 @@
-"""Platform tags to (OS, machine): ``win_amd64``, ``manylinux_2_28_x86_64`` and ``macosx_14_0_arm64`` name an
-operating system and a machine in the spellings of PEP 425 / the packaging platform-tag conventions."""
+"""The one platform table (``data/platforms.toml``): operating systems and machines in cudaship's spelling,
+and how platform tags (PEP 425/600/656), PEP 508 markers, ``platform.machine()``/``sys.platform`` and NVIDIA's
+redist manifests spell them. Every layer asks these functions; none keeps its own list."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
+from cudaship.errors import KnowledgeError
+from cudaship.knowledge import _data
+from cudaship.once import once
 from cudaship.records.platform import TargetPlatform
 
-_MACHINES = {
-    "x86_64": "x86_64",
-    "amd64": "x86_64",
-    "aarch64": "aarch64",
-    "arm64": "aarch64",
-    "i686": "x86",
-    "i386": "x86",
-    "win32": "x86",
-    "ppc64le": "ppc64le",
-    "s390x": "s390x",
-    "armv7l": "arm",
-}
+_FILE = "platforms.toml"
+
+
+@dataclass(frozen=True)
+class MachineRow:
+    name: str  #: cudaship's spelling (``x86_64``)
+    tags: tuple[str, ...]  #: its spellings at the end of a platform tag (``amd64``)
+    aliases: tuple[str, ...]  #: other accepted spellings (``x64``, ``sbsa``)
+    python: dict[str, str]  #: ``platform.machine()`` per OS where it is not ``name``
+    cuda: bool  #: NVIDIA ships CUDA for it
+
+
+@dataclass(frozen=True)
+class SystemRow:
+    name: str  #: ``linux``, ``windows``, ``macos``
+    sys_platform: str
+    os_name: str
+    platform_system: str
+
+
+@dataclass(frozen=True)
+class CudaPlatform:
+    """A platform NVIDIA builds CUDA for."""
+
+    os: str
+    machine: str
+    redist: str  #: the key of NVIDIA's redist manifests (``linux-sbsa``)
+    pip_tags: tuple[str, ...]  #: wheel platform tags pip may pick for it, newest first
+
+    @property
+    def name(self) -> str:
+        return platform_name(self.os, self.machine)
+
+
+def _strs(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise KnowledgeError(f"{_FILE}: {where} must be a list of strings")
+    return tuple(value)
+
+
+def _str(row: dict[str, Any], key: str, where: str) -> str:
+    value = row.get(key)
+    if not isinstance(value, str) or not value:
+        raise KnowledgeError(f"{_FILE}: {where}.{key} must be a string")
+    return value
+
+
+@once
+def machines() -> tuple[MachineRow, ...]:
+    out = []
+    for name, row in _data.table(_FILE, "machines").items():
+        where = f"machines.{name}"
+        python = row.get("python", {})
+        if not isinstance(python, dict) or not all(isinstance(v, str) for v in python.values()):
+            raise KnowledgeError(f"{_FILE}: {where}.python must be a table of strings")
+        out.append(
+            MachineRow(
+                name=name,
+                tags=_strs(row.get("tags", []), f"{where}.tags"),
+                aliases=_strs(row.get("aliases", []), f"{where}.aliases"),
+                python=dict(python),
+                cuda=row.get("cuda", False) is True,
+            )
+        )
+    return tuple(out)
+
+
+@once
+def systems() -> tuple[SystemRow, ...]:
+    out = []
+    for name, row in _data.table(_FILE, "systems").items():
+        where = f"systems.{name}"
+        out.append(
+            SystemRow(
+                name=name,
+                sys_platform=_str(row, "sys_platform", where),
+                os_name=_str(row, "os_name", where),
+                platform_system=_str(row, "platform_system", where),
+            )
+        )
+    return tuple(out)
+
+
+@once
+def cuda_platforms() -> tuple[CudaPlatform, ...]:
+    """The platforms NVIDIA builds CUDA for (Linux x86_64 and aarch64/SBSA, Windows x86_64), in order."""
+    out = []
+    for i, row in enumerate(_data.load(_FILE).get("cuda", [])):
+        where = f"cuda[{i}]"
+        out.append(
+            CudaPlatform(
+                os=_str(row, "os", where),
+                machine=_str(row, "machine", where),
+                redist=_str(row, "redist", where),
+                pip_tags=_strs(row.get("pip_tags", []), f"{where}.pip_tags"),
+            )
+        )
+    return tuple(out)
+
+
+def platform_name(os: str, machine: str) -> str:
+    """cudaship's name of a platform: ``linux-x86_64``."""
+    return f"{os}-{machine}"
+
+
+# --- machines ---------------------------------------------------------------------------------------------
+
+
+@once
+def _tag_machines() -> dict[str, str]:
+    return {tag: m.name for m in machines() for tag in m.tags}
+
+
+@once
+def _spellings() -> dict[str, str]:
+    out = {m.name: m.name for m in machines()}
+    for m in machines():
+        for spelling in (*m.tags, *m.aliases, *(v.lower() for v in m.python.values())):
+            out.setdefault(spelling, m.name)
+    return out
+
+
+def machine_of(spelling: str) -> str:
+    """Any spelling of a machine (``AMD64`` from ``platform.machine()``, ``arm64``, ``x64``) in cudaship's
+    (``x86_64``, ``aarch64``); one the table does not know, lower-cased."""
+    key = spelling.strip().lower()
+    return _spellings().get(key, key)
+
+
+def cuda_machines() -> tuple[str, ...]:
+    """The machines NVIDIA ships CUDA for: ``("x86_64", "aarch64")``."""
+    return tuple(m.name for m in machines() if m.cuda)
+
+
+def normalize_machine(machine: object) -> str:
+    """A CUDA machine's spelling (``AMD64``, ``x64``, ``arm64``, ``sbsa``) as the key of the arch tables
+    (``x86_64``, ``aarch64``); any other is a KnowledgeError."""
+    key = str(getattr(machine, "value", machine)).strip().lower()
+    name = _spellings().get(key)
+    if name is None or name not in cuda_machines():
+        raise KnowledgeError(f"unknown machine {machine!r} (known: {', '.join(cuda_machines())})")
+    return name
+
+
+def python_machine(os: str, machine: str) -> str:
+    """``platform.machine()`` (the PEP 508 ``platform_machine``) on ``os`` for ``machine``: ``AMD64`` on
+    Windows x86_64, ``arm64`` on macOS aarch64."""
+    for m in machines():
+        if m.name == machine:
+            return m.python.get(os, machine)
+    return machine
+
+
+# --- operating systems -------------------------------------------------------------------------------------
+
+
+def os_names() -> tuple[str, ...]:
+    """``("linux", "windows", "macos")``."""
+    return tuple(s.name for s in systems())
+
+
+def cuda_os_names() -> tuple[str, ...]:
+    """The operating systems NVIDIA builds CUDA for: ``("linux", "windows")``."""
+    return tuple(dict.fromkeys(p.os for p in cuda_platforms()))
+
+
+def os_of(sys_platform: str) -> str:
+    """``sys.platform`` (``linux``, ``win32``, ``darwin``) as cudaship names the OS; another, unchanged."""
+    if sys_platform.startswith("linux"):
+        return "linux"
+    for s in systems():
+        if s.sys_platform == sys_platform:
+            return s.name
+    return sys_platform
+
+
+def marker_values(os: str, machine: str | None) -> dict[str, str]:
+    """The PEP 508 marker values that name the platform (``os_name``, ``sys_platform``, ``platform_system``,
+    ``platform_machine``) on ``os``/``machine``; an OS the table does not know gives its own name."""
+    for s in systems():
+        if s.name == os:
+            values = {
+                "os_name": s.os_name,
+                "sys_platform": s.sys_platform,
+                "platform_system": s.platform_system,
+            }
+            break
+    else:
+        values = {"os_name": "", "sys_platform": os, "platform_system": os}
+    values["platform_machine"] = python_machine(os, machine) if machine else ""
+    return values
+
+
+# --- CUDA platforms ---------------------------------------------------------------------------------------
+
+
+def platform_names() -> dict[str, tuple[str, str]]:
+    """Every accepted name of a CUDA platform -> (os, machine): cudaship's (``linux-aarch64``) and NVIDIA's
+    redist key (``linux-sbsa``)."""
+    out: dict[str, tuple[str, str]] = {}
+    for p in cuda_platforms():
+        out.setdefault(p.name, (p.os, p.machine))
+        out.setdefault(p.redist, (p.os, p.machine))
+    return out
+
+
+def redist_platform(key: str) -> CudaPlatform:
+    """The CUDA platform of a redist key (``linux-sbsa``)."""
+    for p in cuda_platforms():
+        if p.redist == key:
+            return p
+    raise KnowledgeError(f"unknown redist platform {key!r} (known: {', '.join(redist_keys())})")
+
+
+def redist_keys() -> tuple[str, ...]:
+    return tuple(p.redist for p in cuda_platforms())
+
+
+def cuda_platform_for(os: str, machine: str) -> CudaPlatform:
+    """The CUDA platform closest to ``os``/``machine``: the same, else the first of the same OS, else the
+    first of the same machine, else the first (a toolkit for a machine CUDA does not ship for)."""
+    candidates = cuda_platforms()
+    for keep in (
+        lambda p: (p.os, p.machine) == (os, machine),
+        lambda p: p.os == os,
+        lambda p: p.machine == machine,
+    ):
+        for p in candidates:
+            if keep(p):
+                return p
+    return candidates[0]
+
+
+# --- platform tags ----------------------------------------------------------------------------------------
 
 
 def platform_from_tag(platform_tag: str) -> TargetPlatform:
     """Map a platform tag (``win_amd64``, ``manylinux_2_28_x86_64``, ``macosx_14_0_arm64``) to OS and
-    machine."""
+    machine. The grammar is PEP 425's (``win32``, ``win_<arch>``, ``linux_<arch>``), PEP 600's
+    (``manylinux_<x>_<y>_<arch>``), PEP 656's (``musllinux_<x>_<y>_<arch>``) and packaging's
+    (``macosx_<x>_<y>_<arch>``); the machines are the table's."""
     tag = platform_tag.lower()
+    known = _tag_machines()
     if tag == "any":
         return TargetPlatform("any", None, platform_tag)
     if tag == "win32":
-        return TargetPlatform("windows", "x86", platform_tag)
+        return TargetPlatform("windows", known[tag], platform_tag)
     if tag.startswith("win_"):
-        return TargetPlatform("windows", _MACHINES.get(tag[4:], tag[4:]), platform_tag)
+        return TargetPlatform("windows", known.get(tag[4:], tag[4:]), platform_tag)
     if tag.startswith("macosx_"):
         arch = tag.split("_")[-1]
         if arch == "universal2":
             return TargetPlatform("macos", None, platform_tag)
-        return TargetPlatform("macos", _MACHINES.get(arch, arch), platform_tag)
-    for prefix in ("manylinux", "musllinux", "linux"):
-        if tag.startswith(prefix):
-            for known, machine in _MACHINES.items():
-                if tag.endswith("_" + known):
-                    return TargetPlatform("linux", machine, platform_tag)
-            return TargetPlatform("linux", tag.split("_")[-1], platform_tag)
+        return TargetPlatform("macos", known.get(arch, arch), platform_tag)
+    if tag.startswith(("manylinux", "musllinux", "linux")):
+        for spelling, machine in known.items():
+            if tag.endswith("_" + spelling):
+                return TargetPlatform("linux", machine, platform_tag)
+        return TargetPlatform("linux", tag.split("_")[-1], platform_tag)
     return TargetPlatform("other", None, platform_tag)

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from enum import Enum
 
 from cudaship.knowledge import _data, libraries
+from cudaship.knowledge.platforms import os_names
 from cudaship.once import once
 
 _FILE = "system_libraries.toml"
-PLATFORMS = ("linux", "windows", "macos")
 
 
 class Provider(str, Enum):
@@ -33,12 +33,12 @@ def _tables() -> tuple[dict[str, tuple[str, ...]], tuple[str, ...]]:
             v.lower() for v in _data.section(_FILE, table).strings("libraries", single=False, required=True)
         )
 
-    return {platform: names(platform) for platform in PLATFORMS}, names("python")
+    return {platform: names(platform) for platform in os_names()}, names("python")
 
 
 def system_library_patterns(platform: str) -> tuple[str, ...]:
     """The documented default list of system libraries for ``platform`` (linux, windows, macos)."""
-    if platform not in PLATFORMS:
+    if platform not in os_names():
         return ()
     return _tables()[0][platform]
 
@@ -55,7 +55,7 @@ def _matches(patterns: tuple[str, ...], name: str) -> bool:
 
 def provider_of(name: str, platform: str, extra_system: tuple[str, ...] = ()) -> Provider | None:
     """Who provides the library ``name`` on ``platform`` without the wheel: the driver, Python or the OS."""
-    if platform not in PLATFORMS:
+    if platform not in os_names():
         return None
     system, python = _tables()
     if libraries.is_driver(name):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import platform
 import posixpath
 import re
 import subprocess
@@ -30,6 +31,7 @@ from cudaship.checks.policy import Policy
 from cudaship.checks.records import LoadCheck, WheelAudit
 from cudaship.errors import OracleError
 from cudaship.inspection.environment import SameContent
+from cudaship.knowledge.platforms import machine_of, os_of
 from cudaship.oracle.install import InstallOptions, LoadEnvironment, cleanup, prepare
 from cudaship.oracle.observe import DEFAULT_TIMEOUT, child_environment, observe
 from cudaship.oracle.records import Probe, ProbeResult
@@ -53,20 +55,11 @@ Progress = Callable[[int, int, str], None]
 
 
 def running_os() -> str:
-    if sys.platform.startswith("linux"):
-        return "linux"
-    if sys.platform == "win32":
-        return "windows"
-    if sys.platform == "darwin":
-        return "macos"
-    return sys.platform
+    return os_of(sys.platform)
 
 
 def _machine() -> str:
-    import platform
-
-    machine = platform.machine().lower()
-    return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
+    return machine_of(platform.machine())
 
 
 def platform_skip(audit: WheelAudit) -> str | None:

@@ -22,6 +22,7 @@ from cudaship.errors import CudashipError, ProgramError, UsageError
 from cudaship.hashing import sha256_file
 from cudaship.knowledge.archs import Arch, parse_arch
 from cudaship.knowledge.gpus import capability_of, group_for
+from cudaship.knowledge.platforms import platform_from_tag
 from cudaship.knowledge.runs_on import Verdict, runs_on
 from cudaship.knowledge.trains import Train, parse_train
 from cudaship.program.provenance import provenance_present, read_provenance
@@ -43,7 +44,6 @@ from cudaship.words import count
 
 def target_from_wheel(path: Path) -> Target:
     """The train (from the wheel's ``+cuXYZ`` local tag) and platform (from its tags) of a runtime wheel."""
-    from cudaship.knowledge.platforms import platform_from_tag
     from cudaship.wheel.archive import WheelArchive
 
     with WheelArchive(path) as archive:

@@ -30,6 +30,7 @@ from typing import Any
 
 from cudaship.errors import ProgramError, UsageError
 from cudaship.hashing import sha256_file
+from cudaship.knowledge.platforms import machine_of, os_of, platform_name
 from cudaship.program.provenance import write_provenance
 from cudaship.program.records import ProgramInfo, Provenance
 
@@ -187,9 +188,7 @@ class ExportResult:
 
 
 def _host_target() -> str:
-    machine = _platform.machine().lower().replace("amd64", "x86_64").replace("arm64", "aarch64")
-    os_name = {"linux": "linux", "win32": "windows", "darwin": "macos"}.get(sys.platform, sys.platform)
-    return f"{os_name}-{machine}"
+    return platform_name(os_of(sys.platform), machine_of(_platform.machine()))
 
 
 def export_program(

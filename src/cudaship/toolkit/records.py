@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from cudaship.errors import UsageError
+from cudaship.knowledge.platforms import CudaPlatform, marker_values, redist_platform
 
 #: Name of the file every assembled toolkit carries at its root.
 TOOLKIT_MANIFEST = "cudaship-toolkit.json"
@@ -20,7 +21,8 @@ TOOLKIT_SCHEMA = 1
 
 
 class Platform(str, Enum):
-    """A target platform, spelled as NVIDIA's redist manifests spell it."""
+    """A target platform, spelled as NVIDIA's redist manifests spell it (the ``redist`` keys of
+    knowledge/data/platforms.toml; tests/toolkit keep the two equal)."""
 
     LINUX_X86_64 = "linux-x86_64"
     LINUX_SBSA = "linux-sbsa"
@@ -36,43 +38,23 @@ class Platform(str, Enum):
             ) from None
 
     @property
+    def cuda_platform(self) -> CudaPlatform:
+        """The knowledge table's row of this platform (its OS, machine, wheel tags)."""
+        return redist_platform(self.value)
+
+    @property
     def is_windows(self) -> bool:
-        return self is Platform.WINDOWS_X86_64
+        return self.cuda_platform.os == "windows"
 
     @property
     def pypi_platform_tags(self) -> tuple[str, ...]:
         """Wheel platform tags pip may pick for this platform (``--platform``, newest first)."""
-        if self is Platform.WINDOWS_X86_64:
-            return ("win_amd64",)
-        arch = "x86_64" if self is Platform.LINUX_X86_64 else "aarch64"
-        tags = [f"manylinux_2_{minor}_{arch}" for minor in (28, 27, 26, 25, 24, 17)]
-        tags.append(f"manylinux2014_{arch}")
-        if arch == "x86_64":
-            tags += [
-                f"manylinux_2_12_{arch}",
-                f"manylinux2010_{arch}",
-                f"manylinux_2_5_{arch}",
-                f"manylinux1_{arch}",
-            ]
-        return tuple(tags)
+        return self.cuda_platform.pip_tags
 
     @property
     def marker_environment(self) -> dict[str, str]:
         """PEP 508 marker values of this platform (for the cuda-toolkit metapackage's requirements)."""
-        if self is Platform.WINDOWS_X86_64:
-            return {
-                "sys_platform": "win32",
-                "platform_system": "Windows",
-                "os_name": "nt",
-                "platform_machine": "AMD64",
-            }
-        machine = "x86_64" if self is Platform.LINUX_X86_64 else "aarch64"
-        return {
-            "sys_platform": "linux",
-            "platform_system": "Linux",
-            "os_name": "posix",
-            "platform_machine": machine,
-        }
+        return marker_values(self.cuda_platform.os, self.cuda_platform.machine)
 
 
 class Source(str, Enum):

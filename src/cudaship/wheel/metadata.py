@@ -29,6 +29,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from cudaship.errors import WheelError
+from cudaship.knowledge.platforms import marker_values
 from cudaship.wheel.records import (
     DeclaredRequirement,
     DistInfo,
@@ -204,18 +205,6 @@ def _expand_tag(py: str, abi: str, plat: str) -> tuple[str, ...]:
 # --- Requires-Dist with markers for a target platform
 # ---------------------------------------------------------
 
-_OS_ENV: dict[str, dict[str, str]] = {
-    "linux": {"os_name": "posix", "sys_platform": "linux", "platform_system": "Linux"},
-    "windows": {"os_name": "nt", "sys_platform": "win32", "platform_system": "Windows"},
-    "macos": {"os_name": "posix", "sys_platform": "darwin", "platform_system": "Darwin"},
-}
-_MACHINE_ENV: dict[tuple[str, str], str] = {
-    ("windows", "x86_64"): "AMD64",
-    ("windows", "x86"): "x86",
-    ("windows", "aarch64"): "ARM64",
-    ("macos", "aarch64"): "arm64",
-}
-
 
 def marker_environment(os_name: str, machine: str | None, python_version: str = "3.12") -> dict[str, str]:
     """A PEP 508 marker environment describing the target platform (not this machine)."""
@@ -229,11 +218,7 @@ def marker_environment(os_name: str, machine: str | None, python_version: str = 
         "python_full_version": f"{python_version}.0",
         "extra": "",
     }
-    env.update(_OS_ENV.get(os_name, {"os_name": "", "sys_platform": os_name, "platform_system": os_name}))
-    if machine:
-        env["platform_machine"] = _MACHINE_ENV.get((os_name, machine), machine)
-    else:
-        env["platform_machine"] = ""
+    env.update(marker_values(os_name, machine))
     return env
 
 
