@@ -188,3 +188,41 @@ def test_a_program_gives_the_same_record_through_the_same_entry_point() -> None:
     assert scanned.program_train == "13.0" and scanned.train_evidence == "PTX ISA 9.0"
     assert scanned.reports and all(m.installed == m.name for m in scanned.members)
     assert scanned.dist.directory == "" and calls == []  # a program has no dist-info
+
+
+def test_the_scan_reads_requires_dist_for_the_wheel_and_each_policy_os(tmp_path: Path) -> None:
+    requires = (
+        "nvidia-cuda-runtime>=13,<14; platform_system == 'Linux'",
+        "nvidia-cublas>=13; sys_platform == 'linux' and platform_machine == 'aarch64'",
+        "pywin32; os_name == 'nt'",
+        "numpy>=2",
+    )
+    tag = "cp312-cp312-manylinux_2_28_aarch64"
+    wheel = write_wheel(
+        tmp_path, name="pkg", version="1.0", tag=tag, files={"pkg/a.py": b""}, requires=requires
+    )
+    scanned = scan(wheel, workers=1)
+    by_target = {(d.os, d.machine): {r.name for r in d.requirements} for d in scanned.declared}
+    # the wheel's own platform first, then each OS a policy may name (its own machine on its own OS)
+    assert (scanned.declared[0].os, scanned.declared[0].machine) == ("linux", "aarch64")
+    assert by_target == {
+        ("linux", "aarch64"): {"nvidia-cuda-runtime", "nvidia-cublas", "numpy"},
+        ("windows", "x86_64"): {"pywin32", "numpy"},
+        ("macos", "x86_64"): {"numpy"},
+    }
+    runtime = next(r for r in scanned.declared[0].requirements if r.name == "nvidia-cuda-runtime")
+    assert runtime.key == "nvidia-cuda-runtime<14,>=13"
+
+
+def test_an_invalid_requirement_is_kept_as_the_reason_not_raised(tmp_path: Path) -> None:
+    wheel = write_wheel(
+        tmp_path,
+        name="pkg",
+        version="1.0",
+        tag="py3-none-any",
+        files={"pkg/a.py": b""},
+        requires=("not valid!",),
+    )
+    scanned = scan(wheel, workers=1)
+    assert scanned.declared and all(d.requirements == () for d in scanned.declared)
+    assert all(d.error is not None and "'not valid!' is invalid" in d.error for d in scanned.declared)
