@@ -47,13 +47,14 @@ def main() -> int:
     args = parser.parse_args()
 
     from cudaship.archive.inflate import member_chunks
-    from cudaship.archive.pool import ArchiveRef, Workers, batches
+    from cudaship.archive.pool import ArchiveRef, Workers, batches, read_batch
     from cudaship.archive.zip import ZipFile
     from cudaship.checks.engine import audit_scanned
     from cudaship.checks.policy import load_policy
     from cudaship.checks.records import AuditReport
-    from cudaship.checks.wheelscan import _scan_batch, scan_wheel
     from cudaship.config import load_config
+    from cudaship.inspection.scan import _scan_member
+    from cudaship.inspection.scan import scan as scan_wheel
     from cudaship.providers.options import ProviderOptions
     from cudaship.render import audit_json
 
@@ -87,7 +88,7 @@ def main() -> int:
         add(f"inflate {largest.name} alone", timed(inflate)[0])
         add(
             f"worker task for {largest.name} (inflate, hash, spill, read)",
-            timed(lambda: _scan_batch(str(args.wheel), ref, [largest], ["sha256"], True))[0],
+            timed(lambda: read_batch(_scan_member, ref, [largest], [(str(args.wheel), "sha256", True)]))[0],
         )
         opened.close()
 
@@ -122,7 +123,9 @@ def main() -> int:
         executor = pool.processes()
         start = time.perf_counter()
         futures = {
-            executor.submit(_scan_batch, str(args.wheel), ref, batch, ["sha256"] * len(batch), True): batch
+            executor.submit(
+                read_batch, _scan_member, ref, batch, [(str(args.wheel), "sha256", True)] * len(batch)
+            ): batch
             for batch in batches(order)
         }
         finished.clear()

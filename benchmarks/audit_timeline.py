@@ -67,15 +67,16 @@ def main() -> int:
 
     stamp("CLI imported")
     from cudaship.archive import pool
-    from cudaship.checks import context, engine, wheelscan
+    from cudaship.checks import context, engine
     from cudaship.cli import audit_cmd
+    from cudaship.inspection import scan
 
     stamp("audit modules imported")
     if budget is not None:
         pool.PROCESS_MEMORY_BUDGET = budget
-    wrap(engine, "scan_wheel", "scan (central directory to last member)")
-    wrap(wheelscan, "read_dist_info", "dist-info")
-    wrap(wheelscan, "_run_processes", "members on worker processes")
+    wrap(engine, "scan", "scan (central directory to last member)")
+    wrap(scan, "read_dist_info", "dist-info")
+    wrap(scan, "_run", "members on the workers")
     wrap(engine, "audit_scanned", "checks")
     wrap(context, "wheel_providers", "providers (requirements' closure)")
     wrap(pool.Workers, "close", "workers shut down")

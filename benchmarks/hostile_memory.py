@@ -131,7 +131,7 @@ def _case(name: str) -> tuple[int, str, int]:
             ]
             data = al._forge_size(al._zip(members), "pkg/libbomb.so", 1 << 20)
             wheel.write_bytes(data)
-            from cudaship.checks.wheelscan import scan_wheel
+            from cudaship.inspection.scan import scan as scan_wheel
 
             del members  # 96 MiB of zeros: the input was built from it, it is not the input
             _reset()

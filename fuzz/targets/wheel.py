@@ -1,6 +1,6 @@
 """Wheels as zip archives (read through the archive layer, fuzzed on its own by the ``archive`` target):
 ``wheel/archive.py`` (WheelArchive: members, stored windows, unpacked members, info) through inspect's wheel
-walk (``inspection/walk.py`` inspect_paths), and the audit's single pass (``checks/wheelscan.py`` scan_wheel:
+walk (``inspection/walk.py`` inspect_paths), and the audit's single pass (``inspection/scan.py`` scan:
 dist-info, RECORD hashes, native members), and the toolkit's RECORD check of a downloaded wheel
 (``toolkit/pypi.py`` verify_record).
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from contextlib import suppress
 
-from cudaship.checks.wheelscan import scan_wheel
 from cudaship.errors import CudashipError
+from cudaship.inspection.scan import scan as scan_wheel
 from cudaship.inspection.walk import inspect_paths
 from cudaship.toolkit.pypi import verify_record
 from fuzz._harness import MemoryCeiling, Target
@@ -37,7 +37,7 @@ def run(data: bytes) -> object:
 
 TARGET = Target(
     name="wheel",
-    summary="inspect_paths + scan_wheel on the cached PyPI wheels and small nvcc-built wheels",
+    summary="inspect_paths + scan on the cached PyPI wheels and small nvcc-built wheels",
     run=run,
     seed_kinds=("wheel",),
     modules=(
@@ -45,7 +45,7 @@ TARGET = Target(
         "wheel/metadata.py",
         "inspection/walk.py",
         "inspection/wheel.py",
-        "checks/wheelscan.py",
+        "inspection/scan.py",
         "toolkit/pypi.py",
     ),
     # members are decompressed to temp files, not memory; --details decompresses fatbin entries (256x)

@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from cudaship.checks.context import AuditContext, wheel_platform
+from cudaship.checks.context import AuditContext
 from cudaship.checks.engine import with_severity
 from cudaship.checks.policy import Policy, default_policy, parse_audit_table
 from cudaship.checks.table import FAMILIES
 from cudaship.checks.variants import mark_alternatives
-from cudaship.checks.wheelscan import MemberFacts, ScannedWheel
+from cudaship.inspection.scan import MemberFacts, ScannedWheel, declared_requirements, target_platform
 from cudaship.knowledge.trains import Train
 from cudaship.records.binary import (
     Compression,
@@ -30,6 +30,7 @@ from cudaship.records.binary import (
 )
 from cudaship.records.files import CudaLinkage, DriverAccess, FileReport, RuntimeLinkage
 from cudaship.records.findings import CheckResult
+from cudaship.wheel.metadata import install_path
 from cudaship.wheel.records import DistInfo, Metadata, RecordEntry, RecordProblem, WheelFile
 
 TAGS = {
@@ -154,22 +155,35 @@ def context(
         record=tuple(RecordEntry(p, "sha256", "x", 1) for p in [*reports, *files]),
         record_path=f"{dist_dir}/RECORD",
     )
-    members = tuple(MemberFacts(p, 1000, 500) for p in [*reports, *files, f"{dist_dir}/METADATA"])
+    members = tuple(
+        MemberFacts(p, 1000, 500, install_path(p, dist_dir) or p)
+        for p in [*reports, *files, f"{dist_dir}/METADATA"]
+    )
+    filename = f"{name}-{version}-{tag}.whl"
+    target, notes = target_platform(dist, filename)
     scan = ScannedWheel(
-        path=f"/tmp/{name}-{version}-{tag}.whl",
-        filename=f"{name}-{version}-{tag}.whl",
+        path=f"/tmp/{filename}",
+        filename=filename,
         dist=dist,
         members=members,
         reports=reports,
         record_problems=tuple(record_problems),
         unreadable=tuple(unreadable),
+        platform=target,
+        platform_notes=notes,
+        declared=declared_requirements(dist, target),
     )
     if policy is None:
         policy = default_policy()
     elif not isinstance(policy, Policy):
         policy = parse_audit_table(policy, "test.toml")
-    target, notes = wheel_platform(scan)
-    return AuditContext(scan=scan, policy=policy, platform=target, notes=notes, train_override=train)
+    return AuditContext(
+        scan=scan,
+        policy=policy,
+        platform=scan.platform,
+        notes=list(scan.platform_notes),
+        train_override=train,
+    )
 
 
 def run(ctx: AuditContext, family: str) -> list[CheckResult]:

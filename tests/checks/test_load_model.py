@@ -20,12 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from cudaship.checks.context import AuditContext, wheel_platform
+from cudaship.checks.context import AuditContext
 from cudaship.checks.engine import audit_wheels
 from cudaship.checks.policy import default_policy
 from cudaship.checks.records import WheelAudit
 from cudaship.checks.resolve import Resolution, Via, resolve
-from cudaship.checks.wheelscan import scan_wheel
+from cudaship.inspection.scan import scan as scan_wheel
 from cudaship.providers.options import ProviderOptions
 from cudaship.records.findings import CheckResult, Severity, Status
 from tests.fixtures.plant import plant, replace_bytes
@@ -57,8 +57,7 @@ def _audit(wheel: Path, providers: ProviderOptions | None = None) -> WheelAudit:
 def _resolution(wheel: Path, path: str, library: str) -> Resolution:
     """How the load model resolves one import of one library of ``wheel``."""
     scan = scan_wheel(wheel)
-    platform, _notes = wheel_platform(scan)
-    ctx = AuditContext(scan=scan, policy=default_policy(), platform=platform)
+    ctx = AuditContext(scan=scan, policy=default_policy(), platform=scan.platform)
     report = ctx.libraries[path]
     assert report.host is not None
     (imp,) = [i for i in report.host.imports if i.library == library]

@@ -15,9 +15,9 @@ import pytest
 from cudaship.checks import providers as checks_providers
 from cudaship.checks.engine import AuditObserver, audit_scanned, audit_wheels
 from cudaship.checks.policy import default_policy, load_policy
-from cudaship.checks.wheelscan import scan_wheel
 from cudaship.config import ProjectConfig
 from cudaship.errors import CudashipError
+from cudaship.inspection.scan import scan as scan_wheel
 from cudaship.providers.options import ProviderOptions
 from cudaship.records.findings import Status
 from tests.providers.conftest import make_wheel
@@ -161,13 +161,12 @@ def test_an_error_of_the_resolution_is_reported_as_before(
 def test_taken_only_for_the_wheel_platform_and_sources_it_was_started_for(
     wheel: Path, house: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cudaship.checks.context import platform_of
     from cudaship.checks.providers import RequirementsAhead
 
     calls = _Calls(monkeypatch)
     dist = scan_wheel(wheel, workers=1).dist
     other_dist = scan_wheel(wheel, workers=1).dist  # equal, but another wheel's read
-    platform, _ = platform_of(dist, wheel.name)
+    platform = scan_wheel(wheel, workers=1).platform
     options = ProviderOptions(find_links=(str(house),))
     ahead = RequirementsAhead(options)
     assert ahead.take(dist, platform, options) is None  # not started

@@ -9,8 +9,8 @@ import pytest
 
 from cudaship.checks.engine import audit_scanned
 from cudaship.checks.policy import parse_audit_table
-from cudaship.checks.wheelscan import scan_wheel
 from cudaship.errors import PolicyError
+from cudaship.inspection.scan import scan as scan_wheel
 from cudaship.records.findings import CheckResult, Severity, Status
 from cudaship.repair.run import repair_wheel
 

@@ -24,17 +24,38 @@ from cudaship.archive.pool import (
     Workers,
     batches,
     close_shared_archives,
+    read_batch,
 )
 from cudaship.archive.zip import ZipFile, ZipMember
 from cudaship.checks.engine import audit_wheels
 from cudaship.checks.policy import load_policy
-from cudaship.checks.wheelscan import _scan_batch, scan_wheel
 from cudaship.cli.main import main
 from cudaship.config import load_config
+from cudaship.inspection.scan import _Result, _scan_member
+from cudaship.inspection.scan import scan as scan_wheel
 from cudaship.inspection.walk import inspect_paths
-from cudaship.inspection.wheel import _read_batch
+from cudaship.inspection.wheel import _read_member
+from cudaship.records.files import FileReport
 from cudaship.render import audit_json, gpus_json, inspect_json
 from tests.inspection.test_parallel import CountingChunks
+
+
+def _scan_batch(
+    label: str, ref: ArchiveRef, members: list[ZipMember], algorithms: list[str], details: bool
+) -> list[_Result]:
+    """The audit's task on a worker process, run here."""
+    out = read_batch(_scan_member, ref, members, [(label, a, details) for a in algorithms])
+    assert not isinstance(out, str), out
+    return out
+
+
+def _read_batch(
+    label: str, ref: ArchiveRef, members: list[ZipMember], details: bool
+) -> list[FileReport | None]:
+    """inspect's task on a worker process, run here."""
+    out = read_batch(_read_member, ref, members, [(label, details)] * len(members))
+    assert not isinstance(out, str), out
+    return out
 
 
 class ProcessCalls:
@@ -195,11 +216,11 @@ def test_workers_refuse_a_wheel_replaced_after_it_was_opened(wheels: list[Path])
         members = list(archive.files())
         ref = ArchiveRef.of(wheel, opened.fileno())
     stale = ArchiveRef(ref.path, ref.device, ref.inode, ref.size, ref.mtime_ns - 1)
-    results = _scan_batch(str(wheel), stale, members, ["sha256"] * len(members), False)
-    assert {r.error for r in results} == {"the file changed while it was being read"}
-    assert all(r.digest is None for r in results)
-    reports = _read_batch(str(wheel), stale, members, False)
-    assert {r.error for r in reports if r is not None} == {"the file changed while it was being read"}
+    # the one dispatcher's batch says why, for the audit's task and inspect's alike; the command turns it into
+    # each member's error (see test_a_worker_that_dies_makes_the_wheel_unreadable_not_an_internal_error)
+    for task, args in ((_scan_member, (str(wheel), "sha256", False)), (_read_member, (str(wheel), False))):
+        out = read_batch(task, stale, members, [args] * len(members))
+        assert out == "the file changed while it was being read"
 
 
 def test_a_worker_that_dies_makes_the_wheel_unreadable_not_an_internal_error(wheels: list[Path]) -> None:

@@ -20,8 +20,8 @@ import pytest
 
 from cudaship.archive.limits import CHUNK, ArchiveLimits
 from cudaship.archive.zip import ZipArchive
-from cudaship.checks.wheelscan import scan_wheel
 from cudaship.errors import ArchiveError, ToolkitError
+from cudaship.inspection.scan import scan as scan_wheel
 from cudaship.inspection.walk import inspect_paths
 from cudaship.program.pt2 import read_pt2
 from cudaship.toolkit.extract import extract_archive

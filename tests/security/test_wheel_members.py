@@ -1,5 +1,5 @@
 """Wheel members never become files named after themselves: inspect (``wheel/archive.py``) and audit
-(``checks/wheelscan.py``) read stored members in place and unpack deflated ones into anonymous temporary
+(``inspection/scan.py``) read stored members in place and unpack deflated ones into anonymous temporary
 files, which are gone when the member has been read. Hostile names, links and bombs change nothing on disk."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from cudaship.checks.wheelscan import scan_wheel
 from cudaship.errors import CudashipError
+from cudaship.inspection.scan import scan as scan_wheel
 from cudaship.inspection.walk import inspect_paths
 from tests.security.builders import SYMLINK, Jail, M, snapshot, zip_bytes
 

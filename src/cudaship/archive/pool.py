@@ -27,13 +27,13 @@ import mmap
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
 
-from cudaship.archive.spill import MemoryBudget
+from cudaship.archive.spill import Budget, MemoryBudget
 from cudaship.archive.zip import ZipArchive, ZipFile, ZipMember
 from cudaship.errors import ArchiveError
 from cudaship.pages import read_only_map
@@ -70,7 +70,7 @@ PROCESS_MEMORY_BUDGET = 640 << 20
 #: Modules the fork server imports before it forks workers: the task functions' modules, and the CLI's
 #: entry module, which a worker of the ``cudaship`` console script imports again as its main module (imported
 #: once in the server, it costs the workers nothing).
-PRELOAD = ("cudaship.checks.wheelscan", "cudaship.inspection.wheel", "cudaship.cli.main")
+PRELOAD = ("cudaship.inspection.scan", "cudaship.inspection.wheel", "cudaship.cli.main")
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor, Future, ThreadPoolExecutor
@@ -87,6 +87,21 @@ class Pending(Protocol[_T_co]):
     def result(self) -> _T_co: ...
 
 
+class MemberReader(Protocol[_T_co]):
+    """What :meth:`Workers.dispatch` runs for each member: ``read(archive, member, budget, announce,
+    *args)``; ``announce(member)`` (None on a worker process) says the member is about to be read."""
+
+    def __call__(
+        self,
+        archive: ZipArchive,
+        member: ZipMember,
+        budget: Budget,
+        announce: Callable[[ZipMember], None] | None,
+        /,
+        *args: Any,
+    ) -> _T_co: ...
+
+
 class _Done(Generic[_T]):
     """A task run at once in the caller's thread (one worker)."""
 
@@ -98,6 +113,14 @@ class _Done(Generic[_T]):
         if self._error is not None:
             raise self._error
         return self._value  # type: ignore[return-value]
+
+    @classmethod
+    def of(cls, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> _Done[_T]:
+        """``fn`` run now; its result or exception kept for whoever asks."""
+        try:
+            return cls(fn(*args, **kwargs), None)
+        except BaseException as e:  # handed to whoever asks for the result, as the pool does
+            return cls(None, e)
 
 
 def usable_cpus() -> int:
@@ -155,10 +178,7 @@ class Workers:
         pending task's."""
         if self._pool is not None:
             return self._pool.submit(fn, *args, **kwargs)
-        try:
-            return _Done(fn(*args, **kwargs), None)
-        except BaseException as e:  # handed to whoever asks for the result, as the pool does
-            return _Done(None, e)
+        return _Done.of(fn, *args, **kwargs)
 
     def use_processes(self, unpacked_bytes: int) -> bool:
         """Whether a wheel whose members unpack to ``unpacked_bytes`` should be read on processes."""
@@ -208,6 +228,76 @@ class Workers:
                 future.add_done_callback(give_back)
             out.append((batch, future))
         return out
+
+    def dispatch(
+        self,
+        archive: ZipArchive,
+        ref: ArchiveRef | None,
+        members: Sequence[ZipMember],
+        read: MemberReader[_T],
+        args: Callable[[ZipMember], tuple[Any, ...]],
+        *,
+        failed: Callable[[ZipMember, str], _T],
+        on_done: Callable[[ZipMember, _T, bool], None] | None = None,
+        announce: Callable[[ZipMember], None] | None = None,
+        unpacked_bytes: int | None = None,
+        inline: bool = False,
+    ) -> list[Pending[_T]]:
+        """The one batch dispatcher of archive members (inspect, gpus and audit alike): ``read(archive,
+        member, budget, announce, *args(member))`` for each of ``members``, handed out largest first; one
+        pending result per member, in the order given.
+
+        The members go to the worker processes, in :func:`batches`, when ``ref`` is given and the archive is
+        large enough (:meth:`use_processes` on ``unpacked_bytes``, default the members' sizes): ``read``
+        must then be a module-level function, and ``args`` picklable. Otherwise they go to the threads (all
+        in this thread, in order, with ``inline``). ``announce`` (called under the hooks lock, threads only)
+        is what ``read`` may call once it knows it will read the member. ``on_done(member, result, remote)``
+        is called under the hooks lock as each member is read (``remote``: on a worker process, then for a
+        whole batch at once). ``failed(member, message)`` is the result of a member whose batch could not
+        open the archive, or whose worker process died (:data:`WORKER_DIED`); it may raise instead."""
+        order = sorted(range(len(members)), key=lambda i: members[i].compressed_size, reverse=True)
+        unpacked = sum(m.size for m in members) if unpacked_bytes is None else unpacked_bytes
+        if ref is not None and self.use_processes(unpacked):
+            return self._dispatch_processes(ref, members, order, read, args, failed, on_done)
+        lock = self.hooks_lock
+
+        def told(member: ZipMember) -> None:
+            assert announce is not None
+            with lock:
+                announce(member)
+
+        def one(member: ZipMember) -> _T:
+            result = read(archive, member, self.budget, told if announce is not None else None, *args(member))
+            if on_done is not None:
+                with lock:
+                    on_done(member, result, False)
+            return result
+
+        pending: dict[int, Pending[_T]] = {}
+        for i in order:
+            pending[i] = _Done.of(one, members[i]) if inline else self.submit(one, members[i])
+        return [pending[i] for i in range(len(members))]
+
+    def _dispatch_processes(
+        self,
+        ref: ArchiveRef,
+        members: Sequence[ZipMember],
+        order: list[int],
+        read: MemberReader[_T],
+        args: Callable[[ZipMember], tuple[Any, ...]],
+        failed: Callable[[ZipMember, str], _T],
+        on_done: Callable[[ZipMember, _T, bool], None] | None,
+    ) -> list[Pending[_T]]:
+        by_member: dict[int, Pending[_T]] = {}
+        largest_first = [members[i] for i in order]
+        for batch, future in self.submit_batches(
+            largest_first, read_batch, read, ref, per_batch=lambda batch: ([args(m) for m in batch],)
+        ):
+            if on_done is not None:
+                future.add_done_callback(_BatchDone(batch, failed, on_done, self.hooks_lock))
+            for i, member in enumerate(batch):
+                by_member[id(member)] = _BatchItem(future, i, member, failed)
+        return [by_member[id(m)] for m in members]
 
     def processes(self) -> Executor:
         """The worker processes (started on first call; ``count`` of them)."""
@@ -509,3 +599,74 @@ def batches(members: list[ZipMember]) -> list[list[ZipMember]]:
     if current:
         out.append(current)
     return out
+
+
+def read_batch(
+    read: MemberReader[_T],
+    ref: ArchiveRef,
+    members: list[ZipMember],
+    args: list[tuple[Any, ...]],
+    large_in_memory: bool = False,
+) -> list[_T] | str:
+    """In a worker process: ``read`` for each member of a batch, or the one-line reason the archive could
+    not be opened; a member over :data:`SPILL_SIZE` is held in memory when the command reserved it
+    (``large_in_memory``), else in a temporary file."""
+    try:
+        archive = shared_archive(ref)
+    except ArchiveError as e:
+        return e.message
+    budget = WorkerBudget(large_in_memory)
+    return [read(archive, member, budget, None, *a) for member, a in zip(members, args, strict=True)]
+
+
+class _BatchItem(Generic[_T]):
+    """One member's result, out of a batch read on a worker process (:meth:`Workers.dispatch`)."""
+
+    def __init__(
+        self,
+        batch: Future[list[_T] | str],
+        index: int,
+        member: ZipMember,
+        failed: Callable[[ZipMember, str], _T],
+    ) -> None:
+        self._batch = batch
+        self._index = index
+        self._member = member
+        self._failed = failed
+
+    def result(self) -> _T:
+        from concurrent.futures import BrokenExecutor
+
+        try:
+            out = self._batch.result()
+        except BrokenExecutor:
+            return self._failed(self._member, WORKER_DIED)
+        if isinstance(out, str):
+            return self._failed(self._member, out)
+        return out[self._index]
+
+
+class _BatchDone(Generic[_T]):
+    """When a batch is done on a worker process: ``on_done`` for each of its members, under the hooks lock
+    (nothing when the worker died: the results then say so)."""
+
+    def __init__(
+        self,
+        batch: list[ZipMember],
+        failed: Callable[[ZipMember, str], _T],
+        on_done: Callable[[ZipMember, _T, bool], None],
+        lock: threading.Lock,
+    ) -> None:
+        self._batch = batch
+        self._failed = failed
+        self._on_done = on_done
+        self._lock = lock
+
+    def __call__(self, future: Future[list[_T] | str]) -> None:
+        if future.cancelled() or future.exception() is not None:
+            return
+        out = future.result()
+        with self._lock:
+            for i, member in enumerate(self._batch):
+                result = self._failed(member, out) if isinstance(out, str) else out[i]
+                self._on_done(member, result, True)

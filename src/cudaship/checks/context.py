@@ -19,18 +19,16 @@ from functools import cached_property
 from cudaship.checks.policy import Policy, any_match
 from cudaship.checks.providers import RequirementsAhead, WheelProviders, wheel_providers
 from cudaship.checks.records import StaticImport
-from cudaship.checks.wheelscan import ScannedWheel
-from cudaship.errors import CudashipError
+from cudaship.errors import CudashipError, WheelError
+from cudaship.inspection.scan import ScannedWheel
 from cudaship.knowledge.hosts import Host
-from cudaship.knowledge.platforms import platform_from_tag
 from cudaship.knowledge.trains import Train, parse_train
 from cudaship.knowledge.variants import Variant, declared, recognise
 from cudaship.providers.options import ProviderOptions
 from cudaship.records.binary import DeviceCodeKind, FileFormat
 from cudaship.records.files import ContainerKind, FileReport
 from cudaship.records.platform import TargetPlatform
-from cudaship.wheel.metadata import install_path, requirements_for, tags_from_filename
-from cudaship.wheel.records import DeclaredRequirement, DistInfo
+from cudaship.wheel.records import DeclaredRequirement
 
 HOST_FORMATS = (FileFormat.ELF, FileFormat.PE, FileFormat.MACHO)
 
@@ -56,12 +54,7 @@ class AuditContext:
     @cached_property
     def installed(self) -> dict[str, str]:
         """member path in the zip -> installed path (members of other ``.data`` schemes keep their path)."""
-        if self.is_program:  # a program's members are not installed: they keep their names
-            return {m.name: m.name for m in self.scan.members}
-        out: dict[str, str] = {}
-        for m in self.scan.members:
-            out[m.name] = install_path(m.name, self.scan.dist.directory) or m.name
-        return out
+        return {m.name: m.installed for m in self.scan.members}
 
     @property
     def is_program(self) -> bool:
@@ -262,7 +255,15 @@ class AuditContext:
         return value if isinstance(value, Train) else None
 
     def declared_for(self, os_name: str, machine: str | None = None) -> tuple[DeclaredRequirement, ...]:
-        return requirements_for(self.scan.dist.metadata.requires_dist, os_name, machine or self.machine)
+        """The Requires-Dist entries that hold on ``os_name``/``machine`` (default: the wheel's machine), as
+        the scan read them (:attr:`ScannedWheel.declared`)."""
+        machine = machine or self.machine
+        for found in self.scan.declared:
+            if (found.os, found.machine) == (os_name, machine):
+                if found.error is not None:
+                    raise WheelError(found.error)
+                return found.requirements
+        raise CudashipError(f"the scan did not read the requirements for {os_name} {machine or ''}".rstrip())
 
     @cached_property
     def providers(self) -> WheelProviders:
@@ -274,30 +275,6 @@ class AuditContext:
     def declared(self) -> tuple[DeclaredRequirement, ...]:
         """Requires-Dist entries that apply on the wheel's own platform."""
         return self.declared_for(self.os, self.machine)
-
-
-def wheel_platform(scan: ScannedWheel) -> tuple[TargetPlatform, list[str]]:
-    """The wheel's target platform from its WHEEL tags (first specific one), and notes when tags disagree;
-    a program's from its metadata or library format."""
-    if scan.program_platform is not None:
-        return scan.program_platform, []
-    return platform_of(scan.dist, scan.filename)
-
-
-def platform_of(dist: DistInfo, filename: str) -> tuple[TargetPlatform, list[str]]:
-    """A wheel's target platform from its WHEEL tags, else its file name's (see :func:`wheel_platform`)."""
-    platforms = dist.wheel.platforms
-    if not platforms:
-        platforms = tuple(platform_from_tag(t.rsplit("-", 1)[-1]) for t in tags_from_filename(filename))
-    specific = [p for p in platforms if p.os not in ("any", "other")]
-    notes: list[str] = []
-    if not specific:
-        return (platforms[0] if platforms else TargetPlatform("any", None, "any")), notes
-    oses = {(p.os, p.machine) for p in specific}
-    if len(oses) > 1:
-        labels = ", ".join(sorted({p.label for p in specific}))
-        notes.append(f"the wheel's tags name several platforms ({labels}); audited for {specific[0].label}")
-    return specific[0], notes
 
 
 _CUDA_TOOLKIT = "cuda-toolkit"

@@ -12,28 +12,28 @@ import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
-from cudaship.archive.pool import Workers, worker_count
-from cudaship.checks.context import AuditContext, platform_of, wheel_platform
+from cudaship.checks.context import AuditContext
 from cudaship.checks.policy import Policy
-from cudaship.checks.programscan import WHEEL_ONLY, scan_program
 from cudaship.checks.providers import RequirementsAhead
 from cudaship.checks.records import AuditReport, WheelAudit, WheelFacts
 from cudaship.checks.table import FAMILIES, rule_of
 from cudaship.checks.variants import mark_alternatives
-from cudaship.checks.wheelscan import ScannedWheel, ScanObserver, scan_wheel
 from cudaship.errors import CudashipError
-from cudaship.inspection.walk import is_program
+from cudaship.inspection.scan import ScannedWheel, ScanObserver, Workers, scan, worker_count
 from cudaship.knowledge.trains import Train
 from cudaship.providers.options import ProviderOptions
 from cudaship.records.files import ContainerKind
 from cudaship.records.findings import CheckResult, Finding, Severity, failed
+from cudaship.records.platform import TargetPlatform
 from cudaship.safe_read import file_size
 from cudaship.wheel.records import DistInfo
 
 #: the rule of a family's own failure to run (an unreadable input it needed, a bug): always an error
 RUN_ERROR_RULE = "error"
+
+#: Check families that read a wheel's dist-info (RECORD, Requires-Dist): not run on a program.
+WHEEL_ONLY: tuple[str, ...] = ("record", "requirements")
 
 
 class AuditObserver(ScanObserver):
@@ -94,7 +94,7 @@ def audit_scanned(
     """Run the policy's check families over a wheel already scanned; ``providers`` says where declared
     requirements are looked up (default: the knowledge table only); ``train`` overrides the wheel's CUDA
     train (``--train``); ``ahead``: the requirements' resolution started during the scan, if any."""
-    platform, notes = wheel_platform(scan)
+    platform, notes = scan.platform, list(scan.platform_notes)
     program = scan.kind is not ContainerKind.WHEEL
     if program:
         notes = [*notes, *_program_notes(scan, policy)]
@@ -192,16 +192,13 @@ def _scan_and_check(
     """Scan, then check. The requirements' resolution starts as soon as the dist-info is read, on a thread
     of its own, when the closure checks will need it (they always do for a wheel with requirements)."""
     ahead = RequirementsAhead(providers or ProviderOptions()) if policy.runs("closure") else None
-    if is_program(Path(path)):
-        scan = scan_program(path, observer=hooks)
-    else:
 
-        def on_dist(dist: DistInfo, filename: str) -> None:
-            if ahead is not None:
-                ahead.start(dist, platform_of(dist, filename)[0])  # the platform audit_scanned will use
+    def on_dist(dist: DistInfo, platform: TargetPlatform) -> None:
+        if ahead is not None:
+            ahead.start(dist, platform)  # the platform audit_scanned will use
 
-        scan = scan_wheel(path, observer=hooks, workers=workers, pool=pool, on_dist=on_dist)
-    return audit_scanned(scan, policy, providers, train=train, ahead=ahead)
+    scanned = scan(path, observer=hooks, workers=workers, pool=pool, on_dist=on_dist)
+    return audit_scanned(scanned, policy, providers, train=train, ahead=ahead)
 
 
 def audit_wheels(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from cudaship.checks import nvidia
@@ -15,7 +16,6 @@ from cudaship.checks.policy import expand_template
 from cudaship.checks.resolve import Via, resolve
 from cudaship.errors import CudashipError
 from cudaship.records.findings import CheckResult, Finding, failed, passed, verdict
-from cudaship.wheel.metadata import normalize_specifier, parse_requirement
 from cudaship.wheel.records import DeclaredRequirement
 from cudaship.words import count, cut_list
 
@@ -27,6 +27,16 @@ def nvidia_requirements(
 ) -> tuple[DeclaredRequirement, ...]:
     wanted = tuple(canonicalize_name(p.rstrip("-")) for p in prefixes)
     return tuple(r for r in reqs if any(r.name == w or r.name.startswith(w + "-") for w in wanted))
+
+
+def _expected_key(text: str) -> str:
+    """What the policy expects (its own string, after the template is expanded), keyed as the scan keys a
+    declared requirement (:attr:`DeclaredRequirement.key`: canonical name, specifiers sorted)."""
+    try:
+        req = Requirement(text)
+    except InvalidRequirement as e:
+        raise CudashipError(f"Requires-Dist {text!r} is invalid: {e}") from None
+    return f"{canonicalize_name(req.name)}{','.join(sorted(str(s) for s in req.specifier))}"
 
 
 def run(ctx: AuditContext) -> list[CheckResult]:
@@ -59,13 +69,13 @@ def _declared_per_platform(ctx: AuditContext) -> list[CheckResult]:
         for t in templates:
             text = expand_template(t, train.major) if not isinstance(train, str) else t
             try:
-                req = parse_requirement(text)
+                key = _expected_key(text)
             except CudashipError as e:
                 results.append(
                     failed(FAMILY, name, f"policy requirement {t!r}: {e.message}", [Finding(e.message)])
                 )
                 break
-            expected[f"{canonicalize_name(req.name)}{normalize_specifier(req)}"] = text
+            expected[key] = text
         else:
             got = {r.key: r.text for r in declared}
             findings = [

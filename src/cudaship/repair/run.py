@@ -13,10 +13,10 @@ import shutil
 from pathlib import Path
 
 from cudaship.archive.zip import ZipArchive, ZipFile, ZipMember
-from cudaship.checks.context import AuditContext, wheel_platform
+from cudaship.checks.context import AuditContext
 from cudaship.checks.policy import default_policy
-from cudaship.checks.wheelscan import scan_wheel
 from cudaship.errors import ArchiveError, CudashipError, WheelError
+from cudaship.inspection.scan import scan
 from cudaship.records.files import ContainerKind
 from cudaship.repair import elfedit, windows
 from cudaship.repair.plan import plan_repair
@@ -30,24 +30,25 @@ def plan_wheel(
 ) -> tuple[RepairPlan, int]:
     """The plan for the wheel at ``path`` and its uncompressed size. Raises :class:`CudashipError` (with the
     path) for a wheel repair cannot rewrite faithfully."""
-    scan = scan_wheel(path, workers=workers)
-    if scan.kind is not ContainerKind.WHEEL:
+    scanned = scan(path, workers=workers)
+    if scanned.kind is not ContainerKind.WHEEL:
         raise WheelError("not a wheel (repair reads wheels only)", path=str(path))
-    if scan.unreadable:
-        member, why = scan.unreadable[0]
+    if scanned.unreadable:
+        member, why = scanned.unreadable[0]
         raise WheelError(f"member {member}: {why}", path=str(path))
-    if not scan.dist.directory:
+    if not scanned.dist.directory:
         raise WheelError("no .dist-info directory: not a wheel repair can rewrite", path=str(path))
-    if scan.record_problems:
-        first = scan.record_problems[0]
+    if scanned.record_problems:
+        first = scanned.record_problems[0]
         raise WheelError(
             f"RECORD disagrees with the wheel ({first.message}); repair rewrites RECORD only for a wheel "
             "that matches it",
             path=str(path),
         )
-    platform, notes = wheel_platform(scan)
-    ctx = AuditContext(scan=scan, policy=default_policy(), platform=platform, notes=list(notes))
-    return plan_repair(ctx, drop_unused=drop_unused), scan.uncompressed_size
+    ctx = AuditContext(
+        scan=scanned, policy=default_policy(), platform=scanned.platform, notes=list(scanned.platform_notes)
+    )
+    return plan_repair(ctx, drop_unused=drop_unused), scanned.uncompressed_size
 
 
 def repair_wheel(

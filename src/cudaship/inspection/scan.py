@@ -1,0 +1,499 @@
+"""One scan: a wheel or an exported program turned into records, once, for every command that reads it.
+
+:func:`scan` reads a wheel in one pass: the dist-info, every member decompressed once (hashed for RECORD
+unless the caller needs no hashes), the native ones read into :class:`FileReport` records while their
+bytes are at hand (:func:`cudaship.inspection.wheel.member_report`, as inspect reads them), and the Python
+files that load libraries themselves (:mod:`cudaship.wheel.pyloads`). An exported program (``.pt2``,
+``.pte``) gives the same record through the same entry point (its libraries and cubins as the members, read
+by :mod:`cudaship.program`). The record (:class:`ScannedWheel`) carries what the checks need and would
+otherwise parse: each member's installed path, and the target platform, worked out once.
+
+The zip mechanics are the archive layer's (:mod:`cudaship.archive`: local headers, overlap refusal, bounded
+inflation for every method, budgets, spill). Members are spread over the command's workers
+(:meth:`cudaship.archive.pool.Workers.dispatch`; inflation and hashing release the GIL, so the cores overlap
+the decompression of several members, of one wheel or of several). A native member's bytes go to memory
+when they fit the workers' shared budget and to an anonymous temporary file, mapped, otherwise, so peak
+memory stays bounded whatever the wheel's size. Members are handed out largest first so the cores finish
+together.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import os
+from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+from cudaship.archive.pool import (
+    SPILL_SIZE,
+    WORKER_DIED,
+    ArchiveRef,
+    CompressedPages,
+    Workers,
+    worker_count,
+)
+from cudaship.archive.select import MAGIC_BYTES, is_native_member
+from cudaship.archive.spill import Budget, Hasher, Sink, released
+from cudaship.archive.zip import ZipArchive, ZipFile, ZipMember
+from cudaship.errors import ArchiveError, WheelError
+from cudaship.inspection.walk import is_program
+from cudaship.inspection.wheel import member_report
+from cudaship.knowledge.platforms import platform_from_tag
+from cudaship.program.reader import read_program
+from cudaship.program.records import ProgramKind
+from cudaship.records.files import ContainerKind, FileReport
+from cudaship.records.platform import TargetPlatform
+from cudaship.wheel import pyloads
+from cudaship.wheel.metadata import (
+    MAX_METADATA_BYTES,
+    MAX_RECORD_BYTES,
+    RecordVerifier,
+    b64_digest,
+    find_dist_info,
+    install_path,
+    read_dist_info,
+    requirements_for,
+    tags_from_filename,
+)
+from cudaship.wheel.records import (
+    DeclaredRequirement,
+    DistInfo,
+    LibraryList,
+    Metadata,
+    PythonLoads,
+    RecordProblem,
+    WheelFile,
+)
+
+__all__ = [
+    "DeclaredFor",
+    "MemberFacts",
+    "ScanObserver",
+    "ScannedWheel",
+    "Workers",
+    "declared_requirements",
+    "scan",
+    "target_platform",
+    "worker_count",
+]
+
+#: Members from this size on are hashed on a helper thread while the next chunks are inflated.
+_THREADED_HASH = 8 << 20
+
+
+@dataclass(frozen=True)
+class MemberFacts:
+    name: str
+    size: int  #: uncompressed size as streamed
+    compressed_size: int
+    #: where the member lands, relative to site-packages and ``/``-separated (``.data/purelib|platlib/x``
+    #: as ``x``); a member of another ``.data`` scheme, and a program's member, keep their name
+    installed: str
+
+
+@dataclass(frozen=True)
+class DeclaredFor:
+    """The Requires-Dist entries whose markers hold on one target (``os``, ``machine``; extras not selected),
+    or why they could not be read (an entry that is not a valid requirement)."""
+
+    os: str
+    machine: str | None
+    requirements: tuple[DeclaredRequirement, ...]
+    error: str | None = None
+
+
+#: The target OSes the audit policy may name requirements for (``[audit.requirements]``), each read for the
+#: wheel's own machine when it is the wheel's OS, else for x86_64 (see :func:`declared_requirements`).
+POLICY_OSES = ("linux", "windows", "macos")
+
+
+@dataclass(frozen=True)
+class ScannedWheel:
+    """Everything one pass over a wheel produced."""
+
+    path: str
+    filename: str
+    dist: DistInfo
+    members: tuple[MemberFacts, ...]
+    reports: dict[str, FileReport]  #: native members by path inside the wheel
+    record_problems: tuple[RecordProblem, ...]
+    unreadable: tuple[
+        tuple[str, str], ...
+    ]  #: (member, one-line reason) for members that could not be streamed
+    #: where it runs (see :func:`target_platform`; a program's from its metadata or library format), and
+    #: notes when a wheel's tags disagree
+    platform: TargetPlatform
+    platform_notes: tuple[str, ...] = ()
+    #: the Requires-Dist entries that hold on the wheel's own platform, and on each of :data:`POLICY_OSES`
+    declared: tuple[DeclaredFor, ...] = ()
+    #: a program read as a container: its kind and the CUDA train its code names; ``dist`` is then empty
+    kind: ContainerKind = ContainerKind.WHEEL
+    program_train: str | None = None
+    train_evidence: str | None = None
+    program_notes: tuple[str, ...] = ()
+    #: the package's Python files that load native libraries themselves (ctypes.CDLL, add_dll_directory,
+    #: a helper), and shipped lists of library names (see :mod:`cudaship.wheel.pyloads`)
+    python_loads: tuple[PythonLoads, ...] = ()
+    library_lists: tuple[LibraryList, ...] = ()
+
+    @property
+    def uncompressed_size(self) -> int:
+        return sum(m.size for m in self.members)
+
+
+class ScanObserver:
+    """Progress hooks (do nothing by default)."""
+
+    def planned(self, total_bytes: int) -> None:
+        """Called once with the sum of compressed member sizes."""
+
+    def advanced(self, nbytes: int) -> None:
+        """Another member of ``nbytes`` compressed bytes is done."""
+
+
+@dataclass
+class _Result:
+    name: str
+    size: int
+    digest: str | None
+    algorithm: str
+    report: FileReport | None
+    error: str | None
+    loads: PythonLoads | LibraryList | None = None
+
+
+def _scan_member(
+    archive: ZipArchive,
+    member: ZipMember,
+    budget: Budget,
+    _announce: object,
+    path: str,
+    algorithm: str,
+    details: bool,
+) -> _Result:
+    """One member: hashed with ``algorithm``, read into a report when native, its library loads when a
+    Python file or a list of library names (a :data:`~cudaship.archive.pool.MemberReader`)."""
+    name = member.name
+    report: FileReport | None = None
+    whole = archive.small(member)
+    if whole is not None:  # thousands of small members: one step each (a bad one goes the long way below)
+        if is_native_member(name, whole[:MAGIC_BYTES]):
+            with released(memoryview(whole)) as view:
+                report = member_report(view, name, container=path, toolkit_sample=details)
+        digest = b64_digest(hashlib.new(algorithm, whole).digest())
+        loads: PythonLoads | LibraryList | None = None
+        if report is None:
+            if pyloads.is_python_source(name):
+                loads = pyloads.python_loads(name, whole)
+            elif pyloads.is_library_list(name):
+                loads = pyloads.library_list(name, whole)
+        return _Result(name, len(whole), digest, algorithm, report, None, loads)
+    hasher: Hasher | None = None
+    size = 0
+    sink: Sink | None = None
+    try:
+        archive.check(member)
+        hasher = Hasher(algorithm, threaded=member.size >= _THREADED_HASH)
+        chunks = archive.chunks(member, verify_crc=False)  # the RECORD hash is the stronger check
+        first = next(chunks, b"")
+        if is_native_member(name, first[:MAGIC_BYTES]):
+            sink = Sink(member.size, budget, spill_size=SPILL_SIZE)
+        pages = CompressedPages(archive.buf, member.data_offset, member.compressed_size, member.size)
+        for chunk in itertools.chain((first,), chunks):
+            size += len(chunk)
+            hasher.update(chunk)
+            if sink is not None:
+                sink.write(chunk)
+            pages.produced(len(chunk))
+        pages.finished()
+        digest = b64_digest(hasher.digest())
+        if sink is not None:
+            buf = sink.buffer()
+            report = member_report(buf, name, container=path, toolkit_sample=details)
+            if isinstance(buf, memoryview):
+                # a view still exported (a search's ctypes buffer awaiting garbage collection) keeps the
+                # memory alive until it goes; never an error (it was an intermittent exit 70)
+                with suppress(BufferError):
+                    buf.release()
+    except ArchiveError as e:
+        return _Result(name, size, None, algorithm, None, e.message.removeprefix(f"member {name}: "))
+    finally:
+        if hasher is not None:
+            hasher.finish()
+        if sink is not None:
+            sink.close()
+    return _Result(name, size, digest, algorithm, report, None)
+
+
+def scan(
+    path: str | os.PathLike[str],
+    *,
+    workers: int | None = None,
+    details: bool = True,
+    observer: ScanObserver | None = None,
+    pool: Workers | None = None,
+    on_dist: Callable[[DistInfo, TargetPlatform], None] | None = None,
+) -> ScannedWheel:
+    """Read the wheel or exported program (``.pt2``, ``.pte``) at ``path`` once into one record.
+
+    A wheel: its dist-info, every member hashed (for RECORD), the native members inspected, its Python
+    files' library loads. Members are read on ``pool`` when given (shared with other wheels read at the
+    same time), else on ``workers`` threads of its own (default: the usable CPUs, at most 4). ``on_dist`` is
+    called with the dist-info and the target platform as soon as they are read, before any member is: work
+    that needs only them (the requirements' resolution) can start then and overlap the members' reading.
+    A program: its libraries and cubins inspected as the members (``on_dist`` is not called: it has no
+    dist-info). Raises :class:`~cudaship.errors.WheelError` or :class:`~cudaship.errors.ProgramError`
+    (naming ``path``) for an input that cannot be read at all."""
+    hooks = observer or ScanObserver()
+    if is_program(Path(path)):
+        return _scan_program(os.fspath(path), hooks)
+    label = str(path)
+    try:
+        opened = ZipFile(path)
+    except ArchiveError as e:
+        raise WheelError(e.message, path=label) from None
+    with opened as archive:
+        try:
+            ref: ArchiveRef | None = ArchiveRef.of(path, opened.fileno())
+        except OSError:
+            ref = None
+        return _scan(label, archive, workers, details, hooks, pool, ref, on_dist)
+
+
+def target_platform(dist: DistInfo, filename: str) -> tuple[TargetPlatform, tuple[str, ...]]:
+    """A wheel's target platform: the first specific one of its WHEEL tags, else of its file name's tags
+    (WHEEL without tags); notes when the tags name several platforms."""
+    platforms = dist.wheel.platforms
+    if not platforms:
+        platforms = tuple(platform_from_tag(t.rsplit("-", 1)[-1]) for t in tags_from_filename(filename))
+    specific = [p for p in platforms if p.os not in ("any", "other")]
+    if not specific:
+        return (platforms[0] if platforms else TargetPlatform("any", None, "any")), ()
+    if len({(p.os, p.machine) for p in specific}) > 1:
+        labels = ", ".join(sorted({p.label for p in specific}))
+        return specific[0], (
+            f"the wheel's tags name several platforms ({labels}); audited for {specific[0].label}",
+        )
+    return specific[0], ()
+
+
+def declared_requirements(dist: DistInfo, platform: TargetPlatform) -> tuple[DeclaredFor, ...]:
+    """The wheel's Requires-Dist read for its own platform (first) and for each OS a policy may name (the
+    wheel's machine on its own OS, else x86_64)."""
+    targets = [(platform.os, platform.machine)]
+    for os_name in POLICY_OSES:
+        target = (os_name, (platform.machine if os_name == platform.os else None) or "x86_64")
+        if target not in targets:
+            targets.append(target)
+    out: list[DeclaredFor] = []
+    for os_name, machine in targets:
+        try:
+            found = requirements_for(dist.metadata.requires_dist, os_name, machine)
+        except WheelError as e:
+            out.append(DeclaredFor(os_name, machine, (), e.message))
+            continue
+        out.append(DeclaredFor(os_name, machine, found))
+    return tuple(out)
+
+
+def _scan(
+    label: str,
+    archive: ZipArchive,
+    workers: int | None,
+    details: bool,
+    hooks: ScanObserver,
+    pool: Workers | None,
+    ref: ArchiveRef | None = None,
+    on_dist: Callable[[DistInfo, TargetPlatform], None] | None = None,
+) -> ScannedWheel:
+    infos = archive.files()
+    names = [i.name for i in infos]
+    seen: set[str] = set()
+    for n in names:
+        if n in seen:
+            raise WheelError(f"member {n} appears twice in the archive", path=label)
+        seen.add(n)
+    meta: dict[str, bytes] = {}
+    filename = Path(label).name
+    try:
+        dist_dir = find_dist_info(names, filename)
+        for leaf, limit in (
+            ("METADATA", MAX_METADATA_BYTES),
+            ("WHEEL", MAX_METADATA_BYTES),
+            ("RECORD", MAX_RECORD_BYTES),
+        ):
+            member = archive.get(f"{dist_dir}/{leaf}")
+            if member is not None:
+                meta[member.name] = archive.read(member, limit)
+        dist = read_dist_info(dist_dir, meta)
+    except WheelError as e:
+        raise e.with_path(label) from None
+    except ArchiveError as e:
+        raise WheelError(f"cannot read .dist-info: {e.message}", path=label) from None
+    platform, platform_notes = target_platform(dist, filename)
+    if on_dist is not None:
+        on_dist(dist, platform)
+
+    verifier = RecordVerifier(dist.record)
+    hooks.planned(sum(i.compressed_size for i in infos))
+    # the dist-info files were read above: hash them now rather than reading them a second time
+    done: list[_Result] = []
+    for name, data in meta.items():
+        algorithm = verifier.algorithm_for(name)
+        digest = b64_digest(hashlib.new(algorithm, data).digest())
+        done.append(_Result(name, len(data), digest, algorithm, None, None))
+        found = archive.get(name)
+        hooks.advanced(found.compressed_size if found is not None else 0)
+    order = sorted((i for i in infos if i.name not in meta), key=lambda i: i.compressed_size, reverse=True)
+    total = sum(i.size for i in infos)
+    small = total < (8 << 20) or len(order) < 2  # not worth a thread: read in the calling one
+    if pool is not None:
+        results = done + _run(label, archive, order, verifier, pool, details, hooks, inline=small, ref=ref)
+    else:
+        with Workers(1 if small else worker_count(workers)) as own:
+            results = done + _run(label, archive, order, verifier, own, details, hooks, inline=False, ref=ref)
+
+    reports: dict[str, FileReport] = {}
+    python: list[PythonLoads] = []
+    lists: list[LibraryList] = []
+    unreadable: list[tuple[str, str]] = []
+    sizes: dict[str, int] = {}
+    for res in results:
+        sizes[res.name] = res.size
+        if res.error is not None:
+            unreadable.append((res.name, res.error))
+            verifier.unverified(res.name)
+            continue
+        assert res.digest is not None
+        verifier.observe(res.name, res.algorithm, res.digest, res.size)
+        if res.report is not None:
+            reports[res.name] = res.report
+        if isinstance(res.loads, PythonLoads):
+            python.append(res.loads)
+        elif isinstance(res.loads, LibraryList):
+            lists.append(res.loads)
+    members = tuple(
+        MemberFacts(
+            i.name, sizes.get(i.name, i.size), i.compressed_size, install_path(i.name, dist_dir) or i.name
+        )
+        for i in infos
+    )
+    return ScannedWheel(
+        path=label,
+        filename=filename,
+        dist=dist,
+        members=members,
+        reports=dict(sorted(reports.items())),
+        record_problems=verifier.problems(),
+        unreadable=tuple(sorted(unreadable)),
+        platform=platform,
+        platform_notes=platform_notes,
+        declared=declared_requirements(dist, platform),
+        python_loads=tuple(sorted(python, key=lambda p: p.file)),
+        library_lists=tuple(sorted(lists, key=lambda p: p.file)),
+    )
+
+
+def _run(
+    label: str,
+    archive: ZipArchive,
+    order: list[ZipMember],
+    verifier: RecordVerifier,
+    pool: Workers,
+    details: bool,
+    hooks: ScanObserver,
+    *,
+    inline: bool,
+    ref: ArchiveRef | None = None,
+) -> list[_Result]:
+    """Every member in ``order`` on the pool's dispatcher. A worker process that dies makes the wheel
+    unreadable (one line, exit 2), never an internal error."""
+
+    def failed(member: ZipMember, message: str) -> _Result:
+        if message == WORKER_DIED:
+            raise WheelError(WORKER_DIED, path=label)
+        return _Result(member.name, 0, None, verifier.algorithm_for(member.name), None, message)
+
+    def advanced(member: ZipMember, _result: _Result, _remote: bool) -> None:
+        hooks.advanced(member.compressed_size)
+
+    pending = pool.dispatch(
+        archive,
+        ref,
+        order,
+        _scan_member,
+        lambda member: (label, verifier.algorithm_for(member.name), details),
+        failed=failed,
+        on_done=advanced,
+        inline=inline,
+    )
+    return [p.result() for p in pending]
+
+
+#: how a member error reads when the archive layer could not give the member's bytes back (program.pt2 reads
+#: members through :mod:`cudaship.archive`; its messages, without the ``member NAME:`` prefix)
+_DAMAGED = (
+    "corrupt member",
+    "corrupt compressed data",
+    "compressed stream",
+    "more data than the declared",
+    "stored member with different sizes",
+    "lzma member",
+)
+
+
+def _scan_program(label: str, hooks: ScanObserver) -> ScannedWheel:
+    """The program at ``label``: its libraries and cubins inspected, as a wheel scan reports members; its
+    target platform from the package's metadata or its library's format, its CUDA train from the newest PTX
+    ISA its device code carries. Raises :class:`~cudaship.errors.ProgramError` (naming ``label``) when it is
+    not a program."""
+    size = Path(label).stat().st_size if Path(label).exists() else 0
+    hooks.planned(size)
+    program = read_program(label, details=True)  # as a wheel scan: the cubins' toolkits, for consistency
+    reports: dict[str, FileReport] = {}
+    unreadable: list[tuple[str, str]] = []
+    for member in program.members:
+        report = member.report
+        if report is None:
+            continue
+        if report.error is not None and (
+            report.error.startswith(_DAMAGED) or "bytes unpacked, the archive declares" in report.error
+        ):
+            unreadable.append((member.name, report.error))
+            continue
+        reports[member.name] = report
+    hooks.advanced(size)
+    platform = _program_platform(program.platform, program.machine)
+    train = program.train
+    name = Path(label).name
+    empty = DistInfo(
+        directory="",
+        metadata=Metadata(name=name, version="", local=None, requires_dist=()),
+        wheel=WheelFile(wheel_version=None, root_is_purelib=False, tags=()),
+        record=(),
+        record_path="",
+    )
+    return ScannedWheel(
+        path=label,
+        filename=name,
+        dist=empty,
+        members=tuple(MemberFacts(m.name, m.size, m.size, m.name) for m in program.members),
+        reports=dict(sorted(reports.items())),
+        record_problems=(),
+        unreadable=tuple(sorted(unreadable)),
+        platform=platform,
+        declared=declared_requirements(empty, platform),
+        kind=ContainerKind.PTE if program.kind is ProgramKind.PTE else ContainerKind.PT2,
+        program_train=train.version,
+        train_evidence=train.source if train.version else None,
+        program_notes=program.notes,
+    )
+
+
+def _program_platform(os_name: str | None, machine: str | None) -> TargetPlatform:
+    if os_name in ("linux", "windows", "macos"):
+        return TargetPlatform(os_name, machine, f"{os_name}_{machine}" if machine else os_name)
+    return TargetPlatform("other", machine, os_name or "unknown")
