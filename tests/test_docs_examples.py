@@ -267,9 +267,9 @@ def check_toml(block: Block, tmp_path: Path, capsys: pytest.CaptureFixture[str])
 
         load_policy(config)
     if "archs" in tables:
-        from cudaship.knowledge.arch_table import arch_table_for
+        from cudaship.ci.archs import arch_table
 
-        table = arch_table_for(config)
+        table = arch_table(config)
         for train in table.trains():
             for machine in table.machines(train):
                 assert table.lookup(train, machine).archs()

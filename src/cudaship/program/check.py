@@ -24,7 +24,6 @@ from cudaship.knowledge.gpus import capability_of, group_for
 from cudaship.knowledge.runs_on import Verdict, runs_on
 from cudaship.knowledge.trains import Train, parse_train
 from cudaship.program.provenance import provenance_present, read_provenance
-from cudaship.program.pt2 import libstdcxx_copy
 from cudaship.program.reader import find_package, read_program
 from cudaship.program.records import (
     CheckItem,
@@ -34,6 +33,7 @@ from cudaship.program.records import (
     Status,
     Target,
     TrainAnswer,
+    libstdcxx_copy,
     train_answer,
 )
 from cudaship.records.binary import DeviceCode, DeviceCodeKind, FileFormat

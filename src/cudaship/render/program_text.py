@@ -6,8 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from cudaship import words
-from cudaship.program.pt2 import libstdcxx_copy
-from cudaship.program.records import CheckReport, MemberRole, ProgramInfo, RunReport, Status
+from cudaship.program.records import CheckReport, MemberRole, ProgramInfo, RunReport, Status, libstdcxx_copy
 
 if TYPE_CHECKING:
     from cudaship.program.export import ExportResult
