@@ -50,8 +50,8 @@ def main() -> int:
     from cudaship.archive.pool import ArchiveRef, Workers, batches
     from cudaship.archive.zip import ZipFile
     from cudaship.checks.engine import audit_scanned
-    from cudaship.checks.policy import load_policy
     from cudaship.checks.records import AuditReport
+    from cudaship.checks.table import load_policy
     from cudaship.checks.wheelscan import _scan_batch, scan_wheel
     from cudaship.config import load_config
     from cudaship.providers.options import ProviderOptions

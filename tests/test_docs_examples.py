@@ -265,7 +265,7 @@ def check_toml(block: Block, tmp_path: Path, capsys: pytest.CaptureFixture[str])
     config, target = _load_config(block.text, tmp_path)
     tables = data.get("tool", {}).get("cudaship", data)
     if "audit" in tables or not ({"archs", "matrix"} & set(tables)):
-        from cudaship.checks.policy import load_policy
+        from cudaship.checks.table import load_policy
 
         load_policy(config)
     if "archs" in tables:

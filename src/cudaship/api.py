@@ -21,8 +21,8 @@ from pathlib import Path
 
 from cudaship.analysis.gpus import GpuReport, gpu_report
 from cudaship.checks.engine import audit_wheels
-from cudaship.checks.policy import load_policy
 from cudaship.checks.records import AuditReport
+from cudaship.checks.table import load_policy
 from cudaship.config import load_config
 from cudaship.errors import CudashipError, UsageError
 from cudaship.inspection.report import InspectReport

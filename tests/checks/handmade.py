@@ -12,9 +12,9 @@ from typing import Any
 
 from cudaship.checks.context import AuditContext, wheel_platform
 from cudaship.checks.engine import with_severity
-from cudaship.checks.policy import Policy, default_policy, parse_audit_table
+from cudaship.checks.policy import Policy
 from cudaship.checks.records import CheckResult
-from cudaship.checks.table import FAMILIES
+from cudaship.checks.table import FAMILIES, default_policy, parse_audit_table
 from cudaship.checks.variants import mark_alternatives
 from cudaship.checks.wheelscan import MemberFacts, ScannedWheel
 from cudaship.knowledge.trains import Train

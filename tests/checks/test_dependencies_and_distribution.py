@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from cudaship.checks.engine import audit_wheels
-from cudaship.checks.policy import load_policy
 from cudaship.checks.records import Severity, Status
+from cudaship.checks.table import load_policy
 from cudaship.config import load_config
 from cudaship.knowledge.system_libraries import distribution_library
 from tests.checks.test_load_model import EXT, TAG, _audit, _checks, _gcc, _install, _load

@@ -22,9 +22,9 @@ import pytest
 
 from cudaship.checks.context import AuditContext, wheel_platform
 from cudaship.checks.engine import audit_wheels
-from cudaship.checks.policy import default_policy
 from cudaship.checks.records import CheckResult, Severity, Status, WheelAudit
 from cudaship.checks.resolve import Resolution, Via, resolve
+from cudaship.checks.table import default_policy
 from cudaship.checks.wheelscan import scan_wheel
 from cudaship.providers.options import ProviderOptions
 from tests.fixtures.plant import plant, replace_bytes

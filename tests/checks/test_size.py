@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from cudaship.checks.engine import audit_scanned
-from cudaship.checks.policy import parse_audit_table
 from cudaship.checks.records import CheckResult, Severity, Status
+from cudaship.checks.table import parse_audit_table
 from cudaship.checks.wheelscan import scan_wheel
 from cudaship.errors import PolicyError
 from cudaship.repair.run import repair_wheel

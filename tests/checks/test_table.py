@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from cudaship.checks import table
-from cudaship.checks.policy import default_policy, parse_audit_table
 from cudaship.checks.records import Severity
+from cudaship.checks.table import default_policy, parse_audit_table
 from cudaship.errors import PolicyError
 
 REPO = Path(__file__).resolve().parents[2]

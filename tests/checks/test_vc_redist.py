@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from cudaship.checks.engine import audit_wheels
-from cudaship.checks.policy import default_policy
 from cudaship.checks.records import Status
+from cudaship.checks.table import default_policy
 from cudaship.inspection.walk import inspect_file
 from cudaship.knowledge.system_libraries import Provider, provider_of
 from tests.fixtures.synthetic_wheels import write_wheel

@@ -27,7 +27,7 @@ from cudaship.archive.pool import (
 )
 from cudaship.archive.zip import ZipFile, ZipMember
 from cudaship.checks.engine import audit_wheels
-from cudaship.checks.policy import load_policy
+from cudaship.checks.table import load_policy
 from cudaship.checks.wheelscan import _scan_batch, scan_wheel
 from cudaship.cli.main import main
 from cudaship.config import load_config

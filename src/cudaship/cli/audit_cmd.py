@@ -17,8 +17,9 @@ from pathlib import Path
 import click
 
 from cudaship.checks.engine import AuditObserver, audit_wheels
-from cudaship.checks.policy import Policy, load_policy
+from cudaship.checks.policy import Policy
 from cudaship.checks.records import AuditReport
+from cudaship.checks.table import load_policy
 from cudaship.cli.common import (
     format_option,
     jobs_option,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from cudaship.archive.zip import ZipArchive, ZipFile, ZipMember
 from cudaship.checks.context import AuditContext, wheel_platform
-from cudaship.checks.policy import default_policy
+from cudaship.checks.table import default_policy
 from cudaship.checks.wheelscan import scan_wheel
 from cudaship.errors import ArchiveError, CudashipError, WheelError
 from cudaship.records.files import ContainerKind
