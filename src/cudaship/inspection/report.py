@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from cudaship import words
 from cudaship.exitcodes import ExitCode
+from cudaship.knowledge.archs import sort_arch_names
 from cudaship.records.binary import DeviceCode, DeviceCodeKind
 from cudaship.records.files import ContainerKind, FileReport, RuntimeLinkage, WheelInfo
 
@@ -71,7 +72,6 @@ class EntryGroup:
 
 
 def _arch_sorted(names: Iterable[str]) -> tuple[str, ...]:
-    from cudaship.knowledge.archs import sort_arch_names
 
     return tuple(sort_arch_names(set(names)))
 

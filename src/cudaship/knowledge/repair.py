@@ -21,10 +21,12 @@ from cudaship.knowledge import _data
 from cudaship.knowledge.libraries import (
     OS,
     components,
+    cuda_versioned_projects,
     identify,
     library_file,
     pypi_package,
 )
+from cudaship.knowledge.providers import toolkit_extras
 from cudaship.once import once
 
 _FILE = "repair.toml"
@@ -108,7 +110,6 @@ class Provision:
 def _toolkit_extra(component: str, project: str, major: int) -> str | None:
     """The cuda-toolkit extra that installs ``project``: the one named after the component, else the one
     installing the fewest projects (``cublas`` for cuBLASLt)."""
-    from cudaship.knowledge.providers import toolkit_extras
 
     holding = [(len(p), e) for e, p in toolkit_extras(major).items() if project in p]
     if not holding:
@@ -118,7 +119,6 @@ def _toolkit_extra(component: str, project: str, major: int) -> str | None:
 
 
 def _follows_cuda(project: str) -> bool:
-    from cudaship.knowledge.libraries import cuda_versioned_projects
 
     return re.sub(r"-cu\d+$", "", project) in cuda_versioned_projects()
 

@@ -12,7 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from cudaship.errors import ProgramError
+from cudaship.loaders import load_json
 from cudaship.program.records import Provenance
+from cudaship.safe_read import read_regular
+from cudaship.safe_write import write_text
 
 PROVENANCE_FILE = "provenance.json"
 SCHEMA = 1
@@ -28,14 +31,12 @@ def provenance_to_json(prov: Provenance) -> str:
 
 def write_provenance(directory: Path, prov: Provenance) -> Path:
     target = directory / PROVENANCE_FILE
-    from cudaship.safe_write import write_text
 
     write_text(target, provenance_to_json(prov), error=ProgramError)
     return target
 
 
 def parse_provenance(text: str, label: str) -> Provenance:
-    from cudaship.loaders import load_json
 
     data = load_json(text, error=ProgramError, label=label)
     if not isinstance(data, dict):
@@ -74,7 +75,6 @@ def provenance_present(directory: Path) -> bool:
 
 def read_provenance(directory: Path) -> Provenance:
     target = directory / PROVENANCE_FILE
-    from cudaship.safe_read import read_regular
 
     if not provenance_present(directory):
         raise ProgramError(

@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cudaship.binary.pe import read_pe
 from cudaship.errors import ProgramError, UsageError
 from cudaship.inspection.dispatch import inspect_buffer
 from cudaship.program.records import libstdcxx_copy
@@ -315,7 +316,6 @@ def _sibling(compiler: str, tool: str, env: Mapping[str, str]) -> str | None:
 def _private_cuda_home(source: Path, dll: Path, dlltool: str, workdir: Path) -> Path:
     """A copy of ``source``'s ``lib/x64/cuda.lib`` and the cudart DLL with a MinGW import library
     ``libcudart.a`` made from the DLL's exports (the linker takes it before the MSVC ``cudart.lib``)."""
-    from cudaship.binary.pe import read_pe
 
     home = workdir / "windows-cuda"
     (home / "lib" / "x64").mkdir(parents=True, exist_ok=True)
