@@ -36,19 +36,9 @@ def cli_json(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, 
 
 
 def test_all_is_the_four_functions_their_records_and_errors() -> None:
-    assert sorted(cudaship.__all__) == [
-        "AuditReport",
-        "CudashipError",
-        "GpuReport",
-        "InputError",
-        "InspectReport",
-        "ProviderOptions",
-        "RepairReport",
-        "audit",
-        "gpus",
-        "inspect",
-        "repair",
-    ]
+    functions = ["audit", "gpus", "inspect", "repair"]
+    records = ["AuditReport", "GpuReport", "InspectReport", "RepairReport", "ProviderOptions"]
+    assert sorted(cudaship.__all__) == sorted([*functions, *records, "CudashipError", "InputError"])
     for name in cudaship.__all__:
         assert getattr(cudaship, name) is not None
     assert issubclass(cudaship.InputError, cudaship.CudashipError)

@@ -28,19 +28,13 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from cudaship.api import (
-        AuditReport,
-        CudashipError,
-        GpuReport,
-        InputError,
-        InspectReport,
-        ProviderOptions,
-        RepairReport,
-        audit,
-        gpus,
-        inspect,
-        repair,
-    )
+    from cudaship.analysis.gpus import GpuReport
+    from cudaship.api import InputError, audit, gpus, inspect, repair
+    from cudaship.checks.records import AuditReport
+    from cudaship.errors import CudashipError
+    from cudaship.inspection.report import InspectReport
+    from cudaship.providers.options import ProviderOptions
+    from cudaship.repair.records import RepairReport
 
 
 def __getattr__(name: str) -> Any:

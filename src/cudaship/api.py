@@ -36,20 +36,6 @@ from cudaship.providers.options import ProviderOptions
 from cudaship.repair.records import RepairReport
 from cudaship.repair.run import repair_wheel
 
-__all__ = [
-    "AuditReport",
-    "CudashipError",
-    "GpuReport",
-    "InputError",
-    "InspectReport",
-    "ProviderOptions",
-    "RepairReport",
-    "audit",
-    "gpus",
-    "inspect",
-    "repair",
-]
-
 #: a path as the functions take it
 PathArg = str | os.PathLike[str]
 
