@@ -50,8 +50,8 @@ def main() -> int:
     from cudaship.archive.pool import ArchiveRef, Workers, batches, read_batch
     from cudaship.archive.zip import ZipFile
     from cudaship.checks.engine import audit_scanned
-    from cudaship.checks.policy import load_policy
     from cudaship.checks.records import AuditReport
+    from cudaship.checks.table import load_policy
     from cudaship.config import load_config
     from cudaship.inspection.scan import _scan_member
     from cudaship.inspection.scan import scan as scan_wheel

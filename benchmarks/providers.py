@@ -38,10 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from cudaship.providers.closure import wheel_extras
-from cudaship.providers.distinfo import parse_core_metadata
 from cudaship.providers.index import DEFAULT_INDEX
 from cudaship.providers.options import ProviderOptions, closure_for
 from cudaship.providers.records import Target
+from cudaship.wheel.metadata import parse_metadata
 
 DEFAULT_WHEEL = (
     Path.home() / ".cache/cudaship-tests/wheels/torch-2.14.1-cp311-cp311-manylinux_2_28_x86_64.whl"
@@ -51,8 +51,8 @@ DEFAULT_WHEEL = (
 def _requirements(wheel: Path) -> tuple[str, tuple[str, ...]]:
     with zipfile.ZipFile(wheel) as zf:
         meta = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
-        name, _version, requires, _extras = parse_core_metadata(zf.read(meta))
-    return name, requires
+        metadata = parse_metadata(zf.read(meta), strict=False)
+    return metadata.name, metadata.requires_dist
 
 
 def _resolve(requires: tuple[str, ...], name: str, options: ProviderOptions) -> dict[str, Any]:

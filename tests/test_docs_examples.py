@@ -11,7 +11,9 @@ case). How a block is checked follows from what it is:
 - the Action's YAML: every input it passes is one ``action.yml`` declares;
 - JSON: what the real command writes holds every key and value the example shows;
 - shell sessions (docs/formats.md): run in order in a scratch directory with nvcc;
-- error messages: the inputs they describe are made and the messages compared.
+- error messages: the inputs they describe are made and the messages compared;
+- Python (docs/api.md): run in a scratch directory holding ``examples/`` (the repository's) and ``dist/`` (a
+  real wheel, NVIDIA's CUDA runtime), where its own asserts must hold.
 
 A block is skipped only when it needs a GPU or the network, and the skip says which; a few blocks are not
 examples at all (a diagram, a captured debugger log) and are listed in ``NOT_EXAMPLES`` with why. A block no
@@ -263,13 +265,13 @@ def check_toml(block: Block, tmp_path: Path, capsys: pytest.CaptureFixture[str])
     config, target = _load_config(block.text, tmp_path)
     tables = data.get("tool", {}).get("cudaship", data)
     if "audit" in tables or not ({"archs", "matrix"} & set(tables)):
-        from cudaship.checks.policy import load_policy
+        from cudaship.checks.table import load_policy
 
         load_policy(config)
     if "archs" in tables:
-        from cudaship.knowledge.arch_table import arch_table_for
+        from cudaship.ci.archs import arch_table
 
-        table = arch_table_for(config)
+        table = arch_table(config)
         for train in table.trains():
             for machine in table.machines(train):
                 assert table.lookup(train, machine).archs()
@@ -526,6 +528,17 @@ def check_python_tool(block: Block) -> None:
             assert option in done.stdout, f"{line}: {option} not in {' '.join(tool)} --help"
 
 
+def check_python(block: Block, tmp_path: Path, request: Any, monkeypatch: Any) -> None:
+    """A Python example of the API, run as a script would run it: in a directory with ``examples/`` and a
+    ``dist/`` of one real wheel (``cudart_linux_wheel``, 2.5 MB). Its asserts are the check."""
+    wheel = request.getfixturevalue("cudart_linux_wheel")
+    (tmp_path / "examples").symlink_to(REPO / "examples")
+    (tmp_path / "dist").mkdir()
+    (tmp_path / "dist" / wheel.name).symlink_to(wheel)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block.text, block.id, "exec"), {"__name__": "__main__"})
+
+
 # -- the cases --------------------------------------------------------------------------------------------
 
 
@@ -539,6 +552,8 @@ def _kind(block: Block) -> str:
         return "action-yaml"
     if block.lang == "json":
         return "inspect-json"
+    if block.lang == "python":
+        return "python"
     if first.startswith("$ cudaship"):
         return "transcript"
     if block.lang == "sh" and first == "./scripts/test":
@@ -607,6 +622,8 @@ def test_documented_example(
         check_audit_output(block, request.getfixturevalue("synthetic_wheel"), capsys)
     elif kind == "python-tool":
         check_python_tool(block)
+    elif kind == "python":
+        check_python(block, tmp_path, request, monkeypatch)
     elif kind == "suite":
         # the README's test command is CI's: .ci/run runs exactly it (running the suite inside itself is not)
         assert (REPO / ".ci" / "run").read_text().rstrip().endswith("exec ./scripts/test")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cudaship.checks.policy import load_policy
+from cudaship.checks.table import load_policy
 from cudaship.ci.matrix import load_matrix_config, read_build_matrix
 from cudaship.config import load_config
 from cudaship.errors import CudashipError, KnowledgeError, PolicyError

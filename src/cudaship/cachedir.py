@@ -13,10 +13,11 @@ import os
 import sys
 from pathlib import Path
 
+from cudaship import envvars
+
 
 def root() -> Path:
     """The cache directory (not created here)."""
-    from cudaship import envvars
 
     explicit = envvars.get("CUDASHIP_CACHE_DIR")
     if explicit:

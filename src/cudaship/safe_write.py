@@ -30,6 +30,7 @@ import stat
 from pathlib import Path
 
 from cudaship.errors import CudashipError, UsageError
+from cudaship.safe_read import kind_of
 
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _NOCTTY = getattr(os, "O_NOCTTY", 0)
@@ -57,7 +58,6 @@ def _resolve(path: Path, error: type[CudashipError], what: str) -> tuple[Path, o
 
 
 def _refuse_kind(info: os.stat_result, error: type[CudashipError], label: str, what: str) -> None:
-    from cudaship.safe_read import kind_of
 
     mode = info.st_mode
     if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):

@@ -12,8 +12,8 @@ from typing import Any
 
 from cudaship.checks.context import AuditContext
 from cudaship.checks.engine import with_severity
-from cudaship.checks.policy import Policy, default_policy, parse_audit_table
-from cudaship.checks.table import FAMILIES
+from cudaship.checks.policy import Policy
+from cudaship.checks.table import FAMILIES, default_policy, parse_audit_table
 from cudaship.checks.variants import mark_alternatives
 from cudaship.inspection.scan import MemberFacts, ScannedWheel, declared_requirements, target_platform
 from cudaship.knowledge.trains import Train

@@ -40,7 +40,7 @@ def test_policy_severity_makes_a_warning_an_error() -> None:
 
 
 def _configured(version: str, libs: list[FileReport], train: Train | None = None) -> dict[str, CheckResult]:
-    from cudaship.checks.policy import parse_audit_table
+    from cudaship.checks.table import parse_audit_table
     from cudaship.knowledge.arch_table import ArchTable
 
     table = ArchTable.from_mapping(ARCHS_TABLE, "test.toml")

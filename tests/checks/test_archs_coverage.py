@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cudaship.checks.engine import audit_wheels
-from cudaship.checks.policy import default_policy
+from cudaship.checks.table import default_policy
 from cudaship.knowledge.gpus import gpu_groups, train_gpus
 from cudaship.knowledge.releases import release_for
 from cudaship.knowledge.trains import Train
@@ -122,7 +122,7 @@ def test_machines_and_platforms_without_cuda_are_skipped() -> None:
 
 
 def test_a_project_arch_table_replaces_the_default_coverage() -> None:
-    from cudaship.checks.policy import parse_audit_table
+    from cudaship.checks.table import parse_audit_table
     from cudaship.knowledge.arch_table import ArchTable
 
     table = ArchTable.from_mapping({"cu128": {"x86_64": "7.0 7.5 8.0 8.6 9.0 10.0 12.0"}}, "test.toml")

@@ -11,7 +11,7 @@ import pytest
 
 from cudaship.binary import _search
 from cudaship.checks.engine import audit_wheels
-from cudaship.checks.policy import default_policy
+from cudaship.checks.table import default_policy
 from cudaship.render import audit_json
 from tests.fixtures.wheels import RealWheel, fetch
 

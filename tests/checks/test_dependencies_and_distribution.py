@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cudaship.checks.engine import audit_wheels
-from cudaship.checks.policy import load_policy
+from cudaship.checks.table import load_policy
 from cudaship.config import load_config
 from cudaship.knowledge.system_libraries import distribution_library
 from cudaship.records.findings import Severity, Status

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cudaship.checks.engine import audit_wheels
-from cudaship.checks.policy import load_policy
+from cudaship.checks.table import load_policy
 from cudaship.config import load_config
 from cudaship.render import audit_junit, audit_markdown, audit_text
 

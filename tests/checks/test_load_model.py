@@ -22,9 +22,9 @@ import pytest
 
 from cudaship.checks.context import AuditContext
 from cudaship.checks.engine import audit_wheels
-from cudaship.checks.policy import default_policy
 from cudaship.checks.records import WheelAudit
 from cudaship.checks.resolve import Resolution, Via, resolve
+from cudaship.checks.table import default_policy
 from cudaship.inspection.scan import scan as scan_wheel
 from cudaship.providers.options import ProviderOptions
 from cudaship.records.findings import CheckResult, Severity, Status

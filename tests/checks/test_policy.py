@@ -6,13 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from cudaship.checks.policy import (
-    expand_template,
-    glob_match,
-    load_policy,
-    name_match,
-)
-from cudaship.checks.table import default_families, family_names
+from cudaship.checks.policy import expand_template, glob_match, name_match
+from cudaship.checks.table import default_families, family_names, load_policy
 from cudaship.config import load_config
 from cudaship.errors import PolicyError
 

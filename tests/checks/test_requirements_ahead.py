@@ -14,7 +14,7 @@ import pytest
 
 from cudaship.checks import providers as checks_providers
 from cudaship.checks.engine import AuditObserver, audit_scanned, audit_wheels
-from cudaship.checks.policy import default_policy, load_policy
+from cudaship.checks.table import default_policy, load_policy
 from cudaship.config import ProjectConfig
 from cudaship.errors import CudashipError
 from cudaship.inspection.scan import scan as scan_wheel

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cudaship.checks.engine import audit_scanned
-from cudaship.checks.policy import parse_audit_table
+from cudaship.checks.table import parse_audit_table
 from cudaship.errors import PolicyError
 from cudaship.inspection.scan import scan as scan_wheel
 from cudaship.records.findings import CheckResult, Severity, Status

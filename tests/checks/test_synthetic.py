@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cudaship.checks.engine import audit_wheels
-from cudaship.checks.policy import load_policy
+from cudaship.checks.table import load_policy
 from cudaship.config import load_config
 from cudaship.records.findings import Severity, Status
 from tests.fixtures.synthetic_wheels import LINUX_FILES, VARIANTS, Variant
@@ -83,8 +83,7 @@ def test_expected_archs_come_from_the_wheels_own_tag(
 
 
 def test_default_policy_runs_without_project_knowledge(synthetic_wheel: Callable[[str], Path]) -> None:
-    from cudaship.checks.policy import default_policy
-    from cudaship.checks.table import default_families
+    from cudaship.checks.table import default_families, default_policy
 
     report = audit_wheels([synthetic_wheel("linux_relocatable_ptx")], default_policy())
     assert {c.family for c in report.checks} <= set(default_families())
@@ -106,7 +105,7 @@ def test_default_policy_runs_without_project_knowledge(synthetic_wheel: Callable
 
 
 def test_default_policy_flags_unused_needed(synthetic_wheel: Callable[[str], Path]) -> None:
-    from cudaship.checks.policy import default_policy
+    from cudaship.checks.table import default_policy
 
     report = audit_wheels([synthetic_wheel("linux_unused_needed")], default_policy())
     failed = [c for c in report.checks if c.status is Status.FAIL and c.family != "archs"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cudaship.checks import table
-from cudaship.checks.policy import default_policy, parse_audit_table
+from cudaship.checks.table import default_policy, parse_audit_table
 from cudaship.errors import PolicyError
 from cudaship.records.findings import Severity
 

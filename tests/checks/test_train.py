@@ -74,7 +74,7 @@ def test_policy_declares_variants() -> None:
 def test_bad_variant_declarations_name_the_key() -> None:
     import pytest
 
-    from cudaship.checks.policy import parse_audit_table
+    from cudaship.checks.table import parse_audit_table
     from cudaship.errors import PolicyError
 
     with pytest.raises(

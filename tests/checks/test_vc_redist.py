@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cudaship.checks.engine import audit_wheels
-from cudaship.checks.policy import default_policy
+from cudaship.checks.table import default_policy
 from cudaship.inspection.walk import inspect_file
 from cudaship.knowledge.system_libraries import Provider, provider_of
 from cudaship.records.findings import Status

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cudaship.checks.policy import load_policy
+from cudaship.checks.table import load_policy
 from cudaship.config import ProjectConfig, read_toml
 from cudaship.errors import CudashipError
 

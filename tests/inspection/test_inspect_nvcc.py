@@ -143,7 +143,7 @@ def test_details_toolkit_version_only_when_asked(
 
 
 def test_ptx_isa_and_release(nvcc_build: Callable[[str], Path], nvcc_version: str) -> None:
-    from cudaship.inspection.report import cuda_release_for_ptx
+    from cudaship.knowledge.releases import cuda_release_for_ptx
 
     f = inspect_one(nvcc_build("multi_arch"))
     ptx = [d for d in f.device_code if d.kind is DeviceCodeKind.PTX]

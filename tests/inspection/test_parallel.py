@@ -19,7 +19,7 @@ import pytest
 from cudaship.archive.pool import CompressedPages, Workers, worker_count
 from cudaship.archive.zip import ZipArchive, ZipMember
 from cudaship.checks.engine import AuditObserver, audit_wheels
-from cudaship.checks.policy import load_policy
+from cudaship.checks.table import load_policy
 from cudaship.cli.main import main
 from cudaship.config import load_config
 from cudaship.inspection.walk import InspectObserver, inspect_paths

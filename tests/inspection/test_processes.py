@@ -28,7 +28,7 @@ from cudaship.archive.pool import (
 )
 from cudaship.archive.zip import ZipFile, ZipMember
 from cudaship.checks.engine import audit_wheels
-from cudaship.checks.policy import load_policy
+from cudaship.checks.table import load_policy
 from cudaship.cli.main import main
 from cudaship.config import load_config
 from cudaship.inspection.scan import _Result, _scan_member

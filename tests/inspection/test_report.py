@@ -6,7 +6,8 @@ import shutil
 
 import pytest
 
-from cudaship.inspection.report import cuda_release_for_ptx, demangle
+from cudaship.inspection.report import demangle
+from cudaship.knowledge.releases import cuda_release_for_ptx
 
 needs_cxxfilt = pytest.mark.skipif(
     not (shutil.which("llvm-cxxfilt") or shutil.which("c++filt")), reason="no Itanium demangler installed"

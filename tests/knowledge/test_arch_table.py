@@ -6,11 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from cudaship.ci.archs import arch_table
 from cudaship.config import load_config
 from cudaship.errors import KnowledgeError, PolicyError, UnknownTrainError
 from cudaship.exitcodes import ExitCode
-from cudaship.knowledge.arch_table import ArchTable, arch_table_for, default_arch_table, normalize_machine
+from cudaship.knowledge.arch_table import ArchTable, default_arch_table
 from cudaship.knowledge.archs import format_arch_list
+from cudaship.knowledge.platforms import normalize_machine
 from cudaship.knowledge.releases import releases
 from cudaship.knowledge.trains import parse_train
 
@@ -133,13 +135,13 @@ def test_invalid_tables_name_file_and_key(mapping: dict[str, object], message: s
 
 def test_config_table_wins_over_builtin(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('[tool.cudaship.archs.cu132]\nx86_64 = "8.6 12.0"\n')
-    table = arch_table_for(load_config(start=tmp_path))
+    table = arch_table(load_config(start=tmp_path))
     assert table.lookup("cu132", "x86_64").sass_names() == ("sm_86", "sm_120")
     with pytest.raises(UnknownTrainError):
         table.lookup("cu130", "x86_64")
     # a config without [tool.cudaship.archs] (an unknown table is refused since the config is validated)
     (tmp_path / "pyproject.toml").write_text("[tool.cudaship.audit]\n")
-    assert arch_table_for(load_config(start=tmp_path)) is default_arch_table()
+    assert arch_table(load_config(start=tmp_path)) is default_arch_table()
 
 
 @pytest.mark.parametrize(

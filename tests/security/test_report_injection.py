@@ -287,7 +287,7 @@ def test_colour_keeps_only_the_reports_own_colour_codes(corpus: Corpus, command:
     """In a terminal (colour on) the report's SGR colour codes stay; every other escape sequence, the ones the
     names hold included (a name may hold an SGR sequence too), is shown escaped."""
     from cudaship.checks.engine import audit_wheels
-    from cudaship.checks.policy import default_policy
+    from cudaship.checks.table import default_policy
     from cudaship.inspection.walk import inspect_paths
     from cudaship.providers.options import ProviderOptions
     from cudaship.render.table import AUDIT, INSPECT, Style, render

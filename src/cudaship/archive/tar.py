@@ -18,6 +18,7 @@ from typing import IO
 from cudaship.archive.inflate import StreamReader
 from cudaship.archive.limits import DEFAULT_LIMITS, ArchiveLimits
 from cudaship.errors import ArchiveError
+from cudaship.safe_read import open_regular
 
 _EXTENDED = frozenset(
     {
@@ -62,7 +63,6 @@ class TarStream:
     def __init__(
         self, path: str | os.PathLike[str], *, kind: str, limits: ArchiveLimits = DEFAULT_LIMITS
     ) -> None:
-        from cudaship.safe_read import open_regular
 
         self.limits = limits
         self._file = open_regular(path, error=ArchiveError)

@@ -39,9 +39,11 @@ from cudaship.archive.inflate import (
     member_chunks,
 )
 from cudaship.archive.limits import CHUNK, DEFAULT_LIMITS, ArchiveLimits
+from cudaship.archive.spill import spill
 from cudaship.errors import ArchiveError
 from cudaship.pages import read_only_map
 from cudaship.records.buffer import Buffer
+from cudaship.safe_read import open_regular
 
 #: What ``zipfile.ZipFile(...)`` raises on a file that is not a readable zip archive.
 ZIP_OPEN_ERRORS: tuple[type[BaseException], ...] = (
@@ -391,7 +393,6 @@ class ZipArchive:
         """The member's bytes as a buffer valid inside the ``with`` block: a stored member is a window on the
         archive (its CRC-32 checked first, unless ``verify_crc`` is False); another is inflated into memory
         (up to ``memory_limit``) or an anonymous temporary file, mapped."""
-        from cudaship.archive.spill import spill
 
         self.check(member)
         if member.size == 0:
@@ -421,7 +422,6 @@ class ZipFile:
         limits: ArchiveLimits = DEFAULT_LIMITS,
         members: tuple[ZipMember, ...] | None = None,
     ) -> None:
-        from cudaship.safe_read import open_regular
 
         self._file = open_regular(path)
         self._map: mmap.mmap | None = None

@@ -481,12 +481,14 @@ def _read_fatbin_file(buf: Buffer, finder: Finder) -> tuple[FatbinContainer, ...
 
 
 def _cubin_code(buf: Buffer) -> DeviceCode:
+    # standalone cubin/PTX readers when used: start-up time
     from cudaship.binary.cubin import cubin_device_code
 
     return cubin_device_code(buf)
 
 
 def _ptx_code(buf: Buffer) -> DeviceCode:
+    # standalone cubin/PTX readers when used: start-up time
     from cudaship.binary.ptx import read_ptx, virtual_arch
 
     info = read_ptx(buf)
@@ -509,8 +511,8 @@ def _ptx_code(buf: Buffer) -> DeviceCode:
 
 def detect_device_format(buf: Buffer) -> FileFormat | None:
     """FATBIN, CUBIN or PTX from the first bytes of ``buf``; None when it is none of them."""
-    from cudaship.binary.cubin import is_cubin
-    from cudaship.binary.ptx import looks_like_ptx
+    from cudaship.binary.cubin import is_cubin  # standalone cubin/PTX readers when used: start-up time
+    from cudaship.binary.ptx import looks_like_ptx  # standalone cubin/PTX readers when used: start-up time
 
     if bytes(buf[:4]) == CONTAINER_MAGIC_BYTES:
         return FileFormat.FATBIN

@@ -34,6 +34,9 @@ from dataclasses import dataclass, field
 from cudaship import words
 from cudaship.checks.context import AuditContext
 from cudaship.checks.records import LoadCheck, LoadComparison, LoadProbeLine, StaticImport
+from cudaship.knowledge.libraries import is_driver
+from cudaship.knowledge.providers import conventions_for
+from cudaship.knowledge.variants import recognise
 from cudaship.oracle.records import Observation, ProbeResult, StepKind
 from cudaship.records.findings import CheckResult, Finding, failed, passed, skipped
 
@@ -121,7 +124,6 @@ def _missing(message: str | None) -> str | None:
 def _no_driver(obs: Observation, message: str | None) -> bool:
     """Whether ``message`` is the loader not finding the NVIDIA driver's library where there is neither a
     driver nor a stub: then nothing about the library is known here."""
-    from cudaship.knowledge.libraries import is_driver
 
     missing = _missing(message)
     return obs.driver == "absent" and obs.stub_libcuda is None and missing is not None and is_driver(missing)
@@ -535,7 +537,6 @@ def _variant_excuses(inputs: LoadInputs, outcome: dict[str, ProbeResult]) -> Cal
     :mod:`cudaship.knowledge.variants`) that does not load: why that is another environment's variant, when a
     sibling loads here (a CUDA variant only when a CUDA sibling loads, as :mod:`cudaship.checks.variants`
     judges the static verdicts); else None."""
-    from cudaship.knowledge.variants import recognise
 
     variants = recognise(sorted(inputs.installed))
     loads = {lib for lib, r in outcome.items() if r.ok}
@@ -567,8 +568,6 @@ def on_demand_lookup(
 ) -> Callable[[str], tuple[str, str] | None]:
     """The on-demand conventions of ``project`` (knowledge/data/providers.toml), by library path."""
     from packaging.utils import canonicalize_name
-
-    from cudaship.knowledge.providers import conventions_for
 
     if not project:
         return lambda path: None

@@ -5,7 +5,8 @@ The policy is the ``[audit]`` table of the project's configuration (``--policy F
 of pyproject.toml, else cudaship.toml), beside the shared arch table ``[archs]``. Every check family has its
 own
 sub-table; a family without one runs only the parts that need no project knowledge. With no configuration at
-all, :func:`default_policy` gives the built-in default.
+all, :func:`cudaship.checks.table.default_policy` gives the built-in default. The policy is read by the
+checks table (:func:`cudaship.checks.table.load_policy`): each family's section by the parser its row names.
 
 Globs match paths inside the wheel as installed (``.data/platlib/`` stripped): ``*`` and ``?`` never cross a
 ``/``, ``**`` crosses any number of directories. Import patterns match library names case-insensitively.
@@ -14,13 +15,12 @@ Globs match paths inside the wheel as installed (``.data/platlib/`` stripped): `
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from cudaship.checks.globs import GlobError, compile_glob
-from cudaship.config import ProjectConfig
-from cudaship.errors import KnowledgeError, PolicyError
+from cudaship.errors import KnowledgeError
 from cudaship.knowledge.arch_table import ArchTable, default_arch_table
 from cudaship.records.findings import SEVERITIES, Severity
 from cudaship.schema import Table, type_name
@@ -155,6 +155,9 @@ class Policy:
     #: ``[audit.severity]``: (``family`` or ``family.rule``, severity), as written
     severities: tuple[tuple[str, Severity], ...] = ()
     variants: VariantsPolicy = field(default_factory=VariantsPolicy)
+    #: the checks table's severity of each family and ``family.rule`` (set by :mod:`cudaship.checks.table`,
+    #: which reads the policy: this module sits below the table and the check modules)
+    defaults: tuple[tuple[str, Severity], ...] = ()
 
     @property
     def is_default(self) -> bool:
@@ -165,26 +168,18 @@ class Policy:
 
     def severity(self, family: str, rule: str | None) -> Severity:
         """The severity of a check: the policy's ``family.rule``, else its ``family``, else the checks table's
-        default for the rule, else for the family."""
-        from cudaship.checks.table import default_severity
-
-        given = dict(self.severities)
-        if rule is not None and f"{family}.{rule}" in given:
-            return given[f"{family}.{rule}"]
-        if family in given:
-            return given[family]
-        return default_severity(family, rule)
+        default for the rule, else for the family (an unknown family: error)."""
+        for given in (self.severities, self.defaults):
+            found = dict(given)
+            if rule is not None and f"{family}.{rule}" in found:
+                return found[f"{family}.{rule}"]
+            if family in found:
+                return found[family]
+        return Severity.ERROR
 
     def arch_table(self) -> ArchTable:
         """The policy's arch table, else the built-in one."""
         return self.archs_table if self.archs_table is not None else default_arch_table()
-
-
-def default_policy() -> Policy:
-    """The built-in default: every check that needs no project knowledge."""
-    from cudaship.checks.table import default_families
-
-    return Policy(source=None, families=default_families())
 
 
 # --- validation
@@ -219,60 +214,6 @@ def _check_pattern(reader: Table, pattern: str, key: str) -> None:
 def _check_symbol(reader: Table, pattern: str, key: str) -> None:
     """A symbol-name pattern (``*`` crosses ``/``)."""
     _compile(pattern.strip(), key, reader, flat=True)
-
-
-def load_policy(config: ProjectConfig) -> Policy:
-    """Validate the configuration's ``[audit]`` table; no table and no file gives :func:`default_policy`."""
-    source = str(config.source) if config.source else None
-    data = config.data
-    audit = data.get("audit")
-    archs_table = config.table("archs")
-    table = ArchTable.from_mapping(archs_table, source or "configuration") if archs_table else None
-    if audit is None:
-        base = default_policy()
-        return Policy(source=source, families=base.families, archs_table=table)
-    return parse_audit_table(config.table("audit"), source, table)
-
-
-def parse_audit_table(
-    audit: Mapping[str, Any], source: str | None, archs_table: ArchTable | None = None
-) -> Policy:
-    """Validate ``[audit]``: each check family's section is read by the parser the checks table names for it
-    (:mod:`cudaship.checks.table`); ``severity`` and ``variants`` are read here."""
-    from cudaship.checks.table import FAMILIES, default_families, family_names
-
-    root = Table(audit, "audit", source, PolicyError)
-    configured: set[str] = set()
-    fields: dict[str, Any] = {}
-    for family in FAMILIES:
-        if family.section is None:
-            r = root.sub(family.name)
-            if r is not None:
-                r.unknown(())
-            continue
-        parsed = family.section(root)
-        if parsed is not None:
-            configured.add(family.name)
-            fields.update(parsed)
-
-    severities = parse_severity(root)
-    variants = parse_variants(root)
-    names = family_names()
-    families = _family_list(root, "checks", names)
-    skip = _family_list(root, "skip", names)
-    if not families:
-        families = tuple(f for f in names if f in default_families() or f in configured)
-    families = tuple(f for f in names if f in families and f not in skip)
-    root.unknown({"checks", "skip", "severity", "variants", *names})
-    return Policy(
-        source=source,
-        families=families,
-        configured=frozenset(configured),
-        archs_table=archs_table,
-        severities=severities,
-        variants=variants,
-        **fields,
-    )
 
 
 Section = dict[str, Any]
@@ -413,15 +354,12 @@ def parse_size(root: Table) -> Section | None:
     return {"size": size}
 
 
-def parse_severity(root: Table) -> tuple[tuple[str, Severity], ...]:
+def parse_severity(root: Table, known: tuple[str, ...]) -> tuple[tuple[str, Severity], ...]:
     """``[audit.severity]``: ``family`` or ``"family.rule"`` = ``"error"`` | ``"warning"`` | ``"note"``; each
-    key must name a family or rule of the checks table."""
-    from cudaship.checks.table import severity_keys
-
+    key must be one of ``known`` (a family or rule of the checks table)."""
     r = root.sub("severity")
     if r is None:
         return ()
-    known = severity_keys()
     out: list[tuple[str, Severity]] = []
     for key in r.data:
         if key not in known:

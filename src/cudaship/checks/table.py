@@ -7,14 +7,19 @@ rules inside it that the policy can give their own severity (``[audit.severity] 
 the ``[audit.severity]`` keys and docs/policy.md's list of families all come from here (tests/checks/
 test_table.py ties them together).
 
+The policy is read here (:func:`load_policy`, :func:`parse_audit_table`, :func:`default_policy`), each
+section by its row's parser: this table sits above :mod:`cudaship.checks.policy` and the check modules, which
+import the policy and never the table (so no import circle runs through them).
+
 A result names its rule itself (``CheckResult.rule``) or, for families that do not, the rule whose ``prefix``
 starts the check's name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from cudaship.checks import (
     archs,
@@ -30,6 +35,10 @@ from cudaship.checks import (
     size,
 )
 from cudaship.checks.context import AuditContext
+from cudaship.checks.policy import Policy
+from cudaship.config import ProjectConfig
+from cudaship.errors import PolicyError
+from cudaship.knowledge.arch_table import ArchTable
 from cudaship.records.findings import CheckResult, Severity
 from cudaship.schema import Table
 
@@ -314,6 +323,74 @@ def default_severity(family: str, rule: str | None) -> Severity:
         if r.name == rule:
             return r.severity
     return row.severity
+
+
+# --- the policy, read by this table ------------------------------------------------------------------------
+
+
+def _defaults() -> tuple[tuple[str, Severity], ...]:
+    """The table's severity of every family and ``family.rule`` (what a policy gives no severity falls to)."""
+    found: list[tuple[str, Severity]] = []
+    for f in FAMILIES:
+        found.append((f.name, f.severity))
+        found.extend((f"{f.name}.{r.name}", r.severity) for r in f.rules)
+    return tuple(found)
+
+
+def default_policy() -> Policy:
+    """The built-in default: every check that needs no project knowledge."""
+    return Policy(source=None, families=default_families(), defaults=_defaults())
+
+
+def load_policy(config: ProjectConfig) -> Policy:
+    """Validate the configuration's ``[audit]`` table; no table and no file gives :func:`default_policy`."""
+    source = str(config.source) if config.source else None
+    archs_table = config.table("archs")
+    table = ArchTable.from_mapping(archs_table, source or "configuration") if archs_table else None
+    if config.data.get("audit") is None:
+        base = default_policy()
+        return Policy(source=source, families=base.families, archs_table=table, defaults=base.defaults)
+    return parse_audit_table(config.table("audit"), source, table)
+
+
+def parse_audit_table(
+    audit: Mapping[str, Any], source: str | None, archs_table: ArchTable | None = None
+) -> Policy:
+    """Validate ``[audit]``: each check family's section is read by the parser its row names;
+    ``severity`` and ``variants`` by :mod:`cudaship.checks.policy`."""
+    root = Table(audit, "audit", source, PolicyError)
+    configured: set[str] = set()
+    fields: dict[str, Any] = {}
+    for family in FAMILIES:
+        if family.section is None:
+            r = root.sub(family.name)
+            if r is not None:
+                r.unknown(())
+            continue
+        parsed = family.section(root)
+        if parsed is not None:
+            configured.add(family.name)
+            fields.update(parsed)
+
+    severities = policy.parse_severity(root, severity_keys())
+    variants = policy.parse_variants(root)
+    names = family_names()
+    families = policy._family_list(root, "checks", names)
+    skip = policy._family_list(root, "skip", names)
+    if not families:
+        families = tuple(f for f in names if f in default_families() or f in configured)
+    families = tuple(f for f in names if f in families and f not in skip)
+    root.unknown({"checks", "skip", "severity", "variants", *names})
+    return Policy(
+        source=source,
+        families=families,
+        configured=frozenset(configured),
+        archs_table=archs_table,
+        severities=severities,
+        variants=variants,
+        defaults=_defaults(),
+        **fields,
+    )
 
 
 # --- docs --------------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from cudaship.ci.records import ArchSyntaxes
 from cudaship.config import ProjectConfig
 from cudaship.errors import KnowledgeError
-from cudaship.knowledge.arch_table import ArchTable, arch_table_for
+from cudaship.knowledge.arch_table import ArchTable, default_arch_table
 from cudaship.knowledge.archs import ArchList, format_arch_list
 from cudaship.knowledge.platforms import normalize_machine as normalize_machine
 from cudaship.knowledge.trains import parse_train
@@ -49,8 +49,14 @@ class TrainArchs:
 
 
 def arch_table(config: ProjectConfig) -> ArchTable:
-    """The configuration's ``archs`` table, else the built-in one."""
-    return arch_table_for(config)
+    """The configuration's ``archs`` table when it has one, else the built-in one
+    (:func:`~cudaship.knowledge.arch_table.default_arch_table`). Here, not in knowledge/: knowledge reads
+    only its own data, never the user's configuration."""
+    mapping = config.table("archs")
+    if not mapping:
+        return default_arch_table()
+    source = str(config.source) if config.source else "configuration"
+    return ArchTable.from_mapping(mapping, source)
 
 
 def lookup(table: ArchTable, train: str, machine: str) -> ArchList:

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from cudaship.ci.archs import TrainArchs
+from cudaship.ci.archs import TrainArchs, arch_table
 from cudaship.cli.common import (
     format_option,
     known_train,
@@ -20,7 +20,7 @@ from cudaship.cli.common import (
 from cudaship.config import load_config
 from cudaship.errors import KnowledgeError, UsageError
 from cudaship.exitcodes import ExitCode
-from cudaship.knowledge.arch_table import BUILTIN_SOURCE, arch_table_for
+from cudaship.knowledge.arch_table import BUILTIN_SOURCE
 from cudaship.knowledge.platforms import normalize_machine
 from cudaship.render.output import write_report
 from cudaship.render.table import ARCH_LIST, render
@@ -69,7 +69,7 @@ def command(train: str | None, machine: str | None, fmt: str, output: str | None
     if given is None:
         raise NoTrainError()
     key = _machine(machine)
-    table = arch_table_for(load_config(policy))
+    table = arch_table(load_config(policy))
     parsed = known_train(*given, table.trains(), table.source)
     archs = table.lookup(parsed, key)
     answer = TrainArchs(parsed.tag, parsed.version, key, table.source, archs)

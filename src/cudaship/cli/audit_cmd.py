@@ -18,8 +18,9 @@ import click
 
 from cudaship import envvars
 from cudaship.checks.engine import AuditObserver, audit_wheels
-from cudaship.checks.policy import Policy, load_policy
+from cudaship.checks.policy import Policy
 from cudaship.checks.records import AuditReport
+from cudaship.checks.table import load_policy
 from cudaship.cli.common import (
     cache_dir_option,
     format_option,

@@ -38,7 +38,7 @@ def detect_format(buf: Buffer) -> FileFormat | None:
 
 
 def _looks_like_ptx(buf: Buffer) -> bool:
-    from cudaship.binary.ptx import looks_like_ptx
+    from cudaship.binary.ptx import looks_like_ptx  # the reader a format needs, when met: start-up time
 
     return looks_like_ptx(buf)
 
@@ -123,6 +123,7 @@ def _read_into(
         if not device:  # host-side facts only: no device code, no runtime linkage
             return
         _scan_device_code(state, buf, host, details=details, toolkit=toolkit)
+        # the reader a format needs, when met: start-up time
         from cudaship.analysis.linkage import cuda_linkage
 
         state.linkage = cuda_linkage(host)
@@ -139,6 +140,7 @@ def _read_into(
 
 def _read_device_file(state: _Partial, buf: Buffer, *, details: bool) -> None:
     """A standalone fatbin, cubin or PTX file."""
+    # the reader a format needs, when met: start-up time
     from cudaship.binary.devicescan import read_device_file
 
     found = read_device_file(buf)
@@ -156,20 +158,21 @@ def _read_device_file(state: _Partial, buf: Buffer, *, details: bool) -> None:
 
 def _read_host(fmt: FileFormat, buf: Buffer, *, full: bool = True) -> HostBinary:
     if fmt is FileFormat.ELF:
-        from cudaship.binary.elf import read_elf
+        from cudaship.binary.elf import read_elf  # the reader a format needs, when met: start-up time
 
         return read_elf(buf, full=full)
     if fmt is FileFormat.PE:
-        from cudaship.binary.pe import read_pe
+        from cudaship.binary.pe import read_pe  # the reader a format needs, when met: start-up time
 
         return read_pe(buf)
-    from cudaship.binary.macho import read_macho
+    from cudaship.binary.macho import read_macho  # the reader a format needs, when met: start-up time
 
     return read_macho(buf)
 
 
 def _read_import_library(buf: Buffer) -> HostBinary:
     """A COFF import library as a host record: one import per DLL it names, with the symbols it provides."""
+    # the reader a format needs, when met: start-up time
     from cudaship.binary.coff_importlib import read_import_library
 
     library = read_import_library(buf)
@@ -190,6 +193,7 @@ def _scan_device_code(
     state: _Partial, buf: Buffer, host: HostBinary | None, *, details: bool, toolkit: bool = False
 ) -> None:
     """Find every container; one that fails validation inside a fatbin section is corruption, not noise."""
+    # the reader a format needs, when met: start-up time
     from cudaship.binary.devicescan import is_device_section, scan_containers
 
     sections = host.sections if host is not None else ()
@@ -221,7 +225,7 @@ def _with_details(buf: Buffer, container: FatbinContainer, notes: list[str]) -> 
 
     An entry whose payload is corrupt keeps what its header said and gets a note; the rest are still read.
     """
-    from cudaship.binary.cubin import entry_details
+    from cudaship.binary.cubin import entry_details  # the reader a format needs, when met: start-up time
 
     entries = []
     for entry in container.entries:
@@ -250,7 +254,7 @@ def _with_kernel_sample(
     one per entry. An entry that cannot be decompressed stays unread and ends its arch's sample (the
     ``--details`` mode reports it).
     """
-    from cudaship.binary.cubin import entry_details
+    from cudaship.binary.cubin import entry_details  # the reader a format needs, when met: start-up time
 
     settled: set[tuple[DeviceCodeKind, str]] = set()
     read: dict[int, DeviceCode] = {}

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 
 from cudaship import words
 from cudaship.exitcodes import ExitCode
+from cudaship.knowledge.archs import sort_arch_names
 from cudaship.records.binary import DeviceCode, DeviceCodeKind
 from cudaship.records.files import ContainerKind, FileReport, RuntimeLinkage, WheelInfo
 
@@ -72,7 +72,6 @@ class EntryGroup:
 
 
 def _arch_sorted(names: Iterable[str]) -> tuple[str, ...]:
-    from cudaship.knowledge.archs import sort_arch_names
 
     return tuple(sort_arch_names(set(names)))
 
@@ -135,42 +134,6 @@ def group_entries(device_code: Iterable[DeviceCode]) -> tuple[EntryGroup, ...]:
             )
         )
     return tuple(result)
-
-
-@lru_cache(maxsize=128)
-def cuda_release_for_ptx(isa_version: str | None) -> str | None:
-    """The CUDA release that introduced PTX ISA ``isa_version`` (``"9.0"`` → ``"13.0"``), from the knowledge
-    base's release table; None when the version is newer than every release it knows, or malformed."""
-    if not isa_version:
-        return None
-    from cudaship.errors import KnowledgeError
-    from cudaship.knowledge.releases import release_for_ptx_isa
-
-    try:
-        found = release_for_ptx_isa(isa_version)
-    except (KnowledgeError, ValueError):
-        return None
-    return found.train.version if found is not None else None
-
-
-def train_from_ptx(device_code: Iterable[DeviceCode]) -> tuple[str, str] | None:
-    """``("13.0", "PTX ISA 9.0")``: the CUDA release that introduced the newest PTX ISA among
-    ``device_code`` (the toolkit that wrote the PTX is that release or newer), or None without PTX whose
-    ISA the release table knows."""
-    best: tuple[tuple[int, ...], str, str] | None = None
-    for d in device_code:
-        if d.kind is not DeviceCodeKind.PTX or not d.version:
-            continue
-        release = cuda_release_for_ptx(d.version)
-        if release is None:
-            continue
-        try:
-            key = tuple(int(x) for x in d.version.split("."))
-        except ValueError:
-            continue
-        if best is None or key > best[0]:
-            best = (key, release, d.version)
-    return (best[1], f"PTX ISA {best[2]}") if best is not None else None
 
 
 def linkage_phrase(report: FileReport) -> str | None:

@@ -230,7 +230,7 @@ def is_program(path: Path) -> bool:
     (``ET`` and two digits at offset 4)."""
     if path.suffix.lower() in PROGRAM_SUFFIXES:
         return True
-    from cudaship.program.pte import is_pte
+    from cudaship.program.pte import is_pte  # program readers when asked: start-up time
 
     return is_pte(_head(path))
 
@@ -238,6 +238,7 @@ def is_program(path: Path) -> bool:
 def _inspect_program(item: _Input, details: bool, hooks: InspectObserver, pool: Workers) -> WheelReport:
     """An AOTInductor package or ExecuTorch program: its libraries and cubins as members (read on a worker;
     the hooks are called under the pool's lock)."""
+    # only for a program: start-up time (docs/performance.md)
     from cudaship.program.reader import read_program
     from cudaship.program.records import ProgramKind
 

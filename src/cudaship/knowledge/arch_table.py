@@ -9,7 +9,8 @@ A project writes it under the ``archs`` key of its configuration (``[tool.cudash
 
 ``audit``, ``arch-list``, ``matrix``, ``env`` and ``cmake`` all read it through :class:`ArchTable`. Looked up,
 a row is every arch as SASS with the newest also as PTX. Without an ``archs`` table the built-in one
-(data/arch_tables.toml, the release contract's lists) applies: :func:`arch_table_for`.
+(data/arch_tables.toml, the release contract's lists) applies: :func:`default_arch_table` (a configuration
+is read into a table by :func:`cudaship.ci.archs.arch_table`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cudaship.config import ProjectConfig
 from cudaship.errors import KnowledgeError, PolicyError, UnknownTrainError
 from cudaship.knowledge import _data
 from cudaship.knowledge.archs import ArchList, parse_arch, parse_arch_list
@@ -124,12 +124,3 @@ def default_arch_table() -> ArchTable:
     """The built-in table of data/arch_tables.toml: a default row for every train from 11.4 to 13.5 (the
     release contract's lists where it has them, else what PyTorch ships, each inside its release's SMs)."""
     return ArchTable.from_mapping(_data.table("arch_tables.toml", "archs"), BUILTIN_SOURCE)
-
-
-def arch_table_for(config: ProjectConfig) -> ArchTable:
-    """The configuration's ``archs`` table when it has one, else :func:`default_arch_table`."""
-    mapping = config.table("archs")
-    if not mapping:
-        return default_arch_table()
-    source = str(config.source) if config.source else "configuration"
-    return ArchTable.from_mapping(mapping, source)

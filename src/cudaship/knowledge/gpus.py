@@ -9,6 +9,7 @@ from cudaship.errors import KnowledgeError
 from cudaship.knowledge import _data
 from cudaship.knowledge.archs import Arch, parse_arch
 from cudaship.knowledge.platforms import cuda_machines
+from cudaship.knowledge.releases import release_for
 from cudaship.knowledge.trains import Train, parse_train
 from cudaship.once import once
 
@@ -88,7 +89,6 @@ def train_gpus(train: Train, machine: str) -> tuple[GpuGroup, ...]:
     capability groups, oldest first: each capability with a GPU on that machine (``machines``, from
     ``from_train`` on) whose SM the train's nvcc compiles for (releases.toml ``sms``). Empty for a machine
     no CUDA driver serves. UnknownTrainError when the data does not know the train."""
-    from cudaship.knowledge.releases import release_for
 
     sms = set(release_for(train).sms)
     line = train.line

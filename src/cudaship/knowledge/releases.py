@@ -6,13 +6,16 @@ Every fact lives in the data file; these functions only read and validate it. Lo
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from cudaship.errors import KnowledgeError, UnknownTrainError
 from cudaship.knowledge import _data
 from cudaship.knowledge.archs import Arch, ArchList, Target
 from cudaship.knowledge.trains import Train, as_train, parse_train
 from cudaship.once import once
+from cudaship.records.binary import DeviceCode, DeviceCodeKind
 from cudaship.schema import Table
 
 DATA_FILE = "releases.toml"
@@ -163,3 +166,36 @@ def minor_compat_floor(major: int, platform: str = "linux") -> str | None:
 def zstd_min_driver() -> str:
     """The oldest driver that loads ZSTD-compressed fatbin entries."""
     return str(_data.table(DATA_FILE, "compression")["zstd_min_driver"])
+
+
+@lru_cache(maxsize=128)
+def cuda_release_for_ptx(isa_version: str | None) -> str | None:
+    """The CUDA release that introduced PTX ISA ``isa_version`` (``"9.0"`` → ``"13.0"``), from the knowledge
+    base's release table; None when the version is newer than every release it knows, or malformed."""
+    if not isa_version:
+        return None
+    try:
+        found = release_for_ptx_isa(isa_version)
+    except (KnowledgeError, ValueError):
+        return None
+    return found.train.version if found is not None else None
+
+
+def train_from_ptx(device_code: Iterable[DeviceCode]) -> tuple[str, str] | None:
+    """``("13.0", "PTX ISA 9.0")``: the CUDA release that introduced the newest PTX ISA among
+    ``device_code`` (the toolkit that wrote the PTX is that release or newer), or None without PTX whose
+    ISA the release table knows."""
+    best: tuple[tuple[int, ...], str, str] | None = None
+    for d in device_code:
+        if d.kind is not DeviceCodeKind.PTX or not d.version:
+            continue
+        release = cuda_release_for_ptx(d.version)
+        if release is None:
+            continue
+        try:
+            key = tuple(int(x) for x in d.version.split("."))
+        except ValueError:
+            continue
+        if best is None or key > best[0]:
+            best = (key, release, d.version)
+    return (best[1], f"PTX ISA {best[2]}") if best is not None else None

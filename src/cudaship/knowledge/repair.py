@@ -20,10 +20,12 @@ from cudaship.knowledge import _data
 from cudaship.knowledge.libraries import (
     OS,
     components,
+    cuda_versioned_projects,
     identify,
     library_file,
     pypi_package,
 )
+from cudaship.knowledge.providers import toolkit_extras
 from cudaship.once import once
 
 _FILE = "repair.toml"
@@ -93,7 +95,6 @@ class Provision:
 def _toolkit_extra(component: str, project: str, major: int) -> str | None:
     """The cuda-toolkit extra that installs ``project``: the one named after the component, else the one
     installing the fewest projects (``cublas`` for cuBLASLt)."""
-    from cudaship.knowledge.providers import toolkit_extras
 
     holding = [(len(p), e) for e, p in toolkit_extras(major).items() if project in p]
     if not holding:
@@ -103,7 +104,6 @@ def _toolkit_extra(component: str, project: str, major: int) -> str | None:
 
 
 def _follows_cuda(project: str) -> bool:
-    from cudaship.knowledge.libraries import cuda_versioned_projects
 
     return re.sub(r"-cu\d+$", "", project) in cuda_versioned_projects()
 

@@ -33,6 +33,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from cudaship.binary.elf import read_elf
+from cudaship.binary.magic import binary_format
 from cudaship.errors import CudashipError, OracleError
 from cudaship.oracle.records import (
     LoadedObject,
@@ -44,6 +46,8 @@ from cudaship.oracle.records import (
     StepKind,
     StepResult,
 )
+from cudaship.records.binary import FileFormat, ImportKind
+from cudaship.safe_read import open_regular
 
 #: Seconds one child may take (importing a large package from a cold disk cache takes a while).
 DEFAULT_TIMEOUT = 120.0
@@ -133,10 +137,6 @@ class _ElfCache:
 
 
 def _read_dynamic(path: str) -> tuple[str | None, tuple[str, ...], str | None]:
-    from cudaship.binary.elf import read_elf
-    from cudaship.binary.magic import binary_format
-    from cudaship.records.binary import FileFormat, ImportKind
-    from cudaship.safe_read import open_regular
 
     try:
         with open_regular(path) as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:

@@ -25,17 +25,24 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from cudaship.binary.elf import read_elf
+from cudaship.binary.magic import binary_format
 from cudaship.checks import load as load_family
 from cudaship.checks.engine import with_severity
 from cudaship.checks.policy import Policy
 from cudaship.checks.records import LoadCheck, WheelAudit
-from cudaship.errors import OracleError
+from cudaship.errors import CudashipError, OracleError
 from cudaship.inspection.environment import SameContent
 from cudaship.knowledge.platforms import machine_of, os_of
+from cudaship.knowledge.providers import conventions_for
 from cudaship.oracle.install import InstallOptions, LoadEnvironment, cleanup, prepare
 from cudaship.oracle.observe import DEFAULT_TIMEOUT, child_environment, observe
 from cudaship.oracle.records import Probe, ProbeResult
+from cudaship.records.binary import FileFormat
 from cudaship.records.findings import CheckResult
+from cudaship.safe_read import open_regular
+from cudaship.wheel.archive import WheelArchive
+from cudaship.wheel.metadata import install_path, parse_metadata
 from cudaship.wheel.toplevel import top_level_modules
 
 _OS_NAMES = {"linux": "Linux", "windows": "Windows", "macos": "macOS"}
@@ -105,10 +112,6 @@ def _elf_kind(path: str) -> str | None:
     """``executable``, ``shared-library`` ... of the ELF file at ``path`` (cudaship's reader), or None."""
     import mmap
 
-    from cudaship.binary.elf import read_elf
-    from cudaship.errors import CudashipError
-    from cudaship.safe_read import open_regular
-
     try:
         with open_regular(path) as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
             return read_elf(buf, full=False).kind
@@ -154,8 +157,6 @@ def _loader_calls(
     ``loader_functions``) that a package of the wheel defines or imports in its ``__init__.py``."""
     from packaging.utils import canonicalize_name
 
-    from cudaship.knowledge.providers import conventions_for
-
     if not project:
         return ()
     names: list[str] = []
@@ -172,8 +173,6 @@ def _loader_calls(
 
 def _loadable(path: str) -> bool:
     """Whether ``path`` is a library of this OS's format (ELF, PE, Mach-O) that the loader can open."""
-    from cudaship.binary.magic import binary_format
-    from cudaship.records.binary import FileFormat
 
     wanted = {"linux": FileFormat.ELF, "windows": FileFormat.PE, "macos": FileFormat.MACHO}.get(running_os())
     try:
@@ -190,7 +189,6 @@ def _native(path: str) -> bool:
 
 def _init_texts(wheel: str, modules: tuple[str, ...]) -> dict[str, str]:
     """The text of each module's ``__init__.py`` in the wheel (empty when it has none)."""
-    from cudaship.wheel.archive import WheelArchive
 
     out: dict[str, str] = {}
     with WheelArchive(wheel) as archive:
@@ -201,8 +199,6 @@ def _init_texts(wheel: str, modules: tuple[str, ...]) -> dict[str, str]:
 
 def _wheel_files(wheel: str) -> tuple[list[str], str | None, str | None, tuple[str, ...]]:
     """Installed paths of the wheel's members, its top_level.txt, its name and Requires-Dist."""
-    from cudaship.wheel.archive import WheelArchive
-    from cudaship.wheel.metadata import install_path, parse_metadata
 
     with WheelArchive(wheel) as archive:
         dist_info = archive.dist_info()

@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from cudaship import envvars
 from cudaship.errors import KnowledgeError, NoGpuError
 from cudaship.knowledge.archs import Arch
 from cudaship.knowledge.driver import Driver, cuda_for_driver, cuda_from_driver_api
@@ -58,7 +59,6 @@ def _error_name(lib: Any, code: int) -> str:
 
 
 def _driver_api() -> _DriverApi:
-    from cudaship import envvars
 
     override = envvars.get("CUDASHIP_LIBCUDA")
     loaded = _load((override,) if override else DRIVER_LIBRARIES)

@@ -18,15 +18,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from cudaship.errors import CudashipError, ProgramError, UsageError
+from cudaship.errors import CudashipError, NoGpuError, ProgramError, UsageError
 from cudaship.hashing import sha256_file
 from cudaship.knowledge.archs import Arch, parse_arch
+from cudaship.knowledge.driver import parse_driver
 from cudaship.knowledge.gpus import capability_of, group_for
 from cudaship.knowledge.platforms import platform_from_tag
+from cudaship.knowledge.program_runtimes import is_compiler_runtime
+from cudaship.knowledge.releases import minor_compat_floor
 from cudaship.knowledge.runs_on import Verdict, runs_on
 from cudaship.knowledge.trains import Train, parse_train
 from cudaship.program.provenance import provenance_present, read_provenance
-from cudaship.program.pt2 import libstdcxx_copy
 from cudaship.program.reader import find_package, read_program
 from cudaship.program.records import (
     FAMILY,
@@ -35,16 +37,19 @@ from cudaship.program.records import (
     Provenance,
     Target,
     TrainAnswer,
+    libstdcxx_copy,
     train_answer,
 )
+from cudaship.program.runner_child import device_facts, driver_version
+from cudaship.program.toolchain import parse_target
 from cudaship.records.binary import DeviceCode, DeviceCodeKind, FileFormat
 from cudaship.records.findings import CheckResult, Severity, failed, passed, skipped
+from cudaship.wheel.archive import WheelArchive
 from cudaship.words import count
 
 
 def target_from_wheel(path: Path) -> Target:
     """The train (from the wheel's ``+cuXYZ`` local tag) and platform (from its tags) of a runtime wheel."""
-    from cudaship.wheel.archive import WheelArchive
 
     with WheelArchive(path) as archive:
         info = archive.info()
@@ -161,8 +166,6 @@ def check_driver(info: ProgramInfo, driver: str, train: Train | None, platform: 
 
 
 def _train_driver(train: Train, driver: str, platform: str) -> str | None:
-    from cudaship.knowledge.driver import parse_driver
-    from cudaship.knowledge.releases import minor_compat_floor
 
     drv = parse_driver(driver, platform)
     if drv.cuda is not None and drv.cuda.major < train.major:
@@ -205,8 +208,6 @@ def check_program(
             train=parse_train(train).version, train_source="--train", runtime=parse_train(train).tag
         )
     if platform is not None:
-        from cudaship.program.toolchain import parse_target
-
         wanted = parse_target(platform)
         if target.platform is not None and target.platform != wanted:
             raise UsageError(f"--platform {platform}: the wheel {target.runtime} is {target.platform}")
@@ -217,8 +218,6 @@ def check_program(
     if here:
         target = _here(target)
     if driver is not None:
-        from cudaship.knowledge.driver import parse_driver
-
         parse_driver(driver)  # bad input is a one-line error now, not a failed check
         target = _with(target, driver=driver)
 
@@ -298,8 +297,6 @@ def _with(target: Target, **changes: str | None) -> Target:
 
 def _here(target: Target) -> Target:
     """This machine's GPU and driver, through the driver API (no torch needed)."""
-    from cudaship.errors import NoGpuError
-    from cudaship.program.runner_child import device_facts, driver_version
 
     facts = device_facts()
     if "capability" not in facts:
@@ -375,7 +372,6 @@ def runtime_problems(info: ProgramInfo, cxx: str | None = None) -> list[str]:
     """The wrapper's C++ runtime, as a target loads it: a Linux library with its own static libstdc++ (the
     H200 crash in std::regex), a Windows library importing a MinGW runtime DLL no Windows machine has.
     Shared by ``program check`` and ``program export``'s check of its own output."""
-    from cudaship.knowledge.program_runtimes import is_compiler_runtime
 
     compiler = f" (compiler {cxx})" if cxx else ""
     problems = []

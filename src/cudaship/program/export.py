@@ -31,8 +31,12 @@ from typing import Any
 from cudaship.errors import ProgramError, UsageError
 from cudaship.hashing import sha256_file
 from cudaship.knowledge.platforms import machine_of, os_of, platform_name
+from cudaship.program.check import runtime_problems
 from cudaship.program.provenance import write_provenance
+from cudaship.program.reader import read_program
 from cudaship.program.records import ProgramInfo, Provenance
+from cudaship.program.runner_child import driver_version
+from cudaship.program.toolchain import Toolchain, linux_toolchain, parse_target, windows_toolchain
 
 PACKAGE_NAME = "model.pt2"
 REFERENCE_NAME = "reference.pt"
@@ -209,8 +213,6 @@ def export_program(
     checked before compiling and the package after (:func:`self_check`)."""
     import tempfile
 
-    from cudaship.program.toolchain import linux_toolchain, parse_target, windows_toolchain
-
     target = parse_target(target_platform) or _host_target()
     notes: list[str] = []
     torch = import_torch(notes)
@@ -242,8 +244,6 @@ def export_program(
                 f"--target-platform {target}: export on {target} (this machine is {_host_target()})"
             )
         else:
-            from cudaship.program.toolchain import Toolchain
-
             chain = Toolchain(cxx=cxx or str(inductor_config.cpp.cxx[-1]))
             if cxx is not None:
                 inductor_config.cpp.cxx = (None, cxx)
@@ -302,8 +302,6 @@ def _export(
     (out_dir / EAGER_NAME).parent.mkdir(exist_ok=True)
     torch.export.save(exported, str(out_dir / EAGER_NAME))
 
-    from cudaship.program.reader import read_program
-
     info = read_program(package)
     gpu_name = capability = driver = None
     if device == "cuda":
@@ -311,7 +309,6 @@ def _export(
         gpu_name = torch.cuda.get_device_name(index)
         major, minor = torch.cuda.get_device_capability(index)
         capability = f"{major}.{minor}"
-        from cudaship.program.runner_child import driver_version
 
         driver = driver_version()
     prov = Provenance(
@@ -359,7 +356,6 @@ def self_check(info: ProgramInfo, target: str, cxx: str) -> tuple[str, ...]:
     """What is wrong with an exported package for ``target``: the checks ``program check`` runs on the
     wrapper's C++ runtime (a static libstdc++ in a Linux wrapper; a MinGW runtime DLL imported by a Windows
     one), and a wrapper of the wrong format."""
-    from cudaship.program.check import runtime_problems
 
     # a member that did not read was not checked: that is not a pass
     problems = [f"cannot check {error}" for error in info.errors]

@@ -12,7 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from cudaship.errors import ProgramError
+from cudaship.loaders import load_json
 from cudaship.program.records import Provenance
+from cudaship.safe_read import read_regular
+from cudaship.safe_write import write_text
 from cudaship.schema import Table
 
 PROVENANCE_FILE = "provenance.json"
@@ -29,14 +32,12 @@ def provenance_to_json(prov: Provenance) -> str:
 
 def write_provenance(directory: Path, prov: Provenance) -> Path:
     target = directory / PROVENANCE_FILE
-    from cudaship.safe_write import write_text
 
     write_text(target, provenance_to_json(prov), error=ProgramError)
     return target
 
 
 def parse_provenance(text: str, label: str) -> Provenance:
-    from cudaship.loaders import load_json
 
     data = load_json(text, error=ProgramError, label=label)
     if not isinstance(data, dict):
@@ -68,7 +69,6 @@ def provenance_present(directory: Path) -> bool:
 
 def read_provenance(directory: Path) -> Provenance:
     target = directory / PROVENANCE_FILE
-    from cudaship.safe_read import read_regular
 
     if not provenance_present(directory):
         raise ProgramError(

@@ -41,8 +41,6 @@ MAX_METADATA_SIZE = 1 << 20
 _NATIVE_EXT = re.compile(r"\.(?:so|dll|pyd|dylib)$", re.IGNORECASE)
 _DEVICE_EXT = re.compile(r"\.(?:cubin|fatbin|ptx)$", re.IGNORECASE)
 _SOURCE_EXT = re.compile(r"\.(?:cpp|cc|h|hpp|cu|py)$", re.IGNORECASE)
-_CUDART = re.compile(r"^(?:libcudart\.so\.(\d+)|cudart64_(\d+)\.dll)$", re.IGNORECASE)
-_LOCALE_SYMBOL = "_ZNSt6locale"
 
 
 def role_of(name: str) -> MemberRole:
@@ -59,35 +57,6 @@ def role_of(name: str) -> MemberRole:
     if "/data/weights/" in name or "/data/constants/" in name or base.endswith((".bin", ".safetensors")):
         return MemberRole.WEIGHTS
     return MemberRole.OTHER
-
-
-def cudart_major_of(report: FileReport | None) -> int | None:
-    """The ``cudart`` major a library imports or links (``libcudart.so.13`` → 13), None when it needs none."""
-    if report is None:
-        return None
-    if report.linkage is not None and report.linkage.cudart_major is not None:
-        return report.linkage.cudart_major
-    if report.host is not None:
-        for imp in report.host.imports:
-            match = _CUDART.match(imp.library)
-            if match:
-                return int(match.group(1) or match.group(2))
-    return None
-
-
-def libstdcxx_copy(report: FileReport | None) -> int:
-    """How many ``std::locale`` symbols a library defines while needing no ``libstdc++`` (0: not a copy).
-
-    A library linked with ``-static-libstdc++`` carries its own C++ runtime. Loaded into a process that has
-    ``libstdc++.so.6`` already (any Python with torch), its references to exported libstdc++ symbols bind to
-    the process's copy while its inlined code uses its own: the two halves disagree about the locale's
-    facets and the first ``std::regex`` crashes (seen on the H200: see docs/program.md).
-    """
-    if report is None or report.host is None or report.format is not FileFormat.ELF:
-        return 0
-    if any(imp.library.startswith("libstdc++") for imp in report.host.imports):
-        return 0
-    return sum(1 for name in report.host.exports if name.startswith(_LOCALE_SYMBOL))
 
 
 def read_pt2(buf: Buffer, path: str = "<buffer>", *, details: bool = False) -> ProgramInfo:

@@ -8,16 +8,17 @@ from dataclasses import replace
 from pathlib import Path
 
 from cudaship.errors import ProgramError
+from cudaship.program.provenance import PROVENANCE_FILE, read_provenance
 from cudaship.program.pt2 import read_pt2
 from cudaship.program.pte import is_pte, read_pte
 from cudaship.program.records import ProgramInfo, Provenance
+from cudaship.safe_read import open_regular
 
 PACKAGE_SUFFIXES = (".pt2", ".pte")
 
 
 def find_package(directory: Path) -> Path:
     """The one program file in an export directory (``provenance.json`` names it when present)."""
-    from cudaship.program.provenance import PROVENANCE_FILE, read_provenance
 
     if (directory / PROVENANCE_FILE).is_file():
         return directory / read_provenance(directory).package
@@ -33,7 +34,6 @@ def find_package(directory: Path) -> Path:
 def _provenance_naming(package: Path) -> Provenance | None:
     """The ``provenance.json`` beside ``package`` when it names that package (None when absent, unreadable
     or about another file: the package is then read as a bare one)."""
-    from cudaship.program.provenance import PROVENANCE_FILE, read_provenance
 
     if not (package.parent / PROVENANCE_FILE).is_file():
         return None
@@ -51,7 +51,6 @@ def read_program(path: str | Path, *, details: bool = False) -> ProgramInfo:
     if target.is_dir():
         target = find_package(target)
     label = str(target)
-    from cudaship.safe_read import open_regular
 
     try:
         with open_regular(target, error=ProgramError) as f:

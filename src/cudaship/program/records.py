@@ -9,10 +9,13 @@ named data holds the compiled library, with weights in a ``.ptd`` beside it). Th
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 
-from cudaship.records.binary import DeviceCode, DeviceCodeKind
+from cudaship.knowledge.archs import sort_arch_names
+from cudaship.knowledge.releases import train_from_ptx
+from cudaship.records.binary import DeviceCode, DeviceCodeKind, FileFormat
 from cudaship.records.files import FileReport
 from cudaship.records.findings import CheckResult, Status
 
@@ -75,21 +78,15 @@ class ProgramInfo:
 
     @property
     def sass(self) -> tuple[str, ...]:
-        from cudaship.knowledge.archs import sort_arch_names
-
         return sort_arch_names({d.arch for _, d in self.device_code if d.kind is DeviceCodeKind.SASS})
 
     @property
     def ptx(self) -> tuple[str, ...]:
-        from cudaship.knowledge.archs import sort_arch_names
-
         return sort_arch_names({d.arch for _, d in self.device_code if d.kind is DeviceCodeKind.PTX})
 
     @property
     def cudart_majors(self) -> tuple[int, ...]:
         """The ``cudart`` majors the libraries import (``libcudart.so.13``, ``cudart64_13.dll``)."""
-        from cudaship.program.pt2 import cudart_major_of
-
         found = {cudart_major_of(m.report) for m in self.libraries if m.report is not None}
         return tuple(sorted(x for x in found if x is not None))
 
@@ -102,8 +99,6 @@ class ProgramInfo:
     def ptx_train(self) -> tuple[str, str] | None:
         """``("13.0", "PTX ISA 9.0")``: the CUDA release of the newest PTX ISA in the program's device code
         (an ExecuTorch CUDA program carries PTX inside its library); None without such PTX."""
-        from cudaship.inspection.report import train_from_ptx
-
         return train_from_ptx(d for _, d in self.device_code)
 
     @property
@@ -257,3 +252,36 @@ class RunReport:
     stderr_tail: str | None = None  #: the child's last lines, for a crash
     loader: str | None = None  #: the loader API used
     notes: tuple[str, ...] = ()
+
+
+_CUDART = re.compile(r"^(?:libcudart\.so\.(\d+)|cudart64_(\d+)\.dll)$", re.IGNORECASE)
+_LOCALE_SYMBOL = "_ZNSt6locale"
+
+
+def cudart_major_of(report: FileReport | None) -> int | None:
+    """The ``cudart`` major a library imports or links (``libcudart.so.13`` → 13), None when it needs none."""
+    if report is None:
+        return None
+    if report.linkage is not None and report.linkage.cudart_major is not None:
+        return report.linkage.cudart_major
+    if report.host is not None:
+        for imp in report.host.imports:
+            match = _CUDART.match(imp.library)
+            if match:
+                return int(match.group(1) or match.group(2))
+    return None
+
+
+def libstdcxx_copy(report: FileReport | None) -> int:
+    """How many ``std::locale`` symbols a library defines while needing no ``libstdc++`` (0: not a copy).
+
+    A library linked with ``-static-libstdc++`` carries its own C++ runtime. Loaded into a process that has
+    ``libstdc++.so.6`` already (any Python with torch), its references to exported libstdc++ symbols bind to
+    the process's copy while its inlined code uses its own: the two halves disagree about the locale's
+    facets and the first ``std::regex`` crashes (seen on the H200: see docs/program.md).
+    """
+    if report is None or report.host is None or report.format is not FileFormat.ELF:
+        return 0
+    if any(imp.library.startswith("libstdc++") for imp in report.host.imports):
+        return 0
+    return sum(1 for name in report.host.exports if name.startswith(_LOCALE_SYMBOL))

@@ -26,6 +26,7 @@ from typing import Any
 
 from cudaship.errors import ProgramError
 from cudaship.hashing import sha256_file
+from cudaship.loaders import read_json
 from cudaship.program import runner_child
 from cudaship.program.provenance import read_provenance
 from cudaship.program.records import Environment, Provenance, RunReport
@@ -232,8 +233,6 @@ def _run_staged(
 
 
 def _read_result(path: Path) -> dict[str, Any]:
-    from cudaship.errors import ProgramError
-    from cudaship.loaders import read_json
 
     try:
         data = read_json(path, error=ProgramError)

@@ -3,7 +3,8 @@
 Linux target: the compiler must link libstdc++ dynamically. A wrapper that carries its own static libstdc++
 crashes when torch loads it (the H200 SIGSEGV in ``std::regex``, docs/program.md), and a compiler can do that
 without being asked (``/opt/gcc/bin/g++`` there passed ``-B`` to a directory with ``libstdc++.a``). Each
-candidate builds a small shared library using ``std::regex``; :func:`~cudaship.program.pt2.libstdcxx_copy`,
+candidate builds a small shared library using ``std::regex``;
+:func:`~cudaship.program.records.libstdcxx_copy`,
 the check ``program check`` runs on the package, judges it. ``--cxx`` names the only candidate; otherwise
 ``$CXX`` then every ``g++``, ``c++`` and ``clang++`` on PATH, in PATH order, and the first that links
 dynamically is used (the skipped ones are said).
@@ -35,7 +36,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cudaship.binary.pe import read_pe
 from cudaship.errors import ProgramError, UsageError
+from cudaship.inspection.dispatch import inspect_buffer
+from cudaship.program.records import libstdcxx_copy
 
 #: the cross compiler torch's Windows cross compile runs, by this name, from PATH
 MINGW_CXX = "x86_64-w64-mingw32-g++"
@@ -69,9 +73,6 @@ class Toolchain:
 def static_libstdcxx(cxx: str, workdir: Path) -> int | None:
     """How many ``std::locale`` symbols a shared library built by ``cxx`` defines while needing no
     libstdc++ (0: it links libstdc++ dynamically); None when ``cxx`` cannot build one."""
-    from cudaship.inspection.dispatch import inspect_buffer
-    from cudaship.program.pt2 import libstdcxx_copy
-
     workdir.mkdir(parents=True, exist_ok=True)
     src = workdir / "cudaship_probe.cpp"
     out = workdir / "cudaship_probe.so"
@@ -315,7 +316,6 @@ def _sibling(compiler: str, tool: str, env: Mapping[str, str]) -> str | None:
 def _private_cuda_home(source: Path, dll: Path, dlltool: str, workdir: Path) -> Path:
     """A copy of ``source``'s ``lib/x64/cuda.lib`` and the cudart DLL with a MinGW import library
     ``libcudart.a`` made from the DLL's exports (the linker takes it before the MSVC ``cudart.lib``)."""
-    from cudaship.binary.pe import read_pe
 
     home = workdir / "windows-cuda"
     (home / "lib" / "x64").mkdir(parents=True, exist_ok=True)

@@ -14,9 +14,9 @@ from cudaship.inspection.report import (
     ArchIndex,
     InspectReport,
     WheelReport,
-    cuda_release_for_ptx,
     summary_line,
 )
+from cudaship.knowledge.releases import cuda_release_for_ptx
 from cudaship.records.binary import (
     Compression,
     DeviceCode,

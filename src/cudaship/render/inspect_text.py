@@ -11,10 +11,10 @@ from rich.text import Text
 from cudaship.inspection.report import (
     InspectReport,
     WheelReport,
-    cuda_release_for_ptx,
     group_entries,
     summary_line,
 )
+from cudaship.knowledge.releases import cuda_release_for_ptx
 from cudaship.records.binary import DeviceCodeKind, HostBinary, ImportKind
 from cudaship.records.files import ContainerKind, FileReport
 from cudaship.render.console import text_console

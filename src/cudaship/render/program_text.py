@@ -6,8 +6,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from cudaship import words
-from cudaship.program.pt2 import libstdcxx_copy
-from cudaship.program.records import CheckReport, MemberRole, ProgramInfo, RunReport, outcome
+from cudaship.program.records import (
+    CheckReport,
+    MemberRole,
+    ProgramInfo,
+    RunReport,
+    libstdcxx_copy,
+    outcome,
+)
 
 if TYPE_CHECKING:
     from cudaship.program.export import ExportResult

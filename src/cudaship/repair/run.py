@@ -14,7 +14,7 @@ from pathlib import Path
 
 from cudaship.archive.zip import ZipArchive, ZipFile, ZipMember
 from cudaship.checks.context import AuditContext
-from cudaship.checks.policy import default_policy
+from cudaship.checks.table import default_policy
 from cudaship.errors import ArchiveError, CudashipError, WheelError
 from cudaship.inspection.scan import scan
 from cudaship.records.files import ContainerKind

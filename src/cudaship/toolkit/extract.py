@@ -29,6 +29,7 @@ from cudaship.archive.tar import TAR_ERRORS, TarStream, compression_of
 from cudaship.archive.zip import ZipArchive, ZipFile, ZipMember
 from cudaship.errors import ArchiveError, ToolkitError
 from cudaship.safe_read import file_size
+from cudaship.tree import walk
 
 _CHUNK = 1 << 20
 _DRIVE = re.compile(r"^[A-Za-z]:")
@@ -158,7 +159,6 @@ class Resolver:
 
 def check_links(dest: Path) -> None:
     """Resolve every symbolic link under ``dest`` again; :class:`ToolkitError` for one that leaves it."""
-    from cudaship.tree import walk
 
     resolver = Resolver(dest)
     for _directory, entries in walk(dest):
