@@ -97,7 +97,7 @@ def _build() -> _Base:
     from cudaship.analysis.gpus import gpu_report
     from cudaship.checks.engine import audit_wheels
     from cudaship.checks.environment import doctor_env
-    from cudaship.checks.policy import default_policy
+    from cudaship.checks.table import default_policy
     from cudaship.inspection.walk import inspect_paths
     from cudaship.program.check import check_program
     from cudaship.program.provenance import write_provenance
