@@ -57,6 +57,7 @@ def main() -> int:
     from cudaship.inspection.scan import scan as scan_wheel
     from cudaship.providers.options import ProviderOptions
     from cudaship.render import audit_json
+    from cudaship.render.table import Style
 
     rows: dict[str, list[float]] = {}
 
@@ -111,7 +112,7 @@ def main() -> int:
         seconds, report = timed(lambda: audit_scanned(scanned, policy, offline))
         add("checks (offline providers)", seconds)
         whole = AuditReport(wheels=(report,), policy_source=policy.source, policy_default=policy.is_default)
-        add("JSON rendering", timed(lambda: audit_json.render(whole))[0])
+        add("JSON rendering", timed(lambda: audit_json.render(whole, Style()))[0])
 
     def timeline(pool: Workers) -> None:
         """The scan's tasks as the scan hands them out, with when each finished (the last round's shown)."""

@@ -85,6 +85,7 @@ from cudaship.binary import _search, devicescan, strings
 from cudaship.binary.devicescan import scan_containers
 from cudaship.binary.elf import read_elf
 from cudaship.render import inspect_json
+from cudaship.render.table import Style
 from cudaship.inspection.walk import inspect_paths
 t1 = time.perf_counter()
 with open(sys.argv[1], "rb") as f:
@@ -102,7 +103,7 @@ with open(sys.argv[1], "rb") as f:
     del containers, host
     m.close()
 report = inspect_paths([sys.argv[1]])
-t6 = time.perf_counter(); inspect_json.render(report); t7 = time.perf_counter()
+t6 = time.perf_counter(); inspect_json.render(report, Style()); t7 = time.perf_counter()
 workers = devicescan._worker_count() if _search.native_available() else 1
 print(json.dumps({"imports_s": t1 - t0, "host_reader_s": t3 - t2, "of_which_library_names_s": s1 - s0,
                   "of_which_runtime_markers_s": s2 - s1, "device_scan_s": t4 - t3,

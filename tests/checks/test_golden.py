@@ -16,6 +16,7 @@ from cudaship.checks.engine import audit_wheels
 from cudaship.checks.table import load_policy
 from cudaship.config import load_config
 from cudaship.render import audit_junit, audit_markdown, audit_text
+from cudaship.render.table import Style
 
 GOLDEN = Path(__file__).parent / "golden"
 REPO = Path(__file__).resolve().parents[2]
@@ -25,7 +26,7 @@ pytestmark = pytest.mark.slow
 RENDERERS = {
     "md": audit_markdown.render,
     "junit.xml": audit_junit.render,
-    "txt": lambda report: audit_text.render(report, color=False),
+    "txt": audit_text.render,
 }
 
 
@@ -34,7 +35,7 @@ def test_golden(suffix: str, synthetic_wheel: Callable[[str], Path], monkeypatch
     monkeypatch.chdir(REPO)
     policy = load_policy(load_config(Path("examples/policies/windows.toml")))
     report = audit_wheels([synthetic_wheel("win_arch_missing")], policy)
-    text = RENDERERS[suffix](report)
+    text = RENDERERS[suffix](report, Style())
     golden = GOLDEN / f"win_arch_missing.{suffix}"
     if os.environ.get("CUDASHIP_UPDATE_GOLDEN") == "1":
         golden.write_text(text)

@@ -9,6 +9,8 @@ import xml.etree.ElementTree as ET
 from cudaship.checks.records import AuditReport, WheelAudit, WheelFacts
 from cudaship.records.findings import CheckResult, Finding, Severity, Status
 from cudaship.render import audit_json, audit_junit, audit_markdown, audit_text
+from cudaship.render.jsonify import to_json
+from cudaship.render.table import Style
 
 
 def _report(error: bool) -> AuditReport:
@@ -52,7 +54,7 @@ def _report(error: bool) -> AuditReport:
 def test_summary_counts_and_ok() -> None:
     report = _report(error=False)
     assert report.ok
-    assert report.summary.as_dict() == {
+    assert to_json(report.summary) == {
         "total": 3,
         "passed": 1,
         "failed": 0,
@@ -65,7 +67,7 @@ def test_summary_counts_and_ok() -> None:
 
 
 def test_text() -> None:
-    text = audit_text.render(_report(error=False))
+    text = audit_text.render(_report(error=False), Style())
     assert "  WARN  archs: loadable PTX in a.so" in text
     assert "  NOTE  closure: b.so" in text
     assert "train: inferred from the requirement cuda-toolkit==13.0.3" in text
@@ -75,7 +77,7 @@ def test_text() -> None:
 
 
 def test_json() -> None:
-    doc = json.loads(audit_json.render(_report(error=True)))
+    doc = json.loads(audit_json.render(_report(error=True), Style()))
     assert doc["schema"] == 2
     severities = {c["name"]: (c["status"], c["severity"], c["rule"]) for c in doc["checks"]}
     assert severities["archs: loadable PTX in a.so"] == ("fail", "warning", "relocatable_ptx")
@@ -85,7 +87,7 @@ def test_json() -> None:
 
 
 def test_junit_warnings_are_not_failures() -> None:
-    root = ET.fromstring(audit_junit.render(_report(error=False)))
+    root = ET.fromstring(audit_junit.render(_report(error=False), Style()))
     assert root.get("failures") == "0"
     assert not root.findall(".//failure")
     case = root.find(".//testcase[@name='archs: loadable PTX in a.so']")
@@ -94,7 +96,7 @@ def test_junit_warnings_are_not_failures() -> None:
     assert out is not None and (out.text or "").startswith("warning: PTX only relocatable")
     prop = case.find("properties/property[@name='severity']")
     assert prop is not None and prop.get("value") == "warning"
-    root = ET.fromstring(audit_junit.render(_report(error=True)))
+    root = ET.fromstring(audit_junit.render(_report(error=True), Style()))
     assert root.get("failures") == "1"
     assert [c.get("name") for c in root.findall(".//testcase") if c.find("failure") is not None] == [
         "closure: c.so"
@@ -102,7 +104,7 @@ def test_junit_warnings_are_not_failures() -> None:
 
 
 def test_markdown() -> None:
-    md = audit_markdown.render(_report(error=False))
+    md = audit_markdown.render(_report(error=False), Style())
     assert "| ⚠️ warning | archs: loadable PTX in a.so |" in md
     assert "| 📝 note | closure: b.so |" in md
     assert md.splitlines()[2].startswith("⚠️ **3 checks: 1 passed, 0 failed, 1 warning, 1 note")

@@ -24,6 +24,7 @@ from cudaship.cli.main import main
 from cudaship.config import load_config
 from cudaship.inspection.walk import InspectObserver, inspect_paths
 from cudaship.render import audit_json, gpus_json, inspect_json
+from cudaship.render.table import Style
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "libvecadd.so"
 
@@ -84,9 +85,9 @@ class CountingChunks:
 
 def test_inspect_same_report_with_any_number_of_workers(wheels: list[Path], tmp_path: Path) -> None:
     inputs = [*wheels, EXAMPLE, tmp_path / "missing.so"]
-    reference = inspect_json.render(inspect_paths(inputs, workers=1))
+    reference = inspect_json.render(inspect_paths(inputs, workers=1), Style())
     for workers in (2, 4, 16):
-        assert inspect_json.render(inspect_paths(inputs, workers=workers)) == reference
+        assert inspect_json.render(inspect_paths(inputs, workers=workers), Style()) == reference
     assert json.loads(reference)  # the report is real JSON, with the libraries read
     assert reference.count("libvecadd") >= 12
 
@@ -160,10 +161,10 @@ class AuditRecorder(AuditObserver):
 
 def test_audit_of_several_wheels_at_once(wheels: list[Path]) -> None:
     policy = load_policy(load_config(None))
-    reference = audit_json.render(audit_wheels(wheels, policy, workers=1))
+    reference = audit_json.render(audit_wheels(wheels, policy, workers=1), Style())
     recorder = AuditRecorder()
     report = audit_wheels(wheels, policy, workers=3, observer=recorder)
-    assert audit_json.render(report) == reference
+    assert audit_json.render(report, Style()) == reference
     assert [w.facts.filename for w in report.wheels] == [w.name for w in wheels]  # input order
     total = sum(w.stat().st_size for w in wheels)
     # one progress display: one plan for all wheels, none per wheel, and the bytes add up to it exactly

@@ -37,6 +37,7 @@ from cudaship.inspection.walk import inspect_paths
 from cudaship.inspection.wheel import _read_member
 from cudaship.records.files import FileReport
 from cudaship.render import audit_json, gpus_json, inspect_json
+from cudaship.render.table import Style
 from tests.inspection.test_parallel import CountingChunks
 
 
@@ -93,13 +94,13 @@ def test_processes_give_the_reports_one_worker_gives(
     inputs = [*wheels, damaged]
     policy = load_policy(load_config(None))
 
-    inspect_one = inspect_json.render(inspect_paths(inputs, workers=1))
-    audit_one = audit_json.render(audit_wheels(inputs, policy, workers=1))
+    inspect_one = inspect_json.render(inspect_paths(inputs, workers=1), Style())
+    audit_one = audit_json.render(audit_wheels(inputs, policy, workers=1), Style())
     gpus_one = gpus_json.render(gpu_report(inspect_paths([wheels[0].parent], workers=1)))
     assert calls.calls == 0  # one worker: never processes
 
-    assert inspect_json.render(inspect_paths(inputs, workers=3)) == inspect_one
-    assert audit_json.render(audit_wheels(inputs, policy, workers=3)) == audit_one
+    assert inspect_json.render(inspect_paths(inputs, workers=3), Style()) == inspect_one
+    assert audit_json.render(audit_wheels(inputs, policy, workers=3), Style()) == audit_one
     assert gpus_json.render(gpu_report(inspect_paths([wheels[0].parent], workers=3))) == gpus_one
     assert calls.calls >= 3 * len(inputs)  # every wheel of every command went to the processes
 
@@ -335,7 +336,7 @@ def test_workers_are_forked_straight_from_a_single_threaded_command(
 
     from cudaship.archive import pool as pool_module
 
-    reference = audit_json.render(audit_wheels(wheels, load_policy(load_config(None)), workers=1))
+    reference = audit_json.render(audit_wheels(wheels, load_policy(load_config(None)), workers=1), Style())
     if threading.active_count() != 1:  # pytest-xdist's worker has threads of its own: forking is ruled out
         assert not pool_module._may_fork()
         pytest.skip("this test process has other threads (pytest-xdist): run with -n 0 to see the fork path")
@@ -357,4 +358,7 @@ def test_workers_are_forked_straight_from_a_single_threaded_command(
         release.set()
         other.join()
     monkeypatch.setenv("CUDASHIP_PROCESSES", "always")
-    assert audit_json.render(audit_wheels(wheels, load_policy(load_config(None)), workers=2)) == reference
+    assert (
+        audit_json.render(audit_wheels(wheels, load_policy(load_config(None)), workers=2), Style())
+        == reference
+    )

@@ -20,6 +20,7 @@ from cudaship.inspection.walk import inspect_paths
 from cudaship.knowledge.archs import sort_arch_names
 from cudaship.records.binary import Compression, DeviceCode, DeviceCodeKind
 from cudaship.render import inspect_json
+from cudaship.render.table import Style
 
 Build = Callable[[str], Path]
 
@@ -36,7 +37,8 @@ def check(report: InspectReport) -> None:
         return [n.upper() for n in names]
 
     for options in ({}, {"exports": False}, {"demangle": shout}):
-        assert inspect_json.render(report, **options) == plain(report, **options)  # type: ignore[arg-type]
+        style = Style(**options)  # type: ignore[arg-type]
+        assert inspect_json.render(report, style) == plain(report, **options)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")

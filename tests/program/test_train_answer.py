@@ -17,7 +17,7 @@ import pytest
 from cudaship.cli.main import main
 from cudaship.program.check import check_program
 from cudaship.program.records import outcome
-from cudaship.render.program_text import verdict_line
+from cudaship.render.program import verdict_line
 from tests.program.builders import gxx_library, make_export_dir, make_pt2
 
 REPO = Path(__file__).resolve().parents[2]

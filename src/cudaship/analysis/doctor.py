@@ -1,7 +1,7 @@
 """``doctor``: files checked against this machine's GPUs and driver (the probe's result).
 
 Which files are checked (the paths named, else every native file with device code that an installed package
-ships) and each GPU's verdict are decided here; :mod:`cudaship.render.doctor_text` and ``doctor_json`` print.
+ships) and each GPU's verdict are decided here; :mod:`cudaship.render.doctor` prints.
 """
 
 from __future__ import annotations

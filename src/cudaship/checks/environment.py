@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 from cudaship.analysis.envload import Edge, LoadGraph, simulate
 from cudaship.analysis.gpus import FileVerdicts, file_verdicts
 from cudaship.analysis.loader import DEFAULT_DIRS, LD_CACHE, How, LinuxLoader, WindowsLoader
+from cudaship.analysis.summary import Summary
 from cudaship.checks.confirm import ConfirmReport
 from cudaship.checks.confirm import findings as confirm_findings
 from cudaship.inspection.environment import (
@@ -441,8 +442,13 @@ class EnvReport:
     confirm: ConfirmReport | None = None  #: ``--confirm``: the simulation against the real loader
 
     @property
+    def summary(self) -> Summary:
+        """The findings counted per severity (each is a failure of its own rule)."""
+        return Summary.of(self.findings)
+
+    @property
     def errors(self) -> int:
-        return sum(1 for f in self.findings if f.severity is Severity.ERROR)
+        return self.summary.failed
 
     @property
     def unreadable(self) -> bool:

@@ -10,55 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cudaship import words
-from cudaship.records.findings import CheckResult, Severity, Status
-
-
-@dataclass(frozen=True)
-class Summary:
-    """Counts of a set of checks. ``failed`` counts failures of severity error only (they fail the audit);
-    ``warnings`` and ``notes`` count failures of those severities."""
-
-    total: int
-    passed: int
-    failed: int
-    skipped: int
-    warnings: int = 0
-    notes: int = 0
-
-    @classmethod
-    def of(cls, checks: tuple[CheckResult, ...] | list[CheckResult]) -> Summary:
-        def count(status: Status, severity: Severity | None = None) -> int:
-            return sum(
-                1 for c in checks if c.status is status and (severity is None or c.severity is severity)
-            )
-
-        return cls(
-            total=len(checks),
-            passed=count(Status.PASS),
-            failed=count(Status.FAIL, Severity.ERROR),
-            skipped=count(Status.SKIP),
-            warnings=count(Status.FAIL, Severity.WARNING),
-            notes=count(Status.FAIL, Severity.NOTE),
-        )
-
-    def line(self) -> str:
-        parts = [f"{self.passed} passed", f"{self.failed} failed"]
-        if self.warnings:
-            parts.append(words.count(self.warnings, "warning"))
-        if self.notes:
-            parts.append(words.count(self.notes, "note"))
-        parts.append(f"{self.skipped} skipped")
-        return f"{words.count(self.total, 'check')}: {', '.join(parts)}"
-
-    def as_dict(self) -> dict[str, int]:
-        return {
-            "total": self.total,
-            "passed": self.passed,
-            "failed": self.failed,
-            "warnings": self.warnings,
-            "notes": self.notes,
-            "skipped": self.skipped,
-        }
+from cudaship.analysis.summary import Summary
+from cudaship.records.findings import CheckResult
 
 
 @dataclass(frozen=True)
@@ -91,17 +44,6 @@ class StaticImport:
     target: str | None = None  #: the installed path (site-packages relative) for shipped / required files
     detail: str = ""
     extra: str | None = None  #: the wheel's extra under which the provider is installed (None: always)
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "file": self.file,
-            "library": self.library,
-            "ok": self.ok,
-            "via": self.via,
-            "target": self.target,
-            "detail": self.detail,
-            "extra": self.extra,
-        }
 
 
 @dataclass(frozen=True)

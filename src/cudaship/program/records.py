@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cudaship.analysis.summary import Summary
 from cudaship.inspection.program_records import ProgramInfo, Provenance
 from cudaship.records.binary import FileFormat
 from cudaship.records.files import FileReport
@@ -50,14 +51,18 @@ class CheckReport:
     items: tuple[CheckResult, ...]  #: one per check (``name``: package, reference, platform, train, ...)
 
     @property
+    def summary(self) -> Summary:
+        return Summary.of(self.items)
+
+    @property
     def passed(self) -> bool:
-        return not any(i.is_error for i in self.items)
+        return not self.summary.failed
 
     @property
     def counts(self) -> tuple[int, int]:
         """(checks passed, checks decided): warnings pass, skips are not counted."""
-        decided = [i for i in self.items if i.status is not Status.SKIP]
-        return sum(not i.is_error for i in decided), len(decided)
+        s = self.summary
+        return s.decided - s.failed, s.decided
 
 
 @dataclass(frozen=True)

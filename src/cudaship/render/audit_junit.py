@@ -13,9 +13,10 @@ import xml.etree.ElementTree as ET
 from cudaship.checks.records import AuditReport
 from cudaship.records.findings import Severity, Status
 from cudaship.render.audit_text import finding_text
+from cudaship.render.table import Style
 
 
-def render(report: AuditReport) -> str:
+def render(report: AuditReport, style: Style) -> str:
     total = report.summary
     root = ET.Element(
         "testsuites",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from cudaship.checks.records import AuditReport
 from cudaship.records.findings import CheckResult, Severity, Status
 from cudaship.render.audit_text import finding_text
+from cudaship.render.table import Style
 from cudaship.words import count
 
 _ICON = {Status.PASS: "✅ pass", Status.SKIP: "⏭️ skip"}
@@ -20,7 +21,7 @@ def _cell(text: str) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("`", "'")
 
 
-def render(report: AuditReport) -> str:
+def render(report: AuditReport, style: Style) -> str:
     out: list[str] = ["## cudaship audit", ""]
     summary = report.summary
     policy = f"`{_cell(report.policy_source)}`" if report.policy_source else "none"

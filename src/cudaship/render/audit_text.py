@@ -13,6 +13,7 @@ from cudaship.checks.records import AuditReport, WheelAudit
 from cudaship.records.findings import CheckResult, Finding, Severity, Status
 from cudaship.render import escape as escape_for
 from cudaship.render.console import text_console
+from cudaship.render.table import Style
 from cudaship.words import count
 
 _STYLE = {"PASS": "green", "FAIL": "bold red", "WARN": "bold yellow", "NOTE": "cyan", "SKIP": "yellow"}
@@ -21,9 +22,11 @@ _FAILED_LABEL = {Severity.ERROR: "FAIL", Severity.WARNING: "WARN", Severity.NOTE
 EVIDENCE_SHOWN = 20
 
 
-def render(report: AuditReport, *, color: bool = False, width: int = 120, verbose: bool = False) -> str:
+def render(report: AuditReport, style: Style) -> str:
+    """Layout from ``style``: ``color``, ``width``, ``verbose`` (evidence of passing checks too)."""
+    verbose = style.verbose
     buffer = io.StringIO()
-    console = text_console(buffer, color=color, width=width)
+    console = text_console(buffer, color=style.color, width=style.width)
     source = report.policy_source or "none found"
     policy = f"policy: {source}" + (" (built-in default checks)" if report.policy_default else "")
     console.print(f"[bold]cudaship audit[/] · {escape(policy)}")
@@ -38,8 +41,8 @@ def render(report: AuditReport, *, color: bool = False, width: int = 120, verbos
         console.print(f"[bold red]error[/]: {escape(error)}")
     console.print()
     summary = report.summary
-    style = "bold red" if summary.failed else ("bold yellow" if summary.warnings else "bold green")
-    console.print(f"[{style}]{escape(summary.line())}[/]")
+    mark = "bold red" if summary.failed else ("bold yellow" if summary.warnings else "bold green")
+    console.print(f"[{mark}]{escape(summary.line())}[/]")
     return buffer.getvalue()
 
 

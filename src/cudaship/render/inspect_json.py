@@ -27,6 +27,7 @@ from cudaship.records.binary import (
 )
 from cudaship.records.files import CudaLinkage, FileReport, WheelInfo
 from cudaship.render.jsonify import fields, pick
+from cudaship.render.table import Style
 
 SCHEMA_VERSION = 1
 
@@ -34,20 +35,22 @@ SCHEMA_VERSION = 1
 Demangler = Callable[[list[str]], list[str]]
 
 
-def render(report: InspectReport, *, exports: bool = True, demangle: Demangler | None = None) -> str:
-    """The report as JSON text: keys in a fixed order, on one line (``jq .`` indents it).
+def render(report: InspectReport, style: Style) -> str:
+    """The report as JSON text: keys in a fixed order, on one line (``jq .`` indents it); layout from
+    ``style``: ``exports`` (list exported symbols) and ``demangle``.
 
-    Exactly ``json.dumps(to_json(report), ensure_ascii=False)`` and a newline, written faster: each file's
-    device-code entries, containers and exported names (thousands of them in a large library, most of its
-    bytes) are written by :func:`_entries`, :func:`_containers` and :func:`_strings`, everything else by the
-    standard library's C encoder (used only without ``indent``: not indented on purpose).
+    Exactly ``json.dumps(to_json(report, exports=..., demangle=...), ensure_ascii=False)`` and a newline,
+    written faster: each file's device-code entries, containers and exported names (thousands of them in a
+    large library, most of its bytes) are written by :func:`_entries`, :func:`_containers` and
+    :func:`_strings`, everything else by the standard library's C encoder (used only without ``indent``: not
+    indented on purpose).
     """
     head, files, wheels = _report_parts(report)
     parts = [_ENCODER.encode(head)[:-1], ', "files": [']
     for i, f in enumerate(files):
         if i:
             parts.append(", ")
-        _encode_file(parts, f, exports=exports, demangle=demangle)
+        _encode_file(parts, f, exports=style.exports, demangle=style.demangle)
     parts += ('], "wheels": ', _ENCODER.encode(wheels), "}\n")
     return "".join(parts)
 

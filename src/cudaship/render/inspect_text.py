@@ -18,6 +18,7 @@ from cudaship.knowledge.releases import cuda_release_for_ptx
 from cudaship.records.binary import DeviceCodeKind, HostBinary, ImportKind
 from cudaship.records.files import ContainerKind, FileReport
 from cudaship.render.console import text_console
+from cudaship.render.table import Style
 from cudaship.words import count
 
 from .inspect_json import Demangler
@@ -38,17 +39,11 @@ _IMPORT_KIND = {
 _EXPORTS_SHOWN = 20
 
 
-def render(
-    report: InspectReport,
-    *,
-    width: int = 120,
-    color: bool = False,
-    exports: bool = True,
-    demangle: Demangler | None = None,
-    all_exports: bool = False,
-) -> str:
+def render(report: InspectReport, style: Style) -> str:
+    """Layout from ``style``: ``color``, ``width``, ``exports``, ``demangle`` and ``all_exports``."""
+    exports, demangle, all_exports = style.exports, style.demangle, style.all_exports
     buffer = io.StringIO()
-    console = text_console(buffer, color=color, width=width, markup=False)  # styles are Text's
+    console = text_console(buffer, color=style.color, width=style.width, markup=False)  # styles are Text's
     for item in report.items:
         if isinstance(item, WheelReport):
             _wheel_header(console, item)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from cudaship.inspection.program_records import ProgramInfo
 from cudaship.program.records import CheckReport, RunReport, outcome
-from cudaship.render.jsonify import fields, to_json
+from cudaship.render.jsonify import dumps, fields, to_json
+from cudaship.render.table import Style
 
 if TYPE_CHECKING:
     from cudaship.program.export import ExportResult
@@ -51,11 +51,11 @@ def _program(info: ProgramInfo) -> dict[str, Any]:
     }
 
 
-def render_inspect(infos: list[ProgramInfo]) -> str:
-    return json.dumps({"schema": SCHEMA, "programs": [_program(i) for i in infos]}, indent=2) + "\n"
+def render_inspect(infos: list[ProgramInfo], style: Style) -> str:
+    return dumps({"schema": SCHEMA, "programs": [_program(i) for i in infos]})
 
 
-def render_export(result: ExportResult) -> str:
+def render_export(result: ExportResult, style: Style) -> str:
     data = {
         "schema": SCHEMA,
         "directory": str(result.directory),
@@ -66,10 +66,10 @@ def render_export(result: ExportResult) -> str:
         "problems": list(result.problems),
         "passed": not result.problems,
     }
-    return json.dumps(data, indent=2) + "\n"
+    return dumps(data)
 
 
-def render_check(report: CheckReport) -> str:
+def render_check(report: CheckReport, style: Style) -> str:
     data = {
         "schema": SCHEMA,
         "directory": report.directory,
@@ -79,12 +79,12 @@ def render_check(report: CheckReport) -> str:
         "checks": [{"name": i.name, "status": outcome(i), "message": i.reason} for i in report.items],
         "program": _program(report.program) if report.program else None,
     }
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return dumps(data, ascii=False)
 
 
-def render_run(report: RunReport) -> str:
+def render_run(report: RunReport, style: Style) -> str:
     data = {"schema": SCHEMA, **fields(report)}
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return dumps(data, ascii=False)
 
 
 _STR_OR_NULL = {"type": ["string", "null"]}

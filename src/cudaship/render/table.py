@@ -78,23 +78,13 @@ class Command(Formats, Generic[R]):
     load: Callable[[], Mapping[str, Renderer[R]]]
 
 
-def _plain(render: Callable[[R], str]) -> Renderer[R]:
-    """A renderer that takes no layout (most JSON, markdown and HTML ones)."""
-    return lambda report, style: render(report)
-
-
 # Each loader imports its renderers when the command renders (CLI start-up time: see the module docstring).
 
 
 def _inspect() -> Mapping[str, Renderer[InspectReport]]:
     from cudaship.render import inspect_json, inspect_text
 
-    return {
-        "text": lambda r, s: inspect_text.render(
-            r, color=s.color, width=s.width, exports=s.exports, demangle=s.demangle, all_exports=s.all_exports
-        ),
-        "json": lambda r, s: inspect_json.render(r, exports=s.exports, demangle=s.demangle),
-    }
+    return {"text": inspect_text.render, "json": inspect_json.render}
 
 
 def _gpus() -> Mapping[str, Renderer[GpuReport]]:
@@ -107,28 +97,24 @@ def _audit() -> Mapping[str, Renderer[AuditReport]]:
     from cudaship.render import audit_json, audit_junit, audit_markdown, audit_sarif, audit_text
 
     return {
-        "text": lambda r, s: audit_text.render(r, color=s.color, width=s.width, verbose=s.verbose),
-        "json": _plain(audit_json.render),
-        "junit": _plain(audit_junit.render),
-        "markdown": _plain(audit_markdown.render),
+        "text": audit_text.render,
+        "json": audit_json.render,
+        "junit": audit_junit.render,
+        "markdown": audit_markdown.render,
         "sarif": audit_sarif.render,
     }
 
 
 def _doctor() -> Mapping[str, Renderer[DoctorReport]]:
-    from cudaship.render import doctor_json, doctor_text
+    from cudaship.render import doctor
 
-    return {"text": _plain(doctor_text.render), "json": _plain(doctor_json.render)}
+    return doctor.FORMATS
 
 
 def _doctor_env() -> Mapping[str, Renderer[EnvReport]]:
-    from cudaship.render import doctor_env_json, doctor_env_markdown, doctor_env_text
+    from cudaship.render import doctor_env
 
-    return {
-        "text": lambda r, s: doctor_env_text.render_text(r, details=s.details),
-        "json": _plain(doctor_env_json.render_json),
-        "markdown": _plain(doctor_env_markdown.render_markdown),
-    }
+    return doctor_env.FORMATS
 
 
 def _arch_list() -> Mapping[str, Renderer[TrainArchs]]:
@@ -168,29 +154,27 @@ def _toolkit_env() -> Mapping[str, Renderer[ToolkitEnv]]:
 
 
 def _program_inspect() -> Mapping[str, Renderer[list[ProgramInfo]]]:
-    from cudaship.render import program_json, program_text
+    from cudaship.render import program
 
-    return {"text": _plain(program_text.render_inspect_all), "json": _plain(program_json.render_inspect)}
+    return program.INSPECT_FORMATS
 
 
 def _program_check() -> Mapping[str, Renderer[CheckReport]]:
-    from cudaship.render import program_json, program_markdown, program_text
+    from cudaship.render import program
 
-    text, json = program_text.render_check, program_json.render_check
-    return {"text": _plain(text), "json": _plain(json), "markdown": _plain(program_markdown.render_one)}
+    return program.CHECK_FORMATS
 
 
 def _program_run() -> Mapping[str, Renderer[RunReport]]:
-    from cudaship.render import program_json, program_markdown, program_text
+    from cudaship.render import program
 
-    text, json = program_text.render_run, program_json.render_run
-    return {"text": _plain(text), "json": _plain(json), "markdown": _plain(program_markdown.render_one)}
+    return program.RUN_FORMATS
 
 
 def _program_export() -> Mapping[str, Renderer[ExportResult]]:
-    from cudaship.render import program_json, program_text
+    from cudaship.render import program
 
-    return {"text": _plain(program_text.render_export), "json": _plain(program_json.render_export)}
+    return program.EXPORT_FORMATS
 
 
 def _repair() -> Mapping[str, Renderer[RepairReport]]:

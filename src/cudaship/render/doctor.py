@@ -1,11 +1,19 @@
-"""``cudaship doctor`` as text: the machine, then each file with each GPU's verdict."""
+"""``cudaship doctor``: ``text`` (the machine, then each file with each GPU's verdict) and ``json`` (the
+machine and each file's verdict per GPU)."""
 
 from __future__ import annotations
 
-from cudaship.analysis.doctor import DoctorReport
+from collections.abc import Mapping
+from typing import Any
+
+from cudaship.analysis.doctor import Checked, DoctorReport
 from cudaship.knowledge.runs_on import VerdictKind
 from cudaship.probe.records import GpuInfo, ProbeResult
+from cudaship.render.jsonify import dumps
+from cudaship.render.table import Renderer, Style
 from cudaship.words import count
+
+SCHEMA_VERSION = 1
 
 _WORD = {
     VerdictKind.NATIVE: "runs natively",
@@ -43,7 +51,7 @@ def _header(report: DoctorReport) -> str:
     return f"installed packages with device code ({counted}):"
 
 
-def render(report: DoctorReport) -> str:
+def text(report: DoctorReport, style: Style) -> str:
     result = report.probe
     lines = [_driver_line(result), *(_gpu_line(g) for g in result.gpus)]
     lines += [f"note: {n}" for n in result.notes]
@@ -68,3 +76,57 @@ def render(report: DoctorReport) -> str:
                     f"      needs driver {verdict.min_driver} or newer ({verdict.min_driver_reason})"
                 )
     return "\n".join(lines) + "\n"
+
+
+def _file(c: Checked, result: ProbeResult) -> dict[str, Any]:
+    return {
+        "path": c.verdicts.path,
+        "container": c.verdicts.container,
+        "distribution": c.distribution,
+        "device_code": c.verdicts.has_device_code,
+        "no_kernels": c.verdicts.no_kernels,
+        "error": c.verdicts.error,
+        "gpus": [
+            {
+                "index": gpu.index,
+                "capability": gpu.capability.capability,
+                "verdict": v.verdict.value,
+                "reason": v.reason,
+                "entry": v.entry.arch if v.entry else None,
+                "min_driver": v.min_driver,
+                "min_driver_reason": v.min_driver_reason,
+            }
+            for gpu, v in (c.per_gpu(result.gpus) if c.verdicts.has_device_code else [])
+        ],
+    }
+
+
+def json(report: DoctorReport, style: Style) -> str:
+    result = report.probe
+    drv = result.driver
+    doc = {
+        "schema": SCHEMA_VERSION,
+        "driver": {
+            "version": drv.version,
+            "cuda": drv.cuda.version if drv.cuda else None,
+            "sources": list(result.sources),
+        },
+        "gpus": [
+            {
+                "index": g.index,
+                "name": g.name,
+                "capability": g.capability.capability,
+                "generation": g.capability.generation,
+                "memory_bytes": g.memory_bytes,
+                "memory_pools": g.memory_pools,
+            }
+            for g in result.gpus
+        ],
+        "notes": list(result.notes),
+        "scanned_environment": report.scanned_environment,
+        "files": [_file(c, result) for c in report.checked],
+    }
+    return dumps(doc, ascii=False)
+
+
+FORMATS: Mapping[str, Renderer[DoctorReport]] = {"text": text, "json": json}

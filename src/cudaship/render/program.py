@@ -1,13 +1,18 @@
-"""Text reports of ``cudaship program``: inspect, check, run, export."""
+"""``cudaship program``: the text reports of inspect, check, run and export, the ``markdown`` of check and run
+(a release test plan table: one row per (train, runtime): train · export torch · runtime · checks passed ·
+max diff · latency), and each subcommand's formats (``json``: :mod:`cudaship.render.program_json`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from cudaship import words
 from cudaship.inspection.program_records import MemberRole, ProgramInfo
 from cudaship.program.records import CheckReport, RunReport, libstdcxx_copy, outcome
+from cudaship.render import program_json
+from cudaship.render.escape import markdown_cell as cell
+from cudaship.render.table import Renderer, Style
 
 if TYPE_CHECKING:
     from cudaship.program.export import ExportResult
@@ -71,11 +76,11 @@ def render_inspect(info: ProgramInfo) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_inspect_all(infos: Sequence[ProgramInfo]) -> str:
+def render_inspect_all(infos: Sequence[ProgramInfo], style: Style) -> str:
     return "\n".join(render_inspect(i) for i in infos)
 
 
-def render_export(result: ExportResult) -> str:
+def render_export(result: ExportResult, style: Style) -> str:
     prov = result.provenance
     lines = [
         f"{result.directory}: exported {prov.model or 'the model'} with torch {prov.torch_version} "
@@ -89,7 +94,7 @@ def render_export(result: ExportResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_check(report: CheckReport) -> str:
+def render_check(report: CheckReport, style: Style) -> str:
     t = report.target
     head = f"{report.directory}: program check"
     lines = [head]
@@ -127,7 +132,7 @@ def _checks(n: int) -> str:
     return "check" if n == 1 else "checks"
 
 
-def render_run(report: RunReport) -> str:
+def render_run(report: RunReport, style: Style) -> str:
     lines = [f"{report.directory}: program run ({report.runs} runs) in {report.run_directory}"]
     if report.ok:
         lines.append(f"  OK            max abs diff {report.max_abs_diff:.3g} <= {report.tolerance:g}")
@@ -159,3 +164,64 @@ def render_run(report: RunReport) -> str:
         lines.append("  last output of the run process:")
         lines.extend(f"    {line}" for line in report.stderr_tail.splitlines())
     return "\n".join(lines) + "\n"
+
+
+HEADER = (
+    "| train | export torch | runtime | checks passed | max diff | latency |\n|---|---|---|---|---|---|\n"
+)
+
+
+def check_row(report: CheckReport) -> str:
+    prov = report.provenance
+    train = report.target.train or (prov.cuda_train if prov else None) or "-"
+    runtime = report.target.runtime or (
+        f"GPU {report.target.capability}" if report.target.capability else "-"
+    )
+    passed, decided = report.counts
+    failed = [i.name for i in report.items if i.is_error]
+    checks = f"{passed}/{decided}" + (f" (failed: {', '.join(failed)})" if failed else "")
+    cells = (train, prov.torch_version if prov else "-", runtime, checks, "-", "-")
+    return "| " + " | ".join(cell(c) for c in cells) + " |\n"
+
+
+def run_row(report: RunReport) -> str:
+    prov = report.provenance
+    env = report.environment
+    train = (prov.cuda_train if prov else None) or "-"
+    runtime = f"torch {env.torch}" if env is not None and env.torch else "-"
+    if env is not None and env.gpu:
+        runtime += f" on {env.gpu}"
+    checks = "run ok" if report.ok else f"run failed: {report.signal or report.failure}"
+    diff = f"{report.max_abs_diff:.2g}" if report.max_abs_diff is not None else "-"
+    latency = "-"
+    if report.latency_ms is not None:
+        latency = f"{report.latency_ms:.3f} ms"
+        if report.eager_latency_ms is not None:
+            latency += f" (eager {report.eager_latency_ms:.3f} ms)"
+    cells = (train, prov.torch_version if prov else "-", runtime, checks, diff, latency)
+    return "| " + " | ".join(cell(c) for c in cells) + " |\n"
+
+
+def render_markdown(report: CheckReport | RunReport, style: Style) -> str:
+    """One check or run as a release-plan table of one row."""
+    return HEADER + (check_row(report) if isinstance(report, CheckReport) else run_row(report))
+
+
+INSPECT_FORMATS: Mapping[str, Renderer[list[ProgramInfo]]] = {
+    "text": render_inspect_all,
+    "json": program_json.render_inspect,
+}
+CHECK_FORMATS: Mapping[str, Renderer[CheckReport]] = {
+    "text": render_check,
+    "json": program_json.render_check,
+    "markdown": render_markdown,
+}
+RUN_FORMATS: Mapping[str, Renderer[RunReport]] = {
+    "text": render_run,
+    "json": program_json.render_run,
+    "markdown": render_markdown,
+}
+EXPORT_FORMATS: Mapping[str, Renderer[ExportResult]] = {
+    "text": render_export,
+    "json": program_json.render_export,
+}
