@@ -81,7 +81,7 @@ def test_index_source_picks_the_newest_fitting_wheel_with_pep658(
     assert client.fetched.requests == local_index.requests
 
 
-def test_warm_cache_and_offline(local_index: LocalIndex, tmp_path: Path) -> None:
+def _nvtx(local_index: LocalIndex, tmp_path: Path) -> None:
     local_index.add(
         make_wheel(
             tmp_path,
@@ -91,6 +91,10 @@ def test_warm_cache_and_offline(local_index: LocalIndex, tmp_path: Path) -> None
             {"nvidia/cu13/lib/libnvtx3interop.so.1": b"x"},
         )
     )
+
+
+def test_warm_cache_and_offline(local_index: LocalIndex, tmp_path: Path) -> None:
+    _nvtx(local_index, tmp_path)
     cache = DiskCache(tmp_path / "cache")
     cold = Client()
     assert IndexSource(local_index.url, cache, cold).find("nvidia-nvtx", SpecifierSet(), LINUX) is not None
@@ -178,18 +182,6 @@ def test_a_damaged_or_hostile_cache_entry_is_a_miss(tmp_path: Path) -> None:
     entry.unlink()
     os.mkfifo(entry)  # a FIFO in the cache would block a plain open: refused, a miss
     assert cache.get("page", "k") is None
-
-
-def _nvtx(local_index: LocalIndex, tmp_path: Path) -> None:
-    local_index.add(
-        make_wheel(
-            tmp_path,
-            "nvidia-nvtx",
-            "13.0.85",
-            "py3-none-manylinux1_x86_64",
-            {"nvidia/cu13/lib/libnvtx3interop.so.1": b"x"},
-        )
-    )
 
 
 def test_a_busy_index_is_asked_once_more(local_index: LocalIndex, tmp_path: Path) -> None:

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import hashlib
 import urllib.parse
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
@@ -33,6 +33,8 @@ from cudaship.providers.records import Distribution, Target
 from cudaship.providers.select import Candidate, best, wheel_version
 from cudaship.schema import Table
 from cudaship.wheel.metadata import MAX_METADATA_BYTES
+
+T = TypeVar("T")
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 JSON_ACCEPT = "application/vnd.pypi.simple.v1+json"
@@ -71,15 +73,9 @@ class IndexSource:
 
     def _page(self, name: str) -> list[Candidate]:
         page_url = f"{self.url}/{canonicalize_name(name)}/"
-        cached = self.cache.get("page", page_url, None if self.offline else PAGE_TTL_S)
+        cached = self._cached("page", page_url, _candidates, page_url, None if self.offline else PAGE_TTL_S)
         if cached is not None:
-            try:
-                candidates = _candidates(cached, page_url)
-            except CudashipError:  # an entry of the wrong shape is a miss
-                pass
-            else:
-                self.client.hit()
-                return candidates
+            return cached
         if self.offline:
             raise NotCached(f"{page_url}: not in the cache (offline)")
         resp = self.client.get(page_url, accept=JSON_ACCEPT, hosts=self.hosts)
@@ -94,6 +90,21 @@ class IndexSource:
             raise IndexUnavailable(f"{page_url}: not a PEP 691 project page: {e.message}") from None
         self.cache.put("page", page_url, files)
         return _candidates(files, page_url)
+
+    def _cached(
+        self, kind: str, key: str, read: Callable[[Any, str], T], source: str, max_age_s: float | None = None
+    ) -> T | None:
+        """The cache's entry ``key`` as ``read(value, source)`` reads it (counted as a hit), or None: absent,
+        too old, or of the wrong shape (``read`` raised)."""
+        value = self.cache.get(kind, key, max_age_s)
+        if value is None:
+            return None
+        try:
+            out = read(value, source)
+        except CudashipError:
+            return None
+        self.client.hit()
+        return out
 
     def find(self, name: str, spec: SpecifierSet, target: Target) -> Distribution | None:
         """The newest fitting distribution, or None when the project has no fitting wheel; raises
@@ -110,15 +121,9 @@ class IndexSource:
 
     def _read(self, c: Candidate) -> Distribution:
         key = c.sha256 or c.location
-        cached = self.cache.get("wheel", key)
+        cached = self._cached("wheel", key, _dist_from_json, f"index {c.location}")
         if cached is not None:
-            try:
-                dist = _dist_from_json(cached, f"index {c.location}")
-            except CudashipError:  # an entry of the wrong shape is a miss
-                pass
-            else:
-                self.client.hit()
-                return dist
+            return cached
         if self.offline:
             raise NotCached(f"{c.filename}: not in the cache (offline)")
         metadata: bytes | None = None
