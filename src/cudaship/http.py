@@ -9,7 +9,8 @@
 - **Streaming with caps.** :meth:`Stream.chunks` counts bytes as they arrive and stops one byte past the
   caller's limit (:class:`TooLarge`), whatever Content-Length says or omits; nothing is read whole unasked.
 - **One retry policy** (:class:`Retry`): network errors, cut connections and HTTP 408, 429 and 5xx are tried
-  again after a pause doubling each time; any other answer (404, 403, ...) is final.
+  again after a pause doubling each time; any other answer (404, 403, ...) is final. Toolkit downloads retry
+  both kinds; the index retries only an answer, once (``answered_only``: an unreachable index falls back).
 
 Every failure raises :class:`Unavailable` (one line, with the HTTP status when there was one) or
 :class:`RefusedURL`; each caller words its own errors from them (the index's notes, toolkit's ToolkitError).
