@@ -163,8 +163,8 @@ def _files_of(page: Table, base: str) -> list[dict[str, Any]]:
             continue
         url = urllib.parse.urljoin(base, f.text("url"))
         entry: dict[str, Any] = {"filename": filename, "url": url}
-        size = f.integer("size")
-        if size is not None:
+        size = f.get("size")
+        if isinstance(size, int) and not isinstance(size, bool):  # else that file's problem ("no size")
             entry["size"] = size
         hashes = f.sub("hashes")
         sha = hashes.string("sha256") if hashes is not None else None
