@@ -40,7 +40,9 @@ INDIRECT = {
     ("program/export.py", "k"): set(),  # saves the toolchain variables export itself sets, to restore them
     ("program/export.py", "key"): set(),  # ... and restores them
 }
-INDIRECT_READ = re.compile(r"\b(?:environ|env)(?:\.get\(\s*|\[\s*)([a-z_][a-z0-9_]*|[A-Z_]+_ENV)\s*[,)\]]")
+INDIRECT_READ = re.compile(
+    r"\b(?:environ|env|envvars)(?:\.get\(\s*|\[\s*)([a-z_][a-z0-9_]*|[A-Z_]+_ENV)\s*[,)\]]"
+)
 
 
 def _sources() -> list[tuple[str, str]]:

@@ -23,11 +23,11 @@ def root() -> Path:
     if explicit:
         return Path(explicit)
     if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+        base = Path(envvars.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
     elif sys.platform == "darwin":
         base = Path.home() / "Library" / "Caches"
     else:
-        xdg = os.environ.get("XDG_CACHE_HOME")
+        xdg = envvars.get("XDG_CACHE_HOME")
         base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
     return base / "cudaship"
 

@@ -13,7 +13,7 @@ source together.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -149,9 +149,9 @@ VARIABLES: tuple[Variable, ...] = (
     ),
     Variable(
         "PATH",
-        "`doctor --env` (Windows), `program run`, `toolkit env`",
-        "the DLL search path of a Windows environment; the compilers `program run` finds; the `PATH` "
-        "`toolkit env` extends",
+        "`doctor --env` (Windows), `program export`, `program run`, `toolkit env`",
+        "the DLL search path of a Windows environment; where `program export` looks for a compiler; the "
+        "compilers `program run` keeps from its child; the `PATH` `toolkit env --format dotenv` extends",
         "the platform's search path",
     ),
     Variable(
@@ -255,6 +255,12 @@ def get(name: str, environ: Mapping[str, str] | None = None) -> str | None:
     """The value of ``name`` (one of :data:`VARIABLES`), None when unset; a bad value of a validated variable
     raises UsageError naming the variable and the value."""
     return _checked(_BY_NAME[name], (os.environ if environ is None else environ).get(name))
+
+
+def snapshot(names: Iterable[str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The variables ``names`` (each one of :data:`VARIABLES`) that are set, read by :func:`get`: the
+    environment a reader is handed as an explicit input, so that a test can hand it another."""
+    return {name: value for name in names if (value := get(name, environ)) is not None}
 
 
 def validate(environ: Mapping[str, str] | None = None) -> None:

@@ -9,7 +9,8 @@
 - **Streaming with caps.** :meth:`Stream.chunks` counts bytes as they arrive and stops one byte past the
   caller's limit (:class:`TooLarge`), whatever Content-Length says or omits; nothing is read whole unasked.
 - **One retry policy** (:class:`Retry`): network errors, cut connections and HTTP 408, 429 and 5xx are tried
-  again after a pause doubling each time; any other answer (404, 403, ...) is final.
+  again after a pause doubling each time; any other answer (404, 403, ...) is final. Toolkit downloads retry
+  both kinds; the index retries only an answer, once (``answered_only``: an unreachable index falls back).
 
 Every failure raises :class:`Unavailable` (one line, with the HTTP status when there was one) or
 :class:`RefusedURL`; each caller words its own errors from them (the index's notes, toolkit's ToolkitError).
@@ -210,10 +211,12 @@ def open_url(
 class Retry:
     """How often a failed request is tried again: ``retries`` more times after the first, waiting
     ``backoff`` seconds before the first retry and twice as long before each next one. Only a transient
-    failure (:attr:`Unavailable.transient`) is retried."""
+    failure (:attr:`Unavailable.transient`) is retried; with ``answered_only``, only one the server answered
+    (HTTP 408, 429, 5xx), not a server that gave no answer (refused, unreachable, timed out)."""
 
     retries: int = 0
     backoff: float = 1.0
+    answered_only: bool = False
 
     def run(self, attempt: Callable[[], T], on_retry: Callable[[int, Unavailable], None] | None = None) -> T:
         """``attempt()`` until it returns, raises anything but a transient :class:`Unavailable`, or has failed
@@ -225,7 +228,7 @@ class Retry:
             try:
                 return attempt()
             except Unavailable as e:
-                if not e.transient or tries > self.retries:
+                if not e.transient or (self.answered_only and e.status is None) or tries > self.retries:
                     e.attempts = tries
                     raise
                 if on_retry is not None:

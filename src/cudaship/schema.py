@@ -60,9 +60,10 @@ class Table:
     def of(
         cls, value: Any, key: str, source: str | None, error: type[CudashipError], what: str = "a table"
     ) -> Table:
-        """``value`` as a Table at ``key``, or the error ``KEY: must be a table, not ...``."""
+        """``value`` as a Table at ``key``, or the error ``KEY: must be a table, not ...`` (at the top, key
+        ``""``: ``must be a table, not ...``)."""
         if not isinstance(value, dict):
-            raise error(f"{key}: must be {what}, not {type_name(value)}", path=source)
+            raise cls({}, key, source, error).fail(key, f"must be {what}, not {type_name(value)}")
         return cls(value, key, source, error)
 
     # --- paths and errors
@@ -75,8 +76,8 @@ class Table:
         return f"{self.key}.{part}" if self.key else part
 
     def fail(self, key: str, problem: str) -> CudashipError:
-        """The error for ``key`` (a full key path): ``KEY: PROBLEM``, naming the file."""
-        return self.error(f"{key}: {problem}", path=self.source)
+        """The error for ``key`` (a full key path): ``KEY: PROBLEM``, naming the file (the top: PROBLEM)."""
+        return self.error(f"{key}: {problem}" if key else problem, path=self.source)
 
     def wrong(self, name: str, what: str, value: Any = None, *, show: bool = False) -> CudashipError:
         """``KEY: must be WHAT, not <the type of value>`` (``show``: not the value itself)."""
@@ -191,16 +192,24 @@ class Table:
         required: bool = False,
         unique: bool = False,
         check: ItemCheck | None = None,
+        strip: bool = True,
     ) -> tuple[str, ...]:
-        """A list of non-empty strings, each stripped (``single``: a lone string is a list of one).
-        ``check`` is called with (this table, the item, its key path) for each item."""
+        """A list of non-empty strings, each stripped (``single``: a lone string is a list of one; ``strip``
+        False: kept as written, a file name say). ``check`` is called with (this table, the item, its key
+        path) for each item."""
         value = self.get(name)
         if value is None:
             if required:
                 raise self.fail(self.dotted(name), "is required: a non-empty list of strings")
             return default
         return self.string_list(
-            value, self.dotted(name), single=single, required=required, unique=unique, check=check
+            value,
+            self.dotted(name),
+            single=single,
+            required=required,
+            unique=unique,
+            check=check,
+            strip=strip,
         )
 
     def string_list(
@@ -212,6 +221,7 @@ class Table:
         required: bool = False,
         unique: bool = False,
         check: ItemCheck | None = None,
+        strip: bool = True,
     ) -> tuple[str, ...]:
         """``value`` (found at ``key``, a nested list say) read as :meth:`strings` reads a key."""
         if single and isinstance(value, str):
@@ -226,11 +236,11 @@ class Table:
             raise self.fail(key, f"must be {what}, not {found}")
         out: list[str] = []
         for i, item in enumerate(value):
-            if not isinstance(item, str) or not item.strip():
+            if not isinstance(item, str) or not (item.strip() if strip else item):
                 raise self.fail(f"{key}[{i}]", f"must be a non-empty string, not {item!r}")
             if check is not None:
                 check(self, item, f"{key}[{i}]")
-            out.append(item.strip())
+            out.append(item.strip() if strip else item)
         if unique and len(set(out)) != len(out):
             twice = next(s for s in out if out.count(s) > 1)
             raise self.fail(key, f"lists {twice!r} twice")

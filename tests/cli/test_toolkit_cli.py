@@ -97,14 +97,18 @@ def test_env_write_github(
     assert "wrote 3 variables" in capsys.readouterr().err
 
 
-def test_env_write_dotenv_to_file(tmp_path: Path, base: str) -> None:
+def test_env_write_dotenv_to_file(tmp_path: Path, base: str, monkeypatch: pytest.MonkeyPatch) -> None:
     dest = tmp_path / "cuda"
     assert _install(base, dest, tmp_path, "-q", "-c", "cudart") == ExitCode.OK
     target = tmp_path / "cuda.env"
+    monkeypatch.setenv("PATH", "/opt/tools")  # the CLI reads it (envvars) and hands it to the renderer
     assert main(["toolkit", "env", str(dest), "--write", "dotenv", "-o", str(target)]) == ExitCode.OK
     lines = target.read_text().splitlines()
     assert lines[:2] == [f"CUDA_HOME={dest}", f"CUDA_PATH={dest}"]
-    assert lines[2].startswith(f"PATH={dest}/bin")
+    assert lines[2] == f"PATH={dest}/bin:/opt/tools"
+    monkeypatch.delenv("PATH")
+    assert main(["toolkit", "env", str(dest), "--write", "dotenv", "-o", str(target)]) == ExitCode.OK
+    assert target.read_text().splitlines()[2] == f"PATH={dest}/bin"
 
 
 def test_env_github_without_the_variables_is_a_usage_error(

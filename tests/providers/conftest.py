@@ -23,6 +23,7 @@ class LocalIndex:
     root: Path
     url: str = ""
     pep658: bool = True
+    busy: int = 0  #: how many of the next requests are answered 503 (a busy server)
     requests: int = 0
     bytes: int = 0
     ranges: list[str] = field(default_factory=list)
@@ -79,6 +80,16 @@ def _handler(index: LocalIndex) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(body)
 
         def do_GET(self) -> None:
+            with index.lock:
+                busy, index.busy = index.busy > 0, max(index.busy - 1, 0)
+            if busy:
+                self._send(503, b"busy", "text/plain")
+                return
+            if self.path.startswith("/malformed/"):  # a PEP 691 page whose file has a number for its URL
+                files = [{"filename": "x-1.0-py3-none-any.whl", "url": 7}]
+                page = {"meta": {"api-version": "1.1"}, "files": files}
+                self._send(200, json.dumps(page).encode(), "application/vnd.pypi.simple.v1+json")
+                return
             if self.path.startswith("/deep/"):  # a hostile page: JSON nested 100,000 levels deep
                 self._send(200, b"[" * 100_000 + b"]" * 100_000, "application/vnd.pypi.simple.v1+json")
                 return

@@ -4,6 +4,7 @@ the lazy wheel (central directory by range requests), the on-disk cache and offl
 from __future__ import annotations
 
 import os
+import socket
 import zipfile
 from pathlib import Path
 
@@ -80,7 +81,7 @@ def test_index_source_picks_the_newest_fitting_wheel_with_pep658(
     assert client.fetched.requests == local_index.requests
 
 
-def test_warm_cache_and_offline(local_index: LocalIndex, tmp_path: Path) -> None:
+def _nvtx(local_index: LocalIndex, tmp_path: Path) -> None:
     local_index.add(
         make_wheel(
             tmp_path,
@@ -90,6 +91,10 @@ def test_warm_cache_and_offline(local_index: LocalIndex, tmp_path: Path) -> None
             {"nvidia/cu13/lib/libnvtx3interop.so.1": b"x"},
         )
     )
+
+
+def test_warm_cache_and_offline(local_index: LocalIndex, tmp_path: Path) -> None:
+    _nvtx(local_index, tmp_path)
     cache = DiskCache(tmp_path / "cache")
     cold = Client()
     assert IndexSource(local_index.url, cache, cold).find("nvidia-nvtx", SpecifierSet(), LINUX) is not None
@@ -177,3 +182,58 @@ def test_a_damaged_or_hostile_cache_entry_is_a_miss(tmp_path: Path) -> None:
     entry.unlink()
     os.mkfifo(entry)  # a FIFO in the cache would block a plain open: refused, a miss
     assert cache.get("page", "k") is None
+
+
+def test_a_busy_index_is_asked_once_more(local_index: LocalIndex, tmp_path: Path) -> None:
+    """docs/providers.md, "Retries": a 503 (or 408, 429, another 5xx) is tried once more, after a pause."""
+    _nvtx(local_index, tmp_path)
+    calm = Client()
+    assert IndexSource(local_index.url, DiskCache(None), calm).find("nvidia-nvtx", SpecifierSet(), LINUX)
+    local_index.busy = 1
+    busy = Client()
+    found = IndexSource(local_index.url, DiskCache(None), busy).find("nvidia-nvtx", SpecifierSet(), LINUX)
+    assert found is not None and found.version == "13.0.85"
+    assert busy.fetched.requests == calm.fetched.requests + 1  # the 503, then the same requests as before
+    local_index.busy = 2  # still busy when asked again: the index cannot answer, and says why
+    twice = Client()
+    with pytest.raises(IndexUnavailable, match="HTTP 503"):
+        IndexSource(local_index.url, DiskCache(None), twice).find("nvidia-nvtx", SpecifierSet(), LINUX)
+    assert twice.fetched.requests == 2 and local_index.busy == 0
+
+
+def test_an_index_that_does_not_answer_is_not_asked_again(tmp_path: Path) -> None:
+    """No answer at all (here: connection refused) is not retried, so the knowledge table answers at once."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed when the block ends: nothing listens there
+    client = Client()
+    with pytest.raises(IndexUnavailable):
+        IndexSource(f"http://127.0.0.1:{port}/simple", DiskCache(None), client).find(
+            "nvidia-nvtx", SpecifierSet(), LINUX
+        )
+    assert client.fetched.requests == 1
+
+
+def test_a_malformed_page_names_the_key(local_index: LocalIndex) -> None:
+    source = IndexSource(local_index.url.rsplit("/", 1)[0] + "/malformed", DiskCache(None), Client())
+    with pytest.raises(
+        IndexUnavailable,
+        match=r"/malformed/x/: not a PEP 691 project page: files\[0\]\.url: must be a non-empty string, "
+        r"not an integer$",
+    ):
+        source.find("x", SpecifierSet(), LINUX)
+
+
+def test_a_cache_entry_of_the_wrong_shape_is_a_miss(local_index: LocalIndex, tmp_path: Path) -> None:
+    _nvtx(local_index, tmp_path)
+    cache = DiskCache(tmp_path / "cache")
+    source = IndexSource(local_index.url, cache, Client())
+    assert source.find("nvidia-nvtx", SpecifierSet(), LINUX) is not None
+    page = f"{local_index.url}/nvidia-nvtx/"
+    cache.put("page", page, [{"filename": 7}])  # valid JSON, not what the index writes: asked again
+    (wheel_key,) = (p for p in (tmp_path / "cache" / "index" / "wheel").rglob("*.json"))
+    wheel_key.write_text('{"key": "elsewhere", "value": {}}')  # an entry for another key: a miss
+    again = Client()
+    found = IndexSource(local_index.url, cache, again).find("nvidia-nvtx", SpecifierSet(), LINUX)
+    assert found is not None and found.version == "13.0.85"
+    assert again.fetched.cache_hits == 0 and again.fetched.requests > 0

@@ -377,6 +377,29 @@ def test_reinstall_replaces_and_verify_remove(
     assert _leftovers(tmp_path, "cuda") == []
 
 
+def test_a_damaged_manifest_is_one_line_naming_the_key(
+    tmp_path: Path, server: tuple[str, ServerControl], cache_dir: Path
+) -> None:
+    base, _ = server
+    dest = tmp_path / "cuda"
+    info = install(_request(dest, base, cache_dir, components=("cudart",)))
+    assert read_toolkit(dest) == info  # what install wrote reads back as it was
+    manifest = dest / TOOLKIT_MANIFEST
+    good = json.loads(manifest.read_text())
+    for damage, problem in (
+        (lambda d: d["components"][0].update(source="ftp"), "components[0].source: must be one of redist, "),
+        (lambda d: d["files"].update({"bin/nvcc": 7}), 'files."bin/nvcc": must be a string, not an integer'),
+        (lambda d: d.pop("release"), "release: is required: a string"),
+        (lambda d: d.update(schema=2), "schema: must be 1, not 2"),
+    ):
+        data = json.loads(json.dumps(good))
+        damage(data)
+        manifest.write_text(json.dumps(data))
+        with pytest.raises(ToolkitError) as caught:
+            read_toolkit(dest)
+        assert str(caught.value).startswith(f"{dest}: {TOOLKIT_MANIFEST} is invalid: {problem}"), caught.value
+
+
 def test_remove_refuses_a_directory_that_is_not_a_toolkit(tmp_path: Path) -> None:
     (tmp_path / "data").mkdir()
     with pytest.raises(ToolkitError, match="not a cudaship toolkit"):

@@ -353,13 +353,12 @@ Runner = Callable[[list[str]], "str | None"]
 
 
 def probe_host(environ: Mapping[str, str] | None = None, which: Which = shutil.which) -> BuildHost:
-    environ = os.environ if environ is None else environ
     return BuildHost(
         os="windows" if sys.platform == "win32" else "linux",
         ninja=which("ninja"),
         clang_cl=which("clang-cl"),
-        cudacxx=environ.get("CUDACXX") or None,
-        cudaflags=environ.get("CUDAFLAGS") or None,
+        cudacxx=envvars.get("CUDACXX", environ) or None,
+        cudaflags=envvars.get("CUDAFLAGS", environ) or None,
     )
 
 
@@ -424,7 +423,6 @@ def locate_toolkit(
 ) -> Toolkit:
     """The toolkit from ``--toolkit``, ``$CUDASHIP_TOOLKIT`` (a ``cudaship toolkit`` directory),
     ``$CUDA_HOME`` / ``$CUDA_PATH``, or nvcc on PATH, in that order, with the release of its nvcc."""
-    environ = os.environ if environ is None else environ
     choices: list[tuple[str, Path]] = []
     if explicit is not None:
         choices.append(("--toolkit", explicit))
@@ -432,8 +430,9 @@ def locate_toolkit(
     if ours:
         choices.append(("CUDASHIP_TOOLKIT", Path(ours)))
     for var in ("CUDA_HOME", "CUDA_PATH"):
-        if environ.get(var):
-            choices.append((var, Path(environ[var])))
+        value = envvars.get(var, environ)
+        if value:
+            choices.append((var, Path(value)))
     if choices:
         source, root = choices[0]
         if not root.is_dir():

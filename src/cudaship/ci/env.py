@@ -8,10 +8,10 @@ the row's values: the guard against a list that was silently replaced.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from cudaship import envvars
 from cudaship.ci.archs import arch_table, host_machine, lookup, normalize_machine, syntaxes, train_info
 from cudaship.config import ProjectConfig
 from cudaship.errors import KnowledgeError
@@ -75,11 +75,10 @@ def check_env(env: BuildEnv, environ: Mapping[str, str] | None = None) -> list[E
 
     Lists are compared parsed, so ``8.0 8.6`` and ``8.0;8.6`` are the same list; an unparsable value differs.
     """
-    environ = os.environ if environ is None else environ
     expected = env.as_dict()
     mismatches = []
     for name in GUARDED:
-        found = environ.get(name)
+        found = envvars.get(name, environ)
         if found is None or not _same_list(found, env.archs, _SYNTAX[name]):
             mismatches.append(EnvMismatch(name, expected[name], found))
     return mismatches

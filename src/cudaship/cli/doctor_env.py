@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 from packaging.utils import canonicalize_name
 
+from cudaship import envvars
 from cudaship.analysis.loader import LD_CACHE
 from cudaship.checks.environment import EnvReport, doctor_env, with_confirmation
 from cudaship.errors import NoGpuError, UsageError
@@ -101,12 +102,10 @@ def run_env(
         result, no_gpu = None, e.message
     report = doctor_env(
         [env or sys.executable],
-        ld_library_path=os.environ.get("LD_LIBRARY_PATH") if ld_library_path is None else ld_library_path,
+        ld_library_path=envvars.get("LD_LIBRARY_PATH") if ld_library_path is None else ld_library_path,
         ld_cache=ld_cache if ld_cache is not None else LD_CACHE,
         system=system,
-        dll_path=(os.environ.get("PATH") if sys.platform == "win32" else None)
-        if dll_path is None
-        else dll_path,
+        dll_path=(envvars.get("PATH") if sys.platform == "win32" else None) if dll_path is None else dll_path,
         probe=result,
         no_gpu=no_gpu,
     )

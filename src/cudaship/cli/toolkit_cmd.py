@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from cudaship import envvars
 from cudaship.ci.github import append_github_file
 from cudaship.errors import ToolkitError, UsageError
 from cudaship.exitcodes import ExitCode
@@ -276,5 +277,6 @@ def env_command(directory: Path, target: str | None, fmt: str | None, output: st
         return int(ExitCode.OK)
     if target is not None and fmt is not None and target != fmt.lower():
         raise UsageError(f"--write {target} and --format {fmt} disagree: give one")
-    write_report(render(TOOLKIT_ENV, fmt or target or "shell", ToolkitEnv(variables, tuple(bins))), output)
+    env = ToolkitEnv(variables, tuple(bins), envvars.get("PATH") or "")
+    write_report(render(TOOLKIT_ENV, fmt or target or "shell", env), output)
     return int(ExitCode.OK)

@@ -8,7 +8,6 @@ import fnmatch
 import posixpath
 from dataclasses import dataclass
 
-from cudaship.errors import KnowledgeError
 from cudaship.knowledge import _data
 from cudaship.once import once
 
@@ -36,32 +35,19 @@ class Host:
         return directory in self.directories
 
 
-def _strs(value: object, where: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise KnowledgeError(f"{_FILE}: {where} must be a list of strings")
-    return tuple(value)
-
-
 @once
 def hosts() -> tuple[Host, ...]:
-    out = []
-    for i, row in enumerate(_data.load(_FILE).get("hosts", [])):
-        where = f"hosts[{i}]"
-        if not isinstance(row, dict) or not all(isinstance(row.get(k), str) for k in ("project", "module")):
-            raise KnowledgeError(f"{_FILE}: {where} needs a project and a module")
-        if not row.get("source"):
-            raise KnowledgeError(f"{_FILE}: {where} needs a source")
-        out.append(
-            Host(
-                project=row["project"],
-                module=row["module"],
-                directories=_strs(row.get("directories", []), f"{where}.directories"),
-                libraries=_strs(row.get("libraries", []), f"{where}.libraries"),
-                source=str(row["source"]),
-                audited=_strs(row.get("audited", []), f"{where}.audited"),
-            )
+    return tuple(
+        Host(
+            project=row.text("project"),
+            module=row.text("module"),
+            directories=row.strings("directories", single=False),
+            libraries=row.strings("libraries", single=False),
+            source=row.text("source"),
+            audited=row.strings("audited", single=False),
         )
-    return tuple(out)
+        for row in _data.document(_FILE).rows("hosts")
+    )
 
 
 def host_of_directory(directory: str, audited: str) -> Host | None:

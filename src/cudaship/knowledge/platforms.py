@@ -5,7 +5,6 @@ redist manifests spell them. Every layer asks these functions; none keeps its ow
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from cudaship.errors import KnowledgeError
 from cudaship.knowledge import _data
@@ -46,34 +45,18 @@ class CudaPlatform:
         return platform_name(self.os, self.machine)
 
 
-def _strs(value: Any, where: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise KnowledgeError(f"{_FILE}: {where} must be a list of strings")
-    return tuple(value)
-
-
-def _str(row: dict[str, Any], key: str, where: str) -> str:
-    value = row.get(key)
-    if not isinstance(value, str) or not value:
-        raise KnowledgeError(f"{_FILE}: {where}.{key} must be a string")
-    return value
-
-
 @once
 def machines() -> tuple[MachineRow, ...]:
     out = []
-    for name, row in _data.table(_FILE, "machines").items():
-        where = f"machines.{name}"
-        python = row.get("python", {})
-        if not isinstance(python, dict) or not all(isinstance(v, str) for v in python.values()):
-            raise KnowledgeError(f"{_FILE}: {where}.python must be a table of strings")
+    for name, row in _data.section(_FILE, "machines").tables():
+        python = row.sub("python")
         out.append(
             MachineRow(
                 name=name,
-                tags=_strs(row.get("tags", []), f"{where}.tags"),
-                aliases=_strs(row.get("aliases", []), f"{where}.aliases"),
-                python=dict(python),
-                cuda=row.get("cuda", False) is True,
+                tags=row.strings("tags", single=False),
+                aliases=row.strings("aliases", single=False),
+                python={k: python.text(k) for k in python} if python is not None else {},
+                cuda=row.boolean("cuda", False),
             )
         )
     return tuple(out)
@@ -81,35 +64,29 @@ def machines() -> tuple[MachineRow, ...]:
 
 @once
 def systems() -> tuple[SystemRow, ...]:
-    out = []
-    for name, row in _data.table(_FILE, "systems").items():
-        where = f"systems.{name}"
-        out.append(
-            SystemRow(
-                name=name,
-                sys_platform=_str(row, "sys_platform", where),
-                os_name=_str(row, "os_name", where),
-                platform_system=_str(row, "platform_system", where),
-            )
+    return tuple(
+        SystemRow(
+            name=name,
+            sys_platform=row.text("sys_platform"),
+            os_name=row.text("os_name"),
+            platform_system=row.text("platform_system"),
         )
-    return tuple(out)
+        for name, row in _data.section(_FILE, "systems").tables()
+    )
 
 
 @once
 def cuda_platforms() -> tuple[CudaPlatform, ...]:
     """The platforms NVIDIA builds CUDA for (Linux x86_64 and aarch64/SBSA, Windows x86_64), in order."""
-    out = []
-    for i, row in enumerate(_data.load(_FILE).get("cuda", [])):
-        where = f"cuda[{i}]"
-        out.append(
-            CudaPlatform(
-                os=_str(row, "os", where),
-                machine=_str(row, "machine", where),
-                redist=_str(row, "redist", where),
-                pip_tags=_strs(row.get("pip_tags", []), f"{where}.pip_tags"),
-            )
+    return tuple(
+        CudaPlatform(
+            os=row.text("os"),
+            machine=row.text("machine"),
+            redist=row.text("redist"),
+            pip_tags=row.strings("pip_tags", single=False),
         )
-    return tuple(out)
+        for row in _data.document(_FILE).rows("cuda")
+    )
 
 
 def platform_name(os: str, machine: str) -> str:

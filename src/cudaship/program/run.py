@@ -24,6 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from cudaship import envvars
 from cudaship.errors import ProgramError
 from cudaship.hashing import sha256_file
 from cudaship.inspection.program_records import Provenance
@@ -41,7 +42,7 @@ DEFAULT_TOLERANCE = 1e-3
 def compiler_free_path(path: str | None = None) -> str:
     """``path`` (default $PATH) without the directories that hold a compiler from :data:`COMPILERS`."""
     kept = []
-    for entry in (path if path is not None else os.environ.get("PATH", "")).split(os.pathsep):
+    for entry in (path if path is not None else envvars.get("PATH") or "").split(os.pathsep):
         if not entry:
             continue
         if any(shutil.which(c, path=entry) for c in runner_child.COMPILERS):

@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cudaship import envvars
 from cudaship.binary.pe import read_pe
 from cudaship.errors import ProgramError, UsageError
 from cudaship.inspection.dispatch import inspect_buffer
@@ -45,6 +46,8 @@ from cudaship.program.records import libstdcxx_copy
 MINGW_CXX = "x86_64-w64-mingw32-g++"
 #: compilers tried after ``$CXX`` when ``--cxx`` is not given, in this order, every copy on PATH
 DEFAULT_COMPILERS = ("g++", "c++", "clang++")
+#: The environment variables the toolchain is found with (the environment a caller may hand in instead).
+_READS = ("PATH", "CXX", "WINDOWS_CUDA_HOME")
 #: the Windows torch import libraries a CUDA program links (``torch/lib`` of a ``win_amd64`` wheel)
 WINDOWS_TORCH_LIBS = ("torch.lib", "torch_cpu.lib", "torch_cuda.lib")
 TARGETS = ("linux-x86_64", "windows-x86_64")
@@ -119,7 +122,7 @@ def _candidates(env: Mapping[str, str]) -> list[str]:
 def linux_toolchain(cxx: str | None, workdir: Path, env: Mapping[str, str] | None = None) -> Toolchain:
     """The compiler for a Linux wrapper: ``cxx`` when it links libstdc++ dynamically, else the first such
     compiler of ``$CXX`` and PATH; a one-line :class:`ProgramError` naming ``--cxx`` when there is none."""
-    env = os.environ if env is None else env
+    env = envvars.snapshot(_READS) if env is None else env
     chain = Toolchain(cxx="")
     if cxx is not None:
         path = shutil.which(cxx, path=env.get("PATH")) or cxx
@@ -199,7 +202,7 @@ def windows_toolchain(
 ) -> Toolchain:
     """Everything torch's Windows cross compile needs, checked; one-line errors naming the fix. ``cuda``:
     a CUDA program (needs the Windows CUDA libraries and ``torch_cuda.lib``)."""
-    env = os.environ if env is None else env
+    env = envvars.snapshot(_READS) if env is None else env
     target = "--target-platform windows-x86_64"
     # 1. the cross compiler, under the name torch runs
     if cxx is not None:

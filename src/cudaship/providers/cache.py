@@ -19,12 +19,15 @@ from typing import Any
 from cudaship.errors import CudashipError
 from cudaship.loaders import MAX_DOCUMENT, load_json
 from cudaship.safe_read import read_regular
+from cudaship.schema import Table
 
 PAGE_TTL_S = 24 * 3600.0
 
 
 class DiskCache:
-    """JSON entries by key; reads never raise (a damaged entry is a miss), writes are atomic renames."""
+    """JSON entries by key; reads never raise (a damaged entry is a miss), writes are atomic renames. What
+    :meth:`get` returns is the value as written; the caller reads it through :class:`~cudaship.schema.Table`
+    (a value of the wrong shape is a miss there too)."""
 
     def __init__(self, root: Path | None) -> None:
         self.root = root / "index" if root is not None else None
@@ -43,10 +46,12 @@ class DiskCache:
             if max_age_s is not None and time.time() - path.stat().st_mtime > max_age_s:
                 return None
             # a damaged, oversized, deeply nested or non-regular entry (a FIFO would block) is a miss
-            entry = load_json(read_regular(path, MAX_DOCUMENT), error=CudashipError)
+            entry = Table.of(
+                load_json(read_regular(path, MAX_DOCUMENT), error=CudashipError), "", str(path), CudashipError
+            )
+            if entry.string("key") != key:
+                return None
         except (OSError, CudashipError):
-            return None
-        if not isinstance(entry, dict) or entry.get("key") != key:
             return None
         return entry.get("value")
 

@@ -2,8 +2,10 @@
 
 Every request and every byte received is counted in a :class:`~cudaship.providers.records.Fetched`
 (thread-safe: the index is read from several threads at once); a body past the request's ``limit`` (by default
-:data:`MAX_RESPONSE`) is cut off as it streams. The index is not retried: an index that cannot answer is left
-for the next source (the knowledge table), at once. Errors are the client's: :class:`IndexUnavailable`
+:data:`MAX_RESPONSE`) is cut off as it streams. A request the index answers with 408, 429 or 5xx is tried once
+more after :data:`INDEX_RETRY`'s short pause; one it gives no answer to (refused, unreachable, timed out) is
+not: that index is left for the next source (the knowledge table) at once (docs/providers.md, "Retries").
+Errors are the client's: :class:`IndexUnavailable`
 (the client's ``Unavailable``), :class:`NotFound`, :class:`TooLarge`, :class:`RefusedURL`; :class:`NotCached`
 is the index's own.
 """
@@ -14,11 +16,12 @@ import threading
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from cudaship.http import TIMEOUT_S, NotFound, RefusedURL, TooLarge, check_url, open_url
+from cudaship.http import TIMEOUT_S, NotFound, RefusedURL, Retry, TooLarge, check_url, open_url
 from cudaship.http import Unavailable as IndexUnavailable
 from cudaship.providers.records import Fetched
 
 __all__ = [
+    "INDEX_RETRY",
     "MAX_RESPONSE",
     "Client",
     "IndexUnavailable",
@@ -33,6 +36,10 @@ __all__ = [
 #: Most bytes one answer may carry: a PEP 691 page of a project with thousands of files is a few MB, a range
 #: of a wheel's tail far less; an index that streams without end is cut off here, not read into memory.
 MAX_RESPONSE = 64 << 20
+#: The index's retry: one more try, a quarter second later, of a request the server answered with 408, 429
+#: or 5xx (a busy or restarting server); none of one it did not answer (an unreachable index costs one
+#: time-out, not two, before the knowledge table answers).
+INDEX_RETRY = Retry(1, 0.25, answered_only=True)
 
 
 class NotCached(IndexUnavailable):
@@ -52,8 +59,9 @@ class Response:
 class Client:
     """GETs with counting; one instance is shared by the threads of one resolution."""
 
-    def __init__(self, timeout: float = TIMEOUT_S) -> None:
+    def __init__(self, timeout: float = TIMEOUT_S, retry: Retry = INDEX_RETRY) -> None:
         self.timeout = timeout
+        self.retry = retry
         self.fetched = Fetched()
         self._lock = threading.Lock()
 
@@ -87,10 +95,16 @@ class Client:
             headers["Accept"] = accept
         if byte_range:
             headers["Range"] = byte_range
+        return self.retry.run(lambda: self._get(url, headers, accept is not None, limit, hosts))
+
+    def _get(
+        self, url: str, headers: dict[str, str], page: bool, limit: int | None, hosts: Collection[str] | None
+    ) -> Response:
+        """One request (counted, failed or not)."""
         try:
             with open_url(url, headers=headers, hosts=hosts, timeout=self.timeout) as stream:
                 body = stream.read(MAX_RESPONSE if limit is None else limit)
-                self._count(len(body), page=accept is not None)
+                self._count(len(body), page=page)
                 return Response(
                     stream.status, body, stream.content_type, stream.content_range, stream.final_url
                 )

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import hashlib
 import urllib.parse
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
@@ -31,7 +31,10 @@ from cudaship.providers.http import Client, IndexUnavailable, NotCached, NotFoun
 from cudaship.providers.lazywheel import remote_distribution
 from cudaship.providers.records import Distribution, Target
 from cudaship.providers.select import Candidate, best, wheel_version
+from cudaship.schema import Table
 from cudaship.wheel.metadata import MAX_METADATA_BYTES
+
+T = TypeVar("T")
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 JSON_ACCEPT = "application/vnd.pypi.simple.v1+json"
@@ -70,38 +73,37 @@ class IndexSource:
 
     def _page(self, name: str) -> list[Candidate]:
         page_url = f"{self.url}/{canonicalize_name(name)}/"
-        cached = self.cache.get("page", page_url, None if self.offline else PAGE_TTL_S)
-        if cached is None:
-            if self.offline:
-                raise NotCached(f"{page_url}: not in the cache (offline)")
-            resp = self.client.get(page_url, accept=JSON_ACCEPT, hosts=self.hosts)
-            if "json" not in resp.content_type:
-                raise IndexUnavailable(
-                    f"{page_url}: answered {resp.content_type or 'no content type'}, not PEP 691 JSON"
-                )
-            try:
-                cached = _files_of(load_json(resp.body, error=IndexUnavailable, label=page_url), resp.url)
-            except (ValueError, TypeError, KeyError) as e:
-                raise IndexUnavailable(f"{page_url}: not a PEP 691 project page: {e}") from None
-            self.cache.put("page", page_url, cached)
-        else:
-            self.client.hit()
-        out = []
-        for f in cached:
-            version = wheel_version(f["filename"])
-            if version is None:
-                continue
-            out.append(
-                Candidate(
-                    f["filename"],
-                    version,
-                    f["url"],
-                    f.get("size"),
-                    f.get("sha256"),
-                    f.get("metadata_url"),
-                    f.get("metadata_sha256"),
-                )
+        cached = self._cached("page", page_url, _candidates, page_url, None if self.offline else PAGE_TTL_S)
+        if cached is not None:
+            return cached
+        if self.offline:
+            raise NotCached(f"{page_url}: not in the cache (offline)")
+        resp = self.client.get(page_url, accept=JSON_ACCEPT, hosts=self.hosts)
+        if "json" not in resp.content_type:
+            raise IndexUnavailable(
+                f"{page_url}: answered {resp.content_type or 'no content type'}, not PEP 691 JSON"
             )
+        page = load_json(resp.body, error=IndexUnavailable, label=page_url)
+        try:
+            files = _files_of(Table.of(page, "", page_url, IndexUnavailable, "a JSON object"), resp.url)
+        except IndexUnavailable as e:
+            raise IndexUnavailable(f"{page_url}: not a PEP 691 project page: {e.message}") from None
+        self.cache.put("page", page_url, files)
+        return _candidates(files, page_url)
+
+    def _cached(
+        self, kind: str, key: str, read: Callable[[Any, str], T], source: str, max_age_s: float | None = None
+    ) -> T | None:
+        """The cache's entry ``key`` as ``read(value, source)`` reads it (counted as a hit), or None: absent,
+        too old, or of the wrong shape (``read`` raised)."""
+        value = self.cache.get(kind, key, max_age_s)
+        if value is None:
+            return None
+        try:
+            out = read(value, source)
+        except CudashipError:
+            return None
+        self.client.hit()
         return out
 
     def find(self, name: str, spec: SpecifierSet, target: Target) -> Distribution | None:
@@ -119,10 +121,9 @@ class IndexSource:
 
     def _read(self, c: Candidate) -> Distribution:
         key = c.sha256 or c.location
-        cached = self.cache.get("wheel", key)
-        if isinstance(cached, dict):
-            self.client.hit()
-            return _dist_from_json(cached, f"index {c.location}")
+        cached = self._cached("wheel", key, _dist_from_json, f"index {c.location}")
+        if cached is not None:
+            return cached
         if self.offline:
             raise NotCached(f"{c.filename}: not in the cache (offline)")
         metadata: bytes | None = None
@@ -153,24 +154,30 @@ class IndexSource:
         return dist
 
 
-def _files_of(page: Any, base: str) -> list[dict[str, Any]]:
+def _files_of(page: Table, base: str) -> list[dict[str, Any]]:
+    """The wheels of a PEP 691 project page, as the cache keeps them (URLs resolved against ``base``)."""
     files = []
-    for f in page["files"]:
-        filename = f["filename"]
+    for f in page.rows("files", required=True, what="a list of objects"):
+        filename = f.text("filename")
         if not filename.endswith(".whl") or f.get("yanked"):
             continue
-        url = urllib.parse.urljoin(base, f["url"])
+        url = urllib.parse.urljoin(base, f.text("url"))
         entry: dict[str, Any] = {"filename": filename, "url": url}
-        if isinstance(f.get("size"), int):
-            entry["size"] = f["size"]
-        sha = (f.get("hashes") or {}).get("sha256")
+        size = f.get("size")
+        if isinstance(size, int) and not isinstance(size, bool):  # else that file's problem ("no size")
+            entry["size"] = size
+        hashes = f.sub("hashes")
+        sha = hashes.string("sha256") if hashes is not None else None
         if sha:
             entry["sha256"] = sha
-        meta = f.get("core-metadata", f.get("data-dist-info-metadata"))
-        if meta:
+        key = "core-metadata" if "core-metadata" in f else "data-dist-info-metadata"  # PEP 714's old name
+        meta = f.sub(key) if isinstance(f.get(key), dict) else None  # its hashes; else true or false
+        advertised = bool(meta.data) if meta is not None else f.boolean(key, False)
+        if advertised:  # PEP 658: the METADATA is served next to the file
             entry["metadata_url"] = url.split("#", 1)[0] + ".metadata"
-            if isinstance(meta, dict) and meta.get("sha256"):
-                entry["metadata_sha256"] = meta["sha256"]
+            meta_sha = meta.string("sha256") if meta is not None else None
+            if meta_sha:
+                entry["metadata_sha256"] = meta_sha
         files.append(entry)
     return files
 
@@ -185,12 +192,36 @@ def _dist_to_json(d: Distribution) -> dict[str, Any]:
     }
 
 
-def _dist_from_json(v: dict[str, Any], source: str) -> Distribution:
+def _candidates(files: Any, source: str) -> list[Candidate]:
+    """The wheels of a page as :func:`_files_of` wrote them (fresh or from the cache)."""
+    out = []
+    for f in Table({"files": files}, "", source, CudashipError).rows("files", required=True):
+        filename = f.text("filename")
+        version = wheel_version(filename)
+        if version is None:
+            continue
+        out.append(
+            Candidate(
+                filename,
+                version,
+                f.text("url"),
+                f.integer("size"),
+                f.string("sha256"),
+                f.string("metadata_url"),
+                f.string("metadata_sha256"),
+            )
+        )
+    return out
+
+
+def _dist_from_json(value: Any, source: str) -> Distribution:
+    """A distribution as :func:`_dist_to_json` wrote it into the cache."""
+    v = Table.of(value, "", source, CudashipError)
     return Distribution(
-        v["name"],
-        v["version"],
-        tuple(v["requires_dist"]),
-        tuple(v["files"]),
+        v.text("name"),
+        v.text("version"),
+        v.strings("requires_dist", single=False, required=False, strip=False),
+        v.strings("files", single=False, strip=False),
         source,
-        tuple(v.get("provides_extra", ())),
+        v.strings("provides_extra", single=False, strip=False),
     )

@@ -91,8 +91,7 @@ def env_dotenv(env: ToolkitEnv, style: Style) -> str:
     for key, value in env.variables.items():
         if "\n" in value or "\r" in value:
             raise ToolkitError(f"{key} holds a newline; cannot write it as NAME=value")
-    current = os.environ.get("PATH", "")
-    path = os.pathsep.join([*env.bins, current] if current else env.bins)
+    path = os.pathsep.join([*env.bins, env.path] if env.path else env.bins)
     return "".join(f"{k}={v}\n" for k, v in {**env.variables, "PATH": path}.items())
 
 

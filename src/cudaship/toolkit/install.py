@@ -310,8 +310,6 @@ def read_toolkit(root: Path) -> ToolkitInfo:
         return ToolkitInfo.from_json(data)
     except ToolkitError as e:
         raise ToolkitError(f"{TOOLKIT_MANIFEST} is invalid: {e.message}", path=str(root)) from None
-    except (ValueError, KeyError, TypeError, AttributeError) as e:
-        raise ToolkitError(f"{TOOLKIT_MANIFEST} is invalid: {e}", path=str(root)) from e
 
 
 def verify(root: Path) -> tuple[ToolkitInfo, list[VerifyProblem]]:

@@ -11,8 +11,9 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from cudaship.errors import UsageError
+from cudaship.errors import ToolkitError, UsageError
 from cudaship.knowledge.platforms import CudaPlatform, marker_values, redist_platform
+from cudaship.schema import Table
 
 #: Name of the file every assembled toolkit carries at its root.
 TOOLKIT_MANIFEST = "cudaship-toolkit.json"
@@ -125,33 +126,41 @@ class ToolkitInfo:
 
     @classmethod
     def from_json(cls, data: Any) -> ToolkitInfo:
-        """Parse a ``cudaship-toolkit.json`` document; raises KeyError/TypeError/ValueError on a bad one."""
-        if not isinstance(data, dict) or data.get("schema") != TOOLKIT_SCHEMA:
-            raise ValueError(f"not a schema {TOOLKIT_SCHEMA} toolkit manifest")
+        """Read a ``cudaship-toolkit.json`` document; a bad one is a ToolkitError naming the key path
+        (``components[0].source: must be one of redist, pypi, not 'x'``)."""
+        doc = Table.of(data, "", None, ToolkitError, "a JSON object")
+        if doc.get("schema") != TOOLKIT_SCHEMA:
+            raise doc.wrong("schema", str(TOOLKIT_SCHEMA), doc.get("schema"), show=True)
         components = tuple(
             InstalledComponent(
-                component=str(c["component"]),
-                name=str(c["name"]),
-                version=str(c["version"]),
-                source=Source(c["source"]),
-                filename=str(c["filename"]),
-                sha256=str(c["sha256"]),
-                url=str(c["url"]),
+                component=_required(c, "component"),
+                name=_required(c, "name"),
+                version=_required(c, "version"),
+                source=Source(_required(c, "source", Source)),
+                filename=_required(c, "filename"),
+                sha256=_required(c, "sha256"),
+                url=_required(c, "url"),
             )
-            for c in data["components"]
+            for c in doc.rows("components", required=True, what="a list of objects")
         )
-        files = data["files"]
-        if not isinstance(files, dict):
-            raise TypeError("files must be an object")
+        files = doc.table("files", "a JSON object")
         return cls(
-            release=str(data["release"]),
-            platform=Platform(data["platform"]),
-            source=Source(data["source"]),
+            release=_required(doc, "release"),
+            platform=Platform(_required(doc, "platform", Platform)),
+            source=Source(_required(doc, "source", Source)),
             components=components,
-            files={str(k): str(v) for k, v in files.items()},
-            created=str(data.get("created", "")),
-            cudaship_version=str(data.get("cudaship_version", "")),
+            files={name: _required(files, name) for name in files},
+            created=doc.string("created") or "",
+            cudaship_version=doc.string("cudaship_version") or "",
         )
+
+
+def _required(table: Table, name: str, choices: type[Enum] | None = None) -> str:
+    """The string ``name`` of ``table`` (empty allowed; ``choices``: one of that enum's values)."""
+    table.require(name, "a string")
+    value = table.string(name, choices=[c.value for c in choices] if choices else ())
+    assert value is not None
+    return value
 
 
 @dataclass(frozen=True)
@@ -188,6 +197,8 @@ class ToolkitEnv:
 
     variables: dict[str, str]
     bins: tuple[str, ...]
+    #: the PATH the directories go before, in the forms that write it out whole (dotenv); the caller reads it
+    path: str = ""
 
 
 class Observer:
