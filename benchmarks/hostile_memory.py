@@ -73,7 +73,7 @@ def _case(name: str) -> tuple[int, str, int]:
     import tempfile
     import zipfile
 
-    from tests.security import test_archive_layer as al
+    from tests.archive import test_archive_layer as al
     from tests.security import test_shared_references as sr
 
     from cudaship.errors import CudashipError

@@ -141,3 +141,14 @@ def test_a_file_left_open_fails_the_run(tmp_path: Path) -> None:
         assert done.returncode == 1, done.stdout[-2000:]
         assert "files left open at the end of the session:" in done.stdout
         assert "<_io.FileIO name='/dev/null' mode='rb' closefd=True>" in done.stdout
+
+
+def test_tests_are_laid_out_like_the_packages() -> None:
+    """Each package of src/cudaship has a tests/<package>/ folder holding at least one test module, so the
+    tests of a layer are found where the layer is."""
+    src = Path(__file__).resolve().parents[1] / "src" / "cudaship"
+    tests = Path(__file__).resolve().parent
+    packages = sorted(p.name for p in src.iterdir() if (p / "__init__.py").is_file())
+    missing = [name for name in packages if not list((tests / name).glob("test_*.py"))]
+    assert len(packages) >= 17
+    assert not missing, f"packages without tests/<package>/test_*.py: {missing}"

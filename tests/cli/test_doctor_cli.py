@@ -15,7 +15,6 @@ from cudaship.inspection.walk import inspect_file
 from cudaship.knowledge.archs import parse_arch
 from cudaship.knowledge.driver import parse_driver
 from cudaship.knowledge.runs_on import runs_on
-from cudaship.probe.environment import installed_native_files
 from cudaship.probe.gpus import DRIVER_LIBRARIES
 from cudaship.probe.records import GpuInfo, ProbeResult
 
@@ -71,31 +70,6 @@ def test_bad_driver_library(
     code, out, err = run(capsys, "doctor")
     assert (code, out) == (3, "")
     assert message in err and err.count("\n") == 1
-
-
-def test_environment_scan_finds_native_files_of_real_distributions() -> None:
-    files = list(installed_native_files())
-    names = {f.distribution.lower() for f in files}
-    assert "zstandard" in names  # a dependency with a compiled extension
-    assert all(f.path.is_absolute() and f.path.is_file() for f in files)
-    assert len({f.path for f in files}) == len(files)
-
-
-def test_environment_scan_of_a_site_dir(tmp_path: Path, nvcc_build: Callable[[str], Path]) -> None:
-    """A distribution whose RECORD lists a CUDA library is found, with its name and version."""
-    lib = nvcc_build("multi_arch")
-    package = tmp_path / "cudapkg"
-    package.mkdir()
-    (package / lib.name).write_bytes(lib.read_bytes())
-    (package / "__init__.py").write_text("")
-    info = tmp_path / "cudapkg-1.2.3.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: cudapkg\nVersion: 1.2.3\n")
-    (info / "RECORD").write_text(
-        f"cudapkg/__init__.py,,\ncudapkg/{lib.name},,\ncudapkg-1.2.3.dist-info/RECORD,,\n"
-    )
-    found = list(installed_native_files(path=[str(tmp_path)]))
-    assert [(f.distribution, f.version, f.path.name) for f in found] == [("cudapkg", "1.2.3", lib.name)]
 
 
 @pytest.mark.gpu
