@@ -28,7 +28,7 @@ LAZY_ALLOWED = {
     "inspection/walk.py",  # the program readers (docs/performance.md)
     "binary/devicescan.py",  # the standalone cubin/PTX readers (docs/performance.md)
     "wheel/archive.py",  # wheel/metadata (packaging) only for wheels
-    "program/pte.py",  # its records, until the inspection <-> program split lands
+    "inspection/pte.py",  # its records only when a program is read: is_pte runs on unnamed inputs
 }
 
 

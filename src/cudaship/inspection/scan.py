@@ -5,8 +5,8 @@ unless the caller needs no hashes), the native ones read into :class:`FileReport
 bytes are at hand (:func:`cudaship.inspection.wheel.member_report`, as inspect reads them), and the Python
 files that load libraries themselves (:mod:`cudaship.wheel.pyloads`). An exported program (``.pt2``,
 ``.pte``) gives the same record through the same entry point (its libraries and cubins as the members, read
-by :mod:`cudaship.program`). The record (:class:`ScannedWheel`) carries what the checks need and would
-otherwise parse: each member's installed path, and the target platform, worked out once.
+by :mod:`cudaship.inspection.program`). The record (:class:`ScannedWheel`) carries what the checks need and
+would otherwise parse: each member's installed path, and the target platform, worked out once.
 
 The zip mechanics are the archive layer's (:mod:`cudaship.archive`: local headers, overlap refusal, bounded
 inflation for every method, budgets, spill). Members are spread over the command's workers
@@ -39,11 +39,11 @@ from cudaship.archive.select import MAGIC_BYTES, is_native_member
 from cudaship.archive.spill import Budget, Hasher, Sink, released
 from cudaship.archive.zip import ZipArchive, ZipFile, ZipMember
 from cudaship.errors import ArchiveError, WheelError
+from cudaship.inspection.program import read_program
+from cudaship.inspection.program_records import ProgramKind
 from cudaship.inspection.walk import is_program
 from cudaship.inspection.wheel import member_report
 from cudaship.knowledge.platforms import platform_from_tag
-from cudaship.program.reader import read_program
-from cudaship.program.records import ProgramKind
 from cudaship.records.files import ContainerKind, FileReport
 from cudaship.records.platform import TargetPlatform
 from cudaship.wheel import pyloads
@@ -433,8 +433,8 @@ def _run(
     return [p.result() for p in pending]
 
 
-#: how a member error reads when the archive layer could not give the member's bytes back (program.pt2 reads
-#: members through :mod:`cudaship.archive`; its messages, without the ``member NAME:`` prefix)
+#: how a member error reads when the archive layer could not give the member's bytes back (inspection.pt2
+#: reads members through :mod:`cudaship.archive`; its messages, without the ``member NAME:`` prefix)
 _DAMAGED = (
     "corrupt member",
     "corrupt compressed data",

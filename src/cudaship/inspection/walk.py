@@ -4,7 +4,7 @@ A file named explicitly is always reported, also when it is not a binary cudashi
 Inside a directory, files are chosen by name and first bytes and the rest is skipped quietly; wheels and
 exported programs (``.pt2``, ``.pte``) found there are opened too. Inside a wheel, members are chosen the same
 way (see :mod:`cudaship.wheel.archive`); inside a program, its libraries and cubins (see
-:mod:`cudaship.program`). Members are reported with ``container`` = the wheel's or program's path.
+:mod:`cudaship.inspection.program`). Members are reported with ``container`` = the wheel's or program's path.
 
 Progress goes to an :class:`InspectObserver`; its hooks do nothing unless the caller (the CLI) overrides them.
 """
@@ -230,7 +230,7 @@ def is_program(path: Path) -> bool:
     (``ET`` and two digits at offset 4)."""
     if path.suffix.lower() in PROGRAM_SUFFIXES:
         return True
-    from cudaship.program.pte import is_pte  # program readers when asked: start-up time
+    from cudaship.inspection.pte import is_pte  # program readers when asked: start-up time
 
     return is_pte(_head(path))
 
@@ -239,8 +239,8 @@ def _inspect_program(item: _Input, details: bool, hooks: InspectObserver, pool: 
     """An AOTInductor package or ExecuTorch program: its libraries and cubins as members (read on a worker;
     the hooks are called under the pool's lock)."""
     # only for a program: start-up time (docs/performance.md)
-    from cudaship.program.reader import read_program
-    from cudaship.program.records import ProgramKind
+    from cudaship.inspection.program import read_program
+    from cudaship.inspection.program_records import ProgramKind
 
     total = file_size(item.path)
     with pool.hooks_lock:
