@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from cudaship.errors import CudashipError, UnknownTrainError, UsageError
+from cudaship.knowledge.trains import parse_train
 
 Check = Callable[[str], "str | None"]  #: the problem with a value, None when it is good
 
@@ -32,8 +33,6 @@ def _choice(*allowed: str) -> Check:
 
 
 def _train(value: str) -> str | None:
-    from cudaship.knowledge.trains import parse_train
-
     try:
         parse_train(value)
     except CudashipError as e:

@@ -11,7 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cudaship.analysis.gpus import FileVerdicts, file_verdicts
+from cudaship.inspection.walk import inspect_file, inspect_paths
 from cudaship.knowledge.runs_on import Verdict
+from cudaship.probe.environment import installed_native_files
 from cudaship.probe.records import GpuInfo, ProbeResult
 from cudaship.records.files import FileReport
 from cudaship.records.findings import Status
@@ -64,17 +66,12 @@ def check(report: FileReport, result: ProbeResult, distribution: str | None = No
 
 def doctor_paths(paths: Sequence[str | os.PathLike[str]], result: ProbeResult) -> DoctorReport:
     """Check the files at ``paths`` (walked and opened as ``inspect`` does) against the probed machine."""
-    from cudaship.inspection.walk import inspect_paths
-
     inspected = inspect_paths(paths)
     return DoctorReport(result, tuple(check(r, result) for r in inspected.files))
 
 
 def doctor_environment(result: ProbeResult) -> DoctorReport:
     """Check every native file with device code that a package installed in this Python ships."""
-    from cudaship.inspection.walk import inspect_file
-    from cudaship.probe.environment import installed_native_files
-
     checked: list[Checked] = []
     scanned = unreadable = 0
     for item in installed_native_files():

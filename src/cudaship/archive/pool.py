@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
 
+from cudaship import envvars
 from cudaship.archive.spill import Budget, MemoryBudget
 from cudaship.archive.zip import ZipArchive, ZipFile, ZipMember
 from cudaship.errors import ArchiveError
@@ -213,7 +214,7 @@ class Workers:
         reserved (:meth:`reserve`) and given back when the batch is done. Once the pool is broken (a worker
         died), the batches still to submit get futures that raise :class:`~concurrent.futures.BrokenExecutor`,
         as the ones already running do."""
-        from concurrent.futures import BrokenExecutor, Future
+        from concurrent.futures import BrokenExecutor, Future  # logging with it: start-up time, as above
 
         executor = self.processes()
         out: list[tuple[list[ZipMember], Future[_T]]] = []
@@ -412,8 +413,6 @@ WORKER_DIED = (
 def _processes_setting(given: bool | None) -> bool | None:
     if given is not None:
         return given
-    from cudaship import envvars
-
     value = (envvars.get("CUDASHIP_PROCESSES") or "auto").strip().lower()
     if value in ("always", "never"):
         return value == "always"
@@ -462,13 +461,13 @@ def start_fork_server_early(args: list[str]) -> None:
             a.endswith(".whl") and UNPACK_RATIO * file_size(a) >= PROCESS_MIN_BYTES for a in args
         ):
             return
-        import multiprocessing
+        import multiprocessing  # only for a run that may use worker processes: start-up time
 
         if "forkserver" not in multiprocessing.get_all_start_methods():
             return
         context: Any = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(list(PRELOAD))
-        from multiprocessing import forkserver
+        from multiprocessing import forkserver  # start-up time, as multiprocessing above
 
         threading.Thread(target=forkserver.ensure_running, name="cudaship-forkserver", daemon=True).start()
     except Exception:  # an optimisation only: the workers start when asked, as without it
@@ -478,7 +477,7 @@ def start_fork_server_early(args: list[str]) -> None:
 def _may_fork() -> bool:
     """Whether worker processes may be forked straight from this process: on Linux, and only while no other
     thread runs (a fork copies one thread; another's locks would stay held in the child forever)."""
-    import multiprocessing
+    import multiprocessing  # only when processes are asked for: start-up time
 
     return (
         sys.platform.startswith("linux")
@@ -491,6 +490,7 @@ def _start_processes(count: int) -> Executor:
     """``count`` worker processes: forked from this process when :func:`_may_fork` (no second import of the
     readers, workers ready within milliseconds; the pool forks all of them before its own threads start),
     else from a fork server that imports the readers once (:data:`PRELOAD`), else spawned."""
+    # only when processes are asked for: start-up time (docs/performance.md, "One plain file, no pool")
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -635,7 +635,7 @@ class _BatchItem(Generic[_T]):
         self._failed = failed
 
     def result(self) -> _T:
-        from concurrent.futures import BrokenExecutor
+        from concurrent.futures import BrokenExecutor  # start-up time, as in Workers.dispatch
 
         try:
             out = self._batch.result()

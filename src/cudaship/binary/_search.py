@@ -21,6 +21,7 @@ instance``).
 
 from __future__ import annotations
 
+import ctypes
 import re
 import sys
 import threading
@@ -54,7 +55,6 @@ class _Native:
     def _load(self) -> None:
         if sys.platform == "win32" or sys.implementation.name != "cpython":
             return  # pragma: no cover - the Windows C runtime has no memmem; PyPy has no pythonapi
-        import ctypes
 
         class PyBuffer(ctypes.Structure):
             # CPython's Py_buffer (Include/pybuffer.h), stable since 3.3.

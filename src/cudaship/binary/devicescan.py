@@ -26,6 +26,7 @@ import contextlib
 import itertools
 import mmap
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -316,8 +317,6 @@ class _Scanner:
         worker's remaining events are taken. Results (containers, rejected candidates, order, errors) are
         therefore exactly the sequential ones, nested and overlapping containers included.
         """
-        import threading  # not concurrent.futures: it imports logging, 6 ms of start-up for nothing here
-
         chunks = self.chunks(chunk_count)
         results: list[tuple[list[_Event], int] | None] = [None] * len(chunks)
         failures: list[BaseException] = []

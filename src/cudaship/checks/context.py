@@ -22,6 +22,7 @@ from cudaship.checks.records import StaticImport
 from cudaship.errors import CudashipError, WheelError
 from cudaship.inspection.scan import ScannedWheel
 from cudaship.knowledge.hosts import Host
+from cudaship.knowledge.releases import release_for_ptx_isa
 from cudaship.knowledge.trains import Train, parse_train
 from cudaship.knowledge.variants import Variant, declared, recognise
 from cudaship.providers.options import ProviderOptions
@@ -289,8 +290,6 @@ def _exact_train(specifier: str) -> Train | None:
 
 def _device_releases(ctx: AuditContext) -> list[Train]:
     """CUDA releases the non-variant libraries' device code proves: PTX ISA introducers and cubin toolkits."""
-    from cudaship.knowledge.releases import release_for_ptx_isa
-
     found: list[Train] = []
     for path, report in sorted(ctx.reports.items()):
         if path in ctx.variants:

@@ -31,6 +31,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from packaging.utils import canonicalize_name
+
 from cudaship import words
 from cudaship.checks.context import AuditContext
 from cudaship.checks.records import LoadCheck, LoadComparison, LoadProbeLine, StaticImport
@@ -567,8 +569,6 @@ def on_demand_lookup(
     project: str | None, requirements: Sequence[str]
 ) -> Callable[[str], tuple[str, str] | None]:
     """The on-demand conventions of ``project`` (knowledge/data/providers.toml), by library path."""
-    from packaging.utils import canonicalize_name
-
     if not project:
         return lambda path: None
     rows = conventions_for(canonicalize_name(project), tuple(canonicalize_name(r) for r in requirements))

@@ -22,6 +22,7 @@ from typing import Any
 from cudaship.checks.globs import GlobError, compile_glob
 from cudaship.errors import KnowledgeError
 from cudaship.knowledge.arch_table import ArchTable, default_arch_table
+from cudaship.knowledge.trains import parse_train
 from cudaship.records.findings import SEVERITIES, Severity
 from cudaship.schema import Table, type_name
 
@@ -373,8 +374,6 @@ def parse_severity(root: Table, known: tuple[str, ...]) -> tuple[tuple[str, Seve
 def parse_variants(root: Table) -> VariantsPolicy:
     """``[audit.variants]``: ``by_name`` (recognise ``*_cuda118.so`` names, default true) and ``groups``, one
     table per group of alternatives: ``"glob" = "12.8"`` (its CUDA train; ``""``: from the name)."""
-    from cudaship.knowledge.trains import parse_train
-
     r = root.sub("variants")
     if r is None:
         return VariantsPolicy()

@@ -99,6 +99,7 @@ def _append(path_var: str, text: str, environ: Mapping[str, str]) -> None:
     if not target:
         _log(f"{path_var} is not set; skipping")
         return
+    # runs as a file (the action's step), before cudaship's package is known to import: only here
     from cudaship.errors import UsageError
     from cudaship.safe_write import append_text
 

@@ -36,6 +36,7 @@ from cudaship.ci.records import (
 from cudaship.config import ProjectConfig
 from cudaship.errors import KnowledgeError, PolicyError, UsageError
 from cudaship.knowledge.platforms import cuda_machines, cuda_os_names
+from cudaship.loaders import read_json
 from cudaship.schema import Table
 from cudaship.words import count
 
@@ -343,8 +344,6 @@ def release_gaps(config: MatrixConfig, rows: Iterable[MatrixRow]) -> list[str]:
 
 def read_build_matrix(path: Path) -> list[dict[str, str]]:
     """The ``include`` rows of a build matrix file written by ``cudaship matrix`` (either JSON format)."""
-    from cudaship.loaders import read_json
-
     try:
         data = read_json(path, error=UsageError)
     except UsageError as e:

@@ -17,6 +17,7 @@ from pathlib import Path
 import click
 
 from cudaship import envvars
+from cudaship.binary.magic import binary_format
 from cudaship.checks.engine import AuditObserver, audit_wheels
 from cudaship.checks.policy import Policy
 from cudaship.checks.records import AuditReport
@@ -45,6 +46,7 @@ from cudaship.providers.options import ProviderOptions
 from cudaship.render.escape import kind_of, line
 from cudaship.render.output import write_report
 from cudaship.render.table import AUDIT, Style, formats, render
+from cudaship.safe_read import is_dir, not_regular_reason, open_regular
 
 
 class _ProgressBar(ByteProgress, AuditObserver):
@@ -95,8 +97,7 @@ def _expand(arguments: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...
     program, ``.pt2``/``.pte``) under it (sorted, links to directories not followed); and one line for each
     that cannot be audited (missing, a FIFO or a device, a native library, a directory with none of them),
     so that one bad input never hides the report of the others."""
-    from cudaship.inspection.walk import walk_entries
-    from cudaship.safe_read import is_dir, not_regular_reason
+    from cudaship.inspection.walk import walk_entries  # subcommand start-up: only for a directory
 
     found: list[str] = []
     errors: list[str] = []
@@ -135,9 +136,6 @@ def _expand(arguments: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...
 
 def _head_is_binary(path: Path) -> bool:
     """The file starts as a native binary does (ELF, PE, Mach-O)."""
-    from cudaship.binary.magic import binary_format
-    from cudaship.safe_read import open_regular
-
     try:
         with open_regular(path) as f:
             return binary_format(f.read(64)) is not None
@@ -166,6 +164,7 @@ def _load(
     libcuda_stub: str | None = None,
 ) -> AuditReport:
     """The report with each wheel loaded for real (``--load``)."""
+    # subcommand start-up: the loader oracle only for audit --load
     from cudaship.oracle.install import InstallOptions
     from cudaship.oracle.run import LoadOptions, load_audit
 
@@ -367,7 +366,7 @@ def command(
     if env is not None and not Path(env).exists():
         raise UsageError("no such file or directory", path=env)
     if env is not None:
-        from cudaship.providers.sources import EnvSource
+        from cudaship.providers.sources import EnvSource  # subcommand start-up: only with --env
 
         EnvSource(env)  # one with no distribution installed is bad input, not a provider that has nothing
     config = load_config(policy_file)

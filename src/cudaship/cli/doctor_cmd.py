@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import click
 
-from cudaship.analysis.doctor import doctor_environment, doctor_paths
 from cudaship.cli.common import format_option, output_option
 from cudaship.errors import UsageError
 from cudaship.exitcodes import ExitCode
@@ -123,7 +122,7 @@ def command(
     if env is not None:
         if paths:
             raise UsageError("--env checks an environment: give no PATH with it")
-        from cudaship.cli.doctor_env import ConfirmOptions, run_env
+        from cudaship.cli.doctor_env import ConfirmOptions, run_env  # start-up: only doctor --env
 
         return run_env(
             env,
@@ -141,6 +140,8 @@ def command(
         raise UsageError("--confirm and --confirm-only go with --env")
     if fmt.lower() not in formats("doctor"):
         raise UsageError(f"--format {fmt.lower()} is available with --env")
+    from cudaship.analysis.doctor import doctor_environment, doctor_paths  # start-up: the walk, the probe
+
     result = probe()
     report = doctor_paths(paths, result) if paths else doctor_environment(result)
     write_report(render(DOCTOR, fmt, report), output)

@@ -16,6 +16,7 @@ from cudaship.analysis.loader import LD_CACHE
 from cudaship.checks.environment import EnvReport, doctor_env, with_confirmation
 from cudaship.errors import NoGpuError, UsageError
 from cudaship.exitcodes import ExitCode
+from cudaship.probe.gpus import probe
 from cudaship.providers.sources import venv_interpreter
 from cudaship.render.escape import line
 from cudaship.render.output import write_report
@@ -48,6 +49,7 @@ def confirm_python(env: str) -> str:
 
 
 def _confirm(report: EnvReport, env: str, options: ConfirmOptions) -> EnvReport:
+    # only doctor --env --confirm runs the loader oracle (subprocess, JSON probes): start-up time
     from cudaship.checks.confirm import compare, plan
     from cudaship.oracle.observe import observe
 
@@ -93,8 +95,6 @@ def run_env(
 ) -> int:
     """Exit status: 0 loads; 1 an error finding; 2 an unreadable library (or bad --env); 3 ``--require-gpu``
     and no GPU here."""
-    from cudaship.probe.gpus import probe
-
     try:
         result = probe()
         no_gpu = None

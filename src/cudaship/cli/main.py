@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
+import gc
 import importlib
+import os
 import sys
+import threading
 from typing import Any, NoReturn
 
 import click
@@ -82,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     command = [a for a in args if a != "--debug"]
     if argv is None and command[:1] in (["inspect"], ["gpus"], ["audit"]):
         # the command itself, not a caller's test: its worker processes may start now
+        # only the commands that may start worker processes import the pool: start-up time
         from cudaship.archive.pool import start_fork_server_early
 
         start_fork_server_early(command)
@@ -110,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # a bug: one line, unless --debug
         if debug:
             raise
-        from cudaship.render.escape import line
+        from cudaship.render.escape import line  # only on a bug: start-up time of every command
 
         click.echo(line(f"cudaship: internal error: {type(e).__name__}: {e} (rerun with --debug)"), err=True)
         return ExitCode.INTERNAL
@@ -126,8 +131,6 @@ GC_THRESHOLD = 100_000
 
 
 def entry() -> None:  # pragma: no cover - console script (tests/cli/test_exit.py runs it in a subprocess)
-    import gc
-
     gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
     exit_now(main())
 
@@ -141,10 +144,6 @@ def exit_now(code: int) -> NoReturn:
     120 if that last flush fails, as Python's own exit does). Otherwise (other threads alive, or a flush
     failing, which the normal exit reports) the normal exit runs.
     """
-    import atexit
-    import os
-    import threading
-
     if threading.active_count() == 1 and _flushed():
         atexit._run_exitfuncs()
         os._exit(code if _flushed() else 120)

@@ -15,7 +15,7 @@ from cudaship.cli.common import (
     platform_option,
     train_option,
 )
-from cudaship.errors import CudashipError
+from cudaship.errors import CudashipError, NoGpuError
 from cudaship.exitcodes import ExitCode
 from cudaship.knowledge.releases import RELEASE_DATA, known_trains
 from cudaship.program.toolchain import TARGETS
@@ -34,7 +34,7 @@ def command() -> None:
 @output_option()
 def inspect_command(paths: tuple[Path, ...], fmt: str, output: str | None) -> int:
     """What a .pt2 / .pte (or an export directory) holds: platform, imports, device code, train."""
-    from cudaship.inspection.program import read_program
+    from cudaship.inspection.program import read_program  # subcommand start-up: each subcommand its modules
 
     infos = []
     unreadable: list[str] = []  # one bad input never hides the others: they are reported, it gets its line
@@ -101,7 +101,7 @@ def export_command(
 ) -> int:
     """Export MODEL (module:function returning (module, inputs), or demo-mlp / demo-conv) with AOTInductor;
     exit 1 when the package fails export's own check (a wrapper with its own static libstdc++, ...)."""
-    from cudaship.program.export import export_program
+    from cudaship.program.export import export_program  # subcommand start-up, as above
 
     result = export_program(
         model,
@@ -143,7 +143,7 @@ def check_command(
     output: str | None,
 ) -> int:
     """Check an export directory against a runtime: train, GPU arch, driver, package, reference."""
-    from cudaship.program.check import check_program
+    from cudaship.program.check import check_program  # subcommand start-up, as above
 
     if train is not None:
         known_train(train, "--train", known_trains(), RELEASE_DATA)
@@ -188,8 +188,7 @@ def run_command(
     output: str | None,
 ) -> int:
     """Run the program in a fresh process with no compiler on PATH; compare with the reference and eager."""
-    from cudaship.errors import NoGpuError
-    from cudaship.program.run import run_program
+    from cudaship.program.run import run_program  # subcommand start-up, as above
 
     report = run_program(
         directory, runs=runs, tolerance=tolerance, non_ascii=non_ascii, python=python, timeout=timeout

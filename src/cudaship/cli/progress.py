@@ -15,6 +15,8 @@ from types import TracebackType
 from typing import TextIO, TypeVar
 
 from cudaship.inspection.walk import InspectObserver
+from cudaship.render.escape import line
+from cudaship.render.escape import text as shown_escaped
 
 _Self = TypeVar("_Self", bound="ByteProgress")
 
@@ -49,6 +51,7 @@ class ByteProgress:
         self._shown = description
         if self._plain:
             return
+        # rich only for a progress bar on a terminal: start-up time (docs/performance.md)
         from rich.console import Console
         from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -63,8 +66,6 @@ class ByteProgress:
         self._task = self._progress.add_task(description, total=None)
 
     def _line(self, text: str) -> None:
-        from cudaship.render.escape import line
-
         self._stream.write(line(f"cudaship: {self._description}: {text}") + "\n")
         self._stream.flush()
 
@@ -84,9 +85,7 @@ class ByteProgress:
     def label(self, text: str, *, restart: bool = False) -> None:
         """Show ``text`` (its tail when long); ``restart`` also empties the bar for a new unit of work (a
         plain line says it started)."""
-        from rich.markup import escape as markup
-
-        from cudaship.render.escape import text as shown_escaped
+        from rich.markup import escape as markup  # rich: start-up time, as in __init__
 
         width = self.LABEL_WIDTH
         text = shown_escaped(text)  # a name from the input: no control character, never rich markup

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from cudaship.errors import UsageError
+from cudaship.errors import CudashipError, UsageError
 from cudaship.exitcodes import ExitCode
 from cudaship.render.output import write_report
 from cudaship.render.table import REPAIR, render
@@ -56,6 +56,7 @@ def command(
     """Repair WHEELS: remove the CUDA libraries an NVIDIA wheel provides, point DT_NEEDED and RUNPATH at
     NVIDIA's wheel directories and declare those wheels as requirements. The inputs are never changed;
     each repaired wheel is written to -w DIR under its own name."""
+    # subcommand start-up: the repair modules only when it runs (--help lists every subcommand)
     from cudaship.repair.records import RepairReport
     from cudaship.repair.run import repair_wheel
 
@@ -75,8 +76,7 @@ def command(
 
 
 def _print_excludes(tool: str, wheels: tuple[Path, ...], output: str | None, jobs: int | None) -> int:
-    from cudaship.errors import CudashipError
-    from cudaship.repair.excludes import command_line, exclude_flags
+    from cudaship.repair.excludes import command_line, exclude_flags  # subcommand start-up, as above
     from cudaship.repair.run import plan_wheel
 
     majors: set[int] = set()

@@ -50,6 +50,7 @@ class _Progress(Observer):
         self.bar: Any = None
         self.tasks: dict[str, Any] = {}
         if not quiet and sys.stderr.isatty():
+            # rich only for a bar on a terminal: start-up time
             from rich.console import Console
             from rich.progress import (
                 BarColumn,

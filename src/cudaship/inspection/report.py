@@ -6,6 +6,7 @@ release a PTX ISA version implies are decided here, once.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -193,8 +194,7 @@ MSVC_DEMANGLERS = ("llvm-undname", "undname")
 
 def _run_filter(tools: tuple[str, ...], text: str) -> str | None:
     """stdout of the first of ``tools`` found on PATH given ``text`` on stdin (None when none ran)."""
-    import shutil
-    import subprocess
+    import subprocess  # only when a demangler runs: inspect of a library does not import it otherwise
 
     for tool in tools:
         exe = shutil.which(tool)

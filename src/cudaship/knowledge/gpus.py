@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 
@@ -117,8 +118,6 @@ def known_gpu_names() -> tuple[str, ...]:
 
 def close_gpu_names(name: str, limit: int = 3) -> tuple[str, ...]:
     """Known GPU names that look like ``name`` (for "did you mean"), best first."""
-    import difflib
-
     by_key: dict[str, str] = {}
     for known in known_gpu_names():
         by_key.setdefault(_norm(known), known)

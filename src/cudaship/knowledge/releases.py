@@ -12,7 +12,7 @@ from functools import lru_cache
 
 from cudaship.errors import KnowledgeError, UnknownTrainError
 from cudaship.knowledge import _data
-from cudaship.knowledge.archs import Arch, ArchList, Target
+from cudaship.knowledge.arch_names import Arch, ArchList, Target
 from cudaship.knowledge.trains import Train, as_train, parse_train
 from cudaship.once import once
 from cudaship.records.binary import DeviceCode, DeviceCodeKind

@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -269,8 +269,6 @@ def prepare(
 
 
 def _failed(env: LoadEnvironment, done: subprocess.CompletedProcess[str]) -> LoadEnvironment:
-    from dataclasses import replace
-
     return replace(env, failure=_pip_failure(done))
 
 

@@ -16,6 +16,7 @@ their failure is a note.
 from __future__ import annotations
 
 import dataclasses
+import mmap
 import os
 import platform
 import posixpath
@@ -24,6 +25,9 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 
 from cudaship.binary.elf import read_elf
 from cudaship.binary.magic import binary_format
@@ -110,8 +114,6 @@ def auxiliary(module: str, packages: frozenset[str]) -> bool:
 
 def _elf_kind(path: str) -> str | None:
     """``executable``, ``shared-library`` ... of the ELF file at ``path`` (cudaship's reader), or None."""
-    import mmap
-
     try:
         with open_regular(path) as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
             return read_elf(buf, full=False).kind
@@ -155,8 +157,6 @@ def _loader_calls(
 ) -> tuple[str, ...]:
     """``module:function`` for each documented loader function (knowledge/data/providers.toml
     ``loader_functions``) that a package of the wheel defines or imports in its ``__init__.py``."""
-    from packaging.utils import canonicalize_name
-
     if not project:
         return ()
     names: list[str] = []
@@ -324,8 +324,6 @@ def load_audit(
 
 
 def _requirement_names(requires: tuple[str, ...]) -> tuple[str, ...]:
-    from packaging.requirements import InvalidRequirement, Requirement
-
     out = []
     for text in requires:
         try:

@@ -16,6 +16,7 @@ failing never stops the others; a warning is a failure of severity warning, whic
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from cudaship.errors import CudashipError, NoGpuError, ProgramError, UsageError
@@ -282,8 +283,6 @@ def check_program(
 
 
 def _with(target: Target, **changes: str | None) -> Target:
-    from dataclasses import replace
-
     return replace(target, **changes)
 
 

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import platform as _platform
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -53,8 +56,6 @@ def import_torch(notes: list[str] | None = None) -> Any:
     torch warns "Failed to initialize NumPy" at import when numpy is missing; the extra ``cudaship[torch]``
     installs numpy with torch. Without it, export works (it never converts to numpy): the warning becomes one
     note in ``notes`` instead of a message on stderr."""
-    import warnings
-
     numpy_missing = importlib.util.find_spec("numpy") is None
     if numpy_missing:  # for the whole process: torch may say it again at first use, not only at import
         warnings.filterwarnings("ignore", message=f".*{_NUMPY_WARNING}")
@@ -211,8 +212,6 @@ def export_program(
     ``target_platform``: ``windows-x86_64`` cross-compiles the wrapper for Windows (see
     :mod:`cudaship.program.toolchain` for what that needs); None: this machine's platform. The compiler is
     checked before compiling and the package after (:func:`self_check`)."""
-    import tempfile
-
     target = parse_target(target_platform) or _host_target()
     notes: list[str] = []
     torch = import_torch(notes)
@@ -264,8 +263,6 @@ def _export(
     cuda_train: str | None,
     notes: list[str],
 ) -> ExportResult:
-    import os
-
     model, inputs = load_model(spec, torch)
     model = model.to(device).eval()
     inputs = tuple(x.to(device) if hasattr(x, "to") else x for x in inputs)

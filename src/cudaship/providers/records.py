@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
 
 @dataclass(frozen=True)
 class Distribution:
@@ -48,9 +51,6 @@ class Reached:
 
 
 def _names(text: str) -> str:
-    from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.utils import canonicalize_name
-
     try:
         return canonicalize_name(Requirement(text).name)
     except InvalidRequirement:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from cudaship import __version__
 from cudaship.analysis.gpus import CapabilityVerdict, FileVerdicts, GpuReport, GroupVerdicts
 from cudaship.knowledge.gpus import group_for
 from cudaship.render.jsonify import pick
@@ -63,8 +64,6 @@ def _group(g: GroupVerdicts) -> dict[str, Any]:
 
 
 def to_json(report: GpuReport) -> dict[str, Any]:
-    from cudaship import __version__
-
     capabilities = []
     for cap in report.capabilities:
         group = group_for(cap)

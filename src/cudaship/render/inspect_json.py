@@ -10,6 +10,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from cudaship import __version__
 from cudaship.inspection.report import (
     ArchIndex,
     InspectReport,
@@ -74,8 +75,6 @@ def _report_parts(
     report: InspectReport,
 ) -> tuple[dict[str, Any], tuple[FileReport, ...], list[dict[str, Any]]]:
     """The keys before ``files``, the files, and the value of ``wheels`` (the last key)."""
-    from cudaship import __version__
-
     head = {
         "schema": SCHEMA_VERSION,
         "tool": {"name": "cudaship", "version": __version__},

@@ -18,16 +18,17 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterable
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from cudaship.checks import closure
 from cudaship.checks.context import AuditContext
-from cudaship.knowledge.libraries import OS
-from cudaship.knowledge.providers import toolkit_extras
+from cudaship.knowledge.libraries import OS, identify
 from cudaship.knowledge.repair import Provision, provision
 from cudaship.records.binary import FileFormat, ImportKind
 from cudaship.records.findings import Status
-from cudaship.repair.records import AddedRequirement, ElfEdit, Kept, Removed, RepairPlan
+from cudaship.repair.records import ElfEdit, Kept, Removed, RepairPlan
+from cudaship.repair.requirements import covered, declared_cover, merge_requirements, one_major
+from cudaship.repair.windows import plan_windows
 
 _ORIGIN = ("$ORIGIN", "${ORIGIN}")
 
@@ -47,57 +48,9 @@ def _origin_entry(target: str, directory: str) -> str:
     return "$ORIGIN" if rel == "." else f"$ORIGIN/{rel}"
 
 
-def declared_cover(ctx: AuditContext) -> tuple[set[str], dict[str, set[str]]]:
-    """Canonical names of declared requirements for the wheel's platform, and the extras of each."""
-    names: set[str] = set()
-    extras: dict[str, set[str]] = {}
-    for declared in ctx.declared:
-        names.add(declared.name)
-        try:
-            req = Requirement(declared.text)
-        except InvalidRequirement:
-            continue
-        extras.setdefault(declared.name, set()).update(e.lower() for e in req.extras)
-    return names, extras
-
-
-def covered(p: Provision, names: set[str], extras: dict[str, set[str]]) -> bool:
-    if canonicalize_name(p.project) in names:
-        return True
-    installed = toolkit_extras(p.major)
-    return any(p.project in installed.get(extra, ()) for extra in extras.get("cuda-toolkit", set()))
-
-
-def merge_requirements(added: dict[str, tuple[Provision, list[str]]]) -> tuple[AddedRequirement, ...]:
-    """One requirement per text; cuda-toolkit extras with the same range and marker in one."""
-    toolkit: dict[str, tuple[set[str], list[str], list[str]]] = {}
-    out: list[AddedRequirement] = []
-    for text, (p, libs) in sorted(added.items()):
-        if p.extra is not None:
-            tail = text.split("]", 1)[1]
-            extras, all_libs, whys = toolkit.setdefault(tail, (set(), [], []))
-            extras.add(p.extra)
-            all_libs.extend(libs)
-            whys.append(p.why)
-        else:
-            out.append(AddedRequirement(text, tuple(sorted(set(libs))), p.why))
-    for tail, (extras, libs, whys) in sorted(toolkit.items()):
-        text = f"cuda-toolkit[{','.join(sorted(extras))}]{tail}"
-        out.append(AddedRequirement(text, tuple(sorted(set(libs))), "; ".join(sorted(set(whys)))))
-    return tuple(sorted(out, key=lambda r: r.text))
-
-
-def one_major(seen: set[int]) -> int | None:
-    """The CUDA major of a wheel without a train, when the libraries it ships or needs name exactly one."""
-    return next(iter(seen)) if len(seen) == 1 else None
-
-
 def unused_cuda(ctx: AuditContext) -> dict[str, set[str]]:
     """Installed path -> the CUDA DT_NEEDED entries none of whose symbols it uses, as the audit's closure
     family judges them (only when the policy runs that check)."""
-    from cudaship.checks import closure
-    from cudaship.knowledge.libraries import identify
-
     if not ctx.policy.closure.unused_imports:
         return {}
     out: dict[str, set[str]] = {}
@@ -119,8 +72,6 @@ def plan_repair(ctx: AuditContext, *, drop_unused: bool = False) -> RepairPlan:
     label = f"{train.version} ({ctx.train_source})" if train is not None else ctx.train_source
     os_name = ctx.os
     if os_name == "windows":
-        from cudaship.repair.windows import plan_windows
-
         return plan_windows(ctx, label)
     if os_name != "linux":
         note = f"a {os_name} wheel: cudaship repair edits Linux and Windows wheels only; nothing changed"

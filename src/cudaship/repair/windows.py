@@ -17,8 +17,8 @@ from cudaship.errors import CudashipError
 from cudaship.knowledge.libraries import identify, pypi_package
 from cudaship.knowledge.repair import Provision, provision, unhashed
 from cudaship.records.binary import FileFormat
-from cudaship.repair.plan import covered, declared_cover, merge_requirements, one_major
 from cudaship.repair.records import Bootstrap, Kept, PeEdit, Removed, RepairPlan
+from cudaship.repair.requirements import covered, declared_cover, merge_requirements, one_major
 
 #: The first line of the bootstrap: how a second repair knows it is there.
 MARKER = "# cudaship repair: NVIDIA's CUDA DLLs come from their wheels"

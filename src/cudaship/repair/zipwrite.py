@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import struct
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import BinaryIO
+
+from cudaship.archive.pool import usable_cpus
 
 _LOCAL = struct.Struct("<IHHHHHIIIHH")
 _CENTRAL = struct.Struct("<IHHHHHHIIIHHHHHII")
@@ -61,10 +64,6 @@ def deflate(data: bytes) -> bytes:
     if len(data) < 2 * BLOCK:
         compressor = zlib.compressobj(6, zlib.DEFLATED, -15)
         return compressor.compress(data) + compressor.flush()
-    from concurrent.futures import ThreadPoolExecutor
-
-    from cudaship.archive.pool import usable_cpus
-
     view = memoryview(data)
     starts = range(0, len(data), BLOCK)
     with ThreadPoolExecutor(max_workers=usable_cpus()) as pool:

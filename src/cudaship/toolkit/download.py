@@ -20,6 +20,7 @@ from pathlib import Path
 from cudaship import cachedir, http
 from cudaship.errors import ToolkitError
 from cudaship.hashing import sha256_file
+from cudaship.safe_read import read_regular
 from cudaship.toolkit.lock import InstallLock
 from cudaship.toolkit.records import Observer
 from cudaship.words import count
@@ -265,8 +266,6 @@ def fetch_manifest(
     cached = cache.manifest(location)
     local = _local_path(location)
     if local is not None:
-        from cudaship.safe_read import read_regular
-
         try:  # a FIFO or /dev/zero is refused, not read forever
             return read_regular(local, limit, error=ToolkitError, what="manifest")
         except ToolkitError as e:

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
 
 from cudaship.archive.limits import DEFAULT_LIMITS
+from cudaship.archive.pool import SPILL_SIZE, ArchiveRef, CompressedPages
 from cudaship.archive.select import MAGIC_BYTES, is_native_member, is_text_name, looks_native
 from cudaship.archive.spill import Budget, Hasher, Sink, released
 from cudaship.archive.zip import ZipArchive, ZipFile, ZipMember
@@ -24,9 +24,6 @@ from cudaship.errors import ArchiveError, WheelError
 from cudaship.records.buffer import Buffer
 from cudaship.records.files import WheelInfo
 from cudaship.wheel.records import DistInfo, RecordProblem
-
-if TYPE_CHECKING:
-    from cudaship.archive.pool import ArchiveRef
 
 __all__ = [
     "MAGIC_BYTES",
@@ -71,8 +68,6 @@ class WheelArchive:
 
     def ref(self) -> ArchiveRef:
         """How a worker process opens this very file (see :class:`cudaship.archive.pool.ArchiveRef`)."""
-        from cudaship.archive.pool import ArchiveRef
-
         assert self._file is not None
         return ArchiveRef.of(self.path, self._file.fileno())
 
@@ -133,8 +128,6 @@ class WheelArchive:
 
     @contextmanager
     def _inflated(self, member: Member, budget: Budget) -> Iterator[Buffer]:
-        from cudaship.archive.pool import SPILL_SIZE, CompressedPages
-
         self.zip.check(member)
         sink = Sink(member.size, budget, spill_size=SPILL_SIZE)
         pages = CompressedPages(self.zip.buf, member.data_offset, member.compressed_size, member.size)
