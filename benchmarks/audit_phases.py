@@ -57,7 +57,7 @@ def main() -> int:
     from cudaship.inspection.scan import scan as scan_wheel
     from cudaship.providers.options import ProviderOptions
     from cudaship.render import audit_json
-    from cudaship.render.table import Style
+    from cudaship.render.style import Style
 
     rows: dict[str, list[float]] = {}
 

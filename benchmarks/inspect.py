@@ -85,7 +85,7 @@ from cudaship.binary import _search, devicescan, strings
 from cudaship.binary.devicescan import scan_containers
 from cudaship.binary.elf import read_elf
 from cudaship.render import inspect_json
-from cudaship.render.table import Style
+from cudaship.render.style import Style
 from cudaship.inspection.walk import inspect_paths
 t1 = time.perf_counter()
 with open(sys.argv[1], "rb") as f:

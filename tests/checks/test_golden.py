@@ -16,7 +16,7 @@ from cudaship.checks.engine import audit_wheels
 from cudaship.checks.table import load_policy
 from cudaship.config import load_config
 from cudaship.render import audit_junit, audit_markdown, audit_text
-from cudaship.render.table import Style
+from cudaship.render.style import Style
 
 GOLDEN = Path(__file__).parent / "golden"
 REPO = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ from cudaship.checks.records import AuditReport, WheelAudit, WheelFacts
 from cudaship.records.findings import CheckResult, Finding, Severity, Status
 from cudaship.render import audit_json, audit_junit, audit_markdown, audit_text
 from cudaship.render.jsonify import to_json
-from cudaship.render.table import Style
+from cudaship.render.style import Style
 
 
 def _report(error: bool) -> AuditReport:

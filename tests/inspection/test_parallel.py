@@ -24,7 +24,7 @@ from cudaship.cli.main import main
 from cudaship.config import load_config
 from cudaship.inspection.walk import InspectObserver, inspect_paths
 from cudaship.render import audit_json, gpus_json, inspect_json
-from cudaship.render.table import Style
+from cudaship.render.style import Style
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "libvecadd.so"
 

@@ -37,7 +37,7 @@ from cudaship.inspection.walk import inspect_paths
 from cudaship.inspection.wheel import _read_member
 from cudaship.records.files import FileReport
 from cudaship.render import audit_json, gpus_json, inspect_json
-from cudaship.render.table import Style
+from cudaship.render.style import Style
 from tests.inspection.test_parallel import CountingChunks
 
 

@@ -20,7 +20,7 @@ from cudaship.inspection.walk import inspect_paths
 from cudaship.knowledge.archs import sort_arch_names
 from cudaship.records.binary import Compression, DeviceCode, DeviceCodeKind
 from cudaship.render import inspect_json
-from cudaship.render.table import Style
+from cudaship.render.style import Style
 
 Build = Callable[[str], Path]
 

@@ -290,7 +290,8 @@ def test_colour_keeps_only_the_reports_own_colour_codes(corpus: Corpus, command:
     from cudaship.checks.table import default_policy
     from cudaship.inspection.walk import inspect_paths
     from cudaship.providers.options import ProviderOptions
-    from cudaship.render.table import AUDIT, INSPECT, Style, render
+    from cudaship.render.style import Style
+    from cudaship.render.table import AUDIT, INSPECT, render
 
     if command == "inspect":
         out = render(

@@ -45,7 +45,8 @@ from cudaship.providers.index import DEFAULT_INDEX
 from cudaship.providers.options import ProviderOptions
 from cudaship.render.escape import kind_of, line
 from cudaship.render.output import write_report
-from cudaship.render.table import AUDIT, Style, formats, render
+from cudaship.render.style import Style
+from cudaship.render.table import AUDIT, formats, render
 from cudaship.safe_read import is_dir, not_regular_reason, open_regular
 
 

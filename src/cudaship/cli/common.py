@@ -14,7 +14,8 @@ import click
 from cudaship import envvars
 from cudaship.knowledge.platforms import cuda_machines
 from cudaship.knowledge.trains import Train, require_known
-from cudaship.render.table import Style, formats
+from cudaship.render.style import Style
+from cudaship.render.table import formats
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -20,7 +20,8 @@ from cudaship.probe.gpus import probe
 from cudaship.providers.sources import venv_interpreter
 from cudaship.render.escape import line
 from cudaship.render.output import write_report
-from cudaship.render.table import DOCTOR_ENV, Style, render
+from cudaship.render.style import Style
+from cudaship.render.table import DOCTOR_ENV, render
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from cudaship.ci.archs import TrainArchs
 from cudaship.knowledge.archs import ArchList, format_arch_list
 from cudaship.render.jsonify import dumps, pick
-from cudaship.render.table import Renderer, Style
+from cudaship.render.style import Renderer, Style
 
 SCHEMA_VERSION = 1
 SYNTAXES = ("torch", "cmake", "gencode", "list")

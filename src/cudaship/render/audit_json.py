@@ -14,7 +14,7 @@ from cudaship import __version__
 from cudaship.checks.records import AuditReport, WheelAudit
 from cudaship.records.findings import CheckResult
 from cudaship.render.jsonify import JSON, dumps, fields, pick, to_json
-from cudaship.render.table import Style
+from cudaship.render.style import Style
 
 #: 2: every check has ``severity`` (error|warning|note) and ``rule``; ``summary.failed`` counts failures of
 #: severity error only (``warnings`` and ``notes`` count the others); wheels have ``train_source``, and

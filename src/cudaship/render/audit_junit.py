@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from cudaship.checks.records import AuditReport
 from cudaship.records.findings import Severity, Status
 from cudaship.render.audit_text import finding_text
-from cudaship.render.table import Style
+from cudaship.render.style import Style
 
 
 def render(report: AuditReport, style: Style) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from cudaship.checks.records import AuditReport
 from cudaship.records.findings import CheckResult, Severity, Status
 from cudaship.render.audit_text import finding_text
-from cudaship.render.table import Style
+from cudaship.render.style import Style
 from cudaship.words import count
 
 _ICON = {Status.PASS: "✅ pass", Status.SKIP: "⏭️ skip"}

@@ -20,7 +20,7 @@ from cudaship.checks.records import AuditReport, WheelAudit
 from cudaship.records.findings import CheckResult, Status
 from cudaship.render.audit_text import finding_text
 from cudaship.render.jsonify import JSON, dumps
-from cudaship.render.table import Style
+from cudaship.render.style import Style
 
 VERSION = "2.1.0"
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

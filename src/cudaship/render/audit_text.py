@@ -13,7 +13,7 @@ from cudaship.checks.records import AuditReport, WheelAudit
 from cudaship.records.findings import CheckResult, Finding, Severity, Status
 from cudaship.render import escape as escape_for
 from cudaship.render.console import text_console
-from cudaship.render.table import Style
+from cudaship.render.style import Style
 from cudaship.words import count
 
 _STYLE = {"PASS": "green", "FAIL": "bold red", "WARN": "bold yellow", "NOTE": "cyan", "SKIP": "yellow"}

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from cudaship.render.jsonify import JSON, dumps, fields, pick, to_json
-from cudaship.render.table import Renderer, Style
+from cudaship.render.style import Renderer, Style
 
 if TYPE_CHECKING:
     from cudaship.ci.cmake import CMakePlan

@@ -10,7 +10,7 @@ from cudaship.analysis.doctor import Checked, DoctorReport
 from cudaship.knowledge.runs_on import VerdictKind
 from cudaship.probe.records import GpuInfo, ProbeResult
 from cudaship.render.jsonify import dumps
-from cudaship.render.table import Renderer, Style
+from cudaship.render.style import Renderer, Style
 from cudaship.words import count
 
 SCHEMA_VERSION = 1

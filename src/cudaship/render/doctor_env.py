@@ -15,7 +15,7 @@ from cudaship.checks.environment import EnvReport, shown
 from cudaship.records.findings import CheckResult, Severity
 from cudaship.render.escape import markdown_cell as cell
 from cudaship.render.jsonify import dumps
-from cudaship.render.table import Renderer, Style
+from cudaship.render.style import Renderer, Style
 from cudaship.words import count
 
 SCHEMA_VERSION = 1

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from cudaship.errors import UsageError
 from cudaship.render.jsonify import dumps, pick
-from cudaship.render.table import Renderer, Style
+from cudaship.render.style import Renderer, Style
 
 if TYPE_CHECKING:
     from cudaship.ci.env import BuildEnv

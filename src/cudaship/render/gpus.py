@@ -14,7 +14,7 @@ from cudaship.knowledge.gpus import group_for
 from cudaship.knowledge.runs_on import VerdictKind
 from cudaship.render import gpus_json
 from cudaship.render.escape import markdown_cell as cell
-from cudaship.render.table import Renderer, Style
+from cudaship.render.style import Renderer, Style
 from cudaship.words import agree, count
 
 SYMBOL = {VerdictKind.NATIVE: "N", VerdictKind.JIT: "J", VerdictKind.NO: "-"}

@@ -28,7 +28,7 @@ from cudaship.records.binary import (
 )
 from cudaship.records.files import CudaLinkage, FileReport, WheelInfo
 from cudaship.render.jsonify import fields, pick
-from cudaship.render.table import Style
+from cudaship.render.style import Style
 
 SCHEMA_VERSION = 1
 

@@ -18,7 +18,7 @@ from cudaship.knowledge.releases import cuda_release_for_ptx
 from cudaship.records.binary import DeviceCodeKind, HostBinary, ImportKind
 from cudaship.records.files import ContainerKind, FileReport
 from cudaship.render.console import text_console
-from cudaship.render.table import Style
+from cudaship.render.style import Style
 from cudaship.words import count
 
 from .inspect_json import Demangler

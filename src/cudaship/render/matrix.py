@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 from cudaship.ci.records import MatrixResult
 from cudaship.render.jsonify import dumps, pick, to_json
-from cudaship.render.table import Renderer, Style
+from cudaship.render.style import Renderer, Style
 from cudaship.words import count
 
 SCHEMA_VERSION = 1

@@ -12,7 +12,7 @@ from cudaship.inspection.program_records import MemberRole, ProgramInfo
 from cudaship.program.records import CheckReport, RunReport, libstdcxx_copy, outcome
 from cudaship.render import program_json
 from cudaship.render.escape import markdown_cell as cell
-from cudaship.render.table import Renderer, Style
+from cudaship.render.style import Renderer, Style
 
 if TYPE_CHECKING:
     from cudaship.program.export import ExportResult

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from cudaship.inspection.program_records import ProgramInfo
 from cudaship.program.records import CheckReport, RunReport, outcome
 from cudaship.render.jsonify import dumps, fields, to_json
-from cudaship.render.table import Style
+from cudaship.render.style import Style
 
 if TYPE_CHECKING:
     from cudaship.program.export import ExportResult

@@ -9,7 +9,7 @@ from typing import Any
 
 from cudaship.render.escape import markdown_cell as cell
 from cudaship.render.jsonify import dumps, fields
-from cudaship.render.table import Renderer, Style
+from cudaship.render.style import Renderer, Style
 from cudaship.repair.records import RepairReport, WheelRepair
 
 SCHEMA_VERSION = 1

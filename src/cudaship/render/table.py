@@ -20,9 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from cudaship.render import escape
+from cudaship.render.style import Renderer, Style
 
 if TYPE_CHECKING:
     from cudaship.analysis.doctor import DoctorReport
@@ -41,26 +42,6 @@ if TYPE_CHECKING:
     from cudaship.toolkit.records import ToolkitCatalog, ToolkitEnv, ToolkitView
 
 R = TypeVar("R")
-R_contra = TypeVar("R_contra", contravariant=True)
-
-
-@dataclass(frozen=True)
-class Style:
-    """Layout a renderer may take (each renderer reads the fields it uses)."""
-
-    color: bool = False  #: ANSI colour (the CLI asks for it only for a terminal without NO_COLOR)
-    width: int = 120
-    verbose: bool = False  #: audit text: evidence of passing checks too
-    exports: bool = True  #: inspect: list exported symbols
-    demangle: Callable[[list[str]], list[str]] | None = None  #: inspect: demangle C++ names
-    all_exports: bool = False  #: inspect text: every export, not the first 20 (``--all-exports``)
-    details: bool = False  #: doctor --env text: every import with the file the loader picks
-
-
-class Renderer(Protocol[R_contra]):
-    """One format of one command: the command's record laid out as text."""
-
-    def __call__(self, report: R_contra, style: Style, /) -> str: ...
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Any
 
 from cudaship.errors import ToolkitError
 from cudaship.render.jsonify import dumps, fields
-from cudaship.render.table import Renderer, Style
+from cudaship.render.style import Renderer, Style
 from cudaship.toolkit.records import ToolkitCatalog, ToolkitEnv, ToolkitView
 from cudaship.words import count
 
