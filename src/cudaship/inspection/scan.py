@@ -8,6 +8,13 @@ files that load libraries themselves (:mod:`cudaship.wheel.pyloads`). An exporte
 by :mod:`cudaship.program`). The record (:class:`ScannedWheel`) carries what the checks need and would
 otherwise parse: each member's installed path, and the target platform, worked out once.
 
+The scan reads for a :class:`Purpose`: :attr:`~Purpose.AUDIT` (above; ``audit`` and ``repair``) or
+:attr:`~Purpose.INSPECT` (``inspect`` and ``gpus``: only the members that may be native, nothing hashed, the
+wheel's facts read leniently, never raising for a damaged wheel, as those commands report one). :func:`start`
+opens the input and hands its members to the workers; :meth:`ScanJob.finish` collects them: a command that
+reads many wheels starts the next ones before it finishes the first (:mod:`cudaship.inspection.walk`), and
+:func:`scan` is both at once.
+
 The zip mechanics are the archive layer's (:mod:`cudaship.archive`: local headers, overlap refusal, bounded
 inflation for every method, budgets, spill). Members are spread over the command's workers
 (:meth:`cudaship.archive.pool.Workers.dispatch`; inflation and hashing release the GIL, so the cores overlap
@@ -573,7 +580,12 @@ def _start_inspect(
     if archive is not None and error is None:
         members = archive.members()
         candidates = [m for m in members if m.size != 0 and not is_text_name(m.name)]
-        pending = _dispatch_native(archive, label, candidates, details, hooks, pool, members)
+        try:
+            pending = _dispatch_native(archive, label, candidates, details, hooks, pool, members)
+        except BaseException:
+            for close in closing:
+                close()
+            raise
 
     def collect() -> ScannedWheel:
         files: list[FileReport] = []

@@ -2,8 +2,10 @@
 
 A file named explicitly is always reported, also when it is not a binary cudaship reads (that is an error).
 Inside a directory, files are chosen by name and first bytes and the rest is skipped quietly; wheels and
-exported programs (``.pt2``, ``.pte``) found there are opened too. Inside a wheel, members are chosen the same
-way (see :mod:`cudaship.wheel.archive`); inside a program, its libraries and cubins (see
+exported programs (``.pt2``, ``.pte``) found there are opened too. A wheel is read by the one scan
+(:func:`cudaship.inspection.scan.start` for :attr:`~cudaship.inspection.scan.Purpose.INSPECT`: members chosen
+the same way, by name and first bytes), several at once, and its report built from the
+:class:`~cudaship.inspection.scan.ScannedWheel`; inside a program, its libraries and cubins (see
 :mod:`cudaship.program`). Members are reported with ``container`` = the wheel's or program's path.
 
 Progress goes to an :class:`InspectObserver`; its hooks do nothing unless the caller (the CLI) overrides them.
