@@ -34,6 +34,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import ParamSpec
 
 from cudaship.archive.pool import (
     SPILL_SIZE,
@@ -91,6 +92,8 @@ __all__ = [
     "target_platform",
     "worker_count",
 ]
+
+_P = ParamSpec("_P")
 
 #: Members from this size on are hashed on a helper thread while the next chunks are inflated.
 _THREADED_HASH = 8 << 20
@@ -274,31 +277,6 @@ class ScanJob:
                 close()
 
 
-def scan(
-    path: str | os.PathLike[str],
-    *,
-    purpose: Purpose = Purpose.AUDIT,
-    label: str | None = None,
-    workers: int | None = None,
-    details: bool = True,
-    observer: ScanObserver | None = None,
-    pool: Workers | None = None,
-    on_dist: Callable[[DistInfo, TargetPlatform], None] | None = None,
-) -> ScannedWheel:
-    """Read the wheel or exported program (``.pt2``, ``.pte``) at ``path`` once into one record: :func:`start`
-    and :meth:`ScanJob.finish` at once."""
-    return start(
-        path,
-        purpose=purpose,
-        label=label,
-        workers=workers,
-        details=details,
-        observer=observer,
-        pool=pool,
-        on_dist=on_dist,
-    ).finish()
-
-
 def start(
     path: str | os.PathLike[str],
     *,
@@ -347,6 +325,20 @@ def start(
     except BaseException:
         opened.close()
         raise
+
+
+def _at_once(begin: Callable[_P, ScanJob]) -> Callable[_P, ScannedWheel]:
+    """``begin`` and its job's :meth:`ScanJob.finish` in one call, with ``begin``'s parameters."""
+
+    def at_once(*args: _P.args, **kwargs: _P.kwargs) -> ScannedWheel:
+        return begin(*args, **kwargs).finish()
+
+    return at_once
+
+
+#: Read the wheel or exported program (``.pt2``, ``.pte``) at ``path`` once into one record: :func:`start`
+#: (the same parameters) and :meth:`ScanJob.finish` at once.
+scan = _at_once(start)
 
 
 def target_platform(dist: DistInfo, filename: str) -> tuple[TargetPlatform, tuple[str, ...]]:
