@@ -300,7 +300,9 @@ def start(
     inspected as the members (``on_dist`` is not called: it has no dist-info).
 
     A wheel for :attr:`Purpose.INSPECT`: as ``inspect`` reads it (see :class:`Purpose`; ``details``: every
-    cubin's toolkit version), never raising for bad input.
+    cubin's toolkit version), never raising for bad input; an :class:`InspectObserver` is told each member it
+    reads and each report, in archive order. Wheels only: inspect reads a program as
+    :mod:`cudaship.inspection.walk` says.
 
     Members are read on ``pool`` when given (shared with other inputs read at the same time), else on
     ``workers`` threads of its own (default: the usable CPUs, at most 4; one for inspect)."""
