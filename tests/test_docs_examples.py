@@ -80,7 +80,7 @@ BLOCKS = blocks()
 
 #: Blocks that are not examples a reader runs, by the start of their first line, with why.
 NOT_EXAMPLES = {
-    "paths, wheels ──▶ readers": "a diagram of the layers",
+    "paths, wheels,  ──▶ inspection.scan": "a diagram of the layers",
     "#0  std::codecvt<char16_t": "a cuda-gdb backtrace captured on the lent H200 machine",
     "exec /opt/gcc/bin/g++-real": "one line of a compiler wrapper found on the lent H200 machine",
     "A (link_libtorch, as export runs it)": "linker errors of torch's Windows cross compile captured on the "
