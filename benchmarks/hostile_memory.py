@@ -138,7 +138,7 @@ def _case(name: str) -> tuple[int, str, int]:
             scan = scan_wheel(wheel, workers=1)
             return len(data), "; ".join(f"{n}: {m}" for n, m in scan.unreadable), 0
         if name == "pt2-bzip2-bomb":
-            from cudaship.program.pt2 import read_pt2
+            from cudaship.inspection.pt2 import read_pt2
 
             member = "model/data/aotinductor/model/x.wrapper.so"
             data = al._forge_size(al._bomb_zip(zipfile.ZIP_BZIP2, member), member, 1 << 20)
@@ -447,7 +447,7 @@ def _mirror(tmp: Path) -> tuple[int, str, int]:
 
 def _provenance(tmp: Path) -> tuple[int, str, int]:
     from cudaship.errors import CudashipError
-    from cudaship.program.provenance import read_provenance
+    from cudaship.inspection.provenance import read_provenance
 
     text = '{"a":' * 100_000 + "1" + "}" * 100_000
     (tmp / "provenance.json").write_text(text)

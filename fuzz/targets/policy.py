@@ -3,7 +3,7 @@ load_policy (every [audit] and [archs] key validated)."""
 
 from __future__ import annotations
 
-from cudaship.checks.policy import load_policy
+from cudaship.checks.table import load_policy
 from cudaship.config import load_config
 from fuzz._harness import Target
 from fuzz.targets._scratch import scratch

@@ -1,9 +1,9 @@
-"""Exported program packages: ``program/reader.py`` read_program, i.e. ``pt2.py`` read_pt2 (AOTInductor
+"""Exported program packages: ``inspection/program.py`` read_program, i.e. ``pt2.py`` read_pt2 (AOTInductor
 zip: wrapper library, cubins, metadata) and ``pte.py`` read_pte (ExecuTorch flatbuffer with segments)."""
 
 from __future__ import annotations
 
-from cudaship.program.reader import read_program
+from cudaship.inspection.program import read_program
 from fuzz._harness import MemoryCeiling, Target
 from fuzz.targets._scratch import scratch
 
@@ -32,6 +32,6 @@ TARGET = Target(
     summary="read_program on tests/program's real ExecuTorch .pte and a pt2 made around nvcc output",
     run=run,
     seed_kinds=("program",),
-    modules=("program/reader.py", "program/pt2.py", "program/pte.py"),
+    modules=("inspection/program.py", "inspection/pt2.py", "inspection/pte.py"),
     memory=MemoryCeiling(factor=256, constant=32 << 20),
 )

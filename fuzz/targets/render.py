@@ -97,12 +97,12 @@ def _build() -> _Base:
     from cudaship.analysis.gpus import gpu_report
     from cudaship.checks.engine import audit_wheels
     from cudaship.checks.environment import doctor_env
-    from cudaship.checks.policy import default_policy
+    from cudaship.checks.table import default_policy
+    from cudaship.inspection.program import read_program
+    from cudaship.inspection.program_records import Provenance
     from cudaship.inspection.walk import inspect_paths
     from cudaship.program.check import check_program
     from cudaship.program.provenance import write_provenance
-    from cudaship.program.reader import read_program
-    from cudaship.program.records import Provenance
     from cudaship.providers.options import ProviderOptions
 
     root = scratch() / "render"

@@ -228,8 +228,8 @@ def make_export_dir(
     The reference file is opaque bytes here: check only asks whether it is there.
     """
     from cudaship.hashing import sha256_file
+    from cudaship.inspection.program_records import Provenance
     from cudaship.program.provenance import write_provenance
-    from cudaship.program.records import Provenance
 
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / "model.pt2"

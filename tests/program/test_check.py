@@ -151,7 +151,7 @@ def windows_export(
 def test_windows_program_against_wheels(
     windows_export: Path, tmp_path: Path, tag: str, version: str, passed: bool
 ) -> None:
-    from cudaship.program.reader import read_program
+    from cudaship.inspection.program import read_program
 
     info = read_program(windows_export)
     assert (info.platform, info.cudart_majors) == ("windows", (13,))

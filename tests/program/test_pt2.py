@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from cudaship.errors import ProgramError
-from cudaship.program.reader import read_program
-from cudaship.program.records import MemberRole, libstdcxx_copy
+from cudaship.inspection.program import read_program
+from cudaship.inspection.program_records import MemberRole
+from cudaship.program.records import libstdcxx_copy
 from tests.program.builders import aoti_metadata, gxx_library, make_pt2
 
 

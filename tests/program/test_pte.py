@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from cudaship.errors import ProgramError
-from cudaship.program.pte import read_pte
-from cudaship.program.reader import read_program
-from cudaship.program.records import MemberRole
+from cudaship.inspection.program import read_program
+from cudaship.inspection.program_records import MemberRole
+from cudaship.inspection.pte import read_pte
 from tests.program.builders import gxx_library, make_pte
 
 

@@ -11,8 +11,8 @@ import pytest
 
 from cudaship.errors import ProgramError
 from cudaship.hashing import sha256_file
+from cudaship.inspection.provenance import PROVENANCE_FILE
 from cudaship.program import runner_child
-from cudaship.program.provenance import PROVENANCE_FILE
 from cudaship.program.run import NON_ASCII_DIR, compiler_free_path, run_program
 from tests.program.builders import gxx_library
 

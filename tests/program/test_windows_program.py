@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from cudaship.cli.main import main
+from cudaship.inspection.program import read_program
 from cudaship.program.check import check_program
 from cudaship.program.export import self_check
-from cudaship.program.reader import read_program
 from cudaship.program.records import CheckReport, outcome
 from tests.program.builders import make_export_dir, make_pt2
 
@@ -216,8 +216,8 @@ def test_export_report_with_problems(windows_export: Path, capsys: pytest.Captur
     """The export report says what export's own check found, in text and in JSON (schema-valid)."""
     import jsonschema
 
+    from cudaship.inspection.provenance import read_provenance
     from cudaship.program.export import ExportResult
-    from cudaship.program.provenance import read_provenance
     from cudaship.render.program_json import JSON_SCHEMA
     from cudaship.render.table import PROGRAM_EXPORT, render
 

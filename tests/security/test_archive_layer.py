@@ -21,9 +21,9 @@ import pytest
 from cudaship.archive.limits import CHUNK, ArchiveLimits
 from cudaship.archive.zip import ZipArchive
 from cudaship.errors import ArchiveError, ToolkitError
+from cudaship.inspection.pt2 import read_pt2
 from cudaship.inspection.scan import scan as scan_wheel
 from cudaship.inspection.walk import inspect_paths
-from cudaship.program.pt2 import read_pt2
 from cudaship.toolkit.extract import extract_archive
 from tests.security.builders import HARDLINK, SYMLINK, Jail, M, tar_bytes, zip_bytes
 

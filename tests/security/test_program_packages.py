@@ -1,5 +1,5 @@
-"""Program packages (``program/pt2.py``, ``pte.py``, ``reader.py``): reading one writes nothing named after
-its members, a zip bomb inside a .pt2 is refused without unpacking, and provenance.json cannot point the
+"""Program packages (``inspection/pt2.py``, ``pte.py``, ``program.py``): reading one writes nothing named
+after its members, a zip bomb inside a .pt2 is refused without unpacking, and provenance.json cannot point the
 reader outside the export directory."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cudaship.errors import ProgramError
-from cudaship.program.reader import read_program
+from cudaship.inspection.program import read_program
 from tests.security.builders import SYMLINK, Jail, M, snapshot, zip_bytes
 
 COMPRESSIONS = [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED]

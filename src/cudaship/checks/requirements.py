@@ -36,7 +36,8 @@ def _expected_key(text: str) -> str:
         req = Requirement(text)
     except InvalidRequirement as e:
         raise CudashipError(f"Requires-Dist {text!r} is invalid: {e}") from None
-    return f"{canonicalize_name(req.name)}{','.join(sorted(str(s) for s in req.specifier))}"
+    specifiers = sorted(str(spec) for spec in req.specifier)
+    return canonicalize_name(req.name) + ",".join(specifiers)
 
 
 def run(ctx: AuditContext) -> list[CheckResult]:

@@ -34,7 +34,7 @@ def command() -> None:
 @output_option()
 def inspect_command(paths: tuple[Path, ...], fmt: str, output: str | None) -> int:
     """What a .pt2 / .pte (or an export directory) holds: platform, imports, device code, train."""
-    from cudaship.program.reader import read_program
+    from cudaship.inspection.program import read_program
 
     infos = []
     unreadable: list[str] = []  # one bad input never hides the others: they are reported, it gets its line

@@ -21,7 +21,7 @@ def is_program(path: Path) -> bool:
     (``ET`` and two digits at offset 4)."""
     if path.suffix.lower() in PROGRAM_SUFFIXES:
         return True
-    from cudaship.program.pte import is_pte  # program readers when asked: start-up time
+    from cudaship.inspection.pte import is_pte  # program readers when asked: start-up time
 
     return is_pte(head(path))
 

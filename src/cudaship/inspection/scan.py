@@ -5,8 +5,8 @@ unless the caller needs no hashes), the native ones read into :class:`FileReport
 bytes are at hand (:func:`cudaship.inspection.wheel.member_report`, as inspect reads them), and the Python
 files that load libraries themselves (:mod:`cudaship.wheel.pyloads`). An exported program (``.pt2``,
 ``.pte``) gives the same record through the same entry point (its libraries and cubins as the members, read
-by :mod:`cudaship.program`). The record (:class:`ScannedWheel`) carries what the checks need and would
-otherwise parse: each member's installed path, and the target platform, worked out once.
+by :mod:`cudaship.inspection.program`). The record (:class:`ScannedWheel`) carries what the checks need and
+would otherwise parse: each member's installed path, and the target platform, worked out once.
 
 The scan reads for a :class:`Purpose`: :attr:`~Purpose.AUDIT` (above; ``audit`` and ``repair``) or
 :attr:`~Purpose.INSPECT` (``inspect`` and ``gpus``: only the members that may be native, nothing hashed, the
@@ -688,8 +688,8 @@ def _no_dist(name: str) -> DistInfo:
     )
 
 
-#: how a member error reads when the archive layer could not give the member's bytes back (program.pt2 reads
-#: members through :mod:`cudaship.archive`; its messages, without the ``member NAME:`` prefix)
+#: how a member error reads when the archive layer could not give the member's bytes back (inspection.pt2
+#: reads members through :mod:`cudaship.archive`; its messages, without the ``member NAME:`` prefix)
 _DAMAGED = (
     "corrupt member",
     "corrupt compressed data",
@@ -708,8 +708,8 @@ def _scan_program(label: str, hooks: ScanObserver) -> ScannedWheel:
     size = Path(label).stat().st_size if Path(label).exists() else 0
     hooks.planned(size)
     # the program readers only for a program: start-up time of inspect and audit of wheels
-    from cudaship.program.reader import read_program
-    from cudaship.program.records import ProgramKind
+    from cudaship.inspection.program import read_program
+    from cudaship.inspection.program_records import ProgramKind
 
     program = read_program(label, details=True)  # as a wheel scan: the cubins' toolkits, for consistency
     reports: dict[str, FileReport] = {}

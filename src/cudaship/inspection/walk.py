@@ -6,7 +6,7 @@ exported programs (``.pt2``, ``.pte``) found there are opened too. A wheel is re
 (:func:`cudaship.inspection.scan.start` for :attr:`~cudaship.inspection.scan.Purpose.INSPECT`: members chosen
 the same way, by name and first bytes), several at once, and its report built from the
 :class:`~cudaship.inspection.scan.ScannedWheel`; inside a program, its libraries and cubins (see
-:mod:`cudaship.program`). Members are reported with ``container`` = the wheel's or program's path.
+:mod:`cudaship.inspection.program`). Members are reported with ``container`` = the wheel's or program's path.
 
 Progress goes to an :class:`InspectObserver`; its hooks do nothing unless the caller (the CLI) overrides them.
 """
@@ -261,8 +261,8 @@ def _inspect_program(item: _Input, details: bool, hooks: InspectObserver, pool: 
     """An AOTInductor package or ExecuTorch program: its libraries and cubins as members (read on a worker;
     the hooks are called under the pool's lock)."""
     # only for a program: start-up time (docs/performance.md)
-    from cudaship.program.reader import read_program
-    from cudaship.program.records import ProgramKind
+    from cudaship.inspection.program import read_program
+    from cudaship.inspection.program_records import ProgramKind
 
     total = file_size(item.path)
     with pool.hooks_lock:

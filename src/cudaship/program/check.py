@@ -20,6 +20,9 @@ from pathlib import Path
 
 from cudaship.errors import CudashipError, NoGpuError, ProgramError, UsageError
 from cudaship.hashing import sha256_file
+from cudaship.inspection.program import find_package, read_program
+from cudaship.inspection.program_records import ProgramInfo, Provenance, TrainAnswer, train_answer
+from cudaship.inspection.provenance import provenance_present, read_provenance
 from cudaship.knowledge.archs import Arch, parse_arch
 from cudaship.knowledge.driver import parse_driver
 from cudaship.knowledge.gpus import capability_of, group_for
@@ -28,18 +31,7 @@ from cudaship.knowledge.program_runtimes import is_compiler_runtime
 from cudaship.knowledge.releases import minor_compat_floor
 from cudaship.knowledge.runs_on import Verdict, runs_on
 from cudaship.knowledge.trains import Train, parse_train
-from cudaship.program.provenance import provenance_present, read_provenance
-from cudaship.program.reader import find_package, read_program
-from cudaship.program.records import (
-    FAMILY,
-    CheckReport,
-    ProgramInfo,
-    Provenance,
-    Target,
-    TrainAnswer,
-    libstdcxx_copy,
-    train_answer,
-)
+from cudaship.program.records import FAMILY, CheckReport, Target, libstdcxx_copy
 from cudaship.program.runner_child import device_facts, driver_version
 from cudaship.program.toolchain import parse_target
 from cudaship.records.binary import DeviceCode, DeviceCodeKind, FileFormat

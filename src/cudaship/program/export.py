@@ -30,11 +30,11 @@ from typing import Any
 
 from cudaship.errors import ProgramError, UsageError
 from cudaship.hashing import sha256_file
+from cudaship.inspection.program import read_program
+from cudaship.inspection.program_records import ProgramInfo, Provenance
 from cudaship.knowledge.platforms import machine_of, os_of, platform_name
 from cudaship.program.check import runtime_problems
 from cudaship.program.provenance import write_provenance
-from cudaship.program.reader import read_program
-from cudaship.program.records import ProgramInfo, Provenance
 from cudaship.program.runner_child import driver_version
 from cudaship.program.toolchain import Toolchain, linux_toolchain, parse_target, windows_toolchain
 

@@ -26,10 +26,11 @@ from typing import Any
 
 from cudaship.errors import ProgramError
 from cudaship.hashing import sha256_file
+from cudaship.inspection.program_records import Provenance
+from cudaship.inspection.provenance import read_provenance
 from cudaship.loaders import read_json
 from cudaship.program import runner_child
-from cudaship.program.provenance import read_provenance
-from cudaship.program.records import Environment, Provenance, RunReport
+from cudaship.program.records import Environment, RunReport
 
 NON_ASCII_DIR = "cudaship-прогон-実行-ü"
 #: Seconds a child may take (loading a large program compiles nothing, but first CUDA use can be slow).

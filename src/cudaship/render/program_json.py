@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from cudaship.program.records import CheckReport, ProgramInfo, RunReport, outcome
+from cudaship.inspection.program_records import ProgramInfo
+from cudaship.program.records import CheckReport, RunReport, outcome
 from cudaship.render.jsonify import fields, to_json
 
 if TYPE_CHECKING:

@@ -6,14 +6,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from cudaship import words
-from cudaship.program.records import (
-    CheckReport,
-    MemberRole,
-    ProgramInfo,
-    RunReport,
-    libstdcxx_copy,
-    outcome,
-)
+from cudaship.inspection.program_records import MemberRole, ProgramInfo
+from cudaship.program.records import CheckReport, RunReport, libstdcxx_copy, outcome
 
 if TYPE_CHECKING:
     from cudaship.program.export import ExportResult

@@ -33,9 +33,10 @@ if TYPE_CHECKING:
     from cudaship.ci.cmake import CMakePlan
     from cudaship.ci.env import BuildEnv
     from cudaship.ci.records import MatrixResult
+    from cudaship.inspection.program_records import ProgramInfo
     from cudaship.inspection.report import InspectReport
     from cudaship.program.export import ExportResult
-    from cudaship.program.records import CheckReport, ProgramInfo, RunReport
+    from cudaship.program.records import CheckReport, RunReport
     from cudaship.repair.records import RepairReport
     from cudaship.toolkit.records import ToolkitCatalog, ToolkitEnv, ToolkitView
 

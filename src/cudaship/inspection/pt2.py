@@ -25,8 +25,8 @@ from cudaship.archive.limits import DEFAULT_LIMITS
 from cudaship.archive.zip import ZipArchive, ZipMember
 from cudaship.errors import ArchiveError, ProgramError
 from cudaship.inspection.dispatch import inspect_buffer
+from cudaship.inspection.program_records import MemberRole, ProgramInfo, ProgramKind, ProgramMember
 from cudaship.loaders import load_json
-from cudaship.program.records import MemberRole, ProgramInfo, ProgramKind, ProgramMember
 from cudaship.records.binary import FileFormat
 from cudaship.records.buffer import Buffer
 from cudaship.records.files import FileReport

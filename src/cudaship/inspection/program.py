@@ -8,10 +8,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from cudaship.errors import ProgramError
-from cudaship.program.provenance import PROVENANCE_FILE, read_provenance
-from cudaship.program.pt2 import read_pt2
-from cudaship.program.pte import is_pte, read_pte
-from cudaship.program.records import ProgramInfo, Provenance
+from cudaship.inspection.program_records import ProgramInfo, Provenance
+from cudaship.inspection.provenance import PROVENANCE_FILE, read_provenance
+from cudaship.inspection.pt2 import read_pt2
+from cudaship.inspection.pte import is_pte, read_pte
 from cudaship.safe_read import open_regular
 
 PACKAGE_SUFFIXES = (".pt2", ".pte")

@@ -31,7 +31,7 @@ from cudaship.inspection.dispatch import inspect_buffer
 from cudaship.records.buffer import Buffer
 
 if TYPE_CHECKING:
-    from cudaship.program.records import ProgramInfo, ProgramMember
+    from cudaship.inspection.program_records import ProgramInfo, ProgramMember
 
 # The program records are imported where a program is read: ``inspect`` asks :func:`is_pte` of every input
 # whose name does not say what it is (a library named ``libfoo.so.13``), and the records' import costs 7 ms.
@@ -139,7 +139,7 @@ def read_pte(buf: Buffer, path: str = "<buffer>", *, details: bool = False) -> P
 
 
 def _read(buf: Buffer, path: str, details: bool) -> ProgramInfo:
-    from cudaship.program.records import MemberRole, ProgramInfo, ProgramKind
+    from cudaship.inspection.program_records import MemberRole, ProgramInfo, ProgramKind
 
     size = len(buf)
     head = bytes(memoryview(buf)[:32])
@@ -233,7 +233,7 @@ def _read(buf: Buffer, path: str, details: bool) -> ProgramInfo:
 
 
 def _member(name: str, data: memoryview, details: bool) -> ProgramMember:
-    from cudaship.program.records import MemberRole, ProgramMember
+    from cudaship.inspection.program_records import MemberRole, ProgramMember
 
     head = bytes(data[:4])
     if any(head.startswith(m) for m in _NATIVE_MAGICS):
