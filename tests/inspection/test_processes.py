@@ -31,10 +31,9 @@ from cudaship.checks.engine import audit_wheels
 from cudaship.checks.table import load_policy
 from cudaship.cli.main import main
 from cudaship.config import load_config
-from cudaship.inspection.scan import _Result, _scan_member
+from cudaship.inspection.scan import Purpose, _inspect_member, _Result, _scan_member
 from cudaship.inspection.scan import scan as scan_wheel
-from cudaship.inspection.walk import inspect_paths
-from cudaship.inspection.wheel import _read_member
+from cudaship.inspection.walk import InspectObserver, inspect_paths
 from cudaship.records.files import FileReport
 from cudaship.render import audit_json, gpus_json, inspect_json
 from cudaship.render.style import Style
@@ -54,7 +53,7 @@ def _read_batch(
     label: str, ref: ArchiveRef, members: list[ZipMember], details: bool
 ) -> list[FileReport | None]:
     """inspect's task on a worker process, run here."""
-    out = read_batch(_read_member, ref, members, [(label, details)] * len(members))
+    out = read_batch(_inspect_member, ref, members, [(label, details)] * len(members))
     assert not isinstance(out, str), out
     return out
 
@@ -219,15 +218,13 @@ def test_workers_refuse_a_wheel_replaced_after_it_was_opened(wheels: list[Path])
     stale = ArchiveRef(ref.path, ref.device, ref.inode, ref.size, ref.mtime_ns - 1)
     # the one dispatcher's batch says why, for the audit's task and inspect's alike; the command turns it into
     # each member's error (see test_a_worker_that_dies_makes_the_wheel_unreadable_not_an_internal_error)
-    for task, args in ((_scan_member, (str(wheel), "sha256", False)), (_read_member, (str(wheel), False))):
+    for task, args in ((_scan_member, (str(wheel), "sha256", False)), (_inspect_member, (str(wheel), False))):
         out = read_batch(task, stale, members, [args] * len(members))
         assert out == "the file changed while it was being read"
 
 
 def test_a_worker_that_dies_makes_the_wheel_unreadable_not_an_internal_error(wheels: list[Path]) -> None:
     from cudaship.errors import WheelError
-    from cudaship.inspection.walk import InspectObserver
-    from cudaship.inspection.wheel import start_wheel
 
     with Workers(2, processes=True) as pool:
         executor = pool.processes()
@@ -238,9 +235,14 @@ def test_a_worker_that_dies_makes_the_wheel_unreadable_not_an_internal_error(whe
             scan_wheel(wheels[0], pool=pool)
         assert "a worker process ended abruptly while reading this wheel" in raised.value.message
         assert "CUDASHIP_PROCESSES=never" in raised.value.message
-        report = start_wheel(
-            wheels[2], "gamma.whl", details=False, hooks=InspectObserver(), workers=pool
-        ).finish()
+        report = scan_wheel(
+            wheels[2],
+            purpose=Purpose.INSPECT,
+            label="gamma.whl",
+            details=False,
+            observer=InspectObserver(),
+            pool=pool,
+        )
         errors = {f.path: f.error for f in report.files}
         assert errors and set(errors.values()) == {WORKER_DIED}  # every member said why, none lost silently
         assert {f"gamma/lib/libvecadd{i}.so" for i in range(4)} <= set(errors)

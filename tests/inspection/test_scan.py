@@ -1,6 +1,8 @@
 """The one scan (:func:`cudaship.inspection.scan.scan`): a wheel read once into one record, every member's
 hash and size verified against RECORD while it streams, the target platform worked out once, each member's
-installed path; an exported program through the same entry point."""
+installed path; an exported program through the same entry point; for inspect, the native members only,
+nothing hashed, a damaged wheel reported instead of raised, several wheels started before the first is
+finished."""
 
 from __future__ import annotations
 
@@ -10,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from cudaship.archive.pool import Workers
 from cudaship.errors import WheelError
-from cudaship.inspection.scan import scan, target_platform
+from cudaship.inspection.scan import Purpose, scan, start, target_platform
+from cudaship.inspection.wheel import shown_name
 from cudaship.records.files import ContainerKind
 from cudaship.wheel.records import DistInfo, Metadata, WheelFile
 from tests.fixtures.synthetic_wheels import write_wheel
@@ -97,6 +101,56 @@ def test_unreadable_wheel_is_one_line(tmp_path: Path, make: Callable[[Path], Non
         scan(path)
     assert message in str(info.value)
     assert str(path) in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "name"),
+    [
+        (lambda p: p.write_bytes(b"not a zip"), "not a readable zip archive", None),
+        (lambda p: zipfile.ZipFile(p, "w").close(), None, "x"),
+    ],
+    ids=["not-zip", "no-dist-info"],
+)
+def test_inspect_reports_a_wheel_audit_refuses(
+    tmp_path: Path, make: Callable[[Path], None], error: str | None, name: str | None
+) -> None:
+    """inspect's purpose never raises: a wheel that is no zip is its error, one without dist-info is named
+    from its file name (the lenient reader)."""
+    path = tmp_path / "x-1.0-py3-none-any.whl"
+    make(path)
+    scanned = scan(path, purpose=Purpose.INSPECT, label="shown.whl")
+    assert scanned.path == "shown.whl"
+    assert scanned.files == ()
+    if error is None:
+        assert scanned.error is None
+        assert scanned.info is not None
+        assert (scanned.info.name, scanned.info.version) == (name, "1.0")
+    else:
+        assert scanned.error is not None and error in scanned.error
+        assert scanned.info is None
+
+
+@pytest.mark.network
+def test_inspect_reads_the_native_members_audit_reads_without_hashing(
+    cudart_linux_wheel: Path, cudart_windows_wheel: Path
+) -> None:
+    """Started on one pool and finished later, in order, the inspect scans report the native members the audit
+    scan reports, in archive order, and verify nothing against RECORD."""
+    with Workers(2) as pool:
+        jobs = [
+            start(p, purpose=Purpose.INSPECT, details=False, pool=pool)
+            for p in (cudart_linux_wheel, cudart_windows_wheel)
+        ]
+        inspected = [job.finish() for job in jobs]
+    for path, scanned in zip((cudart_linux_wheel, cudart_windows_wheel), inspected, strict=True):
+        audited = scan(path, details=False)
+        assert scanned.error is None and scanned.record_problems == ()
+        assert scanned.files, path
+        in_order = [shown_name(m.name) for m in audited.members if m.name in audited.reports]
+        assert [f.path for f in scanned.files] == in_order
+        assert {f.path: f for f in scanned.files} == {r.path: r for r in audited.reports.values()}
+        assert scanned.info is not None and scanned.info.name == audited.dist.metadata.name
+        assert scanned.platform == audited.platform
 
 
 def test_truncated_wheel_is_one_line(tmp_path: Path) -> None:

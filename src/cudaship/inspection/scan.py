@@ -8,6 +8,13 @@ files that load libraries themselves (:mod:`cudaship.wheel.pyloads`). An exporte
 by :mod:`cudaship.inspection.program`). The record (:class:`ScannedWheel`) carries what the checks need and
 would otherwise parse: each member's installed path, and the target platform, worked out once.
 
+The scan reads for a :class:`Purpose`: :attr:`~Purpose.AUDIT` (above; ``audit`` and ``repair``) or
+:attr:`~Purpose.INSPECT` (``inspect`` and ``gpus``: only the members that may be native, nothing hashed, the
+wheel's facts read leniently, never raising for a damaged wheel, as those commands report one). :func:`start`
+opens the input and hands its members to the workers; :meth:`ScanJob.finish` collects them: a command that
+reads many wheels starts the next ones before it finishes the first (:mod:`cudaship.inspection.walk`), and
+:func:`scan` is both at once.
+
 The zip mechanics are the archive layer's (:mod:`cudaship.archive`: local headers, overlap refusal, bounded
 inflation for every method, budgets, spill). Members are spread over the command's workers
 (:meth:`cudaship.archive.pool.Workers.dispatch`; inflation and hashing release the GIL, so the cores overlap
@@ -22,31 +29,34 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
+from typing import ParamSpec
 
 from cudaship.archive.pool import (
     SPILL_SIZE,
     WORKER_DIED,
     ArchiveRef,
     CompressedPages,
+    Pending,
     Workers,
     worker_count,
 )
-from cudaship.archive.select import MAGIC_BYTES, is_native_member
+from cudaship.archive.select import MAGIC_BYTES, is_native_member, is_text_name
 from cudaship.archive.spill import Budget, Hasher, Sink, released
 from cudaship.archive.zip import ZipArchive, ZipFile, ZipMember
-from cudaship.errors import ArchiveError, WheelError
-from cudaship.inspection.program import read_program
-from cudaship.inspection.program_records import ProgramKind
-from cudaship.inspection.walk import is_program
-from cudaship.inspection.wheel import member_report
+from cudaship.errors import ArchiveError, CudashipError, WheelError
+from cudaship.inspection.inputs import InspectObserver, ScanObserver, is_program
+from cudaship.inspection.wheel import failed_member, member_report, shown_name
 from cudaship.knowledge.platforms import platform_from_tag
-from cudaship.records.files import ContainerKind, FileReport
+from cudaship.records.files import ContainerKind, FileReport, WheelInfo
 from cudaship.records.platform import TargetPlatform
+from cudaship.safe_read import file_size, not_regular_reason
 from cudaship.wheel import pyloads
+from cudaship.wheel.archive import WheelArchive
 from cudaship.wheel.metadata import (
     MAX_METADATA_BYTES,
     MAX_RECORD_BYTES,
@@ -71,14 +81,19 @@ from cudaship.wheel.records import (
 __all__ = [
     "DeclaredFor",
     "MemberFacts",
+    "Purpose",
+    "ScanJob",
     "ScanObserver",
     "ScannedWheel",
     "Workers",
     "declared_requirements",
     "scan",
+    "start",
     "target_platform",
     "worker_count",
 ]
+
+_P = ParamSpec("_P")
 
 #: Members from this size on are hashed on a helper thread while the next chunks are inflated.
 _THREADED_HASH = 8 << 20
@@ -110,9 +125,25 @@ class DeclaredFor:
 POLICY_OSES = ("linux", "windows", "macos")
 
 
+class Purpose(Enum):
+    """What a scan reads a wheel for."""
+
+    #: every member streamed and hashed against RECORD, the native ones read, the Python files' library loads;
+    #: the dist-info is required (a wheel without one, or with a damaged one, raises :class:`WheelError`)
+    AUDIT = "audit"
+    #: only the members that may be native (chosen by name, then by their first bytes), nothing hashed; never
+    #: raises for the wheel: its facts from the lenient reader (:func:`cudaship.wheel.archive.wheel_info`),
+    #: what could not be read as ``error`` and as members' reports with their errors
+    INSPECT = "inspect"
+
+
 @dataclass(frozen=True)
 class ScannedWheel:
-    """Everything one pass over a wheel produced."""
+    """Everything one pass over a wheel produced.
+
+    A scan for :attr:`Purpose.INSPECT` parses no dist-info strictly: ``dist`` is empty, ``platform`` comes
+    from the lenient reader's tags, nothing is hashed (no ``record_problems``) and no Python file is read;
+    what it read is in ``info``, ``error`` and ``files``."""
 
     path: str
     filename: str
@@ -138,20 +169,18 @@ class ScannedWheel:
     #: a helper), and shipped lists of library names (see :mod:`cudaship.wheel.pyloads`)
     python_loads: tuple[PythonLoads, ...] = ()
     library_lists: tuple[LibraryList, ...] = ()
+    purpose: Purpose = Purpose.AUDIT
+    #: :attr:`Purpose.INSPECT`: the wheel's facts from its file name, METADATA and WHEEL read leniently (None
+    #: when the archive could not be opened); why the wheel could not be read (not opened, a damaged archive)
+    info: WheelInfo | None = None
+    error: str | None = None
+    #: :attr:`Purpose.INSPECT`: the reports of the native members, in archive order, a member that could not
+    #: be unpacked as a report with its one-line problem as the error
+    files: tuple[FileReport, ...] = ()
 
     @property
     def uncompressed_size(self) -> int:
         return sum(m.size for m in self.members)
-
-
-class ScanObserver:
-    """Progress hooks (do nothing by default)."""
-
-    def planned(self, total_bytes: int) -> None:
-        """Called once with the sum of compressed member sizes."""
-
-    def advanced(self, nbytes: int) -> None:
-        """Another member of ``nbytes`` compressed bytes is done."""
 
 
 @dataclass
@@ -228,39 +257,90 @@ def _scan_member(
     return _Result(name, size, digest, algorithm, report, None)
 
 
-def scan(
+class ScanJob:
+    """A scan started (:func:`start`): the input opened, its facts read, its members handed to the workers.
+    :meth:`finish` (once) waits for the members and gives the record; the input is closed then, also when it
+    raises. A caller reading many inputs starts several before it finishes the first, so the workers always
+    have members to read."""
+
+    def __init__(
+        self, collect: Callable[[], ScannedWheel], closing: Sequence[Callable[[], None]] = ()
+    ) -> None:
+        self._collect = collect
+        self._closing = closing
+
+    def finish(self) -> ScannedWheel:
+        try:
+            return self._collect()
+        finally:
+            for close in self._closing:
+                close()
+
+
+def start(
     path: str | os.PathLike[str],
     *,
+    purpose: Purpose = Purpose.AUDIT,
+    label: str | None = None,
     workers: int | None = None,
     details: bool = True,
     observer: ScanObserver | None = None,
     pool: Workers | None = None,
     on_dist: Callable[[DistInfo, TargetPlatform], None] | None = None,
-) -> ScannedWheel:
-    """Read the wheel or exported program (``.pt2``, ``.pte``) at ``path`` once into one record.
+) -> ScanJob:
+    """Start reading the wheel or exported program (``.pt2``, ``.pte``) at ``path`` (shown as ``label``,
+    default ``path``) for ``purpose``.
 
-    A wheel: its dist-info, every member hashed (for RECORD), the native members inspected, its Python
-    files' library loads. Members are read on ``pool`` when given (shared with other wheels read at the
-    same time), else on ``workers`` threads of its own (default: the usable CPUs, at most 4). ``on_dist`` is
-    called with the dist-info and the target platform as soon as they are read, before any member is: work
-    that needs only them (the requirements' resolution) can start then and overlap the members' reading.
-    A program: its libraries and cubins inspected as the members (``on_dist`` is not called: it has no
-    dist-info). Raises :class:`~cudaship.errors.WheelError` or :class:`~cudaship.errors.ProgramError`
-    (naming ``path``) for an input that cannot be read at all."""
+    A wheel for :attr:`Purpose.AUDIT`: its dist-info, every member hashed (for RECORD), the native members
+    inspected (``details``: the toolkit versions of the kernel sample's cubins), its Python files' library
+    loads. ``on_dist`` is called with the dist-info and the target platform as soon as they are read, before
+    any member is: work that needs only them (the requirements' resolution) can start then and overlap the
+    members' reading. Raises :class:`~cudaship.errors.WheelError` or :class:`~cudaship.errors.ProgramError`
+    (naming ``path``) for an input that cannot be read at all; a program's libraries and cubins are
+    inspected as the members (``on_dist`` is not called: it has no dist-info).
+
+    A wheel for :attr:`Purpose.INSPECT`: as ``inspect`` reads it (see :class:`Purpose`; ``details``: every
+    cubin's toolkit version), never raising for bad input; an :class:`InspectObserver` is told each member it
+    reads and each report, in archive order. Wheels only: inspect reads a program as
+    :mod:`cudaship.inspection.walk` says.
+
+    Members are read on ``pool`` when given (shared with other inputs read at the same time), else on
+    ``workers`` threads of its own (default: the usable CPUs, at most 4; one for inspect)."""
     hooks = observer or ScanObserver()
+    shown = str(path) if label is None else label
+    if purpose is Purpose.INSPECT:
+        told = hooks if isinstance(hooks, InspectObserver) else InspectObserver()
+        return _start_inspect(Path(path), shown, details, told, pool)
     if is_program(Path(path)):
-        return _scan_program(os.fspath(path), hooks)
-    label = str(path)
+        record = _scan_program(os.fspath(path), hooks)
+        return ScanJob(lambda: record)
     try:
         opened = ZipFile(path)
     except ArchiveError as e:
-        raise WheelError(e.message, path=label) from None
-    with opened as archive:
+        raise WheelError(e.message, path=shown) from None
+    try:
         try:
             ref: ArchiveRef | None = ArchiveRef.of(path, opened.fileno())
         except OSError:
             ref = None
-        return _scan(label, archive, workers, details, hooks, pool, ref, on_dist)
+        return _start_audit(shown, opened, workers, details, hooks, pool, ref, on_dist)
+    except BaseException:
+        opened.close()
+        raise
+
+
+def _at_once(begin: Callable[_P, ScanJob]) -> Callable[_P, ScannedWheel]:
+    """``begin`` and its job's :meth:`ScanJob.finish` in one call, with ``begin``'s parameters."""
+
+    def at_once(*args: _P.args, **kwargs: _P.kwargs) -> ScannedWheel:
+        return begin(*args, **kwargs).finish()
+
+    return at_once
+
+
+#: Read the wheel or exported program (``.pt2``, ``.pte``) at ``path`` once into one record: :func:`start`
+#: (the same parameters) and :meth:`ScanJob.finish` at once.
+scan = _at_once(start)
 
 
 def target_platform(dist: DistInfo, filename: str) -> tuple[TargetPlatform, tuple[str, ...]]:
@@ -270,14 +350,19 @@ def target_platform(dist: DistInfo, filename: str) -> tuple[TargetPlatform, tupl
     if not platforms:
         platforms = tuple(platform_from_tag(t.rsplit("-", 1)[-1]) for t in tags_from_filename(filename))
     specific = [p for p in platforms if p.os not in ("any", "other")]
-    if not specific:
-        return (platforms[0] if platforms else TargetPlatform("any", None, "any")), ()
+    first = _first_specific(platforms)
     if len({(p.os, p.machine) for p in specific}) > 1:
         labels = ", ".join(sorted({p.label for p in specific}))
-        return specific[0], (
-            f"the wheel's tags name several platforms ({labels}); audited for {specific[0].label}",
-        )
-    return specific[0], ()
+        return first, (f"the wheel's tags name several platforms ({labels}); audited for {first.label}",)
+    return first, ()
+
+
+def _first_specific(platforms: Sequence[TargetPlatform]) -> TargetPlatform:
+    """The first of ``platforms`` that names an OS, else the first, else ``any``."""
+    specific = [p for p in platforms if p.os not in ("any", "other")]
+    if specific:
+        return specific[0]
+    return platforms[0] if platforms else TargetPlatform("any", None, "any")
 
 
 def declared_requirements(dist: DistInfo, platform: TargetPlatform) -> tuple[DeclaredFor, ...]:
@@ -299,16 +384,17 @@ def declared_requirements(dist: DistInfo, platform: TargetPlatform) -> tuple[Dec
     return tuple(out)
 
 
-def _scan(
+def _start_audit(
     label: str,
-    archive: ZipArchive,
+    opened: ZipFile,
     workers: int | None,
     details: bool,
     hooks: ScanObserver,
     pool: Workers | None,
-    ref: ArchiveRef | None = None,
-    on_dist: Callable[[DistInfo, TargetPlatform], None] | None = None,
-) -> ScannedWheel:
+    ref: ArchiveRef | None,
+    on_dist: Callable[[DistInfo, TargetPlatform], None] | None,
+) -> ScanJob:
+    archive = opened.archive
     infos = archive.files()
     names = [i.name for i in infos]
     seen: set[str] = set()
@@ -350,12 +436,37 @@ def _scan(
     order = sorted((i for i in infos if i.name not in meta), key=lambda i: i.compressed_size, reverse=True)
     total = sum(i.size for i in infos)
     small = total < (8 << 20) or len(order) < 2  # not worth a thread: read in the calling one
-    if pool is not None:
-        results = done + _run(label, archive, order, verifier, pool, details, hooks, inline=small, ref=ref)
-    else:
-        with Workers(1 if small else worker_count(workers)) as own:
-            results = done + _run(label, archive, order, verifier, own, details, hooks, inline=False, ref=ref)
+    closing: list[Callable[[], None]] = []
+    if pool is None:
+        pool = Workers(1 if small else worker_count(workers))
+        closing.append(pool.close)
+        small = False
+    closing.append(opened.close)
+    try:
+        pending = _run(label, archive, order, verifier, pool, details, hooks, inline=small, ref=ref)
+    except BaseException:
+        for close in closing[:-1]:  # the archive is closed by the caller
+            close()
+        raise
 
+    def collect() -> ScannedWheel:
+        results = done + [p.result() for p in pending]
+        return _audited(label, filename, dist, dist_dir, infos, verifier, results, platform, platform_notes)
+
+    return ScanJob(collect, closing)
+
+
+def _audited(
+    label: str,
+    filename: str,
+    dist: DistInfo,
+    dist_dir: str,
+    infos: Sequence[ZipMember],
+    verifier: RecordVerifier,
+    results: list[_Result],
+    platform: TargetPlatform,
+    platform_notes: tuple[str, ...],
+) -> ScannedWheel:
     reports: dict[str, FileReport] = {}
     python: list[PythonLoads] = []
     lists: list[LibraryList] = []
@@ -408,8 +519,8 @@ def _run(
     *,
     inline: bool,
     ref: ArchiveRef | None = None,
-) -> list[_Result]:
-    """Every member in ``order`` on the pool's dispatcher. A worker process that dies makes the wheel
+) -> list[Pending[_Result]]:
+    """Every member in ``order`` handed to the pool's dispatcher. A worker process that dies makes the wheel
     unreadable (one line, exit 2), never an internal error."""
 
     def failed(member: ZipMember, message: str) -> _Result:
@@ -420,7 +531,7 @@ def _run(
     def advanced(member: ZipMember, _result: _Result, _remote: bool) -> None:
         hooks.advanced(member.compressed_size)
 
-    pending = pool.dispatch(
+    return pool.dispatch(
         archive,
         ref,
         order,
@@ -430,7 +541,151 @@ def _run(
         on_done=advanced,
         inline=inline,
     )
-    return [p.result() for p in pending]
+
+
+def _start_inspect(
+    path: Path, label: str, details: bool, hooks: InspectObserver, pool: Workers | None
+) -> ScanJob:
+    """Open the wheel at ``path``, read its facts leniently and hand every member that may be native to the
+    workers (:meth:`~cudaship.archive.pool.Workers.dispatch`: largest first, so the longest inflations start
+    first and the workers finish together; on worker processes for a large wheel). Never raises for bad
+    input."""
+    closing: list[Callable[[], None]] = []
+    if pool is None:
+        pool = Workers(1)
+        closing.append(pool.close)
+    total = file_size(path)
+    lock = pool.hooks_lock
+    archive: WheelArchive | None = None
+    info: WheelInfo | None = None
+    error: str | None = None
+    members: tuple[ZipMember, ...] = ()
+    candidates: list[ZipMember] = []
+    pending: list[Pending[FileReport | None]] = []
+    try:
+        reason = not_regular_reason(path)
+        if reason is not None:
+            raise CudashipError(reason)
+        archive = WheelArchive(path)
+        closing.append(archive.close)
+        info = archive.info()
+    except CudashipError as e:  # not opened, or the archive itself is damaged: reported
+        error = e.message
+    if archive is not None and error is None:
+        members = archive.members()
+        candidates = [m for m in members if m.size != 0 and not is_text_name(m.name)]
+        try:
+            pending = _dispatch_native(archive, label, candidates, details, hooks, pool, members)
+        except BaseException:
+            for close in closing:
+                close()
+            raise
+
+    def collect() -> ScannedWheel:
+        files: list[FileReport] = []
+        advanced = 0
+        for member, future in zip(candidates, pending, strict=True):
+            report = future.result()
+            if report is None:
+                continue
+            files.append(report)
+            with lock:
+                hooks.done(report)
+            advanced += member.compressed_size
+        with lock:
+            hooks.advanced(max(total - advanced, 0))
+        return ScannedWheel(
+            path=label,
+            filename=path.name,
+            dist=_no_dist(path.name),
+            members=tuple(MemberFacts(m.name, m.size, m.compressed_size, m.name) for m in members),
+            reports={},
+            record_problems=(),
+            unreadable=(),
+            platform=_first_specific(
+                [platform_from_tag(t.rsplit("-", 1)[-1]) for t in info.tags] if info else []
+            ),
+            purpose=Purpose.INSPECT,
+            info=info,
+            error=error,
+            files=tuple(files),
+        )
+
+    return ScanJob(collect, closing)
+
+
+def _dispatch_native(
+    archive: WheelArchive,
+    label: str,
+    candidates: list[ZipMember],
+    details: bool,
+    hooks: InspectObserver,
+    pool: Workers,
+    members: Sequence[ZipMember],
+) -> list[Pending[FileReport | None]]:
+    try:
+        ref: ArchiveRef | None = archive.ref()
+    except OSError:
+        ref = None
+
+    def reading(member: ZipMember) -> None:
+        hooks.reading(f"{label}!{shown_name(member.name)}")
+
+    def done(member: ZipMember, report: FileReport | None, remote: bool) -> None:
+        # only members that were read move the progress on; the rest of the wheel's bytes are accounted for
+        # when it is finished
+        if report is not None:
+            if remote:  # a worker process cannot call the hooks: the member is named now
+                reading(member)
+            hooks.advanced(member.compressed_size)
+
+    def failed(member: ZipMember, message: str) -> FileReport | None:
+        return failed_member(member.name, member.size, label, message)
+
+    return pool.dispatch(
+        archive.zip,
+        ref,
+        candidates,
+        _inspect_member,
+        lambda member: (label, details),
+        failed=failed,
+        on_done=done,
+        announce=reading,
+        unpacked_bytes=sum(m.size for m in members),
+    )
+
+
+def _inspect_member(
+    zip_archive: ZipArchive,
+    member: ZipMember,
+    budget: Budget,
+    announce: Callable[[ZipMember], None] | None,
+    label: str,
+    details: bool,
+) -> FileReport | None:
+    """The report of one member, or None when it is not native (then only its first bytes were inflated);
+    a :data:`~cudaship.archive.pool.MemberReader`."""
+    archive = WheelArchive(label, archive=zip_archive)
+    try:
+        if not is_native_member(member.name, archive.head(member)):
+            return None
+        if announce is not None:
+            announce(member)
+        with archive.member_buffer(member, budget=budget) as buf:
+            return member_report(buf, member.name, container=label, details=details)
+    except CudashipError as e:  # this member could not be unpacked; the others still are
+        return failed_member(member.name, member.size, label, e.message)
+
+
+def _no_dist(name: str) -> DistInfo:
+    """The dist-info of an input that was read without one (a program, a wheel read for inspect)."""
+    return DistInfo(
+        directory="",
+        metadata=Metadata(name=name, version="", local=None, requires_dist=()),
+        wheel=WheelFile(wheel_version=None, root_is_purelib=False, tags=()),
+        record=(),
+        record_path="",
+    )
 
 
 #: how a member error reads when the archive layer could not give the member's bytes back (inspection.pt2
@@ -452,6 +707,10 @@ def _scan_program(label: str, hooks: ScanObserver) -> ScannedWheel:
     not a program."""
     size = Path(label).stat().st_size if Path(label).exists() else 0
     hooks.planned(size)
+    # the program readers only for a program: start-up time of inspect and audit of wheels
+    from cudaship.inspection.program import read_program
+    from cudaship.inspection.program_records import ProgramKind
+
     program = read_program(label, details=True)  # as a wheel scan: the cubins' toolkits, for consistency
     reports: dict[str, FileReport] = {}
     unreadable: list[tuple[str, str]] = []
@@ -469,13 +728,7 @@ def _scan_program(label: str, hooks: ScanObserver) -> ScannedWheel:
     platform = _program_platform(program.platform, program.machine)
     train = program.train
     name = Path(label).name
-    empty = DistInfo(
-        directory="",
-        metadata=Metadata(name=name, version="", local=None, requires_dist=()),
-        wheel=WheelFile(wheel_version=None, root_is_purelib=False, tags=()),
-        record=(),
-        record_path="",
-    )
+    empty = _no_dist(name)
     return ScannedWheel(
         path=label,
         filename=name,

@@ -2,8 +2,10 @@
 
 A file named explicitly is always reported, also when it is not a binary cudaship reads (that is an error).
 Inside a directory, files are chosen by name and first bytes and the rest is skipped quietly; wheels and
-exported programs (``.pt2``, ``.pte``) found there are opened too. Inside a wheel, members are chosen the same
-way (see :mod:`cudaship.wheel.archive`); inside a program, its libraries and cubins (see
+exported programs (``.pt2``, ``.pte``) found there are opened too. A wheel is read by the one scan
+(:func:`cudaship.inspection.scan.start` for :attr:`~cudaship.inspection.scan.Purpose.INSPECT`: members chosen
+the same way, by name and first bytes), several at once, and its report built from the
+:class:`~cudaship.inspection.scan.ScannedWheel`; inside a program, its libraries and cubins (see
 :mod:`cudaship.inspection.program`). Members are reported with ``container`` = the wheel's or program's path.
 
 Progress goes to an :class:`InspectObserver`; its hooks do nothing unless the caller (the CLI) overrides them.
@@ -19,34 +21,33 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cudaship import tree, words
 from cudaship.archive.pool import Pending, Workers, worker_count
-from cudaship.archive.select import MAGIC_BYTES, looks_native
+from cudaship.archive.select import looks_native
 from cudaship.errors import CudashipError
 from cudaship.inspection.dispatch import inspect_buffer
+from cudaship.inspection.inputs import PROGRAM_SUFFIXES, InspectObserver, head, is_program
 from cudaship.inspection.report import InspectReport, WheelReport
-from cudaship.inspection.wheel import WheelJob, start_wheel
 from cudaship.records.buffer import Buffer
 from cudaship.records.files import ContainerKind, FileReport
 from cudaship.safe_read import file_size, is_dir, kind_of, not_regular_reason, open_regular
 from cudaship.wheel.archive import is_wheel
 
+if TYPE_CHECKING:
+    from cudaship.inspection.scan import ScanJob
 
-class InspectObserver:
-    """Progress hooks. The defaults do nothing; library code never prints."""
-
-    def planned(self, total_bytes: int) -> None:
-        """Called once, before any file is read, with the byte count of all inputs (files and wheels)."""
-
-    def reading(self, label: str) -> None:
-        """A file (or wheel member, ``wheel!member``) is about to be read."""
-
-    def done(self, report: FileReport) -> None:
-        """A file (or wheel member) is read, or could not be."""
-
-    def advanced(self, nbytes: int) -> None:
-        """``nbytes`` more of the planned total are done (a file's size, a wheel member's compressed size)."""
+__all__ = [
+    "MAX_WALK_ENTRIES",
+    "PROGRAM_SUFFIXES",
+    "InspectObserver",
+    "inspect_file",
+    "inspect_paths",
+    "is_program",
+    "walk_entries",
+    "walk_files",
+]
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,14 @@ class _Input:
     path: Path
     label: str  #: the path as the user gave it (or as found under a directory the user gave)
     explicit: bool  #: named by the user, not found by walking
+
+
+@dataclass(frozen=True)
+class _Wheel:
+    """A wheel whose scan is under way (:func:`cudaship.inspection.scan.start`)."""
+
+    item: _Input
+    job: ScanJob
 
 
 def inspect_paths(
@@ -104,7 +113,7 @@ def inspect_paths(
         # Every file and wheel member is handed to the workers as soon as it is planned; reports are collected
         # in the order the user named the inputs. At most _OPEN_WHEELS_PER_WORKER wheels per worker are open
         # at once: a directory of thousands of wheels does not hold thousands of maps.
-        pending: deque[FileReport | WheelJob | Pending[FileReport] | Pending[WheelReport]] = deque()
+        pending: deque[FileReport | _Wheel | Pending[FileReport] | Pending[WheelReport]] = deque()
         open_wheels = 0
 
         def collect() -> None:
@@ -115,9 +124,9 @@ def inspect_paths(
                     hooks.done(entry)
                 files.append(entry)
                 items.append(entry)
-            elif isinstance(entry, WheelJob):
+            elif isinstance(entry, _Wheel):
                 open_wheels -= 1
-                wheel = entry.finish()
+                wheel = _wheel_report(entry, hooks, pool)
                 wheels.append(wheel)
                 files.extend(wheel.files)
                 items.append(wheel)
@@ -139,7 +148,7 @@ def inspect_paths(
             elif is_wheel(item.path):
                 while open_wheels >= _OPEN_WHEELS_PER_WORKER * pool.count:
                     collect()
-                pending.append(start_wheel(item.path, item.label, details=details, hooks=hooks, workers=pool))
+                pending.append(_start_wheel(item, details, hooks, pool))
                 open_wheels += 1
             elif is_program(item.path):
                 pending.append(pool.submit(_inspect_program, item, details, hooks, pool))
@@ -157,6 +166,33 @@ def inspect_paths(
 
 #: Wheels open at once, per worker (see :func:`inspect_paths`).
 _OPEN_WHEELS_PER_WORKER = 2
+
+
+def _start_wheel(item: _Input, details: bool, hooks: InspectObserver, pool: Workers) -> _Wheel:
+    """The wheel's scan for inspect started: its members handed to ``pool``, collected later."""
+    # the scan imports the dist-info parsers (packaging): only when a wheel is read, for the start-up time of
+    # inspecting a library
+    from cudaship.inspection.scan import Purpose, start
+
+    job = start(
+        item.path, purpose=Purpose.INSPECT, label=item.label, details=details, observer=hooks, pool=pool
+    )
+    return _Wheel(item, job)
+
+
+def _wheel_report(wheel: _Wheel, hooks: InspectObserver, pool: Workers) -> WheelReport:
+    """The wheel's inspect report, from its scan: its facts, its native members' reports and, when it could
+    not be read, one report with the reason."""
+    scanned = wheel.job.finish()
+    files = scanned.files
+    if scanned.error is not None:
+        failure = FileReport(
+            path=wheel.item.label, format=None, size=file_size(wheel.item.path), error=scanned.error
+        )
+        with pool.hooks_lock:
+            hooks.done(failure)
+        files = (*files, failure)
+    return WheelReport(path=wheel.item.label, info=scanned.info, error=scanned.error, files=files)
 
 
 def _read_file(item: _Input, details: bool, hooks: InspectObserver, pool: Workers) -> FileReport:
@@ -221,20 +257,6 @@ def walk_entries(root: Path) -> Iterator[tuple[Path, str | None]]:
                 yield Path(entry.path), f"not a regular file ({kind_of(mode)})"
 
 
-#: file name suffixes of exported programs
-PROGRAM_SUFFIXES = (".pt2", ".pte")
-
-
-def is_program(path: Path) -> bool:
-    """An exported program, by name (``.pt2``, ``.pte``) or, for a ``.pte`` named otherwise, by content
-    (``ET`` and two digits at offset 4)."""
-    if path.suffix.lower() in PROGRAM_SUFFIXES:
-        return True
-    from cudaship.inspection.pte import is_pte  # program readers when asked: start-up time
-
-    return is_pte(_head(path))
-
-
 def _inspect_program(item: _Input, details: bool, hooks: InspectObserver, pool: Workers) -> WheelReport:
     """An AOTInductor package or ExecuTorch program: its libraries and cubins as members (read on a worker;
     the hooks are called under the pool's lock)."""
@@ -289,7 +311,7 @@ def _walk(root: Path, label: str) -> Iterator[_Input | FileReport]:
             if is_wheel(path) or path.suffix.lower() in PROGRAM_SUFFIXES or looks_native(path.name, b""):
                 yield FileReport(path=shown, format=None, size=0, error=refused)
             continue
-        if is_wheel(path) or path.suffix.lower() in PROGRAM_SUFFIXES or looks_native(path.name, _head(path)):
+        if is_wheel(path) or path.suffix.lower() in PROGRAM_SUFFIXES or looks_native(path.name, head(path)):
             yield _Input(path, shown, explicit=False)
 
 
@@ -300,14 +322,6 @@ def _nothing_under(root: Path) -> str:
         return "empty directory: nothing to check"
     files = words.count(count, "file")
     return f"no binary or wheel in this directory ({files}, none cudaship reads): nothing to check"
-
-
-def _head(path: Path) -> bytes:
-    try:
-        with open_regular(path) as f:
-            return f.read(MAGIC_BYTES)
-    except (CudashipError, OSError):
-        return b""
 
 
 @contextmanager
