@@ -26,6 +26,8 @@ LAZY_ALLOWED = {
     "render/table.py",  # each command's renderers when it renders
     "inspection/dispatch.py",  # the reader a format needs (docs/performance.md)
     "inspection/walk.py",  # the program readers (docs/performance.md)
+    "inspection/inputs.py",  # the .pte reader only for an input named otherwise (docs/performance.md)
+    "inspection/scan.py",  # the program readers only for a program (docs/performance.md)
     "binary/devicescan.py",  # the standalone cubin/PTX readers (docs/performance.md)
     "wheel/archive.py",  # wheel/metadata (packaging) only for wheels
     "inspection/pte.py",  # its records only when a program is read: is_pte runs on unnamed inputs
