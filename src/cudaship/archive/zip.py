@@ -105,7 +105,22 @@ class ZipMember(NamedTuple):
         return bool(kind) and kind not in (stat.S_IFREG, stat.S_IFDIR, stat.S_IFLNK)
 
 
-class BufferFile(io.RawIOBase):
+class SeekableReader(io.RawIOBase):
+    """A read-only, seekable raw file at position ``_pos``; subclasses give ``seek`` and ``readinto``."""
+
+    _pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+
+class BufferFile(SeekableReader):
     """A read-only, seekable file over a buffer, so :mod:`zipfile` reads an mmap without copying it."""
 
     def __init__(self, buf: Buffer) -> None:
@@ -116,15 +131,6 @@ class BufferFile(io.RawIOBase):
     def close(self) -> None:
         self._view.release()
         super().close()
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
         base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: len(self._view)}[whence]

@@ -139,6 +139,29 @@ class Finder:
         self.size = len(buf)
         self._needle = needle
         self._open = True
+
+    def find(self, pos: int, stop: int) -> int:
+        if not self._open:
+            raise ValueError("finder used after its buffer was released")
+        pos = max(pos, 0)
+        end = min(self.size, stop + len(self._needle) - 1)
+        if end - pos < len(self._needle):
+            return -1
+        return self._search(pos, end)
+
+    def _search(self, pos: int, end: int) -> int:
+        """The first start of the needle in ``[pos, end)``, or -1; ``end - pos`` is at least its length."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self._open = False
+
+
+class _PortableFinder(Finder):
+    """The buffer's own ``find`` (bytes, mmap), or a regex over any other buffer."""
+
+    def __init__(self, buf: Buffer, needle: bytes) -> None:
+        super().__init__(buf, needle)
         if isinstance(buf, memoryview) and not buf.c_contiguous:
             buf = buf.tobytes()  # strided views are rare; a regex cannot search one
         find = getattr(buf, "find", None)
@@ -153,17 +176,8 @@ class Finder:
 
             self._find = search
 
-    def find(self, pos: int, stop: int) -> int:
-        if not self._open:
-            raise ValueError("finder used after its buffer was released")
-        pos = max(pos, 0)
-        end = min(self.size, stop + len(self._needle) - 1)
-        if end - pos < len(self._needle):
-            return -1
+    def _search(self, pos: int, end: int) -> int:
         return int(self._find(self._needle, pos, end))
-
-    def close(self) -> None:
-        self._open = False
 
 
 class _MemmemFinder(Finder):
@@ -176,22 +190,14 @@ class _MemmemFinder(Finder):
     HELD = 64 << 10
 
     def __init__(self, buf: Buffer, needle: bytes, native: _Native, base: int) -> None:
-        self.size = len(buf)
-        self._needle = needle
-        self._open = True
+        super().__init__(buf, needle)
         assert native.memmem is not None
         assert native.memmem_held is not None
         self._memmem = native.memmem
         self._memmem_held = native.memmem_held
         self._base = base
 
-    def find(self, pos: int, stop: int) -> int:
-        if not self._open:
-            raise ValueError("finder used after its buffer was released")
-        pos = max(pos, 0)
-        end = min(self.size, stop + len(self._needle) - 1)
-        if end - pos < len(self._needle):
-            return -1
+    def _search(self, pos: int, end: int) -> int:
         n = len(self._needle)
         if end - pos > self.HELD + n:
             # the first HELD start positions, holding the GIL; a needle starting inside counts whole
@@ -237,7 +243,7 @@ def open_finder(buf: Buffer, needle: bytes, *, native: bool | None = None) -> It
             return
     if native:
         raise RuntimeError("memmem cannot be used for this buffer here")
-    finder = Finder(buf, needle)
+    finder = _PortableFinder(buf, needle)
     try:
         yield finder
     finally:

@@ -24,11 +24,11 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from cudaship.binary._bounded import work_budget
-from cudaship.binary.fatbin import arch_name, entry_payload
+from cudaship.binary.fatbin import entry_payload, standalone_code
 from cudaship.binary.magic import ELF_MAGIC, EM_CUDA
 from cudaship.binary.ptx import ptx_kernel_count, read_ptx
 from cudaship.errors import BinaryFormatError
-from cudaship.records.binary import Compression, CubinInfo, DeviceCode, DeviceCodeKind
+from cudaship.records.binary import CubinInfo, DeviceCode, DeviceCodeKind
 from cudaship.records.buffer import Buffer
 
 #: EI_OSABI of cubins: 0x33 with ELF ABI version 7 (CUDA 11/12), 0x41 with version 8 (CUDA 12.8+ for sm_100+,
@@ -146,19 +146,12 @@ def _sections(buf: Buffer) -> _Header:
     if str_off > size or str_size > size - str_off:
         raise BinaryFormatError("ELF section name table is past the end of the file")
     names = bytes(buf[str_off : str_off + str_size])
-    budget = work_budget(size)  # sections sharing one long name: produced bytes are counted
+    budget = _NameBudget(size, "ELF section names", "sections")
     for entry in raw:
         sh_name, sh_type, sh_flags, sh_offset, sh_size = entry[0], entry[1], entry[2], entry[4], entry[5]
         if sh_name >= len(names) and sh_name:
             raise BinaryFormatError(f"ELF section name offset {sh_name} is outside the name table")
-        raw_name = _until_nul(names, sh_name)
-        budget -= len(raw_name) + 1
-        if budget < 0:
-            raise BinaryFormatError(
-                f"ELF section names add up to more than {work_budget(size)} bytes "
-                "(sections sharing one name?)"
-            )
-        name = raw_name.decode("utf-8", "replace")
+        name = budget.name(names, sh_name)
         sections.append(_Section(name, sh_type, sh_flags, sh_offset, sh_size, entry[6]))
     return _Header(abi_version, e_type, e_version, e_flags, sections, ei_class)
 
@@ -192,6 +185,25 @@ def _until_nul(table: bytes, offset: int) -> bytes:
     a cubin's name tables are walked once per section and per symbol."""
     end = table.find(b"\0", offset)
     return table[offset:] if end < 0 else table[offset:end]
+
+
+class _NameBudget:
+    """Names read from a table, their bytes counted against :func:`work_budget` of the file: many entries
+    sharing one long name cannot make the work grow with their product."""
+
+    def __init__(self, size: int, what: str, entries: str) -> None:
+        self._left = self._limit = work_budget(size)
+        self._what = what
+        self._entries = entries
+
+    def name(self, table: bytes, offset: int) -> str:
+        raw = _until_nul(table, offset)
+        self._left -= len(raw) + 1
+        if self._left < 0:
+            raise BinaryFormatError(
+                f"{self._what} add up to more than {self._limit} bytes ({self._entries} sharing one name?)"
+            )
+        return raw.decode("utf-8", "replace")
 
 
 def _cstring(table: bytes, offset: int) -> str | None:
@@ -335,19 +347,12 @@ def _kernel_symbols(buf: Buffer, sections: list[_Section], elf_class: int) -> tu
     names = _section_bytes(buf, sections[symtab.link])
     count = min(len(data) // layout.size, MAX_SYMBOLS)
     kernels: list[str] = []
-    budget = work_budget(len(buf))  # symbols sharing one long name: produced bytes are counted
+    budget = _NameBudget(len(buf), "cubin: kernel names", "symbols")
     for i in range(count):
         fields = layout.unpack_from(data, i * layout.size)
         st_name, st_info, st_other = (fields[0], fields[3], fields[4]) if elf_class == 1 else fields[:3]
         if st_info & 0xF == STT_FUNC and st_other & STO_CUDA_ENTRY and st_name < len(names):
-            raw = _until_nul(names, st_name)
-            budget -= len(raw) + 1
-            if budget < 0:
-                raise BinaryFormatError(
-                    f"cubin: kernel names add up to more than {work_budget(len(buf))} bytes "
-                    "(symbols sharing one name?)"
-                )
-            name = raw.decode("utf-8", "replace")
+            name = budget.name(names, st_name)
             if name:
                 kernels.append(name)
     return tuple(dict.fromkeys(kernels))
@@ -363,19 +368,14 @@ def cubin_device_code(buf: Buffer) -> DeviceCode:
     one reading of its ELF header and section table."""
     header = _sections(buf)
     info = _cubin_info(buf, header)
-    return DeviceCode(
-        kind=DeviceCodeKind.SASS,
-        arch=arch_name(DeviceCodeKind.SASS, info.sm, info.variant),
-        sm=info.sm,
-        variant=info.variant,
-        section=None,
+    return standalone_code(
+        DeviceCodeKind.SASS,
+        info.sm,
+        info.variant,
+        len(buf),
+        len(info.kernels),
         relocatable=header.e_type == ET_REL,
-        compression=Compression.NONE,
-        stored_size=len(buf),
-        uncompressed_size=None,
-        offset=0,
         toolkit_version=info.toolkit_version,
-        kernels=len(info.kernels),
     )
 
 

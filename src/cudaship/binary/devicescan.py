@@ -37,13 +37,12 @@ from cudaship.binary.fatbin import (
     CONTAINER_MAGIC_BYTES,
     EntryBudget,
     ScanBudgetError,
-    arch_name,
     read_container,
+    standalone_code,
 )
 from cudaship.errors import BinaryFormatError
 from cudaship.pages import read_only_map
 from cudaship.records.binary import (
-    Compression,
     DeviceCode,
     DeviceCodeKind,
     FatbinContainer,
@@ -492,19 +491,8 @@ def _ptx_code(buf: Buffer) -> DeviceCode:
 
     info = read_ptx(buf)
     sm, variant = virtual_arch(info.target)
-    return DeviceCode(
-        kind=DeviceCodeKind.PTX,
-        arch=arch_name(DeviceCodeKind.PTX, sm, variant),
-        sm=sm,
-        variant=variant,
-        section=None,
-        relocatable=False,
-        compression=Compression.NONE,
-        stored_size=len(buf),
-        uncompressed_size=None,
-        offset=0,
-        version=info.isa_version,
-        kernels=len(info.entries),
+    return standalone_code(
+        DeviceCodeKind.PTX, sm, variant, len(buf), len(info.entries), version=info.isa_version
     )
 
 

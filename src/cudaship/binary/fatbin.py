@@ -139,6 +139,36 @@ def arch_name(kind: DeviceCodeKind, sm: int, variant: str) -> str:
     return f"{prefix}_{sm}{variant}"
 
 
+def standalone_code(
+    kind: DeviceCodeKind,
+    sm: int,
+    variant: str,
+    size: int,
+    kernels: int,
+    *,
+    relocatable: bool = False,
+    version: str | None = None,
+    toolkit_version: str | None = None,
+) -> DeviceCode:
+    """The record of a device code file on its own (a ``.cubin`` or ``.ptx`` of ``size`` bytes): no host
+    section, stored as it is, the whole file from offset 0."""
+    return DeviceCode(
+        kind=kind,
+        arch=arch_name(kind, sm, variant),
+        sm=sm,
+        variant=variant,
+        section=None,
+        relocatable=relocatable,
+        compression=Compression.NONE,
+        stored_size=size,
+        uncompressed_size=None,
+        offset=0,
+        version=version,
+        toolkit_version=toolkit_version,
+        kernels=kernels,
+    )
+
+
 def _host(flags: int) -> str | None:
     if flags & _LINUX:
         return "linux"

@@ -5,6 +5,7 @@ the policy asks."""
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Callable, Iterable
 
 from cudaship.checks.context import AuditContext
 from cudaship.checks.policy import any_match
@@ -15,15 +16,19 @@ from cudaship.words import count
 FAMILY = "collisions"
 
 
+def _shared(paths: Iterable[str], key: Callable[[str], str]) -> list[list[str]]:
+    """The paths that share a key, in groups of two or more (groups and paths in first-seen order)."""
+    by_key: dict[str, list[str]] = {}
+    for path in paths:
+        by_key.setdefault(key(path), []).append(path)
+    return [group for group in by_key.values() if len(group) > 1]
+
+
 def run(ctx: AuditContext) -> list[CheckResult]:
     results: list[CheckResult] = []
-    by_case: dict[str, list[str]] = {}
-    for path in ctx.files:
-        by_case.setdefault(path.lower(), []).append(path)
     findings = [
         Finding(f"paths differ only by case: {', '.join(paths)}", file=paths[0])
-        for paths in by_case.values()
-        if len(paths) > 1
+        for paths in _shared(ctx.files, str.lower)
     ]
     results.append(
         verdict(
@@ -34,25 +39,21 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         )
     )
 
-    libs: dict[str, list[str]] = {}
-    for path in ctx.files:
-        if path.lower().endswith(".lib"):
-            libs.setdefault(posixpath.basename(path).lower(), []).append(path)
+    libs = [path for path in ctx.files if path.lower().endswith(".lib")]
     findings = [
         Finding(
             f"import library name {posixpath.basename(paths[0])} is used {count(len(paths), 'time')}: "
             + ", ".join(paths),
             file=paths[1],
         )
-        for paths in libs.values()
-        if len(paths) > 1
+        for paths in _shared(libs, lambda path: posixpath.basename(path).lower())
     ]
     results.append(
         verdict(
             FAMILY,
             "collisions: import library names",
             findings,
-            f"{sum(len(v) for v in libs.values())} import libraries, names distinct",
+            f"{len(libs)} import libraries, names distinct",
         )
     )
 

@@ -132,8 +132,7 @@ def check_environment(env: Environment, graph: LoadGraph) -> list[CheckResult]:
         elif edge.target is not None:
             findings += _versions(owners, edge, scopes)
             if edge.packaged is not None:
-                shown = _identical if edge.packaged_identical else _shadowed
-                findings.append(shown(owners, edge, graph))
+                findings.append(_shadowed(owners, edge, graph))
     findings += _duplicates(owners, graph)
     findings += _components(env)
     return findings
@@ -315,27 +314,22 @@ def _how(owners: _Owners, edge: Edge, graph: LoadGraph) -> str:
 
 
 def _shadowed(owners: _Owners, edge: Edge, graph: LoadGraph) -> CheckResult:
+    """The importer's own copy is not the file loaded: shadowed, or (same bytes) two copies of one file."""
     assert edge.packaged is not None and edge.target is not None
     how = _how(owners, edge, graph)
+    importer, packaged, target = (owners.described(p) for p in (edge.importer, edge.packaged, edge.target))
+    if edge.packaged_identical:
+        message = (
+            f"{importer} imports {edge.name}: {how} gives {target}, identical to its package's copy "
+            f"{packaged} (same size and sha256): "
+            "two copies of one file exist; whichever loads, the same code runs"
+        )
+        return _about(owners, edge, "identical-copies", Severity.NOTE, message)
     message = (
-        f"{owners.described(edge.importer)} imports {edge.name}: its package's copy "
-        f"{owners.described(edge.packaged)} is not the one loaded; "
-        f"{how} gives {owners.described(edge.target)}"
+        f"{importer} imports {edge.name}: its package's copy {packaged} is not the one loaded; "
+        f"{how} gives {target}"
     )
     return _about(owners, edge, "shadowed", Severity.WARNING, message)
-
-
-def _identical(owners: _Owners, edge: Edge, graph: LoadGraph) -> CheckResult:
-    """The importer's own copy is not the file loaded, but both are the same bytes: nothing is shadowed."""
-    assert edge.packaged is not None and edge.target is not None
-    how = _how(owners, edge, graph)
-    message = (
-        f"{owners.described(edge.importer)} imports {edge.name}: {how} gives "
-        f"{owners.described(edge.target)}, identical to its package's copy "
-        f"{owners.described(edge.packaged)} (same size and sha256): "
-        "two copies of one file exist; whichever loads, the same code runs"
-    )
-    return _about(owners, edge, "identical-copies", Severity.NOTE, message)
 
 
 def _duplicates(owners: _Owners, graph: LoadGraph) -> list[CheckResult]:

@@ -344,53 +344,24 @@ def compare(
                         )
                     )
             excuse = other_environment(lib)
-            deferred = _deferred(entries, r.message, inputs.extras)
-            if deferred is not None and excuse is None:
+            deferred = _deferred(entries, r.message, inputs.extras) if excuse is None else None
+            if deferred is not None:
                 rule, why = deferred
                 not_judged.append(lib)
-                results.append(
-                    failed(
-                        FAMILY,
-                        f"load: {lib}",
-                        f"{lib} does not load by itself: {why}",
-                        [Finding(f"{message}; {side}", file=lib)],
-                        rule=rule,
-                    )
-                )
-                continue
-            if excuse is not None:
-                results.append(
-                    failed(
-                        FAMILY,
-                        f"load: {lib}",
-                        f"{lib} does not load here: {excuse}",
-                        [Finding(f"{message}; {side}", file=lib)],
-                        rule=VARIANT,
-                    )
-                )
+                summary = f"{lib} does not load by itself: {why}"
+            elif excuse is not None:
+                rule, summary = VARIANT, f"{lib} does not load here: {excuse}"
             elif convention is not None:
                 what, source = convention
                 not_judged.append(lib)
-                results.append(
-                    failed(
-                        FAMILY,
-                        f"load: {lib}",
-                        f"{lib} does not load; a convention says it is loaded only by {what} ({source})",
-                        [Finding(f"{message}; {side}", file=lib)],
-                        rule=ON_DEMAND,
-                    )
-                )
+                rule = ON_DEMAND
+                summary = f"{lib} does not load; a convention says it is loaded only by {what} ({source})"
             else:
-                results.append(
-                    failed(
-                        FAMILY,
-                        f"load: {lib}",
-                        message,
-                        [Finding(f"{message}; {side}", file=lib)],
-                        rule=FAILURE,
-                    )
-                )
-            if lib_agrees:
+                rule, summary = FAILURE, message
+            results.append(
+                failed(FAMILY, f"load: {lib}", summary, [Finding(f"{message}; {side}", file=lib)], rule=rule)
+            )
+            if lib_agrees and deferred is None:
                 agree_libs += 1
             continue
         obj = r.object(real)

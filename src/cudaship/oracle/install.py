@@ -36,6 +36,7 @@ from packaging.tags import Tag, compatible_tags, cpython_tags, parse_tag
 from packaging.utils import canonicalize_name
 
 from cudaship.errors import OracleError
+from cudaship.processes import run_text
 
 #: Seconds pip may take (a large wheel with CUDA requirements from a cold cache downloads gigabytes).
 PIP_TIMEOUT = 1800
@@ -78,16 +79,7 @@ def python_version(python: str) -> tuple[int, int]:
 
 def _run(args: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
     try:
-        return subprocess.run(
-            list(args),
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            timeout=timeout,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
+        return run_text(args, timeout=timeout, stdin=subprocess.DEVNULL)
     except FileNotFoundError:
         raise OracleError("no such interpreter or program", path=str(args[0])) from None
     except subprocess.TimeoutExpired:

@@ -30,6 +30,7 @@ from cudaship.hashing import sha256_file
 from cudaship.inspection.program_records import Provenance
 from cudaship.inspection.provenance import read_provenance
 from cudaship.loaders import read_json
+from cudaship.processes import run_text
 from cudaship.program import runner_child
 from cudaship.program.records import Environment, RunReport
 
@@ -173,17 +174,7 @@ def _run_staged(
         loader="torch._inductor.aoti_load_package",
     )
     try:
-        done = subprocess.run(
-            command,
-            cwd=stage,
-            env=child_environment(),
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            timeout=timeout,
-            check=False,
-        )
+        done = run_text(command, timeout=timeout, cwd=stage, env=child_environment())
     except subprocess.TimeoutExpired as e:
         stderr = e.stderr.decode("utf-8", "replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
         data = _read_result(out)

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Collection
 from typing import IO, cast
 
-from cudaship.archive.zip import file_directory, file_member
+from cudaship.archive.zip import SeekableReader, file_directory, file_member
 from cudaship.errors import ArchiveError, WheelError
 from cudaship.providers.distinfo import from_wheel_names
 from cudaship.providers.http import Client, IndexUnavailable
@@ -38,7 +38,7 @@ TAIL = 64 * 1024
 MAX_FETCHED = 32 << 20
 
 
-class RangeFile(io.RawIOBase):
+class RangeFile(SeekableReader):
     """Bytes of ``url`` (``size`` long) fetched on demand in ranges; fetched ranges are kept."""
 
     def __init__(self, client: Client, url: str, size: int, hosts: Collection[str] | None = None) -> None:
@@ -56,16 +56,7 @@ class RangeFile(io.RawIOBase):
         if tail:
             self._fetch(size - tail, size)
 
-    # --- io protocol ---------------------------------------------------------------------------------------
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
+    # --- io protocol (readable, seekable, tell: SeekableReader) ---------------------------------------------
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
         if whence == io.SEEK_SET:

@@ -93,8 +93,8 @@ def write_zip(out: BinaryIO, entries: list[Entry]) -> int:
         big = size >= _MAX32 or csize >= _MAX32
         local_extra = struct.pack("<HHQQ", 1, 16, size, csize) if big else b""
         version = 45 if big or offset >= _MAX32 else 20
-        header = _LOCAL.pack(
-            0x04034B50,
+        # the fields the local and the central header share: version needed .. name length (time 0)
+        shared = (
             version,
             flags,
             method,
@@ -103,9 +103,8 @@ def write_zip(out: BinaryIO, entries: list[Entry]) -> int:
             crc,
             _MAX32 if big else csize,
             _MAX32 if big else size,
-            len(name),
-            len(local_extra),
         )
+        header = _LOCAL.pack(0x04034B50, *shared, len(name), len(local_extra))
         out.write(header + name + local_extra)
         out.write(body)
         extra_fields = b""
@@ -121,14 +120,7 @@ def write_zip(out: BinaryIO, entries: list[Entry]) -> int:
             _CENTRAL.pack(
                 0x02014B50,
                 (3 << 8) | version,
-                version,
-                flags,
-                method,
-                0,
-                _DOS_DATE,
-                crc,
-                _MAX32 if big else csize,
-                _MAX32 if big else size,
+                *shared,
                 len(name),
                 len(central_extra),
                 0,

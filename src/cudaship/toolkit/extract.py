@@ -353,37 +353,17 @@ def _tar_member(
             writer.file(rel, iter(lambda: source.read(_CHUNK), b""), bool(member.mode & 0o111))
 
 
-def extract_tar(
-    archive: Path,
-    dest: Path,
-    *,
-    strip_top: bool = True,
-    remap: Remap | None = None,
-    limits: ExtractLimits | None = None,
-    label: str | None = None,
-) -> ExtractResult:
-    label = label or archive.name
-    limits = limits or ExtractLimits()
-    writer = _Writer(dest, limits, file_size(archive))
-    strip = _Stripper(strip_top)
+def _tar_members(
+    archive: Path, label: str, limits: ExtractLimits, writer: _Writer, strip: _Stripper, remap: Remap | None
+) -> None:
     try:
         tf = TarStream(archive, kind=compression_of(label), limits=limits.archive_limits())
     except ArchiveError as e:
-        raise ToolkitError(f"{label}: not a readable tar archive: {e.message}") from e
-    try:
+        raise ToolkitError(f"not a readable tar archive: {e.message}") from e
+    with tf:
         for member in tf:
             writer.count_member()
             _tar_member(tf, member, writer, strip, remap)
-        check_links(dest)
-    except ToolkitError as e:
-        raise ToolkitError(f"{label}: {e.message}") from e
-    except ArchiveError as e:
-        raise ToolkitError(f"{label}: {e.message}") from e
-    except TAR_ERRORS as e:
-        raise _extract_error(label, e) from e
-    finally:
-        tf.close()
-    return writer.result
 
 
 def _zip_member(
@@ -406,40 +386,20 @@ def _zip_member(
         writer.file(rel, archive.chunks(info), bool(info.mode & 0o111))
 
 
-def extract_zip(
-    archive: Path,
-    dest: Path,
-    *,
-    strip_top: bool = True,
-    remap: Remap | None = None,
-    limits: ExtractLimits | None = None,
-    label: str | None = None,
-    only: Callable[[str], bool] | None = None,
-) -> ExtractResult:
-    """Extract a zip (or a wheel); ``only`` filters raw member names before any other step."""
-    label = label or archive.name
-    limits = limits or ExtractLimits()
-    writer = _Writer(dest, limits, file_size(archive))
-    strip = _Stripper(strip_top)
+def _zip_members(
+    archive: Path, label: str, limits: ExtractLimits, writer: _Writer, strip: _Stripper, remap: Remap | None
+) -> None:
     try:
         opened = ZipFile(archive, limits=limits.archive_limits())
     except ArchiveError as e:
-        raise ToolkitError(f"{label}: not a readable zip archive: {e.message}") from e
+        raise ToolkitError(f"not a readable zip archive: {e.message}") from e
     try:
         with opened as zf:
             for info in zf.members():
-                if only is not None and not only(info.name):
-                    continue
                 writer.count_member()
                 _zip_member(zf, info, writer, strip, remap)
-        check_links(dest)
-    except ToolkitError as e:
-        raise ToolkitError(f"{label}: {e.message}") from e
     except ArchiveError as e:
-        raise ToolkitError(f"{label}: corrupt archive: {e.message}") from e
-    except OSError as e:
-        raise _extract_error(label, e) from e
-    return writer.result
+        raise ToolkitError(f"corrupt archive: {e.message}") from e
 
 
 def extract_archive(
@@ -453,8 +413,20 @@ def extract_archive(
 ) -> ExtractResult:
     """Extract by the name's extension: ``.zip``/``.whl`` or a tar (``.tar.xz``, ``.tar.gz``, ``.tar``)."""
     lower = filename.lower()
+    errors: tuple[type[BaseException], ...]
     if lower.endswith((".zip", ".whl")):
-        return extract_zip(archive, dest, strip_top=strip_top, remap=remap, limits=limits, label=filename)
-    if lower.endswith((".tar.xz", ".txz", ".tar.gz", ".tgz", ".tar.bz2", ".tar")):
-        return extract_tar(archive, dest, strip_top=strip_top, remap=remap, limits=limits, label=filename)
-    raise ToolkitError(f"{filename}: unknown archive type (expected .tar.xz or .zip)")
+        members, errors = _zip_members, (OSError,)
+    elif lower.endswith((".tar.xz", ".txz", ".tar.gz", ".tgz", ".tar.bz2", ".tar")):
+        members, errors = _tar_members, TAR_ERRORS
+    else:
+        raise ToolkitError(f"{filename}: unknown archive type (expected .tar.xz or .zip)")
+    limits = limits or ExtractLimits()
+    writer = _Writer(dest, limits, file_size(archive))
+    try:
+        members(archive, filename, limits, writer, _Stripper(strip_top), remap)
+        check_links(dest)
+    except (ToolkitError, ArchiveError) as e:
+        raise ToolkitError(f"{filename}: {e.message}") from e
+    except errors as e:
+        raise _extract_error(filename, e) from e
+    return writer.result
