@@ -231,227 +231,311 @@ def _by_kind(
     return imports, after, alone
 
 
-def compare(
-    static: Sequence[StaticImport], obs: Observation, inputs: LoadInputs
-) -> tuple[LoadCheck, list[CheckResult]]:
-    """The per-library and per-import agreement, and the ``load`` family's results (severity not yet set)."""
-    sites = inputs.sites
-    imports, after, alone = _by_kind(obs, inputs)
-    per_file: dict[str, list[StaticImport]] = {}
-    for si in static:
-        per_file.setdefault(si.file, []).append(si)
-    for lib in inputs.installed:
-        per_file.setdefault(lib, [])
-    results: list[CheckResult] = []
-    comparisons: list[LoadComparison] = []
-    agree_libs = 0
-    pkg = (
+@dataclass(frozen=True)
+class _Comparing:
+    """What judging each import probe and each library reads, besides the probe's own result."""
+
+    obs: Observation
+    inputs: LoadInputs
+    pkg: str  #: what ran before each library: ``import pkg, call pkg:load``, or ``no import``
+    static_failures: dict[str, str]  #: wheel library -> why the static model says it does not load
+    #: why a variant library that does not load is another environment's (see :func:`_variant_excuses`)
+    other_environment: Callable[[str], str | None]
+
+    @property
+    def sites(self) -> tuple[str, ...]:
+        return self.inputs.sites
+
+
+@dataclass(frozen=True)
+class _LibraryVerdict:
+    """What comparing one library gave: its results and per-import rows, and how it counts."""
+
+    lib: str
+    results: tuple[CheckResult, ...]
+    comparisons: tuple[LoadComparison, ...]
+    agrees: bool  #: counted in ``libraries_agree``
+    loads_and_agrees: bool = False  #: loaded, and every DT_NEEDED agrees (the ``passed`` result lists it)
+    not_judged: bool = False  #: not counted: no driver, on demand, an extra or a run-time lookup
+    no_driver: bool = False  #: not judged because there is no NVIDIA driver and no stub here
+
+
+def _before_label(inputs: LoadInputs) -> str:
+    """What runs before each library is opened: ``import pkg, call pkg:load``, or ``no import``."""
+    return (
         ", ".join([*(f"import {m}" for m in inputs.top_level), *(f"call {c}" for c in inputs.calls)])
         or "no import"
     )
-    no_driver: list[str] = []
+
+
+def _failed_import(module: str, imported: ProbeResult, ctx: _Comparing) -> tuple[CheckResult, bool]:
+    """The result for a top-level package that does not import, and whether that is for want of a driver: a
+    failure, unless no driver is here (not judged) or the module is not part of the wheel's API (a note)."""
+    text = f"import {module} fails: {_clean(imported.message, ctx.sites)}"
+    no_driver = _no_driver(ctx.obs, imported.message)
+    if no_driver:
+        rule, reason = NO_DRIVER, f"import {module}: {NO_DRIVER_TEXT}"
+    elif module in ctx.inputs.auxiliary:
+        rule, reason = (
+            AUXILIARY,
+            (
+                f"import {module} fails; {module} is not part of the wheel's API (a private "
+                "module, a top-level module that is not a package, or a test/sample package): "
+                + _clean(imported.message, ctx.sites)
+            ),
+        )
+    else:
+        rule, reason = FAILURE, text
+    result = failed(FAMILY, f"load: import {module}", reason, [Finding(text, symbol=module)], rule=rule)
+    return result, no_driver
+
+
+def _failed_imports(imports: dict[str, ProbeResult], ctx: _Comparing) -> tuple[list[CheckResult], list[str]]:
+    """The results for the top-level packages that do not import, and those of them (``import pkg``) not
+    judged for want of a driver."""
+    results: list[CheckResult] = []
+    driverless: list[str] = []
     for module, imported in sorted(imports.items()):
-        if not imported.ok:
-            text = f"import {module} fails: {_clean(imported.message, sites)}"
-            if _no_driver(obs, imported.message):
-                no_driver.append(f"import {module}")
-                rule, reason = NO_DRIVER, f"import {module}: {NO_DRIVER_TEXT}"
-            elif module in inputs.auxiliary:
-                rule, reason = (
-                    AUXILIARY,
-                    (
-                        f"import {module} fails; {module} is not part of the wheel's API (a private "
-                        "module, a top-level module that is not a package, or a test/sample package): "
-                        + _clean(imported.message, sites)
-                    ),
-                )
-            else:
-                rule, reason = FAILURE, text
-            results.append(
-                failed(FAMILY, f"load: import {module}", reason, [Finding(text, symbol=module)], rule=rule)
-            )
-    if inputs.not_probed:
+        if imported.ok:
+            continue
+        result, no_driver = _failed_import(module, imported, ctx)
+        results.append(result)
+        if no_driver:
+            driverless.append(f"import {module}")
+    return results, driverless
+
+
+def _not_probed(not_probed: dict[str, str]) -> list[CheckResult]:
+    """The note listing the native files that were not loaded (executables, other Pythons' modules)."""
+    if not not_probed:
+        return []
+    return [
+        failed(
+            FAMILY,
+            "load: files not probed",
+            f"{words.count(len(not_probed), 'native file')} not loaded: "
+            + "; ".join(sorted({why for why in not_probed.values()})),
+            [Finding(f"{lib}: {why}", file=lib) for lib, why in sorted(not_probed.items())],
+            rule=NOT_PROBED,
+        )
+    ]
+
+
+def _judge_library(
+    lib: str,
+    entries: Sequence[StaticImport],
+    after: dict[str, ProbeResult],
+    alone: dict[str, ProbeResult],
+    ctx: _Comparing,
+) -> _LibraryVerdict | None:
+    """One library of the wheel against its probe: None when it was not installed where the wheel says
+    (another .data scheme) or not probed (nothing was asked)."""
+    real = ctx.inputs.installed.get(lib)
+    r = after.get(lib) if ctx.inputs.top_level else alone.get(lib)
+    if real is None or r is None:
+        return None
+    if r.ok:
+        return _loaded_library(lib, entries, r, real, alone.get(lib), ctx)
+    message = f"{lib} does not load (dlopen after {ctx.pkg}): {_clean(r.message, ctx.sites)}"
+    if _no_driver(ctx.obs, r.message):
+        return _no_driver_library(lib, entries, message)
+    return _library_not_loading(lib, entries, r, message, ctx)
+
+
+def _no_driver_library(lib: str, entries: Sequence[StaticImport], message: str) -> _LibraryVerdict:
+    """A library that does not load for want of the NVIDIA driver here: not judged, nor are its entries."""
+    comparisons = tuple(
+        LoadComparison(lib, si.library, _static_phrase(si), "not judged: no NVIDIA driver", None)
+        for si in entries
+    )
+    result = failed(
+        FAMILY, f"load: {lib}", f"{lib}: {NO_DRIVER_TEXT}", [Finding(message, file=lib)], rule=NO_DRIVER
+    )
+    return _LibraryVerdict(lib, (result,), comparisons, agrees=False, not_judged=True, no_driver=True)
+
+
+def _unloaded_entries(
+    lib: str, entries: Sequence[StaticImport], loader_message: str | None, sites: Sequence[str]
+) -> tuple[LoadComparison, ...]:
+    """The rows of a library that did not load: of its entries only the one the loader's message names is
+    known (not found); the others are not known."""
+    missing = _missing(loader_message)
+    rows: list[LoadComparison] = []
+    for si in entries:
+        if missing is not None and (si.library == missing or os.path.basename(si.library) == missing):
+            loader, agree = f"not found: {_clean(loader_message, sites)}", not si.ok
+        else:
+            named = f" (the loader names {missing})" if missing else ""
+            loader, agree = f"not known: the library did not load{named}", None
+        rows.append(LoadComparison(lib, si.library, _static_phrase(si), loader, agree))
+    return tuple(rows)
+
+
+def _why_not_loading(
+    lib: str, entries: Sequence[StaticImport], r: ProbeResult, message: str, ctx: _Comparing
+) -> tuple[str, str, bool, bool]:
+    """(rule, summary, deferred, not judged) for a library that does not load: another environment's variant,
+    an entry deferred to an extra or the package's run-time lookup, a documented on-demand convention, or a
+    failure."""
+    excuse = ctx.other_environment(lib)
+    deferred = _deferred(entries, r.message, ctx.inputs.extras) if excuse is None else None
+    if deferred is not None:
+        rule, why = deferred
+        return rule, f"{lib} does not load by itself: {why}", True, True
+    if excuse is not None:
+        return VARIANT, f"{lib} does not load here: {excuse}", False, False
+    convention = ctx.inputs.on_demand(lib)
+    if convention is not None:
+        what, source = convention
+        summary = f"{lib} does not load; a convention says it is loaded only by {what} ({source})"
+        return ON_DEMAND, summary, False, True
+    return FAILURE, message, False, False
+
+
+def _library_not_loading(
+    lib: str, entries: Sequence[StaticImport], r: ProbeResult, message: str, ctx: _Comparing
+) -> _LibraryVerdict:
+    """A library that does not load (with the package's preloading done). It is judged as a whole: it agrees
+    when the static model says it fails too (itself or through a shipped library it needs)."""
+    static_fail = ctx.static_failures.get(lib)
+    side = f"static: agrees ({static_fail})" if static_fail else "static: every import resolves"
+    rule, summary, deferred, not_judged = _why_not_loading(lib, entries, r, message, ctx)
+    result = failed(FAMILY, f"load: {lib}", summary, [Finding(f"{message}; {side}", file=lib)], rule=rule)
+    return _LibraryVerdict(
+        lib,
+        (result,),
+        _unloaded_entries(lib, entries, r.message, ctx.sites),
+        agrees=static_fail is not None and not deferred,
+        not_judged=not_judged,
+    )
+
+
+def _loaded_entry(
+    si: StaticImport, path: str, r: ProbeResult, loaded_before: set[str], ctx: _Comparing
+) -> tuple[str, bool]:
+    """(the loader's phrase, whether it agrees with the static verdict) for an entry of a library that loaded,
+    which the loader satisfied with ``path``."""
+    where = _short(path, ctx.sites)
+    early = (
+        " (already loaded when the library was opened, after " + ctx.pkg + ")"
+        if path in loaded_before
+        else ""
+    )
+    loader = f"loaded {where}{early}"
+    if not si.ok:
+        return loader, False
+    if si.target is not None:
+        expected = _abs(si.target, ctx.sites)
+        if expected is None or expected == path:
+            return loader, True
+        if ctx.inputs.same_content(expected, path):
+            # another installed copy with the same bytes (an auditwheel-hashed copy in another wheel's
+            # .libs): glibc reused the one loaded first by its SONAME
+            soname = next((o.soname for o in r.objects if o.path == path), None)
+            same = f"SONAME {soname}, " if soname else ""
+            return f"{loader} (an identical copy of {si.target}: same {same}size and sha256)", True
+        return loader, False
+    # the static audit says the operating system provides it, and the loader used an installed file
+    return loader, not (si.via == "system" and where != path)
+
+
+def _loaded_entries(
+    lib: str, entries: Sequence[StaticImport], r: ProbeResult, real: str, ctx: _Comparing
+) -> tuple[tuple[LoadComparison, ...], list[Finding]]:
+    """The rows of a library that loaded, one per entry, and a finding for each entry that disagrees."""
+    obj = r.object(real)
+    observed = {n.name: n.path for n in obj.needed} if obj is not None else {}
+    loaded_before = set(r.result.loaded_before) if r.result is not None else set()
+    rows: list[LoadComparison] = []
+    findings: list[Finding] = []
+    for si in entries:
+        path = observed.get(si.library)
+        if path is None:
+            rows.append(LoadComparison(lib, si.library, _static_phrase(si), "no loaded object matched", None))
+            continue
+        loader, agree = _loaded_entry(si, path, r, loaded_before, ctx)
+        rows.append(LoadComparison(lib, si.library, _static_phrase(si), loader, agree))
+        if not agree:
+            message = f"{si.library}: static: {_static_phrase(si)}; loader: {loader}"
+            findings.append(Finding(message, file=lib, symbol=si.library))
+    return tuple(rows), findings
+
+
+def _loaded_library(
+    lib: str,
+    entries: Sequence[StaticImport],
+    r: ProbeResult,
+    real: str,
+    bare: ProbeResult | None,
+    ctx: _Comparing,
+) -> _LibraryVerdict:
+    """A library that loaded: it agrees when each entry was satisfied as the static audit says and the static
+    audit did not say it fails; a note when it loads only after the package's own loading."""
+    comparisons, findings = _loaded_entries(lib, entries, r, real, ctx)
+    static_fail = ctx.static_failures.get(lib)
+    if static_fail is not None and not findings:
+        # the static audit says it cannot load, the loader loaded it (an entry it could not match)
+        findings.append(Finding(f"static: {static_fail}; loader: {lib} loaded", file=lib))
+    results: list[CheckResult] = []
+    if findings:
         results.append(
             failed(
                 FAMILY,
-                "load: files not probed",
-                f"{words.count(len(inputs.not_probed), 'native file')} not loaded: "
-                + "; ".join(sorted({why for why in inputs.not_probed.values()})),
-                [Finding(f"{lib}: {why}", file=lib) for lib, why in sorted(inputs.not_probed.items())],
-                rule=NOT_PROBED,
+                f"load: {lib} (static and loader disagree)",
+                findings[0].message + (f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""),
+                findings,
+                rule=DISAGREEMENT,
             )
         )
-    static_failures = _static_failures(per_file)
-    agreeing: list[str] = []
-    not_judged: list[str] = []
-    other_environment = _variant_excuses(inputs, after if inputs.top_level else alone)
-    for lib in sorted(per_file):
-        entries = per_file[lib]
-        real = inputs.installed.get(lib)
-        r = after.get(lib) if inputs.top_level else alone.get(lib)
-        if real is None or r is None:
-            continue  # not installed where the wheel says (another .data scheme): nothing was asked
-        bare = alone.get(lib)
-        static_fail = static_failures.get(lib)
-        convention = inputs.on_demand(lib)
-        lib_agrees = True
-        if not r.ok:
-            message = f"{lib} does not load (dlopen after {pkg}): {_clean(r.message, sites)}"
-            if _no_driver(obs, r.message):
-                not_judged.append(lib)
-                no_driver.append(lib)
-                for si in entries:
-                    comparisons.append(
-                        LoadComparison(
-                            lib, si.library, _static_phrase(si), "not judged: no NVIDIA driver", None
-                        )
-                    )
-                results.append(
-                    failed(
-                        FAMILY,
-                        f"load: {lib}",
-                        f"{lib}: {NO_DRIVER_TEXT}",
-                        [Finding(message, file=lib)],
-                        rule=NO_DRIVER,
-                    )
-                )
-                continue
-            # the library is judged as a whole: it fails, and the static model says so (itself or through a
-            # shipped library it needs); of its entries only the one the loader's message names is known
-            lib_agrees = static_fail is not None
-            side = f"static: agrees ({static_fail})" if static_fail else "static: every import resolves"
-            missing = _missing(r.message)
-            for si in entries:
-                if missing is not None and (si.library == missing or os.path.basename(si.library) == missing):
-                    comparisons.append(
-                        LoadComparison(
-                            lib,
-                            si.library,
-                            _static_phrase(si),
-                            f"not found: {_clean(r.message, sites)}",
-                            not si.ok,
-                        )
-                    )
-                else:
-                    named = f" (the loader names {missing})" if missing else ""
-                    comparisons.append(
-                        LoadComparison(
-                            lib,
-                            si.library,
-                            _static_phrase(si),
-                            f"not known: the library did not load{named}",
-                            None,
-                        )
-                    )
-            excuse = other_environment(lib)
-            deferred = _deferred(entries, r.message, inputs.extras) if excuse is None else None
-            if deferred is not None:
-                rule, why = deferred
-                not_judged.append(lib)
-                summary = f"{lib} does not load by itself: {why}"
-            elif excuse is not None:
-                rule, summary = VARIANT, f"{lib} does not load here: {excuse}"
-            elif convention is not None:
-                what, source = convention
-                not_judged.append(lib)
-                rule = ON_DEMAND
-                summary = f"{lib} does not load; a convention says it is loaded only by {what} ({source})"
-            else:
-                rule, summary = FAILURE, message
-            results.append(
-                failed(FAMILY, f"load: {lib}", summary, [Finding(f"{message}; {side}", file=lib)], rule=rule)
+    if bare is not None and not bare.ok and ctx.inputs.top_level:
+        alone = _clean(bare.message, ctx.sites)
+        results.append(
+            failed(
+                FAMILY,
+                f"load: {lib} needs the package's own loading",
+                f"{lib} loads only after {ctx.pkg}: alone, {alone}",
+                [Finding(f"alone: {alone}", file=lib)],
+                rule=PRELOADED,
             )
-            if lib_agrees and deferred is None:
-                agree_libs += 1
-            continue
-        obj = r.object(real)
-        observed = {n.name: n.path for n in obj.needed} if obj is not None else {}
-        loaded_before = set(r.result.loaded_before) if r.result is not None else set()
-        findings: list[Finding] = []
-        for si in entries:
-            path = observed.get(si.library)
-            if path is None:
-                comparisons.append(
-                    LoadComparison(lib, si.library, _static_phrase(si), "no loaded object matched", None)
-                )
-                continue
-            where = _short(path, sites)
-            early = (
-                " (already loaded when the library was opened, after " + pkg + ")"
-                if path in loaded_before
-                else ""
-            )
-            loader = f"loaded {where}{early}"
-            agree = True
-            if not si.ok:
-                agree = False
-            elif si.target is not None:
-                expected = _abs(si.target, sites)
-                agree = expected is None or expected == path
-                if not agree and expected is not None and inputs.same_content(expected, path):
-                    # another installed copy with the same bytes (an auditwheel-hashed copy in another wheel's
-                    # .libs): glibc reused the one loaded first by its SONAME
-                    agree = True
-                    soname = next((o.soname for o in r.objects if o.path == path), None)
-                    loader += (
-                        f" (an identical copy of {si.target}: same "
-                        + (f"SONAME {soname}, " if soname else "")
-                        + "size and sha256)"
-                    )
-            elif si.via == "system" and where != path:
-                # the static audit says the operating system provides it; the loader used an installed file
-                agree = False
-            comparisons.append(LoadComparison(lib, si.library, _static_phrase(si), loader, agree))
-            if not agree:
-                findings.append(
-                    Finding(
-                        f"{si.library}: static: {_static_phrase(si)}; loader: {loader}",
-                        file=lib,
-                        symbol=si.library,
-                    )
-                )
-        if static_fail is not None and not findings:
-            # the static audit says it cannot load, the loader loaded it (an entry it could not match)
-            findings.append(Finding(f"static: {static_fail}; loader: {lib} loaded", file=lib))
-        if findings:
-            lib_agrees = False
-            results.append(
-                failed(
-                    FAMILY,
-                    f"load: {lib} (static and loader disagree)",
-                    findings[0].message + (f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""),
-                    findings,
-                    rule=DISAGREEMENT,
-                )
-            )
-        if bare is not None and not bare.ok and inputs.top_level:
-            results.append(
-                failed(
-                    FAMILY,
-                    f"load: {lib} needs the package's own loading",
-                    f"{lib} loads only after {pkg}: alone, {_clean(bare.message, sites)}",
-                    [Finding(f"alone: {_clean(bare.message, sites)}", file=lib)],
-                    rule=PRELOADED,
-                )
-            )
-        if lib_agrees:
-            agree_libs += 1
-            agreeing.append(lib)
-    libraries = len(
-        [
-            lib
-            for lib in per_file
-            if lib in inputs.installed and (after.get(lib) or alone.get(lib)) and lib not in not_judged
-        ]
+        )
+    agrees = not findings
+    return _LibraryVerdict(lib, tuple(results), comparisons, agrees=agrees, loads_and_agrees=agrees)
+
+
+def _check_notes(
+    inputs: LoadInputs, obs: Observation, not_judged: set[str], no_driver: list[str]
+) -> tuple[str, ...]:
+    """The check's notes: the inputs' and the observation's, then what was not counted or not probed."""
+    uncounted = len(not_judged - set(no_driver))
+    return (
+        *inputs.notes,
+        *obs.notes,
+        *(
+            [
+                f"{words.count(uncounted, 'library')} not counted: loaded "
+                "on demand by a documented convention, or what they need comes with an extra not "
+                "installed or from the package's run-time lookup, which loading alone does not exercise"
+            ]
+            if uncounted
+            else []
+        ),
+        *([f"{len(no_driver)} {NO_DRIVER_TEXT} ({', '.join(no_driver)})"] if no_driver else []),
+        *([f"called after the imports: {', '.join(inputs.calls)}"] if inputs.calls else []),
+        *(
+            [
+                f"{words.count(len(inputs.not_probed), 'native file')} not probed (executables, "
+                "other Pythons' modules)"
+            ]
+            if inputs.not_probed
+            else []
+        ),
     )
-    # a library not counted (on demand, an extra or a run-time lookup, no driver here): its entries
-    # are not compared either
-    skipped_libs = set(not_judged)
-    comparisons = [
-        dataclasses.replace(c, agree=None) if c.file in skipped_libs and c.agree is not None else c
-        for c in comparisons
-    ]
-    judged = [c for c in comparisons if c.agree is not None]
+
+
+def _summary_results(agreeing: Sequence[str], libraries: int, imports: int) -> list[CheckResult]:
+    """The ``passed`` result listing the libraries that load as the static audit says, or the ``skipped``
+    one when the wheel has no native library and no package."""
+    results: list[CheckResult] = []
     if agreeing:
         results.append(
             passed(
@@ -466,41 +550,97 @@ def compare(
         results.append(
             skipped(FAMILY, "load: loader check", "the wheel has no native library and no package")
         )
+    return results
+
+
+def _entries_by_library(
+    static: Sequence[StaticImport], installed: dict[str, str]
+) -> dict[str, list[StaticImport]]:
+    """The static verdicts per wheel library, and an empty list for each installed library without one."""
+    per_file: dict[str, list[StaticImport]] = {}
+    for si in static:
+        per_file.setdefault(si.file, []).append(si)
+    for lib in installed:
+        per_file.setdefault(lib, [])
+    return per_file
+
+
+def _counted_libraries(
+    per_file: dict[str, list[StaticImport]],
+    installed: dict[str, str],
+    after: dict[str, ProbeResult],
+    alone: dict[str, ProbeResult],
+    not_judged: set[str],
+) -> int:
+    """How many libraries the agreement counts: installed, probed, and judged."""
+    return len(
+        [
+            lib
+            for lib in per_file
+            if lib in installed and (after.get(lib) or alone.get(lib)) and lib not in not_judged
+        ]
+    )
+
+
+def _rows(verdicts: Sequence[_LibraryVerdict], not_judged: set[str]) -> list[LoadComparison]:
+    """Every library's per-import rows, in order; a library not counted (on demand, an extra or a run-time
+    lookup, no driver here): its entries are not compared either."""
+    return [
+        dataclasses.replace(c, agree=None) if c.file in not_judged and c.agree is not None else c
+        for v in verdicts
+        for c in v.comparisons
+    ]
+
+
+def _probe_lines(obs: Observation, sites: Sequence[str]) -> tuple[LoadProbeLine, ...]:
+    """Each child's outcome, with the site directories taken out of what it names."""
+    return tuple(
+        LoadProbeLine(_clean(r.probe.label, sites), r.ok, _clean(r.message, sites) or None)
+        for r in obs.results
+    )
+
+
+def compare(
+    static: Sequence[StaticImport], obs: Observation, inputs: LoadInputs
+) -> tuple[LoadCheck, list[CheckResult]]:
+    """The per-library and per-import agreement, and the ``load`` family's results (severity not yet set)."""
+    imports, after, alone = _by_kind(obs, inputs)
+    per_file = _entries_by_library(static, inputs.installed)
+    ctx = _Comparing(
+        obs,
+        inputs,
+        _before_label(inputs),
+        _static_failures(per_file),
+        _variant_excuses(inputs, after if inputs.top_level else alone),
+    )
+    import_results, driverless_imports = _failed_imports(imports, ctx)
+    verdicts = [
+        verdict
+        for lib in sorted(per_file)
+        if (verdict := _judge_library(lib, per_file[lib], after, alone, ctx)) is not None
+    ]
+    no_driver = [*driverless_imports, *(v.lib for v in verdicts if v.no_driver)]
+    not_judged = {v.lib for v in verdicts if v.not_judged}
+    agreeing = [v.lib for v in verdicts if v.loads_and_agrees]
+    libraries = _counted_libraries(per_file, inputs.installed, after, alone, not_judged)
+    comparisons = _rows(verdicts, not_judged)
+    judged = [c for c in comparisons if c.agree is not None]
+    results = [
+        *import_results,
+        *_not_probed(inputs.not_probed),
+        *(result for v in verdicts for result in v.results),
+        *_summary_results(agreeing, libraries, len(imports)),
+    ]
     check = LoadCheck(
         environment=inputs.environment,
         stub_libcuda=obs.stub_libcuda,
         libraries=libraries,
-        libraries_agree=agree_libs,
+        libraries_agree=sum(1 for v in verdicts if v.agrees),
         imports=len(judged),
         imports_agree=sum(1 for c in judged if c.agree),
-        probes=tuple(
-            LoadProbeLine(_clean(r.probe.label, sites), r.ok, _clean(r.message, sites) or None)
-            for r in obs.results
-        ),
+        probes=_probe_lines(obs, inputs.sites),
         comparisons=tuple(comparisons),
-        notes=(
-            *inputs.notes,
-            *obs.notes,
-            *(
-                [
-                    f"{words.count(len(set(not_judged) - set(no_driver)), 'library')} not counted: loaded "
-                    "on demand by a documented convention, or what they need comes with an extra not "
-                    "installed or from the package's run-time lookup, which loading alone does not exercise"
-                ]
-                if len(set(not_judged) - set(no_driver))
-                else []
-            ),
-            *([f"{len(no_driver)} {NO_DRIVER_TEXT} ({', '.join(no_driver)})"] if no_driver else []),
-            *([f"called after the imports: {', '.join(inputs.calls)}"] if inputs.calls else []),
-            *(
-                [
-                    f"{words.count(len(inputs.not_probed), 'native file')} not probed (executables, "
-                    "other Pythons' modules)"
-                ]
-                if inputs.not_probed
-                else []
-            ),
-        ),
+        notes=_check_notes(inputs, obs, not_judged, no_driver),
     )
     return check, results
 
