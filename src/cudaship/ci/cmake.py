@@ -155,6 +155,177 @@ def _toolkit_os(toolkit: Toolkit) -> str | None:
     return "windows" if toolkit.nvcc.name.lower().endswith(".exe") else "linux"
 
 
+@dataclass
+class _PlanNotes:
+    """What :func:`plan`'s steps accumulate: cache entries (each also a decision), decisions, warnings."""
+
+    entries: list[CacheEntry] = field(default_factory=list)
+    decisions: list[Decision] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def set_(self, entry_name: str, value: str, type_: str, reason: str) -> None:
+        self.entries.append(CacheEntry(entry_name, value, type_, reason))
+        self.decisions.append(Decision(entry_name, value, reason))
+
+    def decide(self, name: str, value: str | None, reason: str) -> None:
+        self.decisions.append(Decision(name, value, reason))
+
+
+def _usable_toolkit(
+    notes: _PlanNotes, toolkit: Toolkit | None, train: TrainInfo, name: str, os_name: str
+) -> Toolkit | None:
+    """The toolkit the plan may use: None when none was located or it belongs to another OS."""
+    if toolkit is not None and _toolkit_os(toolkit) not in (None, os_name):
+        # a toolkit whose nvcc runs here is this machine's: its paths and its nvcc are no use to a build for
+        # another OS (a Linux /usr/local/cuda/bin/nvcc.exe does not exist)
+        foreign = f"{toolkit.root.as_posix()} ({toolkit.source}) is a {_toolkit_os(toolkit)} toolkit"
+        notes.decide(
+            "toolkit",
+            None,
+            f"{foreign}, not a {os_name} one: CMAKE_CUDA_COMPILER and CUDAToolkit_ROOT are left for the "
+            f"{os_name} build machine",
+        )
+        notes.warnings.append(
+            f"{foreign}: run `cudaship cmake` on the {os_name} build machine, or pass --toolkit with a "
+            f"{os_name} toolkit (`cudaship toolkit install {train.tag} --platform {name}`), to set the CUDA "
+            "compiler"
+        )
+        return None
+    if toolkit is not None:
+        via = f", nvcc {toolkit.nvcc.as_posix()}" if toolkit.nvcc else ""
+        notes.decide(
+            "toolkit",
+            toolkit.root.as_posix(),
+            f"from {toolkit.source}{via}: CUDA {toolkit.release} by {toolkit.release_from}",
+        )
+    else:
+        notes.decide("toolkit", None, "no toolkit located")
+    return toolkit
+
+
+def _generator(
+    notes: _PlanNotes, os_name: str, host: BuildHost, toolkit: Toolkit | None
+) -> tuple[str, bool, str | None]:
+    """The generator, whether it is multi-config, and the Visual Studio toolset (if any)."""
+    gen = _rule("generators", os_name)
+    if host.ninja:
+        generator, multi, toolset = str(gen["ninja"]), os_name == "windows", None
+        notes.decide("generator", generator, str(gen["ninja_reason"]))
+        return generator, multi, toolset
+    generator = str(gen["fallback"])
+    multi = generator.startswith("Visual Studio")
+    notes.decide("generator", generator, str(gen["fallback_reason"]))
+    toolset = None
+    if multi:
+        if toolkit is not None:
+            toolset = f"cuda={toolkit.root.as_posix()}"
+            notes.decide("toolset", toolset, str(gen["toolset_reason"]))
+        else:
+            notes.decide("toolset", None, "no toolkit located: the default CUDA integration")
+    return generator, multi, toolset
+
+
+def _build_type(notes: _PlanNotes, multi: bool, visual_studio: bool) -> None:
+    """Configurations for a multi-config generator, the build type for a single-config one."""
+    if multi:
+        notes.set_(
+            "CMAKE_CONFIGURATION_TYPES",
+            "Release;RelWithDebInfo;Debug",
+            "STRING",
+            "multi-config: outputs land in Release/ (the layout packaging expects)",
+        )
+        if not visual_studio:
+            notes.set_(
+                "CMAKE_DEFAULT_BUILD_TYPE",
+                "Release",
+                "STRING",
+                "Ninja Multi-Config: `cmake --build` builds Release unless --config says otherwise",
+            )
+    else:
+        notes.set_("CMAKE_BUILD_TYPE", "Release", "STRING", "single-config generator: a release build")
+
+
+def _host_compilers(notes: _PlanNotes, windows: bool, visual_studio: bool, host: BuildHost) -> None:
+    """clang-cl for a Windows build without Visual Studio; otherwise the generator's or CMake's default."""
+    if windows and not visual_studio:
+        comp = _rule("compilers", "windows")
+        notes.set_("CMAKE_C_COMPILER", str(comp["c"]), "FILEPATH", str(comp["reason"]))
+        notes.set_("CMAKE_CXX_COMPILER", str(comp["cxx"]), "FILEPATH", str(comp["reason"]))
+        notes.set_("CMAKE_CUDA_HOST_COMPILER", str(comp["cuda_host"]), "FILEPATH", str(comp["reason"]))
+        if host.os == "windows" and not host.clang_cl:
+            notes.warnings.append(
+                "clang-cl is not on PATH: install LLVM (or the VS 'C++ Clang tools') before configuring"
+            )
+    elif windows:
+        notes.decide("compilers", None, "the Visual Studio generator uses its MSVC toolset")
+    else:
+        notes.decide("compilers", None, str(_rule("compilers", "linux", "reason")))
+
+
+def _cuda_compiler(
+    notes: _PlanNotes, windows: bool, visual_studio: bool, host: BuildHost, toolkit: Toolkit | None
+) -> None:
+    """CMAKE_CUDA_COMPILER unless Visual Studio or CUDACXX picks it; CUDAToolkit_ROOT from the toolkit."""
+    cc = _rule("cuda_compiler")
+    if visual_studio:
+        notes.decide("CMAKE_CUDA_COMPILER", None, str(cc["vs_reason"]))
+    elif host.cudacxx:
+        notes.decide("CMAKE_CUDA_COMPILER", None, f"{cc['cudacxx_reason']} (CUDACXX={host.cudacxx})")
+    elif toolkit is not None:
+        nvcc = toolkit.root / "bin" / ("nvcc.exe" if windows else "nvcc")
+        notes.set_(
+            "CMAKE_CUDA_COMPILER",
+            nvcc.as_posix(),
+            "FILEPATH",
+            f"{cc['reason']} ({toolkit.source}, CUDA {toolkit.release})",
+        )
+    if toolkit is not None:
+        notes.set_(
+            "CUDAToolkit_ROOT",
+            toolkit.root.as_posix(),
+            "PATH",
+            "find_package(CUDAToolkit) finds the same toolkit as the compiler",
+        )
+
+
+def _standards(notes: _PlanNotes, train: TrainInfo, cxx_standard: int | None) -> None:
+    """The C++ and CUDA standards from --cxx-standard, refused when this train's nvcc does not accept it."""
+    std_rules = _rule("standards")
+    if cxx_standard is None:
+        notes.decide("CMAKE_CUDA_STANDARD", None, str(std_rules["unset_reason"]))
+        return
+    allowed = cuda_standards(train)
+    if cxx_standard not in allowed:
+        raise UsageError(
+            f"--cxx-standard {cxx_standard}: nvcc of CUDA {train.version} accepts "
+            f"{', '.join(map(str, allowed)) or 'no known standard'} as the CUDA standard"
+        )
+    notes.set_("CMAKE_CXX_STANDARD", str(cxx_standard), "STRING", "--cxx-standard")
+    notes.set_("CMAKE_CXX_STANDARD_REQUIRED", "ON", "BOOL", "fail rather than fall back to an older standard")
+    notes.set_("CMAKE_CUDA_STANDARD", str(cxx_standard), "STRING", str(std_rules["reason"]))
+    notes.set_(
+        "CMAKE_CUDA_STANDARD_REQUIRED", "ON", "BOOL", "fail rather than fall back to an older standard"
+    )
+
+
+def _cuda_flags(notes: _PlanNotes, os_name: str, train: TrainInfo, host: BuildHost) -> None:
+    """The rules' extra CUDA flags for this OS and train, after any CUDAFLAGS from the environment."""
+    flags: list[str] = []
+    reasons: list[str] = []
+    for rule_flags, reason in cuda_flags(os_name, train):
+        flags.extend(rule_flags)
+        reasons.append(reason)
+    if flags:
+        value = " ".join(flags)
+        reason = "; ".join(reasons)
+        if host.cudaflags:
+            value = f"{host.cudaflags} {value}"
+            reason += "; CUDAFLAGS kept in front (a cached CMAKE_CUDA_FLAGS would otherwise replace it)"
+        notes.set_("CMAKE_CUDA_FLAGS", value, "STRING", reason)
+    else:
+        notes.decide("CMAKE_CUDA_FLAGS", None, f"no extra CUDA flags for CUDA {train.version} on {os_name}")
+
+
 def plan(
     train: TrainInfo,
     platform: str,
@@ -168,168 +339,24 @@ def plan(
     name, os_name, platform_machine = parse_platform(platform)
     machine = normalize_machine(machine) if machine else platform_machine
     windows = os_name == "windows"
-    entries: list[CacheEntry] = []
-    decisions: list[Decision] = []
-    warnings: list[str] = []
-
-    def set_(entry_name: str, value: str, type_: str, reason: str) -> None:
-        entries.append(CacheEntry(entry_name, value, type_, reason))
-        decisions.append(Decision(entry_name, value, reason))
-
-    if toolkit is not None and _toolkit_os(toolkit) not in (None, os_name):
-        # a toolkit whose nvcc runs here is this machine's: its paths and its nvcc are no use to a build for
-        # another OS (a Linux /usr/local/cuda/bin/nvcc.exe does not exist)
-        foreign = f"{toolkit.root.as_posix()} ({toolkit.source}) is a {_toolkit_os(toolkit)} toolkit"
-        decisions.append(
-            Decision(
-                "toolkit",
-                None,
-                f"{foreign}, not a {os_name} one: CMAKE_CUDA_COMPILER and CUDAToolkit_ROOT are left for the "
-                f"{os_name} build machine",
-            )
-        )
-        warnings.append(
-            f"{foreign}: run `cudaship cmake` on the {os_name} build machine, or pass --toolkit with a "
-            f"{os_name} toolkit (`cudaship toolkit install {train.tag} --platform {name}`), to set the CUDA "
-            "compiler"
-        )
-        toolkit = None
-    elif toolkit is not None:
-        via = f", nvcc {toolkit.nvcc.as_posix()}" if toolkit.nvcc else ""
-        decisions.append(
-            Decision(
-                "toolkit",
-                toolkit.root.as_posix(),
-                f"from {toolkit.source}{via}: CUDA {toolkit.release} by {toolkit.release_from}",
-            )
-        )
-    else:
-        decisions.append(Decision("toolkit", None, "no toolkit located"))
-
-    # generator (and toolset)
-    gen = _rule("generators", os_name)
-    if host.ninja:
-        generator, multi, toolset = str(gen["ninja"]), windows, None
-        decisions.append(Decision("generator", generator, str(gen["ninja_reason"])))
-    else:
-        generator = str(gen["fallback"])
-        multi = generator.startswith("Visual Studio")
-        decisions.append(Decision("generator", generator, str(gen["fallback_reason"])))
-        toolset = None
-        if multi:
-            if toolkit is not None:
-                toolset = f"cuda={toolkit.root.as_posix()}"
-                decisions.append(Decision("toolset", toolset, str(gen["toolset_reason"])))
-            else:
-                decisions.append(
-                    Decision("toolset", None, "no toolkit located: the default CUDA integration")
-                )
+    notes = _PlanNotes()
+    toolkit = _usable_toolkit(notes, toolkit, train, name, os_name)
+    generator, multi, toolset = _generator(notes, os_name, host, toolkit)
     visual_studio = generator.startswith("Visual Studio")
-
-    # build type / configurations
-    if multi:
-        set_(
-            "CMAKE_CONFIGURATION_TYPES",
-            "Release;RelWithDebInfo;Debug",
-            "STRING",
-            "multi-config: outputs land in Release/ (the layout packaging expects)",
-        )
-        if not visual_studio:
-            set_(
-                "CMAKE_DEFAULT_BUILD_TYPE",
-                "Release",
-                "STRING",
-                "Ninja Multi-Config: `cmake --build` builds Release unless --config says otherwise",
-            )
-    else:
-        set_("CMAKE_BUILD_TYPE", "Release", "STRING", "single-config generator: a release build")
-
-    # compilers
-    if windows and not visual_studio:
-        comp = _rule("compilers", "windows")
-        set_("CMAKE_C_COMPILER", str(comp["c"]), "FILEPATH", str(comp["reason"]))
-        set_("CMAKE_CXX_COMPILER", str(comp["cxx"]), "FILEPATH", str(comp["reason"]))
-        set_("CMAKE_CUDA_HOST_COMPILER", str(comp["cuda_host"]), "FILEPATH", str(comp["reason"]))
-        if host.os == "windows" and not host.clang_cl:
-            warnings.append(
-                "clang-cl is not on PATH: install LLVM (or the VS 'C++ Clang tools') before configuring"
-            )
-    elif windows:
-        decisions.append(Decision("compilers", None, "the Visual Studio generator uses its MSVC toolset"))
-    else:
-        decisions.append(Decision("compilers", None, str(_rule("compilers", "linux", "reason"))))
-
-    # CUDA compiler and toolkit
-    cc = _rule("cuda_compiler")
-    if visual_studio:
-        decisions.append(Decision("CMAKE_CUDA_COMPILER", None, str(cc["vs_reason"])))
-    elif host.cudacxx:
-        decisions.append(
-            Decision("CMAKE_CUDA_COMPILER", None, f"{cc['cudacxx_reason']} (CUDACXX={host.cudacxx})")
-        )
-    elif toolkit is not None:
-        nvcc = toolkit.root / "bin" / ("nvcc.exe" if windows else "nvcc")
-        set_(
-            "CMAKE_CUDA_COMPILER",
-            nvcc.as_posix(),
-            "FILEPATH",
-            f"{cc['reason']} ({toolkit.source}, CUDA {toolkit.release})",
-        )
-    if toolkit is not None:
-        set_(
-            "CUDAToolkit_ROOT",
-            toolkit.root.as_posix(),
-            "PATH",
-            "find_package(CUDAToolkit) finds the same toolkit as the compiler",
-        )
-
-    # architectures
-    set_(
+    _build_type(notes, multi, visual_studio)
+    _host_compilers(notes, windows, visual_studio, host)
+    _cuda_compiler(notes, windows, visual_studio, host, toolkit)
+    notes.set_(
         "CMAKE_CUDA_ARCHITECTURES",
         cmake_architectures(archs),
         "STRING",
         f"the arch table's list for {train.tag} on {machine}: every arch as SASS (-real), the newest as SASS "
         "and PTX (no suffix), as `cudaship arch-list --format cmake` spells it",
     )
-
-    # standards
-    std_rules = _rule("standards")
-    if cxx_standard is None:
-        decisions.append(Decision("CMAKE_CUDA_STANDARD", None, str(std_rules["unset_reason"])))
-    else:
-        allowed = cuda_standards(train)
-        if cxx_standard not in allowed:
-            raise UsageError(
-                f"--cxx-standard {cxx_standard}: nvcc of CUDA {train.version} accepts "
-                f"{', '.join(map(str, allowed)) or 'no known standard'} as the CUDA standard"
-            )
-        set_("CMAKE_CXX_STANDARD", str(cxx_standard), "STRING", "--cxx-standard")
-        set_("CMAKE_CXX_STANDARD_REQUIRED", "ON", "BOOL", "fail rather than fall back to an older standard")
-        set_("CMAKE_CUDA_STANDARD", str(cxx_standard), "STRING", str(std_rules["reason"]))
-        set_("CMAKE_CUDA_STANDARD_REQUIRED", "ON", "BOOL", "fail rather than fall back to an older standard")
-
-    # extra CUDA flags
-    flags: list[str] = []
-    reasons: list[str] = []
-    for rule_flags, reason in cuda_flags(os_name, train):
-        flags.extend(rule_flags)
-        reasons.append(reason)
-    if flags:
-        value = " ".join(flags)
-        reason = "; ".join(reasons)
-        if host.cudaflags:
-            value = f"{host.cudaflags} {value}"
-            reason += "; CUDAFLAGS kept in front (a cached CMAKE_CUDA_FLAGS would otherwise replace it)"
-        set_("CMAKE_CUDA_FLAGS", value, "STRING", reason)
-    else:
-        decisions.append(
-            Decision("CMAKE_CUDA_FLAGS", None, f"no extra CUDA flags for CUDA {train.version} on {os_name}")
-        )
-
-    # host tools
+    _standards(notes, train, cxx_standard)
+    _cuda_flags(notes, os_name, train, host)
     suffix = ".exe" if host.os == "windows" else ""
-    set_("CUDASHIP_HOST_EXECUTABLE_SUFFIX", suffix, "STRING", str(_rule("host_tools", "reason")))
-
+    notes.set_("CUDASHIP_HOST_EXECUTABLE_SUFFIX", suffix, "STRING", str(_rule("host_tools", "reason")))
     return CMakePlan(
         train=train.tag,
         cuda=train.version,
@@ -339,10 +366,10 @@ def plan(
         generator=generator,
         toolset=toolset,
         multi_config=multi,
-        entries=tuple(entries),
-        decisions=tuple(decisions),
+        entries=tuple(notes.entries),
+        decisions=tuple(notes.decisions),
         toolkit=toolkit,
-        warnings=tuple(warnings),
+        warnings=tuple(notes.warnings),
     )
 
 
