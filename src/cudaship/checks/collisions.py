@@ -53,7 +53,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
             FAMILY,
             "collisions: import library names",
             findings,
-            f"{len(libs)} import libraries, names distinct",
+            f"{count(len(libs), 'import library', 'import libraries')}, names distinct",
         )
     )
 

@@ -19,10 +19,10 @@ module) stays unresolved: the loader oracle (``audit --load``) is the judge ther
 
 from __future__ import annotations
 
-import fnmatch
 import posixpath
 from typing import TYPE_CHECKING
 
+from cudaship.checks.globs import GlobError, compile_glob
 from cudaship.wheel.records import LoadCall, PythonLoads
 
 if TYPE_CHECKING:
@@ -100,7 +100,7 @@ def preloaded_by_package(
                     else ""
                 )
                 return where, f"{dlopen.mechanism} line {dlopen.line} loads {base}{via}"
-            globs = [n for n in names if any(ch in n for ch in "*?[") and fnmatch.fnmatch(base, n)]
+            globs = [n for n in names if any(ch in n for ch in "*?[") and _glob_matches(n, base)]
             if globs and covers:
                 return where, f"{dlopen.mechanism} line {dlopen.line} loads {globs[0]} from {directory}"
         for call in loads.calls:
@@ -121,3 +121,12 @@ def preloaded_by_package(
                 f"{directory_call.mechanism} line {directory_call.line} adds {directory} to the DLL search",
             )
     return None
+
+
+def _glob_matches(pattern: str, name: str) -> bool:
+    """A glob from the package's own code matched against a library's file name with the audit's one glob
+    matcher (linear in the name, whatever the pattern); a pattern it cannot compile matches nothing."""
+    try:
+        return compile_glob(pattern, flat=True).match(name)
+    except GlobError:
+        return False
