@@ -31,7 +31,8 @@ from cudaship.checks.engine import audit_wheels
 from cudaship.checks.table import load_policy
 from cudaship.cli.main import main
 from cudaship.config import load_config
-from cudaship.inspection.scan import Purpose, _inspect_member, _Result, _scan_member
+from cudaship.inspection.member import MemberResult, inspect_member, scan_member
+from cudaship.inspection.scan import Purpose
 from cudaship.inspection.scan import scan as scan_wheel
 from cudaship.inspection.walk import InspectObserver, inspect_paths
 from cudaship.records.files import FileReport
@@ -42,9 +43,9 @@ from tests.inspection.test_parallel import CountingChunks
 
 def _scan_batch(
     label: str, ref: ArchiveRef, members: list[ZipMember], algorithms: list[str], details: bool
-) -> list[_Result]:
+) -> list[MemberResult]:
     """The audit's task on a worker process, run here."""
-    out = read_batch(_scan_member, ref, members, [(label, a, details) for a in algorithms])
+    out = read_batch(scan_member, ref, members, [(label, a, details) for a in algorithms])
     assert not isinstance(out, str), out
     return out
 
@@ -53,7 +54,7 @@ def _read_batch(
     label: str, ref: ArchiveRef, members: list[ZipMember], details: bool
 ) -> list[FileReport | None]:
     """inspect's task on a worker process, run here."""
-    out = read_batch(_inspect_member, ref, members, [(label, details)] * len(members))
+    out = read_batch(inspect_member, ref, members, [(label, details)] * len(members))
     assert not isinstance(out, str), out
     return out
 
@@ -218,7 +219,7 @@ def test_workers_refuse_a_wheel_replaced_after_it_was_opened(wheels: list[Path])
     stale = ArchiveRef(ref.path, ref.device, ref.inode, ref.size, ref.mtime_ns - 1)
     # the one dispatcher's batch says why, for the audit's task and inspect's alike; the command turns it into
     # each member's error (see test_a_worker_that_dies_makes_the_wheel_unreadable_not_an_internal_error)
-    for task, args in ((_scan_member, (str(wheel), "sha256", False)), (_inspect_member, (str(wheel), False))):
+    for task, args in ((scan_member, (str(wheel), "sha256", False)), (inspect_member, (str(wheel), False))):
         out = read_batch(task, stale, members, [args] * len(members))
         assert out == "the file changed while it was being read"
 

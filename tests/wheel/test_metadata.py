@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from cudaship.errors import WheelError
-from cudaship.knowledge.platforms import platform_from_tag
+from cudaship.knowledge.platforms import platform_from_tag, platforms_of_tags
 from cudaship.wheel.metadata import parse_metadata, parse_record, parse_wheel_file, requirements_for
 
 
@@ -97,7 +97,7 @@ def test_wheel_file_tags_expand() -> None:
         b"Tag: py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64\n"
     )
     assert wheel.tags == ("py3-none-manylinux_2_17_x86_64", "py3-none-manylinux2014_x86_64")
-    assert [p.label for p in wheel.platforms] == ["linux-x86_64"]
+    assert [p.label for p in platforms_of_tags(wheel.tags)] == ["linux-x86_64"]
 
 
 @pytest.mark.parametrize(

@@ -71,7 +71,7 @@ PROCESS_MEMORY_BUDGET = 640 << 20
 #: Modules the fork server imports before it forks workers: the task functions' modules, and the CLI's
 #: entry module, which a worker of the ``cudaship`` console script imports again as its main module (imported
 #: once in the server, it costs the workers nothing).
-PRELOAD = ("cudaship.inspection.scan", "cudaship.inspection.wheel", "cudaship.cli.main")
+PRELOAD = ("cudaship.inspection.member", "cudaship.cli.main")
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor, Future, ThreadPoolExecutor

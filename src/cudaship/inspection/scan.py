@@ -27,35 +27,30 @@ together.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import os
 from collections.abc import Callable, Sequence
-from contextlib import suppress
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import ParamSpec
 
 from cudaship.archive.pool import (
-    SPILL_SIZE,
     WORKER_DIED,
     ArchiveRef,
-    CompressedPages,
     Pending,
     Workers,
     worker_count,
 )
-from cudaship.archive.select import MAGIC_BYTES, is_native_member, is_text_name
-from cudaship.archive.spill import Budget, Hasher, Sink, released
+from cudaship.archive.select import is_text_name
 from cudaship.archive.zip import ZipArchive, ZipFile, ZipMember
 from cudaship.errors import ArchiveError, CudashipError, WheelError
 from cudaship.inspection.inputs import InspectObserver, ScanObserver, is_program
-from cudaship.inspection.wheel import failed_member, member_report, shown_name
-from cudaship.knowledge.platforms import platform_from_tag
+from cudaship.inspection.member import MemberResult, inspect_member, scan_member
+from cudaship.inspection.wheel import failed_member, shown_name
+from cudaship.knowledge.platforms import platforms_of_tags
 from cudaship.records.files import ContainerKind, FileReport, WheelInfo
 from cudaship.records.platform import TargetPlatform
 from cudaship.safe_read import file_size, not_regular_reason
-from cudaship.wheel import pyloads
 from cudaship.wheel.archive import WheelArchive
 from cudaship.wheel.metadata import (
     MAX_METADATA_BYTES,
@@ -94,9 +89,6 @@ __all__ = [
 ]
 
 _P = ParamSpec("_P")
-
-#: Members from this size on are hashed on a helper thread while the next chunks are inflated.
-_THREADED_HASH = 8 << 20
 
 
 @dataclass(frozen=True)
@@ -181,80 +173,6 @@ class ScannedWheel:
     @property
     def uncompressed_size(self) -> int:
         return sum(m.size for m in self.members)
-
-
-@dataclass
-class _Result:
-    name: str
-    size: int
-    digest: str | None
-    algorithm: str
-    report: FileReport | None
-    error: str | None
-    loads: PythonLoads | LibraryList | None = None
-
-
-def _scan_member(
-    archive: ZipArchive,
-    member: ZipMember,
-    budget: Budget,
-    _announce: object,
-    path: str,
-    algorithm: str,
-    details: bool,
-) -> _Result:
-    """One member: hashed with ``algorithm``, read into a report when native, its library loads when a
-    Python file or a list of library names (a :data:`~cudaship.archive.pool.MemberReader`)."""
-    name = member.name
-    report: FileReport | None = None
-    whole = archive.small(member)
-    if whole is not None:  # thousands of small members: one step each (a bad one goes the long way below)
-        if is_native_member(name, whole[:MAGIC_BYTES]):
-            with released(memoryview(whole)) as view:
-                report = member_report(view, name, container=path, toolkit_sample=details)
-        digest = b64_digest(hashlib.new(algorithm, whole).digest())
-        loads: PythonLoads | LibraryList | None = None
-        if report is None:
-            if pyloads.is_python_source(name):
-                loads = pyloads.python_loads(name, whole)
-            elif pyloads.is_library_list(name):
-                loads = pyloads.library_list(name, whole)
-        return _Result(name, len(whole), digest, algorithm, report, None, loads)
-    hasher: Hasher | None = None
-    size = 0
-    sink: Sink | None = None
-    try:
-        archive.check(member)
-        hasher = Hasher(algorithm, threaded=member.size >= _THREADED_HASH)
-        chunks = archive.chunks(member, verify_crc=False)  # the RECORD hash is the stronger check
-        first = next(chunks, b"")
-        if is_native_member(name, first[:MAGIC_BYTES]):
-            sink = Sink(member.size, budget, spill_size=SPILL_SIZE)
-        pages = CompressedPages(archive.buf, member.data_offset, member.compressed_size, member.size)
-        for chunk in itertools.chain((first,), chunks):
-            size += len(chunk)
-            hasher.update(chunk)
-            if sink is not None:
-                sink.write(chunk)
-            pages.produced(len(chunk))
-        pages.finished()
-        digest = b64_digest(hasher.digest())
-        if sink is not None:
-            buf = sink.buffer()
-            report = member_report(buf, name, container=path, toolkit_sample=details)
-            if isinstance(buf, memoryview):
-                # a view still exported (a search's ctypes buffer awaiting garbage collection) keeps the
-                # memory alive until it goes; never an error (it was an intermittent exit 70)
-                with suppress(BufferError):
-                    buf.release()
-    except ArchiveError as e:
-        return _Result(name, size, None, algorithm, None, e.message.removeprefix(f"member {name}: "))
-    finally:
-        if hasher is not None:
-            hasher.finish()
-        if sink is not None:
-            sink.close()
-    return _Result(name, size, digest, algorithm, report, None)
 
 
 class ScanJob:
@@ -346,9 +264,7 @@ scan = _at_once(start)
 def target_platform(dist: DistInfo, filename: str) -> tuple[TargetPlatform, tuple[str, ...]]:
     """A wheel's target platform: the first specific one of its WHEEL tags, else of its file name's tags
     (WHEEL without tags); notes when the tags name several platforms."""
-    platforms = dist.wheel.platforms
-    if not platforms:
-        platforms = tuple(platform_from_tag(t.rsplit("-", 1)[-1]) for t in tags_from_filename(filename))
+    platforms = platforms_of_tags(dist.wheel.tags) or platforms_of_tags(tags_from_filename(filename))
     specific = [p for p in platforms if p.os not in ("any", "other")]
     first = _first_specific(platforms)
     if len({(p.os, p.machine) for p in specific}) > 1:
@@ -426,11 +342,12 @@ def _start_audit(
     verifier = RecordVerifier(dist.record)
     hooks.planned(sum(i.compressed_size for i in infos))
     # the dist-info files were read above: hash them now rather than reading them a second time
-    done: list[_Result] = []
+    done: list[MemberResult] = []
     for name, data in meta.items():
         algorithm = verifier.algorithm_for(name)
-        digest = b64_digest(hashlib.new(algorithm, data).digest())
-        done.append(_Result(name, len(data), digest, algorithm, None, None))
+        done.append(
+            MemberResult(name, len(data), hashlib.new(algorithm, data).digest(), algorithm, None, None)
+        )
         found = archive.get(name)
         hooks.advanced(found.compressed_size if found is not None else 0)
     order = sorted((i for i in infos if i.name not in meta), key=lambda i: i.compressed_size, reverse=True)
@@ -463,7 +380,7 @@ def _audited(
     dist_dir: str,
     infos: Sequence[ZipMember],
     verifier: RecordVerifier,
-    results: list[_Result],
+    results: list[MemberResult],
     platform: TargetPlatform,
     platform_notes: tuple[str, ...],
 ) -> ScannedWheel:
@@ -479,7 +396,7 @@ def _audited(
             verifier.unverified(res.name)
             continue
         assert res.digest is not None
-        verifier.observe(res.name, res.algorithm, res.digest, res.size)
+        verifier.observe(res.name, res.algorithm, b64_digest(res.digest), res.size)
         if res.report is not None:
             reports[res.name] = res.report
         if isinstance(res.loads, PythonLoads):
@@ -519,23 +436,23 @@ def _run(
     *,
     inline: bool,
     ref: ArchiveRef | None = None,
-) -> list[Pending[_Result]]:
+) -> list[Pending[MemberResult]]:
     """Every member in ``order`` handed to the pool's dispatcher. A worker process that dies makes the wheel
     unreadable (one line, exit 2), never an internal error."""
 
-    def failed(member: ZipMember, message: str) -> _Result:
+    def failed(member: ZipMember, message: str) -> MemberResult:
         if message == WORKER_DIED:
             raise WheelError(WORKER_DIED, path=label)
-        return _Result(member.name, 0, None, verifier.algorithm_for(member.name), None, message)
+        return MemberResult(member.name, 0, None, verifier.algorithm_for(member.name), None, message)
 
-    def advanced(member: ZipMember, _result: _Result, _remote: bool) -> None:
+    def advanced(member: ZipMember, _result: MemberResult, _remote: bool) -> None:
         hooks.advanced(member.compressed_size)
 
     return pool.dispatch(
         archive,
         ref,
         order,
-        _scan_member,
+        scan_member,
         lambda member: (label, verifier.algorithm_for(member.name), details),
         failed=failed,
         on_done=advanced,
@@ -602,9 +519,7 @@ def _start_inspect(
             reports={},
             record_problems=(),
             unreadable=(),
-            platform=_first_specific(
-                [platform_from_tag(t.rsplit("-", 1)[-1]) for t in info.tags] if info else []
-            ),
+            platform=_first_specific(platforms_of_tags(info.tags) if info else ()),
             purpose=Purpose.INSPECT,
             info=info,
             error=error,
@@ -646,35 +561,13 @@ def _dispatch_native(
         archive.zip,
         ref,
         candidates,
-        _inspect_member,
+        inspect_member,
         lambda member: (label, details),
         failed=failed,
         on_done=done,
         announce=reading,
         unpacked_bytes=sum(m.size for m in members),
     )
-
-
-def _inspect_member(
-    zip_archive: ZipArchive,
-    member: ZipMember,
-    budget: Budget,
-    announce: Callable[[ZipMember], None] | None,
-    label: str,
-    details: bool,
-) -> FileReport | None:
-    """The report of one member, or None when it is not native (then only its first bytes were inflated);
-    a :data:`~cudaship.archive.pool.MemberReader`."""
-    archive = WheelArchive(label, archive=zip_archive)
-    try:
-        if not is_native_member(member.name, archive.head(member)):
-            return None
-        if announce is not None:
-            announce(member)
-        with archive.member_buffer(member, budget=budget) as buf:
-            return member_report(buf, member.name, container=label, details=details)
-    except CudashipError as e:  # this member could not be unpacked; the others still are
-        return failed_member(member.name, member.size, label, e.message)
 
 
 def _no_dist(name: str) -> DistInfo:

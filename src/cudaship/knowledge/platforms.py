@@ -4,6 +4,7 @@ redist manifests spell them. Every layer asks these functions; none keeps its ow
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from cudaship.errors import KnowledgeError
@@ -223,6 +224,15 @@ def cuda_platform_for(os: str, machine: str) -> CudaPlatform:
 
 
 # --- platform tags ----------------------------------------------------------------------------------------
+
+
+def platforms_of_tags(tags: Iterable[str]) -> tuple[TargetPlatform, ...]:
+    """The distinct platforms of wheel tags (``py3-none-manylinux_2_28_x86_64``), in their order."""
+    seen: dict[str, TargetPlatform] = {}
+    for tag in tags:
+        platform = platform_from_tag(tag.rsplit("-", 1)[-1])
+        seen.setdefault(platform.label, platform)
+    return tuple(seen.values())
 
 
 def platform_from_tag(platform_tag: str) -> TargetPlatform:

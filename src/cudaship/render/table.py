@@ -9,7 +9,8 @@ against the record type of ``AUDIT``. A renderer takes layout from :class:`Style
 content.
 
 The renderers are loaded only when a command renders (``cudaship --help`` stays fast: the renderers and the
-records they import are about 300 modules): each command's ``load`` imports its modules in the function.
+records they import are about 300 modules): each command's ``load`` imports the modules of the one format
+asked, in the function.
 
 :func:`render` is also where names from inputs are made safe to print, for every command and format at once:
 the record goes through :func:`cudaship.render.escape.record` before the renderer and the report through
@@ -18,7 +19,7 @@ the record goes through :func:`cudaship.render.escape.record` before the rendere
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
@@ -54,114 +55,129 @@ class Formats:
 
 @dataclass(frozen=True)
 class Command(Formats, Generic[R]):
-    """A command's formats and the loader of their renderers (format name -> renderer, in ``names`` order)."""
+    """A command's formats and the loader of a format's renderer (a name in ``names`` -> its renderer; only
+    that format's modules are imported: a JSON report need not import rich)."""
 
-    load: Callable[[], Mapping[str, Renderer[R]]]
-
-
-# Each loader imports its renderers when the command renders (CLI start-up time: see the module docstring).
+    load: Callable[[str], Renderer[R]]
 
 
-def _inspect() -> Mapping[str, Renderer[InspectReport]]:
-    from cudaship.render import inspect_json, inspect_text
-
-    return {"text": inspect_text.render, "json": inspect_json.render}
+# Each loader imports a format's renderer when the command renders it (start-up time: the module docstring).
 
 
-def _gpus() -> Mapping[str, Renderer[GpuReport]]:
+def _inspect(fmt: str) -> Renderer[InspectReport]:
+    if fmt == "json":  # JSON alone does not import rich (about 60 ms)
+        from cudaship.render import inspect_json
+
+        return inspect_json.render
+    from cudaship.render import inspect_text
+
+    return inspect_text.render
+
+
+def _gpus(fmt: str) -> Renderer[GpuReport]:
     from cudaship.render import gpus
 
-    return gpus.FORMATS
+    return gpus.FORMATS[fmt]
 
 
-def _audit() -> Mapping[str, Renderer[AuditReport]]:
-    from cudaship.render import audit_json, audit_junit, audit_markdown, audit_sarif, audit_text
+def _audit(fmt: str) -> Renderer[AuditReport]:
+    if fmt == "json":
+        from cudaship.render import audit_json
 
-    return {
-        "text": audit_text.render,
-        "json": audit_json.render,
-        "junit": audit_junit.render,
-        "markdown": audit_markdown.render,
-        "sarif": audit_sarif.render,
-    }
+        return audit_json.render
+    if fmt == "junit":
+        from cudaship.render import audit_junit
+
+        return audit_junit.render
+    if fmt == "markdown":
+        from cudaship.render import audit_markdown
+
+        return audit_markdown.render
+    if fmt == "sarif":
+        from cudaship.render import audit_sarif
+
+        return audit_sarif.render
+    from cudaship.render import audit_text
+
+    return audit_text.render
 
 
-def _doctor() -> Mapping[str, Renderer[DoctorReport]]:
+def _doctor(fmt: str) -> Renderer[DoctorReport]:
     from cudaship.render import doctor
 
-    return doctor.FORMATS
+    return doctor.FORMATS[fmt]
 
 
-def _doctor_env() -> Mapping[str, Renderer[EnvReport]]:
+def _doctor_env(fmt: str) -> Renderer[EnvReport]:
     from cudaship.render import doctor_env
 
-    return doctor_env.FORMATS
+    return doctor_env.FORMATS[fmt]
 
 
-def _arch_list() -> Mapping[str, Renderer[TrainArchs]]:
+def _arch_list(fmt: str) -> Renderer[TrainArchs]:
     from cudaship.render import arch_list
 
-    return arch_list.FORMATS
+    return arch_list.FORMATS[fmt]
 
 
-def _matrix() -> Mapping[str, Renderer[MatrixResult]]:
+def _matrix(fmt: str) -> Renderer[MatrixResult]:
     from cudaship.render import matrix
 
-    return matrix.FORMATS
+    return matrix.FORMATS[fmt]
 
 
-def _env() -> Mapping[str, Renderer[BuildEnv]]:
+def _env(fmt: str) -> Renderer[BuildEnv]:
     from cudaship.render import env
 
-    return env.FORMATS
+    return env.FORMATS[fmt]
 
 
-def _cmake() -> Mapping[str, Renderer[CMakePlan]]:
+def _cmake(fmt: str) -> Renderer[CMakePlan]:
     from cudaship.render import cmake
 
-    return cmake.FORMATS
+    return cmake.FORMATS[fmt]
 
 
-def _toolkit() -> Mapping[str, Renderer[ToolkitView | ToolkitCatalog]]:
+def _toolkit(fmt: str) -> Renderer[ToolkitView | ToolkitCatalog]:
     from cudaship.render import toolkit
 
-    return toolkit.FORMATS
+    return toolkit.FORMATS[fmt]
 
 
-def _toolkit_env() -> Mapping[str, Renderer[ToolkitEnv]]:
+def _toolkit_env(fmt: str) -> Renderer[ToolkitEnv]:
     from cudaship.render import toolkit
 
-    return toolkit.ENV_FORMATS
+    return toolkit.ENV_FORMATS[fmt]
 
 
-def _program_inspect() -> Mapping[str, Renderer[list[ProgramInfo]]]:
+def _program_inspect(fmt: str) -> Renderer[list[ProgramInfo]]:
     from cudaship.render import program
 
-    return program.INSPECT_FORMATS
+    return program.INSPECT_FORMATS[fmt]
 
 
-def _program_check() -> Mapping[str, Renderer[CheckReport]]:
+def _program_check(fmt: str) -> Renderer[CheckReport]:
     from cudaship.render import program
 
-    return program.CHECK_FORMATS
+    return program.CHECK_FORMATS[fmt]
 
 
-def _program_run() -> Mapping[str, Renderer[RunReport]]:
+def _program_run(fmt: str) -> Renderer[RunReport]:
     from cudaship.render import program
 
-    return program.RUN_FORMATS
+    return program.RUN_FORMATS[fmt]
 
 
-def _program_export() -> Mapping[str, Renderer[ExportResult]]:
+def _program_export(fmt: str) -> Renderer[ExportResult]:
     from cudaship.render import program
 
-    return program.EXPORT_FORMATS
+    return program.EXPORT_FORMATS[fmt]
 
 
-def _repair() -> Mapping[str, Renderer[RepairReport]]:
+def _repair(fmt: str) -> Renderer[RepairReport]:
     from cudaship.render import repair
 
-    return repair.FORMATS
+    return repair.FORMATS[fmt]
 
 
 INSPECT: Command[InspectReport] = Command("inspect", ("text", "json"), _inspect)
@@ -218,7 +234,7 @@ def render(command: Command[R], fmt: str, report: R, style: Style | None = None)
     fmt = fmt.lower()
     if fmt not in command.names:
         raise KeyError(f"{command.name}: no format {fmt!r}")
-    renderer = command.load()[fmt]
+    renderer = command.load(fmt)
     style = style or Style()
     kind = escape.kind_of(fmt)
     rendered = renderer(escape.record(report, kind), style)

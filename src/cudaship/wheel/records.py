@@ -8,9 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cudaship.knowledge.platforms import platform_from_tag
-from cudaship.records.platform import TargetPlatform
-
 
 @dataclass(frozen=True)
 class Metadata:
@@ -31,14 +28,6 @@ class WheelFile:
     wheel_version: str | None
     root_is_purelib: bool
     tags: tuple[str, ...]
-
-    @property
-    def platforms(self) -> tuple[TargetPlatform, ...]:
-        seen: dict[str, TargetPlatform] = {}
-        for tag in self.tags:
-            platform = platform_from_tag(tag.rsplit("-", 1)[-1])
-            seen.setdefault(platform.label, platform)
-        return tuple(seen.values())
 
 
 @dataclass(frozen=True)
