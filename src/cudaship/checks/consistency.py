@@ -36,7 +36,6 @@ from cudaship.knowledge.trains import Train, parse_train
 from cudaship.records.binary import DeviceCodeKind
 from cudaship.records.files import FileReport, RuntimeLinkage
 from cudaship.records.findings import CheckResult, Finding, failed, verdict
-from cudaship.wheel.records import DeclaredRequirement
 
 FAMILY = "consistency"
 
@@ -109,133 +108,51 @@ def _newer_than(s: _Sources, train: Train) -> list[tuple[str, Train]]:
     return [(label, release) for label, release in _device(s) if release > train.line]
 
 
+@dataclass
+class _Said:
+    """What the check shows (one line per source) and what it finds, in the order the report gives them."""
+
+    shown: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+    def find(self, message: str, *, file: str | None = None, requirement: str | None = None) -> None:
+        self.findings.append(Finding(message, file=file, requirement=requirement))
+
+
 def run(ctx: AuditContext) -> list[CheckResult]:
     # the train the wheel claims (tag or --train): an inferred one comes from these very sources
     train = ctx.tag_train_or_error
-    findings: list[Finding] = []
-    shown: list[str] = []
+    said = _Said()
     libs = {p: _sources(r) for p, r in sorted(ctx.reports.items())}
     libs = {p: s for p, s in libs.items() if s.labelled() or s.unknown_isa}
-    # variants (one per CUDA version) agree with their own train, not the wheel's
-    for path in [p for p in libs if p in ctx.variants and ctx.variants[p].train is not None]:
-        own = ctx.variants[path].train
-        assert own is not None
-        s = libs.pop(path)
-        shown.append(f"{path} (variant, {own.version}): {', '.join(label for label, _ in s.labelled())}")
-        if s.cudart is not None and s.cudart != own.major:
-            findings.append(
-                Finding(
-                    f"cudart {s.cudart}: CUDA {s.cudart}, the variant's name says {own.version}", file=path
-                )
-            )
-        for label, _release_of in _newer_than(s, own):
-            findings.append(
-                Finding(f"{label}: newer than CUDA {own.version}, which the variant's name says", file=path)
-            )
-    reqs: list[tuple[DeclaredRequirement, int]] = []
-    for r in nvidia_requirements(ctx.declared, ("nvidia-",)):
-        m = requirement_major(r)
-        if m is not None:
-            reqs.append((r, m))
-
-    expected_isa: str | None = None
-    if not isinstance(train, str):
-        shown.insert(0, f"{ctx.train_named_by} = {train.version}")
-        try:
-            expected_isa = release_for(train).ptx_isa
-        except CudashipError as e:
-            where = f"+{ctx.local}" if ctx.train_override is None else "--train"
-            findings.append(Finding(f"{where}: {e.message}", requirement=ctx.local))
-    else:
-        shown.insert(0, "no train tag")
+    _variants(ctx, libs, said)  # removes the variants from ``libs``
+    reqs = [
+        (r, m)
+        for r in nvidia_requirements(ctx.declared, ("nvidia-",))
+        if (m := requirement_major(r)) is not None
+    ]
+    expected_isa = _claimed(ctx, train, said)
     newest: tuple[Train, str] | None = None  #: the newest device code of the wheel's own libraries
     for path, s in libs.items():
-        labelled = s.labelled()
-        parts = [label for label, _ in labelled]
-        # PTX newer than cudaship's data: shown; a failure only when it is newer than the claimed release
-        for isa in sorted(s.unknown_isa):
-            parts.append(f"PTX ISA {isa} (newer than cudaship's release data)")
-            if (
-                not isinstance(train, str)
-                and expected_isa is not None
-                and isa_tuple(isa) > isa_tuple(expected_isa)
-            ):
-                findings.append(
-                    Finding(
-                        f"PTX ISA {isa} is newer than CUDA {train.version} writes (PTX ISA {expected_isa}): "
-                        f"{ctx.train_claim}",
-                        file=path,
-                    )
-                )
-        if parts:
-            shown.append(f"{path}: {', '.join(parts)}")
+        _shown_line(ctx, train, expected_isa, path, s, said)
         for label, made_by in _device(s):
             if newest is None or made_by > newest[0]:
                 newest = (made_by, f"{path}: {label}")
         if not isinstance(train, str):
-            if s.cudart is not None and s.cudart != train.major:
-                findings.append(Finding(f"cudart {s.cudart}: CUDA {s.cudart}, {ctx.train_claim}", file=path))
-            for isa, release in sorted(s.ptx.items()):
-                if expected_isa is not None:
-                    if isa_tuple(isa) > isa_tuple(expected_isa):
-                        findings.append(
-                            Finding(
-                                f"PTX ISA {isa} (CUDA {release}) is newer than CUDA {train.version} writes "
-                                f"(PTX ISA {expected_isa}): {ctx.train_claim}",
-                                file=path,
-                            )
-                        )
-                elif (found := _release(release)) is not None and found > train.line:
-                    findings.append(
-                        Finding(f"PTX ISA {isa} = CUDA {release}: newer than {ctx.train_claim}", file=path)
-                    )
-            for release in sorted(s.toolkit):
-                found = _release(release)
-                if found is not None and found > train.line:
-                    findings.append(
-                        Finding(
-                            f"cubins built by CUDA {release}, newer than CUDA {train.version}: "
-                            f"{ctx.train_claim}",
-                            file=path,
-                        )
-                    )
+            _against_train(ctx, train, expected_isa, path, s, said)
         elif s.cudart is not None:
-            runtime = Train(s.cudart, 0)
-            newer = [label for label, release in _device(s) if release.major > runtime.major]
-            if newer:
-                findings.append(
-                    Finding(
-                        f"sources disagree: {', '.join(newer)} newer than the cudart {s.cudart} it imports",
-                        file=path,
-                    )
-                )
+            _against_own_cudart(path, s, said)
     for req, major in reqs:
-        shown.append(f"requirement {req.text}")
+        said.shown.append(f"requirement {req.text}")
         if not isinstance(train, str) and major != train.major:
-            findings.append(
-                Finding(
-                    f"requires CUDA {major} ({req.text}), {ctx.train_claim}",
-                    requirement=req.text,
-                )
-            )
+            said.find(f"requires CUDA {major} ({req.text}), {ctx.train_claim}", requirement=req.text)
     if isinstance(train, str) and reqs:
-        req_majors = {m for _, m in reqs}
-        if len(req_majors) > 1:
-            findings.append(Finding(f"declared requirements name CUDA {sorted(req_majors)}"))
-        for path, s in libs.items():
-            if s.cudart is not None and s.cudart not in req_majors:
-                findings.append(
-                    Finding(
-                        f"imports cudart {s.cudart}, the declared requirements are for CUDA "
-                        + "/".join(str(m) for m in sorted(req_majors)),
-                        file=path,
-                    )
-                )
-    if len(shown) == 1:
-        reason = f"{shown[0]}; nothing else names a CUDA version"
+        _untagged_requirements(libs, {m for _, m in reqs}, said)
+    if len(said.shown) == 1:
+        reason = f"{said.shown[0]}; nothing else names a CUDA version"
     else:
-        reason = "agree: " + "; ".join(shown)
-    results = [verdict(FAMILY, "consistency: CUDA train", findings, reason)]
+        reason = "agree: " + "; ".join(said.shown)
+    results = [verdict(FAMILY, "consistency: CUDA train", said.findings, reason)]
     # (a train cudaship has no release for is already a finding above: nothing to compare with)
     if (
         not isinstance(train, str)
@@ -243,18 +160,118 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         and newest is not None
         and newest[0] < train.line
     ):
-        message = (
-            f"the newest device code is CUDA {newest[0].version} ({newest[1]}), older than CUDA "
-            f"{train.version}: {ctx.train_claim}; it runs on the drivers that train needs, but was not built "
-            "with that release"
-        )
-        results.append(
-            failed(
-                FAMILY,
-                "consistency: device code older than the train",
-                message,
-                [Finding(message, file=newest[1].split(": ", 1)[0])],
-                rule="older_code",
-            )
-        )
+        results.append(_older_code(ctx, train, newest))
     return results
+
+
+def _variants(ctx: AuditContext, libs: dict[str, _Sources], said: _Said) -> None:
+    """Variants (one library per CUDA version) agree with their own train, not the wheel's."""
+    for path in [p for p in libs if p in ctx.variants and ctx.variants[p].train is not None]:
+        own = ctx.variants[path].train
+        assert own is not None
+        s = libs.pop(path)
+        said.shown.append(f"{path} (variant, {own.version}): {', '.join(label for label, _ in s.labelled())}")
+        if s.cudart is not None and s.cudart != own.major:
+            said.find(f"cudart {s.cudart}: CUDA {s.cudart}, the variant's name says {own.version}", file=path)
+        for label, _release_of in _newer_than(s, own):
+            said.find(f"{label}: newer than CUDA {own.version}, which the variant's name says", file=path)
+
+
+def _claimed(ctx: AuditContext, train: Train | str, said: _Said) -> str | None:
+    """The claimed train shown first, and the PTX ISA its release writes (None: no train, or no release)."""
+    if isinstance(train, str):
+        said.shown.insert(0, "no train tag")
+        return None
+    said.shown.insert(0, f"{ctx.train_named_by} = {train.version}")
+    try:
+        return release_for(train).ptx_isa
+    except CudashipError as e:
+        where = f"+{ctx.local}" if ctx.train_override is None else "--train"
+        said.find(f"{where}: {e.message}", requirement=ctx.local)
+        return None
+
+
+def _shown_line(
+    ctx: AuditContext, train: Train | str, expected_isa: str | None, path: str, s: _Sources, said: _Said
+) -> None:
+    """The library's sources shown; PTX newer than cudaship's data is shown, and a failure only when it is
+    newer than the claimed release."""
+    parts = [label for label, _ in s.labelled()]
+    for isa in sorted(s.unknown_isa):
+        parts.append(f"PTX ISA {isa} (newer than cudaship's release data)")
+        if (
+            not isinstance(train, str)
+            and expected_isa is not None
+            and isa_tuple(isa) > isa_tuple(expected_isa)
+        ):
+            said.find(
+                f"PTX ISA {isa} is newer than CUDA {train.version} writes (PTX ISA {expected_isa}): "
+                f"{ctx.train_claim}",
+                file=path,
+            )
+    if parts:
+        said.shown.append(f"{path}: {', '.join(parts)}")
+
+
+def _against_train(
+    ctx: AuditContext, train: Train, expected_isa: str | None, path: str, s: _Sources, said: _Said
+) -> None:
+    """A library of a tagged wheel: its cudart of the train's major, no device code newer than the train."""
+    if s.cudart is not None and s.cudart != train.major:
+        said.find(f"cudart {s.cudart}: CUDA {s.cudart}, {ctx.train_claim}", file=path)
+    for isa, release in sorted(s.ptx.items()):
+        if expected_isa is not None:
+            if isa_tuple(isa) > isa_tuple(expected_isa):
+                said.find(
+                    f"PTX ISA {isa} (CUDA {release}) is newer than CUDA {train.version} writes "
+                    f"(PTX ISA {expected_isa}): {ctx.train_claim}",
+                    file=path,
+                )
+        elif (found := _release(release)) is not None and found > train.line:
+            said.find(f"PTX ISA {isa} = CUDA {release}: newer than {ctx.train_claim}", file=path)
+    for release in sorted(s.toolkit):
+        found = _release(release)
+        if found is not None and found > train.line:
+            said.find(
+                f"cubins built by CUDA {release}, newer than CUDA {train.version}: {ctx.train_claim}",
+                file=path,
+            )
+
+
+def _against_own_cudart(path: str, s: _Sources, said: _Said) -> None:
+    """A library of an untagged wheel: its device code no newer than the cudart it imports."""
+    assert s.cudart is not None
+    runtime = Train(s.cudart, 0)
+    newer = [label for label, release in _device(s) if release.major > runtime.major]
+    if newer:
+        said.find(
+            f"sources disagree: {', '.join(newer)} newer than the cudart {s.cudart} it imports", file=path
+        )
+
+
+def _untagged_requirements(libs: dict[str, _Sources], req_majors: set[int], said: _Said) -> None:
+    """Without a train: the declared requirements agree with each other and with the cudarts imported."""
+    if len(req_majors) > 1:
+        said.find(f"declared requirements name CUDA {sorted(req_majors)}")
+    for path, s in libs.items():
+        if s.cudart is not None and s.cudart not in req_majors:
+            said.find(
+                f"imports cudart {s.cudart}, the declared requirements are for CUDA "
+                + "/".join(str(m) for m in sorted(req_majors)),
+                file=path,
+            )
+
+
+def _older_code(ctx: AuditContext, train: Train, newest: tuple[Train, str]) -> CheckResult:
+    message = (
+        f"the newest device code is CUDA {newest[0].version} ({newest[1]}), older than CUDA "
+        f"{train.version}: {ctx.train_claim}; it runs on the drivers that train needs, but was not built "
+        "with that release"
+    )
+    return failed(
+        FAMILY,
+        "consistency: device code older than the train",
+        message,
+        [Finding(message, file=newest[1].split(": ", 1)[0])],
+        rule="older_code",
+    )
