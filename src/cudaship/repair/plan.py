@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from packaging.utils import canonicalize_name
 
 from cudaship.checks import closure
 from cudaship.checks.context import AuditContext
-from cudaship.knowledge.libraries import OS, identify
+from cudaship.knowledge.libraries import identify
 from cudaship.knowledge.repair import Provision, provision
-from cudaship.records.binary import FileFormat, ImportKind
+from cudaship.records.binary import FileFormat, HostBinary, ImportKind
+from cudaship.records.files import FileReport
 from cudaship.records.findings import Status
 from cudaship.repair.records import ElfEdit, Kept, Removed, RepairPlan
 from cudaship.repair.requirements import covered, declared_cover, merge_requirements, one_major
@@ -78,118 +80,159 @@ def plan_repair(ctx: AuditContext, *, drop_unused: bool = False) -> RepairPlan:
         return RepairPlan(
             scan.path, scan.filename, os_name, label, train.major if train else None, notes=(note,)
         )
-    os: OS = "linux"
-    major = train.major if train is not None else None
-    minor = train.minor if train is not None else None
-    member_of = {installed: member for member, installed in ctx.installed.items()}
-    sizes = {m.name: m for m in scan.members}
-    project = canonicalize_name(scan.dist.metadata.name or "")
+    linux = _Linux(ctx)
+    vendored = _devendor(ctx, linux)
+    remaining = {p: r for p, r in ctx.libraries.items() if p not in vendored.provided}
+    own_dir, emptied = _own_directories(remaining, vendored.provided)
+    unused = unused_cuda(ctx) if drop_unused else {}
+    names, extras = declared_cover(ctx)
+    edits: list[ElfEdit] = []
+    needs: dict[str, tuple[Provision, list[str]]] = {}
+    seen = {p.major for p in vendored.provided.values()}  # the CUDA majors of what the libraries need
+    for path, report in sorted(remaining.items()):
+        host = report.host
+        if host is None or report.format is not FileFormat.ELF:
+            continue
+        drop = tuple(sorted(unused.get(path, set())))
+        needed = [i.library for i in host.imports if i.kind is ImportKind.NEEDED and i.library not in drop]
+        replace = tuple((n, vendored.renamed[n]) for n in needed if n in vendored.renamed)
+        after = [vendored.renamed.get(n, n) for n in needed]
+        siblings = _sibling_dirs(after, own_dir)  # directories of the shipped libraries it needs
+        wanted: list[str] = []
+        for lib, p in _provided(after, own_dir, linux):
+            seen.add(p.major)
+            if p.directory not in wanted:
+                wanted.append(p.directory)
+            if not covered(p, names, extras):
+                needs.setdefault(p.requirement, (p, []))[1].append(lib)
+        if wanted or replace or drop:
+            edit = _edit(
+                linux.member(path), host, posixpath.dirname(path), emptied, siblings, wanted, replace, drop
+            )
+            if edit is not None:
+                edits.append(edit)
+    return RepairPlan(
+        scan.path,
+        scan.filename,
+        os_name,
+        label,
+        linux.major if linux.major is not None else one_major(seen),
+        tuple(vendored.removed),
+        tuple(vendored.kept),
+        tuple(edits),
+        merge_requirements(needs),
+        (),
+    )
 
-    removed: list[Removed] = []
-    kept: list[Kept] = []
-    provided: dict[str, Provision] = {}  # installed path -> what provides it
-    renamed: dict[str, str] = {}  # a removed copy's names -> the library's own name
+
+class _Linux:
+    """What the Linux plan looks libraries up with: the train's major and minor, the wheel's members."""
+
+    def __init__(self, ctx: AuditContext) -> None:
+        train = ctx.train
+        self.major = train.major if train is not None else None
+        self.minor = train.minor if train is not None else None
+        self._member_of = {installed: member for member, installed in ctx.installed.items()}
+
+    def provision(self, name: str) -> Provision | None:
+        return provision(name, "linux", self.major, self.minor)
+
+    def member(self, installed: str) -> str:
+        return self._member_of.get(installed, installed)
+
+
+@dataclass
+class _Vendored:
+    """The shipped libraries an NVIDIA wheel provides: removed, or kept (with why), and their names."""
+
+    removed: list[Removed] = field(default_factory=list)
+    kept: list[Kept] = field(default_factory=list)
+    provided: dict[str, Provision] = field(default_factory=dict)  #: installed path -> what provides it
+    renamed: dict[str, str] = field(default_factory=dict)  #: a removed copy's names -> the library's own name
+
+
+def _devendor(ctx: AuditContext, linux: _Linux) -> _Vendored:
+    sizes = {m.name: m for m in ctx.scan.members}
+    project = canonicalize_name(ctx.scan.dist.metadata.name or "")
+    out = _Vendored()
     for path, report in sorted(ctx.libraries.items()):
         host = report.host
         if host is None or report.format is not FileFormat.ELF:
             continue
         base = posixpath.basename(path)
         name = host.soname or base
-        p = provision(name, os, major, minor) or provision(base, os, major, minor)
+        p = linux.provision(name) or linux.provision(base)
         if p is None:
             continue
-        member = member_of.get(path, path)
+        member = linux.member(path)
         if canonicalize_name(p.project) == project or posixpath.dirname(path) == p.directory:
-            kept.append(Kept(member, p.library, f"the wheel is {p.project}, the library's provider"))
+            out.kept.append(Kept(member, p.library, f"the wheel is {p.project}, the library's provider"))
             continue
         facts = sizes.get(member)
-        removed.append(
-            Removed(
-                member,
-                p.library,
-                facts.size if facts else 0,
-                facts.compressed_size if facts else 0,
-                p.project,
-                p.directory,
-            )
-        )
-        provided[path] = p
+        size, compressed = (facts.size, facts.compressed_size) if facts else (0, 0)
+        out.removed.append(Removed(member, p.library, size, compressed, p.project, p.directory))
+        out.provided[path] = p
         for alias in {name, base}:
             if alias != p.library:
-                renamed[alias] = p.library
+                out.renamed[alias] = p.library
+    return out
 
-    remaining = {p: r for p, r in ctx.libraries.items() if p not in provided}
-    own_dir: dict[str, str] = {}  # a remaining library's names -> its directory
+
+def _own_directories(
+    remaining: dict[str, FileReport], provided: dict[str, Provision]
+) -> tuple[dict[str, str], set[str]]:
+    """A remaining library's names -> its directory, and the directories the removals leave empty."""
+    own_dir: dict[str, str] = {}
     own_dirs: set[str] = set()
     for path, report in sorted(remaining.items()):
         own_dir.setdefault(posixpath.basename(path), posixpath.dirname(path) or ".")
         if report.host is not None and report.host.soname:
             own_dir.setdefault(report.host.soname, posixpath.dirname(path) or ".")
         own_dirs.add(posixpath.dirname(path) or ".")
-    emptied = {posixpath.dirname(p) or "." for p in provided} - own_dirs
+    return own_dir, {posixpath.dirname(p) or "." for p in provided} - own_dirs
 
-    unused = unused_cuda(ctx) if drop_unused else {}
-    edits: list[ElfEdit] = []
-    needs: dict[str, tuple[Provision, list[str]]] = {}
-    seen = {p.major for p in provided.values()}  # the CUDA majors of what the libraries need
-    names, extras = declared_cover(ctx)
-    for path, report in sorted(remaining.items()):
-        host = report.host
-        if host is None or report.format is not FileFormat.ELF:
+
+def _sibling_dirs(needed: list[str], own_dir: dict[str, str]) -> list[str]:
+    siblings: list[str] = []
+    for lib in needed:
+        if lib in own_dir and own_dir[lib] not in siblings:
+            siblings.append(own_dir[lib])
+    return siblings
+
+
+def _provided(needed: list[str], own_dir: dict[str, str], linux: _Linux) -> list[tuple[str, Provision]]:
+    """The needed libraries not shipped that an NVIDIA wheel provides, with their provider."""
+    out: list[tuple[str, Provision]] = []
+    for lib in needed:
+        if lib in own_dir:
             continue
-        directory = posixpath.dirname(path)
-        drop = tuple(sorted(unused.get(path, set())))
-        needed = [i.library for i in host.imports if i.kind is ImportKind.NEEDED and i.library not in drop]
-        replace = tuple((n, renamed[n]) for n in needed if n in renamed)
-        after = [renamed.get(n, n) for n in needed]
-        wanted: list[str] = []
-        siblings: list[str] = []  # directories of the shipped libraries it needs
-        for lib in after:
-            if lib in own_dir:
-                if own_dir[lib] not in siblings:
-                    siblings.append(own_dir[lib])
-                continue
-            p = provision(lib, os, major, minor)
-            if p is None:
-                continue
-            seen.add(p.major)
-            if p.directory not in wanted:
-                wanted.append(p.directory)
-            if not covered(p, names, extras):
-                needs.setdefault(p.requirement, (p, []))[1].append(lib)
-        if not wanted and not replace and not drop:
-            continue
-        before = host.runpath or host.rpath
-        was_rpath = not host.runpath and bool(host.rpath)
-        # a library that had no search path found its shipped siblings through its loader's DT_RPATH; a
-        # DT_RUNPATH of its own would hide that (glibc ignores the chain's RPATH then): name them here
-        keep = siblings if not before else []
-        entries, dropped = _runpath(before, directory, emptied, keep + wanted)
-        if not replace and not drop and tuple(entries) == tuple(before):
-            continue
-        edits.append(
-            ElfEdit(
-                member_of.get(path, path),
-                replace,
-                tuple(before),
-                tuple(entries),
-                tuple(dropped),
-                was_rpath,
-                drop,
-            )
-        )
-    return RepairPlan(
-        scan.path,
-        scan.filename,
-        os_name,
-        label,
-        major if major is not None else one_major(seen),
-        tuple(removed),
-        tuple(kept),
-        tuple(edits),
-        merge_requirements(needs),
-        (),
-    )
+        p = linux.provision(lib)
+        if p is not None:
+            out.append((lib, p))
+    return out
+
+
+def _edit(
+    member: str,
+    host: HostBinary,
+    directory: str,
+    emptied: set[str],
+    siblings: list[str],
+    wanted: list[str],
+    replace: tuple[tuple[str, str], ...],
+    drop: tuple[str, ...],
+) -> ElfEdit | None:
+    """One library's edit, or None when its search path already is what it needs and nothing is renamed or
+    dropped."""
+    before = host.runpath or host.rpath
+    was_rpath = not host.runpath and bool(host.rpath)
+    # a library that had no search path found its shipped siblings through its loader's DT_RPATH; a
+    # DT_RUNPATH of its own would hide that (glibc ignores the chain's RPATH then): name them here
+    keep = siblings if not before else []
+    entries, dropped = _runpath(before, directory, emptied, keep + wanted)
+    if not replace and not drop and tuple(entries) == tuple(before):
+        return None
+    return ElfEdit(member, replace, tuple(before), tuple(entries), tuple(dropped), was_rpath, drop)
 
 
 def _runpath(
