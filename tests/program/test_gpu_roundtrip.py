@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,16 +25,33 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def gpu_export(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def gpu_export(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     if not torch_gpu():
         pytest.skip("no CUDA GPU visible to torch")
     reuse = os.environ.get("CUDASHIP_TEST_GPU_EXPORT")
     if reuse:  # an export the CLI made on this GPU in the same session (a cold export takes ~70 s)
-        return Path(reuse)
+        yield Path(reuse)
+        return
     out = tmp_path_factory.mktemp("gpu-export") / "demo"
     cxx = shutil.which("g++", path="/usr/bin") or "g++"
-    assert main(["program", "export", "demo-mlp", "--out", str(out), "--device", "cuda", "--cxx", cxx]) == 0
-    return out
+    # inductor compiles in this process: its pool of compile workers (torch's SubprocPool: a subprocess, its
+    # two pipes and an os.devnull log file, kept for the life of the process) would outlive the session and
+    # fail the open-files check of tests/conftest.py (seen on the H200: 4 passed, 1 error at teardown)
+    before = os.environ.get("TORCHINDUCTOR_COMPILE_THREADS")
+    os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
+    try:
+        argv = ["program", "export", "demo-mlp", "--out", str(out), "--device", "cuda", "--cxx", cxx]
+        assert main(argv) == 0
+    finally:
+        if before is None:
+            del os.environ["TORCHINDUCTOR_COMPILE_THREADS"]
+        else:
+            os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = before
+    yield out
+    # a pool started anyway (inductor's config read before the variable was set) is shut down here
+    from torch._inductor.async_compile import shutdown_compile_workers
+
+    shutdown_compile_workers()
 
 
 def _here() -> tuple[str, str]:
