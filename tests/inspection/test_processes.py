@@ -8,9 +8,11 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 import zipfile
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import Executor
 from pathlib import Path
 
 import pytest
@@ -224,6 +226,19 @@ def test_workers_refuse_a_wheel_replaced_after_it_was_opened(wheels: list[Path])
         assert out == "the file changed while it was being read"
 
 
+def _wait_until_broken(executor: Executor, tries: int = 2000) -> None:
+    """Submit no-op tasks until the executor says it is broken (a worker died); fail after ``tries``."""
+    from concurrent.futures import BrokenExecutor
+
+    for _ in range(tries):
+        try:
+            executor.submit(os.getpid).result()
+        except BrokenExecutor:
+            return
+        time.sleep(0.005)
+    pytest.fail(f"the pool still took work {tries} times after a worker was killed")
+
+
 def test_a_worker_that_dies_makes_the_wheel_unreadable_not_an_internal_error(wheels: list[Path]) -> None:
     from cudaship.errors import WheelError
 
@@ -232,6 +247,10 @@ def test_a_worker_that_dies_makes_the_wheel_unreadable_not_an_internal_error(whe
         os.kill(
             executor.submit(os.getpid).result(), signal.SIGKILL
         )  # one worker killed, as by the OOM killer
+        # SIGKILL is delivered, and the executor notices the dead worker, a moment later: until then the other
+        # worker may read the whole wheel, which is right but not what this test is about (it failed that way
+        # on a loaded machine). Wait, by counting, until the pool refuses work.
+        _wait_until_broken(executor)
         with pytest.raises(WheelError) as raised:
             scan_wheel(wheels[0], pool=pool)
         assert "a worker process ended abruptly while reading this wheel" in raised.value.message
