@@ -1,8 +1,9 @@
 """One wheel in, one repaired wheel out: read it the way ``audit`` does, plan, write.
 
 The input is never written. The output goes to ``<directory>/<the input's file name>`` through a temporary
-file in that directory, renamed into place only when complete (no partial wheel on failure). A wheel with
-nothing to change is copied byte for byte, so repairing a repaired wheel gives the same bytes.
+file created exclusively (unpredictable name, ``O_EXCL|O_NOFOLLOW``) in that directory, renamed into place
+only when complete (no partial wheel on failure; a link at the output name is replaced, not followed). A
+wheel with nothing to change is copied byte for byte, so repairing a repaired wheel gives the same bytes.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import shutil
 from pathlib import Path
 
+from cudaship import safe_write
 from cudaship.archive.zip import ZipArchive, ZipFile, ZipMember
 from cudaship.checks.context import AuditContext
 from cudaship.checks.table import default_policy
@@ -73,7 +75,7 @@ def repair_wheel(
         return WheelRepair(label, plan, size, uncompressed)
     target = directory / plan.filename
     try:
-        if target.exists() and target.resolve() == path.resolve():
+        if _same_file(target, path):
             raise CudashipError("the output would replace the input: give -w another directory", path=label)
         directory.mkdir(parents=True, exist_ok=True)
         after = _write(path, plan, target)
@@ -87,24 +89,33 @@ def repair_wheel(
     )
 
 
-def _write(path: Path, plan: RepairPlan, target: Path) -> int:
-    """Write the repaired wheel to ``target`` (atomically); its uncompressed size."""
-    tmp = target.with_name(f".{target.name}.cudaship-{os.getpid()}.tmp")
+def _same_file(target: Path, path: Path) -> bool:
+    """Whether ``target`` names the input itself (a link at ``target`` is replaced, never followed, so a
+    link to the input is not the input)."""
     try:
+        return not target.is_symlink() and os.path.samefile(target, path)
+    except OSError:
+        return False
+
+
+def _write(path: Path, plan: RepairPlan, target: Path) -> int:
+    """Write the repaired wheel to ``target``; its uncompressed size. The bytes go to a file created
+    exclusively under an unpredictable name in ``target``'s directory (:func:`safe_write.new_file`), renamed
+    into place only when complete: whatever is at ``target`` (a link included) is replaced, never written
+    through; on failure only that temporary file is removed."""
+    with safe_write.new_file(target, error=WheelError) as out:
         if not plan.changed:
-            with path.open("rb") as src, tmp.open("wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
+            with path.open("rb") as src:
+                shutil.copyfileobj(src, out.file, 1 << 20)
             total = _uncompressed(path)
         else:
             try:
-                with ZipFile(path) as archive, tmp.open("wb") as dst:
+                with ZipFile(path) as archive:
                     entries, total = _entries(archive, plan)
-                    write_zip(dst, entries)
+                    write_zip(out.file, entries)
             except ArchiveError as e:
                 raise WheelError(e.message) from None
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
+        out.place()
     return total
 
 

@@ -16,8 +16,9 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
-from cudaship import cachedir, http
+from cudaship import cachedir, http, safe_write
 from cudaship.errors import ToolkitError
 from cudaship.hashing import sha256_file
 from cudaship.safe_read import read_regular
@@ -135,7 +136,7 @@ def _download(
             else:
                 observer.stage(f"resuming {filename} at {have} bytes")
             try:
-                with part.open(mode) as out:
+                with _open_part(part, append=mode == "ab") as out:
                     for chunk in response.chunks(limit - have):
                         out.write(chunk)
                         observer.download_progress(filename, len(chunk))
@@ -186,6 +187,22 @@ def _download(
         ) from None
 
 
+def _open_part(part: Path, *, append: bool) -> BinaryIO:
+    """The partial download ``part`` for writing: cudaship's own file, reused across runs to resume
+    (:func:`safe_write.open_reusable`: a link or a hard link planted at its name is refused, never written
+    through); emptied first unless ``append``."""
+    fd = safe_write.open_reusable(part, error=ToolkitError, what="partial download")
+    try:
+        if append:
+            os.lseek(fd, 0, os.SEEK_END)
+        else:
+            os.ftruncate(fd, 0)
+        return os.fdopen(fd, "r+b" if not append else "ab")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def fetch(
     location: str,
     sha256: str,
@@ -234,7 +251,11 @@ def _fill(
         if not local.is_file():
             raise ToolkitError(f"{location}: no such file")
         observer.download_started(filename, local.stat().st_size, 0)
-        shutil.copyfile(local, part)
+        try:
+            with local.open("rb") as src, _open_part(part, append=False) as out:
+                shutil.copyfileobj(src, out, 1 << 20)
+        except OSError as e:
+            raise ToolkitError(f"cannot copy {location}: {e.strerror or e}") from None
         observer.download_progress(filename, local.stat().st_size)
     else:
         if options.offline:
@@ -248,7 +269,7 @@ def _fill(
     if actual != sha256:
         part.unlink()
         raise ToolkitError(f"{filename}: checksum mismatch: expected sha256 {sha256}, got {actual}")
-    os.replace(part, blob)
+    safe_write.place(part, blob, error=ToolkitError)
     observer.download_finished(filename)
 
 
@@ -277,9 +298,11 @@ def fetch_manifest(
             return cached.read_bytes()
         raise ToolkitError(f"{location} is not in the download cache ({cache.root}) and --offline is set")
     cached.parent.mkdir(parents=True, exist_ok=True)
-    part = cached.with_name(cached.name + f".{os.getpid()}.part")
+    fd, part = safe_write.create_exclusive(
+        cached.parent, f".{cached.name}.", suffix=".part", error=ToolkitError
+    )
+    os.close(fd)
     try:
-        part.unlink(missing_ok=True)
         observer.stage(f"reading {location}")
         name = location.rsplit("/", 1)[-1]
         _download(location, part, name, None, observer, options, limit)
@@ -287,7 +310,7 @@ def fetch_manifest(
         if part.stat().st_size > limit:
             raise ToolkitError(f"{location}: manifest larger than {limit} bytes")
         data = part.read_bytes()
-        os.replace(part, cached)
+        safe_write.place(part, cached, error=ToolkitError)
         return data
     finally:
         part.unlink(missing_ok=True)

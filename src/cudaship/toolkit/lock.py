@@ -1,7 +1,9 @@
 """An exclusive, non-blocking lock file that keeps two installs out of one destination.
 
 The lock is an OS lock (``flock`` / ``msvcrt.locking``) on ``.<name>.cudaship-lock`` beside the destination,
-so it is released by the OS when the holder dies; the file itself may stay behind and is harmless.
+so it is released by the OS when the holder dies; the file itself may stay behind and is harmless. It is
+opened by :func:`cudaship.safe_write.open_reusable`: created exclusively, or reused only when it is a regular
+file with one link owned by this user. A link planted at its (predictable) name is refused, never followed.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 from types import TracebackType
 
 from cudaship.errors import ToolkitError
+from cudaship.safe_write import open_reusable
 
 
 def lock_path(dest: Path) -> Path:
@@ -27,7 +30,7 @@ class InstallLock:
 
     def acquire(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_reusable(self.path, error=ToolkitError, what="lock file")
         try:
             if sys.platform == "win32":  # pragma: no cover - Windows only
                 import msvcrt
