@@ -11,7 +11,6 @@ A victim file outside the destination is checked byte for byte after each run.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import zipfile
 from pathlib import Path
@@ -138,3 +137,29 @@ def test_a_link_at_the_repaired_wheel_name_is_replaced_not_followed(
     with zipfile.ZipFile(target) as zf:
         assert zf.testzip() is None
     assert [p.name for p in out.iterdir()] == [target.name]
+
+
+# --- class 2: cleanup removes only what cudaship made -----------------------------------------------------
+
+
+def test_cleanup_never_removes_user_directories_named_like_staging(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mirror = build_redist(tmp_path / "redist").root
+    dest = tmp_path / "cuda"
+    assert _install(mirror, dest, tmp_path) == ExitCode.OK
+    user_dirs = [tmp_path / ".cuda.old-backup-2025", tmp_path / ".cuda.staging-notes"]
+    for d in user_dirs:
+        (d / "sub").mkdir(parents=True)
+        (d / "notes.txt").write_bytes(VICTIM)
+        (d / "sub" / "more.txt").write_bytes(VICTIM)
+    # a staging directory the way the old code named it, but with no proof: also not removed
+    (tmp_path / ".cuda.staging-abc123").mkdir()
+    assert _install(mirror, dest, tmp_path) == ExitCode.OK  # reinstall: cleans up leftovers first
+    assert main(["toolkit", "remove", str(dest)]) == ExitCode.OK
+    for d in user_dirs:
+        assert (d / "notes.txt").read_bytes() == VICTIM
+        assert (d / "sub" / "more.txt").read_bytes() == VICTIM
+    assert (tmp_path / ".cuda.staging-abc123").is_dir()
+    assert not dest.exists()
+    capsys.readouterr()

@@ -4,6 +4,11 @@ Order of an install: take the lock; resolve the artifacts (redist manifest or Py
 one into the cache and check its sha256 (redist) or RECORD (wheels) before anything is extracted; extract all
 into a staging directory beside the destination; add the layout links and ``cudaship-toolkit.json``; then swap
 the staging directory into place. A failure or interrupt at any point leaves the destination as it was.
+
+The staging directory is ``toolkit/`` inside a work directory of this run (``.DEST.staging-<random>/``, made
+by :func:`cudaship.safe_write.make_owned_dir` with a marker naming it); the previous toolkit is moved into the
+same work directory before the swap, and the whole work directory is removed at the end. Leftovers of a killed
+run are removed by the next install only when their marker proves them cudaship's.
 """
 
 from __future__ import annotations
@@ -12,12 +17,11 @@ import datetime as _dt
 import json
 import os
 import stat
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cudaship import __version__, tree
+from cudaship import __version__, safe_write, tree
 from cudaship.errors import ToolkitError
 from cudaship.hashing import sha256_file
 from cudaship.knowledge import toolkit_data
@@ -168,12 +172,21 @@ def _tree_hashes(root: Path) -> dict[str, str]:
     return files
 
 
+def _staging_prefix(dest: Path) -> str:
+    return f".{dest.name}.staging-"
+
+
 def _clean_leftovers(dest: Path) -> None:
-    """Staging/old directories that a killed run left beside ``dest`` (we hold the lock, so none is live)."""
-    for pattern in (f".{dest.name}.staging-*", f".{dest.name}.old-*"):
-        for stale in dest.parent.glob(pattern):
-            if stale.is_dir() and not stale.is_symlink():
-                tree.remove(stale)
+    """Work directories that a killed run left beside ``dest`` (we hold the lock, so none is live): only
+    those whose marker proves them cudaship's (:func:`safe_write.owns`). A user's directory whose name merely
+    begins the same way (``.DEST.staging-notes``, ``.DEST.old-backup-2025``) is never touched."""
+    prefixes = (_staging_prefix(dest), f".{dest.name}.old-")
+    try:
+        names = [name for name in os.listdir(dest.parent) if name.startswith(prefixes)]
+    except OSError:
+        return
+    for name in names:
+        safe_write.remove_owned(dest.parent / name)
 
 
 def _check_destination(dest: Path) -> None:
@@ -185,17 +198,17 @@ def _check_destination(dest: Path) -> None:
         )
 
 
-def _swap_in(staging: Path, dest: Path) -> None:
+def _swap_in(staging: Path, dest: Path, work: Path) -> None:
+    """Rename ``staging`` (inside ``work``, this run's own directory) to ``dest``; a toolkit already at
+    ``dest`` is first moved into ``work`` (one rename each way), and put back if the swap fails."""
     if dest.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old-", dir=dest.parent))
-        old.rmdir()
+        old = work / "previous"
         os.replace(dest, old)
         try:
             os.replace(staging, dest)
         except OSError:
             os.replace(old, dest)
             raise
-        tree.remove(old)
     else:
         os.replace(staging, dest)
 
@@ -239,8 +252,12 @@ def install(request: InstallRequest, observer: Observer | None = None) -> Toolki
                 observer.stage(f"checking RECORD of {artifact.filename}")
                 pypi.verify_record(path)
             local.append((artifact, path))
-        staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.staging-", dir=dest.parent))
+        # this run's own work directory (marker inside: a later run can prove it is cudaship's); the toolkit
+        # is assembled in its "toolkit" folder, which becomes --dest by one rename
+        work = safe_write.make_owned_dir(dest.parent, _staging_prefix(dest), error=ToolkitError)
+        staging = work.path / "toolkit"
         try:
+            staging.mkdir(mode=0o700)
             owners: dict[str, str] = {}
             major = _major(request.release)
             redist = request.source is Source.REDIST
@@ -293,10 +310,9 @@ def install(request: InstallRequest, observer: Observer | None = None) -> Toolki
             )
             staging.chmod(0o755)
             observer.stage(f"moving the toolkit into {dest}")
-            _swap_in(staging, dest)
+            _swap_in(staging, dest, work.path)
         finally:
-            if staging.exists():
-                tree.remove(staging)
+            work.remove()
     return info
 
 
@@ -334,8 +350,9 @@ def remove(root: Path) -> ToolkitInfo:
     root = root.absolute()
     with InstallLock(root):
         info = read_toolkit(root)
-        doomed = Path(tempfile.mkdtemp(prefix=f".{root.name}.old-", dir=root.parent))
-        doomed.rmdir()
-        os.replace(root, doomed)  # one rename: the toolkit is gone at once, even if the delete is slow
-        tree.remove(doomed)
+        doomed = safe_write.make_owned_dir(root.parent, f".{root.name}.old-", error=ToolkitError)
+        # one rename: the toolkit is gone at once, even if the delete is slow (or killed: the next install
+        # beside it removes the rest, proven its own by the marker)
+        os.replace(root, doomed.path / "toolkit")
+        doomed.remove()
     return info
