@@ -163,3 +163,22 @@ def test_cleanup_never_removes_user_directories_named_like_staging(
     assert (tmp_path / ".cuda.staging-abc123").is_dir()
     assert not dest.exists()
     capsys.readouterr()
+
+
+# --- class 3: one output name, two inputs ------------------------------------------------------------------
+
+
+def test_two_inputs_with_one_output_name_are_refused_before_writing(
+    auditwheel_vendored: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = tmp_path / "a" / auditwheel_vendored.name
+    b = tmp_path / "b" / auditwheel_vendored.name
+    for copy in (a, b):
+        copy.parent.mkdir()
+        copy.write_bytes(auditwheel_vendored.read_bytes())
+    out = tmp_path / "out"
+    assert main(["repair", str(a), str(b), "-w", str(out)]) == ExitCode.BAD_INPUT
+    line = _one_line(capsys.readouterr().err)
+    assert str(a) in line and str(b) in line and "same output name" in line, line
+    assert not out.exists()
+    assert a.read_bytes() == b.read_bytes() == auditwheel_vendored.read_bytes()

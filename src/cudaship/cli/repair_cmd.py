@@ -64,6 +64,8 @@ def command(
         return _print_excludes(excludes_for, wheels, output, jobs)
     if directory is None and not dry_run:
         raise UsageError("repair: give -w DIR for the repaired wheels, or --dry-run")
+    if directory is not None and not dry_run:
+        _refuse_name_collisions(wheels, directory)
     results = tuple(
         repair_wheel(w, directory, dry_run=dry_run, workers=jobs, drop_unused=drop_unused) for w in wheels
     )
@@ -73,6 +75,20 @@ def command(
             click.echo(f"cudaship: error: {r.error}", err=True)
     write_report(render(REPAIR, fmt, report), output)
     return ExitCode.BAD_INPUT if report.failed else ExitCode.OK
+
+
+def _refuse_name_collisions(wheels: tuple[Path, ...], directory: Path) -> None:
+    """Each repaired wheel is written under its input's file name: two inputs with one name (compared
+    case-insensitively, as a case-insensitive file system would) are refused before anything is written,
+    rather than the second silently replacing the first."""
+    seen: dict[str, Path] = {}
+    for wheel in wheels:
+        first = seen.setdefault(wheel.name.casefold(), wheel)
+        if first is not wheel:
+            raise UsageError(
+                f"repair: {first} and {wheel} have the same output name {directory / wheel.name}; "
+                "repair them into different -w directories"
+            )
 
 
 def _print_excludes(tool: str, wheels: tuple[Path, ...], output: str | None, jobs: int | None) -> int:
