@@ -20,10 +20,10 @@ import re
 from packaging.utils import canonicalize_name
 
 from cudaship.analysis.loader import is_extension_module
-from cudaship.checks.context import AuditContext
+from cudaship.checks.context import AuditContext, canonical_imports
 from cudaship.checks.policy import DEFAULT_CUDA_PATTERNS, name_match
 from cudaship.checks.records import StaticImport
-from cudaship.checks.resolve import Resolution, Via, resolve
+from cudaship.checks.resolve import Resolution, Via, resolve, via_counts
 from cudaship.knowledge.libraries import identify
 from cudaship.providers.closure import wheel_extras
 from cudaship.records.binary import FileFormat, Import, ImportKind
@@ -93,7 +93,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         provided: list[Finding] = []
         resolved: list[tuple[Import, Resolution]] = []
         resolved_by_path[path] = resolved
-        for imp in host.imports:
+        for imp in canonical_imports(report):
             res = resolve(ctx, path, report, imp)
             resolved.append((imp, res))
             ctx.static_imports.append(
@@ -127,10 +127,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
                     notes.setdefault(res.note, []).append(imp.library)
             elif res.via is Via.SHIPPED and res.target is not None and ctx.policy.closure.exports:
                 findings.extend(_missing_exports(path, imp, res.target, exports.get(res.target, frozenset())))
-        counts: dict[str, int] = {}
-        for _imp, res in resolved:
-            counts[res.via.value] = counts.get(res.via.value, 0) + 1
-        summary = ", ".join(f"{n} {via}" for via, n in counts.items()) or "no imports"
+        summary = via_counts(res.via for _imp, res in resolved) or "no imports"
         name = f"closure: {path}"
         if findings:
             per_path.append((path, verdict(FAMILY, name, findings, "")))

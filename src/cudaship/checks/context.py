@@ -26,12 +26,19 @@ from cudaship.knowledge.releases import release_for_ptx_isa
 from cudaship.knowledge.trains import Train, parse_train
 from cudaship.knowledge.variants import Variant, declared, recognise
 from cudaship.providers.options import ProviderOptions
-from cudaship.records.binary import DeviceCodeKind, FileFormat
+from cudaship.records.binary import DeviceCodeKind, FileFormat, Import
 from cudaship.records.files import ContainerKind, FileReport
 from cudaship.records.platform import TargetPlatform
 from cudaship.wheel.records import DeclaredRequirement
 
 HOST_FORMATS = (FileFormat.ELF, FileFormat.PE, FileFormat.MACHO)
+
+
+def canonical_imports(report: FileReport) -> tuple[Import, ...]:
+    """A library's imports in the audit's canonical order, by name as written (docs/json-schema.md, "Order"):
+    the order in the binary is the linker's (GNU ld writes a PE's import table in the order of its import
+    libraries' paths), so nothing a report prints may follow it."""
+    return tuple(sorted(report.host.imports, key=lambda i: i.library)) if report.host is not None else ()
 
 
 @dataclass
@@ -118,7 +125,7 @@ class AuditContext:
         out: dict[str, list[str]] = {}
         for path, report in sorted(self.libraries.items()):
             assert report.host is not None
-            for imp in report.host.imports:
+            for imp in canonical_imports(report):
                 for target in self.by_soname.get(posixpath.basename(imp.library).lower(), ()):
                     if target != path and path not in out.setdefault(target, []):
                         out[target].append(path)

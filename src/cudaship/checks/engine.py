@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from cudaship.checks.context import AuditContext
 from cudaship.checks.policy import Policy
 from cudaship.checks.providers import RequirementsAhead
-from cudaship.checks.records import AuditReport, WheelAudit, WheelFacts
+from cudaship.checks.records import AuditReport, WheelAudit, WheelFacts, canonical
 from cudaship.checks.table import FAMILIES, rule_of
 from cudaship.checks.variants import mark_alternatives
 from cudaship.errors import CudashipError
@@ -138,14 +138,16 @@ def audit_scanned(
         native_files=len(scan.reports),
         uncompressed_size=scan.uncompressed_size,
     )
-    return WheelAudit(
-        path=scan.path,
-        facts=facts,
-        checks=tuple(results),
-        notes=tuple(ctx.notes),
-        unreadable=tuple(scan.unreadable),
-        imports=tuple(ctx.static_imports),
-        host_packages=tuple(sorted(ctx.host_packages)),
+    return canonical(
+        WheelAudit(
+            path=scan.path,
+            facts=facts,
+            checks=tuple(results),
+            notes=tuple(ctx.notes),
+            unreadable=tuple(scan.unreadable),
+            imports=tuple(ctx.static_imports),
+            host_packages=tuple(sorted(ctx.host_packages)),
+        )
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from cudaship.checks.context import AuditContext
+from cudaship.checks.context import AuditContext, canonical_imports
 from cudaship.checks.policy import ImportRule, any_match, name_match
 from cudaship.checks.resolve import shipped_dependencies
 from cudaship.records.findings import CheckResult, Finding, skipped, verdict
@@ -53,7 +53,7 @@ def _forbidden_findings(ctx: AuditContext, path: str, rule: ImportRule) -> list[
     report = ctx.libraries[path]
     assert report.host is not None
     findings: list[Finding] = []
-    for imp in report.host.imports:
+    for imp in canonical_imports(report):
         hit = name_match(rule.patterns, imp.library)
         if hit is not None:
             findings.append(
@@ -74,7 +74,7 @@ def _cuda_dependencies(ctx: AuditContext, root: str, patterns: tuple[str, ...]) 
         report = ctx.libraries[path]
         assert report.host is not None
         via = "" if len(chain) == 1 else f" through {' -> '.join(chain)}"
-        for imp in report.host.imports:
+        for imp in canonical_imports(report):
             hit = name_match(patterns, imp.library)
             if hit is not None:
                 findings.append(
@@ -105,7 +105,7 @@ def run_required(ctx: AuditContext) -> list[CheckResult]:
             findings: list[Finding] = []
             how: list[str] = []
             for pattern in rule.patterns:
-                direct = [i.library for i in report.host.imports if name_match((pattern,), i.library)]
+                direct = [i.library for i in canonical_imports(report) if name_match((pattern,), i.library)]
                 stored = (
                     [n for n in report.host.embedded_library_names if name_match((pattern,), n)]
                     if rule.dynamic_load

@@ -7,6 +7,7 @@ text, JSON, JUnit XML or markdown.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from cudaship import words
@@ -120,6 +121,14 @@ class WheelAudit:
     @property
     def summary(self) -> Summary:
         return Summary.of(self.checks)
+
+
+def canonical(audit: WheelAudit) -> WheelAudit:
+    """The wheel's audit with every list that a binary, the zip or a thread ordered put in its canonical order
+    (docs/json-schema.md, "Order"): the static imports by library path, then import name. The checks list in
+    the order of the families, and each family orders its own checks and evidence (paths and names sorted,
+    archs by number, kinds of resolution in :class:`cudaship.checks.resolve.Via` order)."""
+    return dataclasses.replace(audit, imports=tuple(sorted(audit.imports, key=lambda i: (i.file, i.library))))
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from cudaship.checks import nvidia
-from cudaship.checks.context import AuditContext
+from cudaship.checks.context import AuditContext, canonical_imports
 from cudaship.checks.policy import expand_template
 from cudaship.checks.resolve import Via, resolve
 from cudaship.errors import CudashipError
@@ -114,7 +114,7 @@ def _imports_provided(ctx: AuditContext) -> CheckResult:
     seen = 0
     for path, report in sorted(ctx.libraries.items()):
         assert report.host is not None
-        for imp in report.host.imports:
+        for imp in canonical_imports(report):
             lib = nvidia.library(imp.library)
             if lib is None:  # not an NVIDIA toolkit library (the driver's libraries are not either)
                 continue

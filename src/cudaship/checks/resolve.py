@@ -18,7 +18,8 @@ of a requirement other than the index's (torch's CUDA builds); a library loaded 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from enum import Enum
 
@@ -36,7 +37,7 @@ from cudaship.analysis.loader import (
     rpath_chain,
 )
 from cudaship.checks import nvidia
-from cudaship.checks.context import AuditContext
+from cudaship.checks.context import AuditContext, canonical_imports
 from cudaship.checks.policy import name_match
 from cudaship.checks.providers import WheelProviders
 from cudaship.checks.pyloads import preloaded_by_package
@@ -79,6 +80,14 @@ class Via(str, Enum):
     DISTRIBUTION = "distribution"
     ALLOWED = "allowed"  #: the policy allows it unresolved
     UNRESOLVED = "unresolved"
+
+
+def via_counts(vias: Iterable[Via]) -> str:
+    """``1 driver, 2 system``: how many imports resolve each way, in the canonical order of the kinds (the
+    order :class:`Via` declares them, docs/json-schema.md), whatever order the binary lists its imports in;
+    empty for none."""
+    counts = Counter(vias)
+    return ", ".join(f"{counts[via]} {via.value}" for via in Via if counts[via])
 
 
 @dataclass(frozen=True)
@@ -490,7 +499,7 @@ def undeclared_hosts(ctx: AuditContext) -> tuple[Host, ...]:
     found: dict[str, Host] = {}
     for path, report in sorted(ctx.libraries.items()):
         assert report.host is not None
-        candidates = [host_of_library(i.library, own) for i in report.host.imports]
+        candidates = [host_of_library(i.library, own) for i in canonical_imports(report)]
         if report.format is FileFormat.ELF:
             candidates += [host_of_directory(d, own) for d in search_dirs(ctx, path, report)]
         for h in candidates:
@@ -665,7 +674,7 @@ def shipped_dependencies(ctx: AuditContext, path: str) -> tuple[tuple[Import, st
     if report is None or report.host is None:
         return ()
     out = []
-    for imp in report.host.imports:
+    for imp in canonical_imports(report):
         res = resolve(ctx, path, report, imp)
         if res.via is Via.SHIPPED and res.target is not None:
             out.append((imp, res.target))

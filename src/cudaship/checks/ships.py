@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import posixpath
 
-from cudaship.checks.context import AuditContext
+from cudaship.checks.context import AuditContext, canonical_imports
 from cudaship.checks.policy import glob_match
 from cudaship.records.findings import CheckResult, Finding, failed, passed, verdict
 from cudaship.words import count, cut_list
@@ -87,7 +87,7 @@ def _import_library_pairs(ctx: AuditContext) -> list[CheckResult]:
                 )
             )
             continue
-        dlls = [i.library for i in report.host.imports]
+        dlls = [i.library for i in canonical_imports(report)]
         want = posixpath.basename(dll).lower()
         findings = []
         if want not in {d.lower() for d in dlls}:

@@ -102,7 +102,7 @@ def read_pt2(buf: Buffer, path: str = "<buffer>", *, details: bool = False) -> P
     return ProgramInfo(
         path=path,
         kind=ProgramKind.PT2,
-        members=tuple(members),
+        members=tuple(sorted(members, key=lambda m: m.name)),  # by path, not the zip's order
         device=metadata.get("AOTI_DEVICE_KEY"),
         platform=platform,
         machine=machine,

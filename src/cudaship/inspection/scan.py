@@ -407,7 +407,7 @@ def _audited(
         MemberFacts(
             i.name, sizes.get(i.name, i.size), i.compressed_size, install_path(i.name, dist_dir) or i.name
         )
-        for i in infos
+        for i in sorted(infos, key=lambda i: i.name)  # by path, not the zip's order
     )
     return ScannedWheel(
         path=label,
@@ -515,7 +515,10 @@ def _start_inspect(
             path=label,
             filename=path.name,
             dist=_no_dist(path.name),
-            members=tuple(MemberFacts(m.name, m.size, m.compressed_size, m.name) for m in members),
+            members=tuple(
+                MemberFacts(m.name, m.size, m.compressed_size, m.name)
+                for m in sorted(members, key=lambda m: m.name)
+            ),
             reports={},
             record_problems=(),
             unreadable=(),
@@ -523,7 +526,7 @@ def _start_inspect(
             purpose=Purpose.INSPECT,
             info=info,
             error=error,
-            files=tuple(files),
+            files=tuple(sorted(files, key=lambda f: f.path)),  # by path, not the zip's order
         )
 
     return ScanJob(collect, closing)
@@ -626,7 +629,9 @@ def _scan_program(label: str, hooks: ScanObserver) -> ScannedWheel:
         path=label,
         filename=name,
         dist=empty,
-        members=tuple(MemberFacts(m.name, m.size, m.size, m.name) for m in program.members),
+        members=tuple(
+            MemberFacts(m.name, m.size, m.size, m.name) for m in sorted(program.members, key=lambda m: m.name)
+        ),
         reports=dict(sorted(reports.items())),
         record_problems=(),
         unreadable=tuple(sorted(unreadable)),

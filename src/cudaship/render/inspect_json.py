@@ -280,7 +280,10 @@ def _counts(code: tuple[DeviceCode, ...]) -> dict[str, Any]:
             relocatable += 1
         if d.compression is not uncompressed:
             compressed += 1
-    return {"entries": len(code), "by_kind": counts, "relocatable": relocatable, "compressed": compressed}
+    by_kind = {
+        kind.value: counts[kind.value] for kind in DeviceCodeKind if kind.value in counts
+    }  # fixed order
+    return {"entries": len(code), "by_kind": by_kind, "relocatable": relocatable, "compressed": compressed}
 
 
 def _container(c: FatbinContainer) -> dict[str, Any]:
