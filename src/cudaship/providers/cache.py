@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from cudaship import safe_write
 from cudaship.errors import CudashipError
 from cudaship.loaders import MAX_DOCUMENT, load_json
 from cudaship.safe_read import read_regular
@@ -59,11 +58,10 @@ class DiskCache:
         path = self._path(kind, key)
         if path is None:
             return
-        try:
+        data = json.dumps({"key": key, "value": value}).encode("ascii")
+        try:  # safe_write: a new file created exclusively beside the entry, renamed over it (a link there is
+            # replaced, never followed)
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({"key": key, "value": value}, f)
-            os.replace(tmp, path)
-        except OSError:
+            safe_write.replace_bytes(path, data, mode=0o644, error=CudashipError)
+        except (OSError, CudashipError):
             pass  # a cache that cannot be written only costs time

@@ -27,7 +27,6 @@ from cudaship.hashing import sha256_file
 from cudaship.knowledge import toolkit_data
 from cudaship.loaders import load_json, read_json
 from cudaship.safe_read import kind_of
-from cudaship.safe_write import write_text
 from cudaship.schema import Table
 from cudaship.toolkit import download, layout, pypi
 from cudaship.toolkit.extract import ExtractLimits, check_member_name, extract_archive
@@ -305,8 +304,11 @@ def install(request: InstallRequest, observer: Observer | None = None) -> Toolki
                 created=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
                 cudaship_version=__version__,
             )
-            write_text(
-                staging / TOOLKIT_MANIFEST, json.dumps(info.to_json(), indent=2) + "\n", error=ToolkitError
+            safe_write.replace_bytes(  # never through a link an archive put at that name
+                staging / TOOLKIT_MANIFEST,
+                (json.dumps(info.to_json(), indent=2) + "\n").encode("utf-8"),
+                mode=0o644,
+                error=ToolkitError,
             )
             staging.chmod(0o755)
             observer.stage(f"moving the toolkit into {dest}")
