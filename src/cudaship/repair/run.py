@@ -38,6 +38,9 @@ def plan_wheel(
         raise WheelError(f"member {member}: {why}", path=str(path))
     if not scanned.dist.directory:
         raise WheelError("no .dist-info directory: not a wheel repair can rewrite", path=str(path))
+    named = [p for p in scanned.record_problems if p.kind == "name"]
+    if named:  # before the others: such a name is also unlisted, or forged RECORD's row
+        raise WheelError(f"member {named[0].message} (repair refuses such a wheel)", path=str(path))
     if scanned.record_problems:
         first = scanned.record_problems[0]
         raise WheelError(

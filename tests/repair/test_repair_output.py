@@ -1,0 +1,94 @@
+"""The repaired wheel is what the report says (issue 30, class 4): hostile member names, METADATA and
+``__init__.py`` files, and native members repair cannot read, each planted in a real wheel (rebuilt with
+zipfile and csv, :mod:`tests.repair.rebuild`). Every assertion reads the written wheel back with zipfile and
+csv, never with cudaship's reader."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from cudaship.cli.main import main
+from tests.repair.rebuild import rebuild
+
+pytestmark = pytest.mark.slow
+
+DIST = "cudemo-1.0.dist-info"
+
+
+def _one_error_line(err: str, path: Path) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"cudaship: error: {path}: "), err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def _outputs(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir()) if directory.exists() else []
+
+
+def _record_rows(wheel: Path) -> list[list[str]]:
+    with zipfile.ZipFile(wheel) as zf:
+        return list(csv.reader(io.StringIO(zf.read(f"{DIST}/RECORD").decode("utf-8"))))
+
+
+# --- member names that are not wheel paths ------------------------------------------------------------------
+
+BAD_NAMES = {
+    "dotdot": "cudemo/../../../evil.py",
+    "absolute": "/tmp/cudaship-evil.py",
+    "drive": "C:/evil.py",
+    "backslash": "cudemo\\..\\..\\evil.py",
+    "empty-component": "cudemo//evil.py",
+    "dot-component": "cudemo/./evil.py",
+    # a quote and line breaks: written by string joins, this forged a ../../../evil.py row in RECORD
+    "quote-newlines": 'cudemo/x.py",sha256=AAAA,1\n../../../evil.py,sha256=BBBB,5\n"y.py',
+    "carriage-return": "cudemo/evil\r.py",
+    "c1-control": "cudemo/evil\x9b.py",
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_NAMES.values()), ids=list(BAD_NAMES))
+def test_member_name_that_is_no_wheel_path_is_refused_and_flagged(
+    auditwheel_vendored: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    bad = rebuild(auditwheel_vendored, tmp_path, add={name: b"x = 1\n"})
+    out = tmp_path / "out"
+    assert main(["repair", str(bad), "-w", str(out)]) == 2
+    line = _one_error_line(capsys.readouterr().err, bad)
+    assert "not a valid wheel path" in line
+    assert _outputs(out) == []
+
+    report = tmp_path / "audit.json"
+    assert main(["audit", str(bad), "-f", "json", "-o", str(report)]) == 1
+    doc = json.loads(report.read_text())
+    (record,) = [c for c in doc["checks"] if c["name"] == "record: hashes and sizes"]
+    assert record["status"] == "fail"
+    assert [e["file"] for e in record["evidence"] if "not a valid wheel path" in e["message"]] == [name]
+
+
+def test_member_name_holding_a_nul_is_refused_and_flagged(
+    auditwheel_vendored: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # zipfile ends a name at its NUL when it reads it: the name was seen as "cudemo/evil" before
+    placeholder, name = "cudemo/evil@../../x.py", b"cudemo/evil\0../../x.py"
+    bad = rebuild(
+        auditwheel_vendored, tmp_path, add={placeholder: b"x = 1\n"}, patch_names={placeholder: name}
+    )
+    out = tmp_path / "out"
+    assert main(["repair", str(bad), "-w", str(out)]) == 2
+    line = _one_error_line(capsys.readouterr().err, bad)
+    assert "not a valid wheel path" in line and "U+0000" in line
+    assert _outputs(out) == []
+    report = tmp_path / "audit.json"
+    assert main(["audit", str(bad), "-f", "json", "-o", str(report)]) == 1
+    (record,) = [
+        c for c in json.loads(report.read_text())["checks"] if c["name"] == "record: hashes and sizes"
+    ]
+    assert any("U+0000" in e["message"] for e in record["evidence"])
