@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from cudaship.cli.main import main
+from tests.repair.helpers import record_matches
 from tests.repair.rebuild import rebuild
 
 pytestmark = pytest.mark.slow
@@ -92,3 +93,24 @@ def test_member_name_holding_a_nul_is_refused_and_flagged(
         c for c in json.loads(report.read_text())["checks"] if c["name"] == "record: hashes and sizes"
     ]
     assert any("U+0000" in e["message"] for e in record["evidence"])
+
+
+# --- RECORD written by the csv module -----------------------------------------------------------------------
+
+QUOTED_NAMES = ['cudemo/a "quoted" name.py', "cudemo/comma,name.py", 'cudemo/both",".py']
+
+
+def test_record_rows_of_quoted_names_read_back_by_csv(auditwheel_vendored: Path, tmp_path: Path) -> None:
+    """Valid names holding quotes and commas: string joins wrote ``"cudemo/a "quoted" name.py"``, which csv
+    reads as another path (the member's row lost, RECORD no longer matching the wheel)."""
+    src = rebuild(auditwheel_vendored, tmp_path, add={n: n.encode() for n in QUOTED_NAMES})
+    out = tmp_path / "out"
+    assert main(["repair", str(src), "-w", str(out), "-o", str(tmp_path / "report.txt")]) == 0
+    written = out / src.name
+    rows = _record_rows(written)
+    assert all(len(r) == 3 for r in rows), rows
+    with zipfile.ZipFile(written) as zf:
+        names = [i.filename for i in zf.infolist()]
+        assert record_matches({n: zf.read(n) for n in names}) == []
+    assert set(QUOTED_NAMES) <= {r[0] for r in rows}
+    assert rows[-1] == [f"{DIST}/RECORD", "", ""]

@@ -23,6 +23,7 @@ from cudaship.repair.plan import plan_repair
 from cudaship.repair.records import RepairPlan, WheelRepair
 from cudaship.repair.zipwrite import DEFLATED, STORED, Entry, write_zip
 from cudaship.wheel.metadata import b64_digest
+from cudaship.wheel.write import record_bytes, with_requirements
 
 
 def plan_wheel(
@@ -127,22 +128,6 @@ def _dist_info(plan_filename: str, names: list[str]) -> str:
     return found[0]
 
 
-def with_requirements(metadata: bytes, requirements: tuple[str, ...]) -> bytes:
-    """METADATA with ``Requires-Dist`` lines added at the end of its headers (the body kept as it is)."""
-    text = metadata.decode("utf-8")
-    newline = "\r\n" if "\r\n" in text.split("\n\n", 1)[0] else "\n"
-    blank = newline + newline
-    head, sep, body = text.partition(blank)
-    lines = "".join(f"{newline}Requires-Dist: {r}" for r in requirements)
-    head = head.rstrip("\r\n")
-    return (head + lines + (sep or newline) + body).encode("utf-8")
-
-
-def _record_line(name: str, digest: str, size: int) -> str:
-    quoted = f'"{name}"' if ("," in name or '"' in name) else name
-    return f"{quoted},{digest},{size}\n"
-
-
 def _entries(archive: ZipArchive, plan: RepairPlan) -> tuple[list[Entry], int]:
     members = list(archive.files())
     dist = _dist_info(plan.filename, [m.name for m in members])
@@ -154,7 +139,7 @@ def _entries(archive: ZipArchive, plan: RepairPlan) -> tuple[list[Entry], int]:
     bootstraps = {b.member: b for b in plan.bootstraps}
     metadata = f"{dist}/METADATA"
     entries: list[Entry] = []
-    record: list[str] = []
+    record: list[tuple[str, str, str | int]] = []
     total = 0
     for m in members:
         if m.name in removed or m.name in skip:
@@ -179,9 +164,7 @@ def _entries(archive: ZipArchive, plan: RepairPlan) -> tuple[list[Entry], int]:
                     data, e.replace_needed, runpath, rpath=e.was_rpath, remove_needed=e.remove_needed
                 )
             entries.append(Entry(m.name, m.mode, data=data))
-            record.append(
-                _record_line(m.name, "sha256=" + b64_digest(hashlib.sha256(data).digest()), len(data))
-            )
+            record.append((m.name, "sha256=" + b64_digest(hashlib.sha256(data).digest()), len(data)))
             total += len(data)
             continue
         archive.check(m)
@@ -195,9 +178,9 @@ def _entries(archive: ZipArchive, plan: RepairPlan) -> tuple[list[Entry], int]:
             data = _whole(archive, m)
             digest.update(data)
             entries.append(Entry(m.name, m.mode, data=data))
-        record.append(_record_line(m.name, "sha256=" + b64_digest(digest.digest()), m.size))
+        record.append((m.name, "sha256=" + b64_digest(digest.digest()), m.size))
         total += m.size
-    record.append(f"{record_path},,\n")
-    blob = "".join(record).encode("utf-8")
+    record.append((record_path, "", ""))
+    blob = record_bytes(record)
     entries.append(Entry(record_path, 0o644, data=blob))
     return entries, total + len(blob)
