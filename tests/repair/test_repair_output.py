@@ -6,6 +6,7 @@ csv, never with cudaship's reader."""
 from __future__ import annotations
 
 import csv
+import email.parser
 import io
 import json
 import zipfile
@@ -114,3 +115,79 @@ def test_record_rows_of_quoted_names_read_back_by_csv(auditwheel_vendored: Path,
         assert record_matches({n: zf.read(n) for n in names}) == []
     assert set(QUOTED_NAMES) <= {r[0] for r in rows}
     assert rows[-1] == [f"{DIST}/RECORD", "", ""]
+
+
+# --- METADATA edited through the email-header parser --------------------------------------------------------
+
+
+def _requires_dist(metadata: bytes) -> list[str]:
+    """Requires-Dist as the parser pip and packaging use reads it (headers only)."""
+    message = email.parser.BytesHeaderParser().parsebytes(metadata)
+    return [str(v) for v in message.get_all("Requires-Dist") or ()]
+
+
+def _inserted(before: bytes, after: bytes, at: int) -> bytes:
+    """What ``after`` adds to ``before`` at offset ``at`` (asserting that the rest is byte for byte)."""
+    added = len(after) - len(before)
+    assert added > 0
+    assert after[:at] == before[:at] and after[at + added :] == before[at:], (before, after)
+    return after[at : at + added]
+
+
+METADATA_CASES = {
+    # a line that is no header ends the headers: the body starts there (and with it the old insertion point)
+    "no-header-line": b"Metadata-Version: 2.4\nName: cudemo\nVersion: 1.0\nThis line is no header\n\nbody\n",
+    "crlf-body": b"Metadata-Version: 2.4\r\nName: cudemo\r\nVersion: 1.0\r\n\r\nline one\r\n\r\nline two\n\n",
+    "no-final-newline": b"Metadata-Version: 2.4\nName: cudemo\nVersion: 1.0",
+    "continuation": b"Metadata-Version: 2.4\nName: cudemo\nVersion: 1.0\nSummary: one\n  two\n\nbody\n",
+}
+#: where the new lines go: the end of the headers as the parser reads them
+METADATA_AT = {
+    "no-header-line": b"This line",
+    "crlf-body": b"\r\nline one",
+    "no-final-newline": None,
+    "continuation": b"\nbody",
+}
+
+
+@pytest.mark.parametrize("case", list(METADATA_CASES))
+def test_requires_dist_goes_where_the_parser_reads_headers(
+    auditwheel_vendored: Path, tmp_path: Path, case: str
+) -> None:
+    before = METADATA_CASES[case]
+    src = rebuild(auditwheel_vendored, tmp_path, replace={f"{DIST}/METADATA": before})
+    out = tmp_path / "out"
+    assert main(["repair", str(src), "-w", str(out), "-f", "json", "-o", str(tmp_path / "r.json")]) == 0
+    (wheel,) = json.loads((tmp_path / "r.json").read_text())["wheels"]
+    wanted = [r["text"] for r in wheel["plan"]["requirements"]]
+    assert wanted
+    with zipfile.ZipFile(out / src.name) as zf:
+        after = zf.read(f"{DIST}/METADATA")
+    assert _requires_dist(after) == wanted
+    marker = METADATA_AT[case]
+    at = len(before) if marker is None else before.index(marker)
+    added = _inserted(before + (b"\n" if marker is None else b""), after, at + (1 if marker is None else 0))
+    newline = b"\r\n" if b"\r\n" in before else b"\n"
+    assert added == b"".join(b"Requires-Dist: " + w.encode() + newline for w in wanted)
+
+
+@pytest.mark.parametrize("member", ["METADATA", "__init__.py"])
+def test_latin1_text_to_edit_is_refused_with_one_line(
+    windows_vendored_wheel: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], member: str
+) -> None:
+    """METADATA (to get Requires-Dist) or __init__.py (to get the bootstrap) that is not UTF-8: exit 70
+    (UnicodeDecodeError) before; now exit 2, one line, nothing written."""
+    name = f"{DIST}/METADATA" if member == "METADATA" else "cudemo/__init__.py"
+    with zipfile.ZipFile(windows_vendored_wheel) as zf:
+        data = zf.read(name)
+    latin1 = data + ("# caf\u00e9\n" if member == "__init__.py" else "Summary: caf\u00e9\n").encode("latin-1")
+    if member == "METADATA":
+        latin1 = data.replace(b"Version: 1.0\n", b"Version: 1.0\nSummary: caf\xe9\n")
+    src = rebuild(windows_vendored_wheel, tmp_path, replace={name: latin1})
+    out = tmp_path / "out"
+    code = main(["repair", str(src), "-w", str(out)])
+    captured = capsys.readouterr()
+    assert code == 2, captured.err
+    line = _one_error_line(captured.err, src)
+    assert "not UTF-8" in line
+    assert _outputs(out) == []
