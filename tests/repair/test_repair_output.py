@@ -191,3 +191,45 @@ def test_latin1_text_to_edit_is_refused_with_one_line(
     line = _one_error_line(captured.err, src)
     assert "not UTF-8" in line
     assert _outputs(out) == []
+
+
+# --- the DLL-directory bootstrap in __init__.py -------------------------------------------------------------
+
+WIN_INIT = b'"""cudemo for Windows."""\n\nfrom __future__ import annotations\n\nfrom cudemo._ext import *\n'
+MARKER_LINE = b"# cudaship repair: NVIDIA's CUDA DLLs come from their wheels"
+
+INIT_CASES = {
+    # the marker in a comment or a string is no bootstrap: it was taken for one, the DLL removed, none added
+    "marker-comment": MARKER_LINE + b"\n" + WIN_INIT,
+    "marker-inline": WIN_INIT[:-1] + b"  " + MARKER_LINE + b"\n",
+    "marker-string": WIN_INIT + b'NOTE = "' + MARKER_LINE + b'"\n',
+    # 200,000 levels: ast.parse raised MemoryError (unary minus) and RecursionError (attributes): exit 70
+    "deep-unary": WIN_INIT + b"x = " + b"-" * 200_000 + b"1\n",
+    "deep-attribute": WIN_INIT + b"x = a" + b".b" * 200_000 + b"\n",
+    # a coding declaration: Python reads it as Latin-1, and so is it kept (was UnicodeDecodeError, exit 70)
+    "latin1-declared": b"# -*- coding: latin-1 -*-\n" + WIN_INIT.replace(b"Windows", b"caf\xe9"),
+}
+
+
+@pytest.mark.parametrize("case", list(INIT_CASES))
+def test_bootstrap_is_added_and_the_rest_kept(
+    windows_vendored_wheel: Path, tmp_path: Path, case: str
+) -> None:
+    before = INIT_CASES[case]
+    at = before.index(b"annotations\n") + len(b"annotations\n")  # after the from __future__ import
+    src = rebuild(windows_vendored_wheel, tmp_path, replace={"cudemo/__init__.py": before})
+    out = tmp_path / "out"
+    assert main(["repair", str(src), "-w", str(out), "-f", "json", "-o", str(tmp_path / "r.json")]) == 0
+    (wheel,) = json.loads((tmp_path / "r.json").read_text())["wheels"]
+    (boot,) = wheel["plan"]["bootstraps"]
+    assert boot["member"] == "cudemo/__init__.py"
+    removed = [r["member"] for r in wheel["plan"]["removed"]]
+    assert removed
+    with zipfile.ZipFile(out / src.name) as zf:
+        after = zf.read("cudemo/__init__.py")
+        assert not set(removed) & set(zf.namelist())
+    added = _inserted(before, after, at)
+    assert added.startswith(MARKER_LINE + b"\n")
+    assert b"os.add_dll_directory(path)" in added
+    assert repr(tuple(boot["directories"])).encode() in added
+    compile(added, "bootstrap", "exec")  # the block alone is valid Python

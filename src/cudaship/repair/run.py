@@ -156,7 +156,7 @@ def _entries(archive: ZipArchive, plan: RepairPlan) -> tuple[list[Entry], int]:
             elif m.name in pe_edits:
                 data = windows.rename_imports(data, pe_edits[m.name].replace_imports)
             elif m.name in bootstraps:
-                data = windows.with_bootstrap(data, bootstraps[m.name].directories)
+                data = windows.with_bootstrap(data, bootstraps[m.name].directories, m.name)
             else:
                 e = edits[m.name]
                 runpath = e.runpath_after if e.runpath_changed else None
