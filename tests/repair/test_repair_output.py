@@ -9,9 +9,12 @@ import csv
 import email.parser
 import io
 import json
+import shutil
+import subprocess
 import zipfile
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from cudaship.cli.main import main
@@ -233,3 +236,59 @@ def test_bootstrap_is_added_and_the_rest_kept(
     assert b"os.add_dll_directory(path)" in added
     assert repr(tuple(boot["directories"])).encode() in added
     compile(added, "bootstrap", "exec")  # the block alone is valid Python
+
+
+# --- native members repair cannot read ----------------------------------------------------------------------
+
+SCHEMA = json.loads(
+    (Path(__file__).resolve().parents[2] / "src/cudaship/render/schemas/repair.schema.json").read_text()
+)
+
+
+def _many_runpath_entries(directory: Path) -> bytes:
+    """A real shared library (gcc) whose RUNPATH holds 10,000 entries."""
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("gcc is needed to build a library with a 10,000-entry RUNPATH")
+    (directory / "f.c").write_text("int f(void) { return 1; }\n")
+    runpath = ":".join(f"/d{i}" for i in range(10_000))
+    lib = directory / "libmany.so"
+    done = subprocess.run(
+        [gcc, "-shared", "-fPIC", "f.c", "-o", lib.name, f"-Wl,-rpath,{runpath}"],
+        cwd=directory,
+        capture_output=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return lib.read_bytes()
+
+
+def test_native_members_repair_cannot_read_are_named(
+    auditwheel_vendored: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with zipfile.ZipFile(auditwheel_vendored) as zf:
+        ext = zf.read(next(n for n in zf.namelist() if n.startswith("cudemo/_ext")))
+    unread = {
+        "cudemo/libtruncated.so": ext[:3000],
+        "cudemo/libscript.so": b"/* GNU ld script */\nINPUT(libfoo.so.1)\n",
+        "cudemo/libmany.so": _many_runpath_entries(tmp_path),
+    }
+    src = rebuild(auditwheel_vendored, tmp_path, add=unread)
+    out = tmp_path / "out"
+    assert main(["repair", str(src), "-w", str(out)]) == 0
+    text = capsys.readouterr().out
+    for member in unread:
+        assert f"  unread     {member}: " in text, text
+    with zipfile.ZipFile(out / src.name) as zf:
+        assert {m: zf.read(m) for m in unread} == unread  # copied unchanged
+
+    report = tmp_path / "r.json"
+    assert main(["repair", str(src), "--dry-run", "-f", "json", "-o", str(report)]) == 0
+    doc = json.loads(report.read_text())
+    jsonschema.validate(doc, SCHEMA)
+    (wheel,) = doc["wheels"]
+    assert sorted(u["member"] for u in wheel["plan"]["unread"]) == sorted(unread)
+    assert all(u["reason"] for u in wheel["plan"]["unread"])
+    assert main(["repair", str(src), "--dry-run", "-f", "markdown"]) == 0
+    markdown = capsys.readouterr().out
+    assert all(f"| unread | `{m}` |" in markdown for m in unread)
