@@ -492,7 +492,9 @@ def _directory(
 
 def _entry(info: zipfile.ZipInfo, data_offset: int, problem: str | None) -> ZipMember:
     return ZipMember(
-        name=info.filename,
+        # as stored: zipfile's ``filename`` ends at a NUL and turns os.sep into "/", which hides the very
+        # names cudaship.wheel.names refuses
+        name=info.orig_filename,
         size=info.file_size,
         compressed_size=info.compress_size,
         method=info.compress_type,

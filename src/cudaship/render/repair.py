@@ -57,6 +57,8 @@ def _text_wheel(w: WheelRepair, dry_run: bool) -> list[str]:
     for q in p.requirements:
         lines.append(f"  requires   {q.text}")
         lines.append(f"             for {', '.join(q.libraries)}: {q.why}")
+    for u in p.unread:
+        lines.append(f"  unread     {u.member}: {u.reason} (not read, so copied unchanged)")
     for note in p.notes:
         lines.append(f"  note       {note}")
     if not p.changed:
@@ -125,6 +127,8 @@ def _markdown_wheel(w: WheelRepair, dry_run: bool) -> list[str]:
         rows.append(("bootstrap", f"`{b.member}`", "os.add_dll_directory: " + ", ".join(b.directories)))
     for q in p.requirements:
         rows.append(("requires", f"`{q.text}`", f"for {', '.join(q.libraries)}: {q.why}"))
+    for u in p.unread:
+        rows.append(("unread", f"`{u.member}`", f"{u.reason} (not read, so copied unchanged)"))
     if rows:
         lines += ["| change | where | what |", "|---|---|---|"]
         lines += [f"| {a} | {cell(b)} | {cell(c)} |" for a, b, c in rows]

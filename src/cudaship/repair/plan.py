@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from packaging.utils import canonicalize_name
 
@@ -28,7 +28,7 @@ from cudaship.knowledge.repair import Provision, provision
 from cudaship.records.binary import FileFormat, HostBinary, ImportKind
 from cudaship.records.files import FileReport
 from cudaship.records.findings import Status
-from cudaship.repair.records import ElfEdit, Kept, Removed, RepairPlan
+from cudaship.repair.records import ElfEdit, Kept, Removed, RepairPlan, Unread
 from cudaship.repair.requirements import covered, declared_cover, merge_requirements, one_major
 from cudaship.repair.windows import plan_windows
 
@@ -67,8 +67,17 @@ def unused_cuda(ctx: AuditContext) -> dict[str, set[str]]:
 
 
 def plan_repair(ctx: AuditContext, *, drop_unused: bool = False) -> RepairPlan:
-    """The repair of the wheel ``ctx`` audits (Linux; a Windows wheel gets a plan that changes nothing, with
-    the reason)."""
+    """The repair of the wheel ``ctx`` audits (Linux and Windows; another platform gets a plan that changes
+    nothing, with the reason), naming the native members whose readers failed (:class:`Unread`)."""
+    unread = tuple(
+        Unread(member, report.error)
+        for member, report in sorted(ctx.scan.reports.items())
+        if report.error is not None
+    )
+    return replace(_plan(ctx, drop_unused), unread=unread)
+
+
+def _plan(ctx: AuditContext, drop_unused: bool) -> RepairPlan:
     scan = ctx.scan
     train = ctx.train
     label = f"{train.version} ({ctx.train_source})" if train is not None else ctx.train_source

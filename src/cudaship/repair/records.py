@@ -64,6 +64,15 @@ class Bootstrap:
 
 
 @dataclass(frozen=True)
+class Unread:
+    """A native member repair could not read (truncated, not a binary it reads, over a reader's limit):
+    copied unchanged, unedited, and named here so the report does not pass over it (audit names it too)."""
+
+    member: str
+    reason: str  #: the reader's one line
+
+
+@dataclass(frozen=True)
 class AddedRequirement:
     text: str  #: the Requires-Dist line's value
     libraries: tuple[str, ...]  #: the libraries it provides to the wheel
@@ -84,6 +93,7 @@ class RepairPlan:
     notes: tuple[str, ...] = ()
     pe_edits: tuple[PeEdit, ...] = ()
     bootstraps: tuple[Bootstrap, ...] = ()
+    unread: tuple[Unread, ...] = ()  #: native members no edit looked at, as their readers failed on them
 
     @property
     def changed(self) -> bool:

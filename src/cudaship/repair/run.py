@@ -25,6 +25,7 @@ from cudaship.repair.plan import plan_repair
 from cudaship.repair.records import RepairPlan, WheelRepair
 from cudaship.repair.zipwrite import DEFLATED, STORED, Entry, write_zip
 from cudaship.wheel.metadata import b64_digest
+from cudaship.wheel.write import record_bytes, with_requirements
 
 
 def plan_wheel(
@@ -40,6 +41,9 @@ def plan_wheel(
         raise WheelError(f"member {member}: {why}", path=str(path))
     if not scanned.dist.directory:
         raise WheelError("no .dist-info directory: not a wheel repair can rewrite", path=str(path))
+    named = [p for p in scanned.record_problems if p.kind == "name"]
+    if named:  # before the others: such a name is also unlisted, or forged RECORD's row
+        raise WheelError(f"member {named[0].message} (repair refuses such a wheel)", path=str(path))
     if scanned.record_problems:
         first = scanned.record_problems[0]
         raise WheelError(
@@ -135,22 +139,6 @@ def _dist_info(plan_filename: str, names: list[str]) -> str:
     return found[0]
 
 
-def with_requirements(metadata: bytes, requirements: tuple[str, ...]) -> bytes:
-    """METADATA with ``Requires-Dist`` lines added at the end of its headers (the body kept as it is)."""
-    text = metadata.decode("utf-8")
-    newline = "\r\n" if "\r\n" in text.split("\n\n", 1)[0] else "\n"
-    blank = newline + newline
-    head, sep, body = text.partition(blank)
-    lines = "".join(f"{newline}Requires-Dist: {r}" for r in requirements)
-    head = head.rstrip("\r\n")
-    return (head + lines + (sep or newline) + body).encode("utf-8")
-
-
-def _record_line(name: str, digest: str, size: int) -> str:
-    quoted = f'"{name}"' if ("," in name or '"' in name) else name
-    return f"{quoted},{digest},{size}\n"
-
-
 def _entries(archive: ZipArchive, plan: RepairPlan) -> tuple[list[Entry], int]:
     members = list(archive.files())
     dist = _dist_info(plan.filename, [m.name for m in members])
@@ -162,7 +150,7 @@ def _entries(archive: ZipArchive, plan: RepairPlan) -> tuple[list[Entry], int]:
     bootstraps = {b.member: b for b in plan.bootstraps}
     metadata = f"{dist}/METADATA"
     entries: list[Entry] = []
-    record: list[str] = []
+    record: list[tuple[str, str, str | int]] = []
     total = 0
     for m in members:
         if m.name in removed or m.name in skip:
@@ -179,7 +167,7 @@ def _entries(archive: ZipArchive, plan: RepairPlan) -> tuple[list[Entry], int]:
             elif m.name in pe_edits:
                 data = windows.rename_imports(data, pe_edits[m.name].replace_imports)
             elif m.name in bootstraps:
-                data = windows.with_bootstrap(data, bootstraps[m.name].directories)
+                data = windows.with_bootstrap(data, bootstraps[m.name].directories, m.name)
             else:
                 e = edits[m.name]
                 runpath = e.runpath_after if e.runpath_changed else None
@@ -187,9 +175,7 @@ def _entries(archive: ZipArchive, plan: RepairPlan) -> tuple[list[Entry], int]:
                     data, e.replace_needed, runpath, rpath=e.was_rpath, remove_needed=e.remove_needed
                 )
             entries.append(Entry(m.name, m.mode, data=data))
-            record.append(
-                _record_line(m.name, "sha256=" + b64_digest(hashlib.sha256(data).digest()), len(data))
-            )
+            record.append((m.name, "sha256=" + b64_digest(hashlib.sha256(data).digest()), len(data)))
             total += len(data)
             continue
         archive.check(m)
@@ -203,9 +189,9 @@ def _entries(archive: ZipArchive, plan: RepairPlan) -> tuple[list[Entry], int]:
             data = _whole(archive, m)
             digest.update(data)
             entries.append(Entry(m.name, m.mode, data=data))
-        record.append(_record_line(m.name, "sha256=" + b64_digest(digest.digest()), m.size))
+        record.append((m.name, "sha256=" + b64_digest(digest.digest()), m.size))
         total += m.size
-    record.append(f"{record_path},,\n")
-    blob = "".join(record).encode("utf-8")
+    record.append((record_path, "", ""))
+    blob = record_bytes(record)
     entries.append(Entry(record_path, 0o644, data=blob))
     return entries, total + len(blob)

@@ -8,7 +8,6 @@ package's ``__init__.py`` gets a few lines that add the NVIDIA wheel's DLL direc
 
 from __future__ import annotations
 
-import ast
 import posixpath
 
 from cudaship.binary.pe import import_name_offsets
@@ -19,9 +18,10 @@ from cudaship.knowledge.repair import Provision, provision, unhashed
 from cudaship.records.binary import FileFormat
 from cudaship.repair.records import Bootstrap, Kept, PeEdit, Removed, RepairPlan
 from cudaship.repair.requirements import covered, declared_cover, merge_requirements, one_major
+from cudaship.wheel import bootstrap
 
-#: The first line of the bootstrap: how a second repair knows it is there.
-MARKER = "# cudaship repair: NVIDIA's CUDA DLLs come from their wheels"
+#: The first line of the bootstrap (the block itself: :mod:`cudaship.wheel.bootstrap`).
+MARKER = bootstrap.MARKER
 
 
 def plan_windows(ctx: AuditContext, label: str) -> RepairPlan:
@@ -144,49 +144,8 @@ def rename_imports(data: bytes, renames: tuple[tuple[str, str], ...]) -> bytes:
     return bytes(out)
 
 
-def with_bootstrap(source: bytes, directories: tuple[str, ...]) -> bytes:
+def with_bootstrap(source: bytes, directories: tuple[str, ...], label: str = "__init__.py") -> bytes:
     """A package's ``__init__.py`` with the lines that add ``directories`` (relative to the package) as DLL
-    directories on Windows, placed after its docstring and ``from __future__`` imports; unchanged when the
-    lines are there already."""
-    text = source.decode("utf-8")
-    if MARKER in text:
-        return source
-    newline = "\r\n" if "\r\n" in text else "\n"
-    block = newline.join(
-        [
-            MARKER,
-            "def _cudaship_dll_directories():",
-            "    import os",
-            "    import sys",
-            "",
-            '    if sys.platform != "win32":',
-            "        return",
-            "    here = os.path.dirname(os.path.abspath(__file__))",
-            f"    for rel in {tuple(directories)!r}:",
-            "        path = os.path.normpath(os.path.join(here, rel))",
-            "        if os.path.isdir(path):",
-            "            os.add_dll_directory(path)",
-            "",
-            "",
-            "_cudaship_dll_directories()",
-            "del _cudaship_dll_directories",
-            "",
-        ]
-    )
-    lines = text.splitlines(keepends=True)
-    after = 0
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        tree = None
-    if tree is not None:
-        for i, node in enumerate(tree.body):
-            docstring = i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
-            future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
-            if not (docstring or future):
-                break
-            after = node.end_lineno or after
-    head = "".join(lines[:after])
-    if head and not head.endswith(("\n", "\r")):
-        head += newline
-    return (head + block + "".join(lines[after:])).encode("utf-8")
+    directories on Windows, placed after its docstring and ``from __future__`` imports; unchanged when a
+    bootstrap there adds them already (:func:`cudaship.wheel.bootstrap.with_bootstrap`)."""
+    return bootstrap.with_bootstrap(source, directories, label)

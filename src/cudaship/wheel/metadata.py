@@ -4,9 +4,8 @@
   evaluated for the wheel's OWN target platform (from its WHEEL tags), never for the machine running cudaship.
 * WHEEL: the compatibility tags, turned into the operating system and machine the wheel targets.
 * RECORD: every file's hash and size; :class:`RecordVerifier` checks each member as it is streamed (the member
-is
-  read once, by the caller) and reports mismatches, files RECORD lists that are missing and files it does not
-  list.
+  is read once, by the caller) and reports mismatches, files RECORD lists that are missing, files it does not
+  list and names that are not valid wheel paths (:mod:`cudaship.wheel.names`).
 
 Everything here takes bytes or chunks; nothing reads a path. Problems raise :class:`WheelError` with one line.
 """
@@ -30,6 +29,7 @@ from packaging.version import InvalidVersion, Version
 
 from cudaship.errors import WheelError
 from cudaship.knowledge.platforms import marker_values
+from cudaship.wheel.names import name_problem
 from cudaship.wheel.records import (
     DeclaredRequirement,
     DistInfo,
@@ -351,9 +351,17 @@ class RecordVerifier:
         entry = self._by_path.get(path)
         return entry.algorithm if entry is not None and entry.algorithm else "sha256"
 
+    def _named(self, path: str) -> None:
+        """``path`` seen; a name that is not a valid wheel member path (:mod:`cudaship.wheel.names`) is a
+        problem of kind ``name``."""
+        self._seen.add(path)
+        why = name_problem(path)
+        if why is not None:
+            self._problems.append(RecordProblem("name", path, f"{path}: not a valid wheel path: {why}"))
+
     def observe(self, path: str, algorithm: str, digest: str, size: int) -> None:
         """Record what streaming ``path`` produced: its ``algorithm`` digest (urlsafe b64) and size."""
-        self._seen.add(path)
+        self._named(path)
         entry = self._by_path.get(path)
         if entry is None:
             if not _NO_HASH_OK.match(path):
@@ -382,7 +390,7 @@ class RecordVerifier:
 
     def unverified(self, path: str) -> None:
         """``path`` is in the wheel but could not be read (reported elsewhere): not "missing"."""
-        self._seen.add(path)
+        self._named(path)
 
     def problems(self) -> tuple[RecordProblem, ...]:
         missing = [

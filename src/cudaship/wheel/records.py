@@ -42,7 +42,9 @@ class RecordEntry:
 class RecordProblem:
     """One way the wheel's files disagree with its RECORD."""
 
-    kind: str  #: "hash", "size", "missing", "unlisted", "unhashed", "duplicate"
+    #: "hash", "size", "missing", "unlisted", "unhashed", "duplicate", "name" (not a valid wheel path:
+    #: :mod:`cudaship.wheel.names`)
+    kind: str
     path: str
     message: str
 
