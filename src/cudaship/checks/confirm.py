@@ -90,6 +90,8 @@ class ConfirmReport:
     driver: str | None  #: the oracle's: present, stub, absent
     notes: tuple[str, ...]
     timeout: float
+    #: the report's first line: the environment's code ran (set by the command that ran it; also notes[0])
+    ran_code: str | None = None
 
 
 def top_level_modules(owner: InstalledDistribution) -> list[str]:

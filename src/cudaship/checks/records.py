@@ -141,6 +141,8 @@ class AuditReport:
     notes: tuple[str, ...] = field(default=())
     #: one line per wheel that could not be read at all (not a zip, no dist-info): not in ``wheels``
     errors: tuple[str, ...] = field(default=())
+    #: with ``--load``: the report's first line, saying that the wheels' code ran
+    ran_code: str | None = None
 
     @property
     def checks(self) -> tuple[CheckResult, ...]:

@@ -163,11 +163,14 @@ def _load(
     jobs: int | None,
     progress_shown: bool,
     libcuda_stub: str | None = None,
+    contain: Containing | None = None,
 ) -> AuditReport:
     """The report with each wheel loaded for real (``--load``)."""
     # subcommand start-up: the loader oracle only for audit --load
     from cudaship.oracle.install import InstallOptions
     from cudaship.oracle.run import LoadOptions, load_audit
+
+    contain = contain or Containing()
 
     if load_python is not None and shutil.which(load_python) is None and not Path(load_python).is_file():
         raise UsageError("--load-python: no such interpreter", path=load_python)
@@ -183,10 +186,13 @@ def _load(
             extras=extras,
             python=load_python,
             keep=keep,
+            allow_sdist=contain.allow_sdist,
         ),
         timeout=timeout,
         jobs=jobs,
         libcuda_stub=libcuda_stub,
+        memory=contain.memory,
+        deadline=contain.deadline,
     )
 
     terminal = sys.stderr.isatty()
@@ -204,6 +210,34 @@ def _load(
     if progress_shown and terminal:
         click.echo("\r\x1b[2K", err=True, nl=False)
     return dataclasses.replace(report, wheels=tuple(wheels))
+
+
+#: The report's first line with --load (text and markdown; JSON: each wheel's load notes, first).
+RAN_CODE_LINE = (
+    "--load ran the code of the wheels below (pip install, imports, library constructors), contained as "
+    "docs/reliability.md says"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Containing:
+    """What ``audit --load`` lets the wheel's code have (``--load-memory``, ``--load-deadline``,
+    ``--allow-sdist``)."""
+
+    memory: int | None = 8 << 30
+    deadline: float | None = 3600.0
+    allow_sdist: bool = False
+
+
+def _memory_option(value: str | None) -> int | None:
+    from cudaship.containment import DEFAULT_MEMORY, parse_memory
+
+    if value is None:
+        return DEFAULT_MEMORY
+    try:
+        return parse_memory(value) or None
+    except ValueError:
+        raise UsageError(f"--load-memory: {value[:60]!r} is not a size (8G, 512M, 0 for no limit)") from None
 
 
 @click.command("audit")
@@ -268,9 +302,37 @@ def _load(
     "--load",
     "load",
     is_flag=True,
-    help="Also install each wheel with pip into a fresh venv and load it for real: import its top-level "
-    "packages and dlopen each native library in fresh processes, and compare what the loader mapped with "
-    "the static verdicts (docs/load.md). Uses --index-url, --find-links and --offline for pip.",
+    help="Also install each wheel with pip into a fresh venv and load it for real. This RUNS THE WHEEL'S "
+    "CODE: its imports and library constructors run in child processes (contained: allow-listed environment "
+    "without tokens or keys, fresh HOME and TMPDIR, memory limit, deadline, every process ended at the end; "
+    "not a sandbox: use a disposable container for wheels you do not trust, docs/reliability.md). Compares "
+    "what the loader mapped with the static verdicts (docs/load.md). Uses --index-url, --find-links and "
+    "--offline for pip, which installs wheels only (see --allow-sdist).",
+)
+@click.option(
+    "--load-memory",
+    "load_memory",
+    metavar="SIZE",
+    default=None,
+    help="With --load: each child's memory limit, private writable memory (RLIMIT_DATA on Linux): 8G, 512M; "
+    "0 for none.  [default: 8G]",
+)
+@click.option(
+    "--load-deadline",
+    "load_deadline",
+    type=click.FloatRange(min=0),
+    default=3600,
+    show_default=True,
+    metavar="SECONDS",
+    help="With --load: seconds the whole load of one wheel may take (pip and every child; what is left is "
+    "reported as not run); 0 for none.",
+)
+@click.option(
+    "--allow-sdist",
+    "allow_sdist",
+    is_flag=True,
+    help="With --load: let pip build requirements that have no wheel. Building RUNS THEIR BUILD CODE "
+    "(setup.py, a build backend); without it pip installs wheels only (--only-binary :all:).",
 )
 @click.option(
     "--load-python",
@@ -337,6 +399,9 @@ def command(
     load_timeout: float = 120,
     keep: bool = False,
     libcuda_stub: str | None = None,
+    load_memory: str | None = None,
+    load_deadline: float = 3600,
+    allow_sdist: bool = False,
 ) -> int:
     """Audit WHEEL(s) against their CUDA contract: files, imports, archs, requirements, ownership, closure.
 
@@ -399,9 +464,14 @@ def command(
             jobs,
             progress_shown,
             libcuda_stub,
+            Containing(_memory_option(load_memory), load_deadline or None, allow_sdist),
         )
-    elif load_python or pins or load_extras or keep or libcuda_stub:
-        raise UsageError("--load-python, --with, --extra, --keep and --libcuda-stub need --load")
+        report = dataclasses.replace(report, ran_code=RAN_CODE_LINE)
+    elif load_python or pins or load_extras or keep or libcuda_stub or load_memory or allow_sdist:
+        raise UsageError(
+            "--load-python, --with, --extra, --keep, --libcuda-stub, --load-memory and --allow-sdist "
+            "need --load"
+        )
 
     for error in report.errors:
         click.echo(line(f"cudaship: error: {error}"), err=True)

@@ -14,6 +14,19 @@ from cudaship.render.output import write_report
 from cudaship.render.table import DOCTOR, formats, render
 
 
+def _memory(value: str | None) -> int | None:
+    from cudaship.containment import DEFAULT_MEMORY, parse_memory
+
+    if value is None:
+        return DEFAULT_MEMORY
+    try:
+        return parse_memory(value) or None
+    except ValueError:
+        raise UsageError(
+            f"--confirm-memory: {value[:60]!r} is not a size (8G, 512M, 0 for no limit)"
+        ) from None
+
+
 @click.command("doctor")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
 @format_option("doctor --env", help_text="Report format (markdown: with --env).")
@@ -59,7 +72,27 @@ from cudaship.render.table import DOCTOR, formats, render
     "--confirm",
     is_flag=True,
     help="With --env: also import each distribution's top-level modules, each in a fresh child of the "
-    "environment's interpreter, and compare what the real loader mapped with the simulation.",
+    "environment's interpreter, and compare what the real loader mapped with the simulation. This RUNS "
+    "THE PACKAGES' CODE (contained: allow-listed environment without tokens or keys, fresh HOME and TMPDIR, "
+    "memory limit, deadline, every process ended at the end; not a sandbox, docs/reliability.md).",
+)
+@click.option(
+    "--confirm-memory",
+    "confirm_memory",
+    metavar="SIZE",
+    default=None,
+    help="With --confirm: each child's memory limit, private writable memory (RLIMIT_DATA on Linux): 8G, "
+    "512M; 0 for none.  [default: 8G]",
+)
+@click.option(
+    "--confirm-deadline",
+    "confirm_deadline",
+    type=click.FloatRange(min=0),
+    default=3600,
+    show_default=True,
+    metavar="SECONDS",
+    help="With --confirm: seconds every child together may take (what is left is reported as not run); 0 for "
+    "none.",
 )
 @click.option(
     "--confirm-only",
@@ -99,6 +132,8 @@ def command(
     confirm_only: tuple[str, ...] = (),
     confirm_timeout: float = 120.0,
     confirm_jobs: int | None = None,
+    confirm_memory: str | None = None,
+    confirm_deadline: float = 3600,
 ) -> int:
     """Show this machine's GPUs and driver, and whether each PATH will run here.
 
@@ -134,7 +169,15 @@ def command(
             dll_path=dll_path,
             details=details,
             require_gpu=require_gpu,
-            confirm=ConfirmOptions(confirm_only, confirm_timeout, confirm_jobs) if confirm else None,
+            confirm=ConfirmOptions(
+                confirm_only,
+                confirm_timeout,
+                confirm_jobs,
+                _memory(confirm_memory),
+                confirm_deadline or None,
+            )
+            if confirm
+            else None,
         )
     if confirm or confirm_only:
         raise UsageError("--confirm and --confirm-only go with --env")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import click
@@ -29,6 +29,17 @@ class ConfirmOptions:
     only: tuple[str, ...] = ()
     timeout: float = 120.0
     jobs: int | None = None
+    memory: int | None = 8 << 30  #: ``--confirm-memory``: each child's private writable memory; None: none
+    deadline: float | None = 3600.0  #: ``--confirm-deadline``: seconds for every child together
+
+
+#: The first line of a ``--confirm`` report (and its first note).
+RAN_CODE = (
+    "--confirm imported the environment's packages, RUNNING THEIR CODE, in child processes: allow-listed "
+    "environment (no tokens or keys), fresh HOME and TMPDIR, memory limit {memory}, deadline {deadline}; "
+    "every process it started is ended before it returns (docs/reliability.md: what this does not protect "
+    "against)"
+)
 
 
 def confirm_python(env: str) -> str:
@@ -72,13 +83,23 @@ def _confirm(report: EnvReport, env: str, options: ConfirmOptions) -> EnvReport:
         raise UsageError(f"--confirm-only: not installed in this environment: {', '.join(unknown)}")
     planned = plan(report.env, options.only)
     jobs = options.jobs or max(1, min(8, (os.cpu_count() or 2) // 2))
-    observation = observe(python, [p for _, p in planned], timeout=options.timeout, jobs=jobs)
+    observation = observe(
+        python,
+        [p for _, p in planned],
+        timeout=options.timeout,
+        jobs=jobs,
+        memory=options.memory,
+        deadline=options.deadline,
+    )
     paths = {lib.path for lib in report.env.libraries}
     paths |= {e.target for e in report.graph.edges if e.target is not None}
     realpaths = {p: os.path.realpath(p) for p in paths}
-    return with_confirmation(
-        report, compare(report.env, report.graph, planned, observation, realpaths, timeout=options.timeout)
-    )
+    confirmed = compare(report.env, report.graph, planned, observation, realpaths, timeout=options.timeout)
+    memory = f"{options.memory / (1 << 30):g} GiB" if options.memory else "none"
+    deadline = f"{options.deadline:g} s" if options.deadline else "none"
+    honest = RAN_CODE.format(memory=memory, deadline=deadline)
+    confirmed = replace(confirmed, ran_code=honest, notes=(honest, *confirmed.notes))
+    return with_confirmation(report, confirmed)
 
 
 def run_env(

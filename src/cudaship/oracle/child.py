@@ -18,6 +18,11 @@ the shared ``before`` steps (importing the packages) run once and each probe run
 state: the same process image a fresh interpreter would have after those imports, for the cost of a fork
 (:func:`run_forked`).
 
+With ``{"batch": [{"steps": [["import", "m"]], "out": PATH}, ...], "timeout": T}`` (a wheel with more
+top-level modules than the parent starts interpreters for), each entry's steps run one after another in this
+interpreter, each stopped by a timer after ``T`` seconds (``{"event": "killed"}``), each writing its own
+``out`` file (:func:`run_batch`).
+
 Listing (``method``): ``phdr`` (default) walks the loader's own list with ``dl_iterate_phdr`` through ctypes
 (Linux; ``_dyld_get_image_name`` on macOS, ``EnumProcessModules`` on Windows); ``maps`` reads
 ``/proc/self/maps`` (executable file mappings, in address order). docs/load.md has the measurements behind
@@ -30,6 +35,7 @@ import ctypes
 import importlib
 import json
 import os
+import signal
 import sys
 import time
 from typing import Any
@@ -118,6 +124,10 @@ def _one_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}"
 
 
+class _Late(BaseException):
+    """Raised by the per-module timer of :func:`run_batch`."""
+
+
 def _steps(steps: Any, method: str, emit: Any, first: int = 0) -> None:
     for i, (kind, target) in enumerate(steps or (), start=first):
         emit({"event": "start", "step": i, "loaded": [p for _n, p in mapped(method)]})
@@ -137,7 +147,7 @@ def _steps(steps: Any, method: str, emit: Any, first: int = 0) -> None:
                     message = f"{module_name}.{function} is not defined: nothing called"
             else:
                 ok, message = False, f"unknown step {kind!r}"
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, _Late):
             raise
         except BaseException as e:  # SystemExit from a package's __init__ is a result too
             ok, message = False, _one_line(e)
@@ -252,6 +262,36 @@ def run_forked(probe: dict[str, Any]) -> int:
     return 0
 
 
+def run_batch(probe: dict[str, Any]) -> int:
+    """Each entry of ``batch`` in turn, in this interpreter, each stopped after ``timeout`` seconds by a
+    timer (an import stuck in C code that never returns to Python is left to the parent's timeout)."""
+    method = _setup(probe)
+    timeout = float(probe.get("timeout") or 120)
+    timer = hasattr(signal, "setitimer")
+
+    def late(_signum: int, _frame: Any) -> None:
+        raise _Late()
+
+    if timer:
+        signal.signal(signal.SIGALRM, late)
+    for one in probe.get("batch") or ():
+        fd, emit = _writer(one["out"])
+        try:
+            if timer:
+                signal.setitimer(signal.ITIMER_REAL, timeout)
+            _steps(one.get("steps"), method, emit)
+            if timer:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            _end(method, emit)
+        except _Late:
+            emit({"event": "killed"})
+        finally:
+            if timer:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            os.close(fd)
+    return 0
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
         sys.stderr.write("usage: child PROBE_JSON OUT_PATH\n")
@@ -259,6 +299,8 @@ def main(argv: list[str]) -> int:
     probe = json.loads(argv[0])
     if "probes" in probe:
         return run_forked(probe)
+    if "batch" in probe:
+        return run_batch(probe)
     return run(probe, argv[1])
 
 

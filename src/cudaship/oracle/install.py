@@ -6,9 +6,14 @@ Fresh (the default): ``python -m venv`` in a temporary directory (removed afterw
 venv is made without pip; else the venv's pip): pip resolves the wheel's declared requirements as a user's
 ``pip install`` would, plus the undeclared host packages the static audit names
 (``WheelAudit.host_packages``), each pinned by a ``--with`` specifier of the same name when given.
-``--index-url``, ``--find-links`` and ``--offline`` (pip's ``--no-index``) are passed to pip. pip's own
-failure (no version satisfies a requirement) is a result: :attr:`LoadEnvironment.failure` holds pip's ERROR
-lines.
+``--index-url``, ``--find-links`` and ``--offline`` (pip's ``--no-index``) are passed to pip, and
+``--only-binary :all:``: pip installs wheels only, so no requirement's build backend runs (``--allow-sdist``
+lets pip build sdists: their ``setup.py`` or backend then runs). pip's own failure (no version satisfies a
+requirement) is a result: :attr:`LoadEnvironment.failure` holds pip's ERROR lines.
+
+Every process here runs inside the run's :class:`~cudaship.containment.Containment`: the allow-listed
+environment (pip keeps its own ``PIP_*`` settings, never credentials; its cache is the caller's pip cache,
+except with ``--allow-sdist``), a fresh ``$HOME`` and ``TMPDIR``, the memory limit and the run's deadline.
 
 Existing (``--load-python PYTHON``): nothing is installed into that environment. The wheel alone is
 installed with ``pip install --no-deps --target`` into a temporary directory that the children find first
@@ -26,7 +31,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -35,8 +39,8 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.tags import Tag, compatible_tags, cpython_tags, parse_tag
 from packaging.utils import canonicalize_name
 
+from cudaship.containment import Containment, DeadlinePassed
 from cudaship.errors import OracleError
-from cudaship.processes import run_text
 
 #: Seconds pip may take (a large wheel with CUDA requirements from a cold cache downloads gigabytes).
 PIP_TIMEOUT = 1800
@@ -53,6 +57,7 @@ class InstallOptions:
     python: str | None = None  #: ``--load-python``: an existing environment's interpreter
     keep: bool = False
     pip_timeout: float = PIP_TIMEOUT
+    allow_sdist: bool = False  #: ``--allow-sdist``: let pip build a requirement that has no wheel
 
 
 @dataclass(frozen=True)
@@ -69,21 +74,55 @@ class LoadEnvironment:
     notes: tuple[str, ...] = field(default=())
 
 
-def python_version(python: str) -> tuple[int, int]:
-    done = _run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], 60)
+def python_version(python: str, run: Containment | None = None) -> tuple[int, int]:
+    done = _run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], 60, run)
     if done.returncode != 0:
         raise OracleError(f"cannot run: {_last_lines(done.stderr, 1) or done.returncode}", path=python)
     major, minor = done.stdout.strip().split(".")
     return int(major), int(minor)
 
 
-def _run(args: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
+def _run(
+    args: Sequence[str], timeout: float, run: Containment | None = None, *, pip: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``args`` run inside ``run`` (a containment of its own when None: removed at once). ``pip``: pip's
+    cache directory, given when ``args`` runs pip (then pip's own variables are kept)."""
+    if run is None:
+        with Containment() as own:
+            return _run(args, timeout, own, pip=pip)
+    env = run.environment(pip=pip is not None)
+    if pip is not None:
+        env["PIP_CACHE_DIR"] = pip
     try:
-        return run_text(args, timeout=timeout, stdin=subprocess.DEVNULL)
+        return run.run_text(args, timeout=timeout, env=env)
     except FileNotFoundError:
         raise OracleError("no such interpreter or program", path=str(args[0])) from None
-    except subprocess.TimeoutExpired:
-        raise OracleError(f"{Path(args[0]).name} did not finish within {timeout:g} s") from None
+    except subprocess.TimeoutExpired as e:
+        raise OracleError(f"{Path(args[0]).name} did not finish within {e.timeout:g} s") from None
+    except DeadlinePassed as e:
+        raise OracleError(str(e)) from None
+
+
+def user_pip_cache(environ: dict[str, str] | None = None) -> str:
+    """The caller's pip cache directory (``PIP_CACHE_DIR``, else pip's default for this OS)."""
+    env = dict(os.environ if environ is None else environ)
+    if env.get("PIP_CACHE_DIR"):
+        return env["PIP_CACHE_DIR"]
+    home = Path(env.get("HOME") or Path.home())
+    if sys.platform == "win32":
+        return str(Path(env.get("LOCALAPPDATA") or home / "AppData" / "Local") / "pip" / "Cache")
+    if sys.platform == "darwin":
+        return str(home / "Library" / "Caches" / "pip")
+    return str(Path(env.get("XDG_CACHE_HOME") or home / ".cache") / "pip")
+
+
+def pip_cache(run: Containment, options: InstallOptions) -> str:
+    """pip's cache for this run: the caller's (pip, not the package, writes it: installing wheels runs no
+    package code), or the run's own under its home with ``--allow-sdist`` (a build backend runs with pip's
+    environment and could write there)."""
+    if options.allow_sdist:
+        return str(run.home / ".cache" / "pip")
+    return user_pip_cache()
 
 
 def _last_lines(text: str, n: int) -> str:
@@ -121,12 +160,14 @@ def _candidates(wheel_tags: Sequence[str]) -> list[str]:
     return seen
 
 
-def choose_interpreter(wheel_tags: Sequence[str]) -> tuple[str | None, str]:
+def choose_interpreter(
+    wheel_tags: Sequence[str], run: Containment | None = None
+) -> tuple[str | None, str]:
     """The first interpreter here the wheel installs on, or None and the one-line reason."""
     tried: list[str] = []
     for python in _candidates(wheel_tags):
         try:
-            version = python_version(python)
+            version = python_version(python, run)
         except OracleError:
             continue
         if supported(wheel_tags, version):
@@ -154,6 +195,8 @@ def host_requirements(host_packages: Sequence[str], pins: Sequence[str]) -> tupl
 
 def _pip_args(options: InstallOptions) -> list[str]:
     args = ["--disable-pip-version-check", "--no-input"]
+    if not options.allow_sdist:
+        args += ["--only-binary", ":all:"]
     if options.offline:
         args.append("--no-index")
     elif options.index_url:
@@ -170,9 +213,9 @@ def _pip_failure(done: subprocess.CompletedProcess[str]) -> str:
     return f"pip install failed (exit {done.returncode}): " + " / ".join(chosen)
 
 
-def _sites(python: str) -> tuple[str, ...]:
+def _sites(python: str, run: Containment | None = None) -> tuple[str, ...]:
     code = "import json,sysconfig;p=sysconfig.get_paths();print(json.dumps([p['purelib'],p['platlib']]))"
-    done = _run([python, "-c", code], 60)
+    done = _run([python, "-I", "-c", code], 60, run)
     if done.returncode != 0:
         raise OracleError(f"cannot read its site-packages: {_last_lines(done.stderr, 1)}", path=python)
     paths: list[str] = []
@@ -182,10 +225,10 @@ def _sites(python: str) -> tuple[str, ...]:
     return tuple(paths)
 
 
-def has_pip_python_option(python: str) -> bool:
+def has_pip_python_option(python: str, run: Containment | None = None, cache: str = "") -> bool:
     """Whether ``python`` has a pip that can install into another interpreter (``pip --python``, pip 22.3+):
     then the venv is made without pip (ensurepip costs seconds) and this pip installs into it."""
-    done = _run([python, "-m", "pip", "--version"], 60)
+    done = _run([python, "-m", "pip", "--version"], 60, run, pip=cache or user_pip_cache())
     if done.returncode != 0:
         return False
     words = done.stdout.split()
@@ -205,11 +248,13 @@ def prepare(
     wheel_tags: Sequence[str],
     host_packages: Sequence[str],
     options: InstallOptions,
-    workdir: str | None = None,
+    run: Containment,
 ) -> LoadEnvironment | str:
-    """The environment to load ``wheel`` in, or the one-line reason the loader check is skipped (no
-    interpreter here takes the wheel). pip's failure is a :class:`LoadEnvironment` with ``failure``."""
-    base = Path(workdir or tempfile.mkdtemp(prefix="cudaship-load-env-"))
+    """The environment to load ``wheel`` in, under ``run``'s directory, or the one-line reason the loader
+    check is skipped (no interpreter here takes the wheel). pip's failure is a :class:`LoadEnvironment` with
+    ``failure``."""
+    base = run.directory("env")
+    cache = pip_cache(run, options)
     pip = _pip_args(options)
     wheel_abs = str(Path(wheel).resolve())
     if options.extras:
@@ -217,16 +262,15 @@ def prepare(
     if options.python is not None:
         python: str | None = options.python
         assert python is not None
-        version = python_version(python)
+        version = python_version(python, run)
         if not supported(wheel_tags, version):
-            shutil.rmtree(base, ignore_errors=True)
             return f"the wheel's tags do not match {python} (Python {version[0]}.{version[1]})"
         target = base / "target"
         args = [python, "-m", "pip", "install", *pip, "--no-deps", "--target", str(target), wheel_abs]
-        done = _run(args, options.pip_timeout)
+        done = _run(args, options.pip_timeout, run, pip=cache)
         env = LoadEnvironment(
             python=python,
-            sites=(str(target), *_sites(python)),
+            sites=(str(target), *_sites(python, run)),
             fresh=False,
             installed=(wheel_abs,),
             directory=str(base),
@@ -234,24 +278,23 @@ def prepare(
             notes=(f"the wheel alone (--no-deps) layered on {python}'s environment",),
         )
         return env if done.returncode == 0 else _failed(env, done)
-    python, why = choose_interpreter(wheel_tags)
+    python, why = choose_interpreter(wheel_tags, run)
     if python is None:
-        shutil.rmtree(base, ignore_errors=True)
         return why
     venv = base / "venv"
-    outer_pip = has_pip_python_option(python)
+    outer_pip = has_pip_python_option(python, run, cache)
     venv_args = [python, "-m", "venv", *(["--without-pip"] if outer_pip else []), str(venv)]
-    done = _run(venv_args, options.pip_timeout)
+    done = _run(venv_args, options.pip_timeout, run, pip=cache)
     if done.returncode != 0:
         raise OracleError(f"cannot create a virtual environment: {_last_lines(done.stderr, 2)}", path=python)
     vpython = str(_bin(venv))
     hosts = host_requirements(host_packages, options.pins)
     installer = [python, "-m", "pip", "--python", vpython] if outer_pip else [vpython, "-m", "pip"]
     args = [*installer, "install", *pip, wheel_abs, *hosts]
-    done = _run(args, options.pip_timeout)
+    done = _run(args, options.pip_timeout, run, pip=cache)
     env = LoadEnvironment(
         python=vpython,
-        sites=_sites(vpython),
+        sites=_sites(vpython, run),
         fresh=True,
         installed=(wheel_abs, *hosts),
         directory=str(base),
@@ -261,7 +304,13 @@ def prepare(
 
 
 def _failed(env: LoadEnvironment, done: subprocess.CompletedProcess[str]) -> LoadEnvironment:
-    return replace(env, failure=_pip_failure(done))
+    failure = _pip_failure(done)
+    if "--only-binary" in done.args and "from versions: none" in failure:
+        failure += (
+            " (pip installs wheels only here, --only-binary :all:: a requirement that exists only as an "
+            "sdist would run its build code; --allow-sdist lets pip build it)"
+        )
+    return replace(env, failure=failure)
 
 
 def cleanup(env: LoadEnvironment | None, keep: bool) -> None:

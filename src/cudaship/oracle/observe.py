@@ -2,8 +2,15 @@
 
 :func:`observe` starts one child per probe (``python -c <child source>``, cwd an empty directory so nothing of
 cudaship or of the caller's directory is importable), a few at a time, each in its own session so a timeout
-kills the child and anything it started. A child killed by a signal or the timeout is a result. Then, in this
-process, each loaded object's SONAME and DT_NEEDED are read with cudaship's ELF reader (once per file) and
+kills the child and anything it started. The children run the packages' code: they run inside a
+:class:`~cudaship.containment.Containment` (the allow-listed environment, a fresh ``$HOME`` and ``TMPDIR``
+under the run's own directory, a memory limit, the run's deadline; every descendant killed when
+:func:`observe` returns). Each timeout waits on the child's pid, never on a pipe: its stderr goes to a file.
+More than :data:`BATCH_ABOVE` top-level imports (probes ``import M`` with nothing before) are imported in at
+most :data:`MAX_IMPORT_INTERPRETERS` interpreters, one module after another in each, each import on its own
+(a failure, an exception or the per-module timeout is that module's result). A child killed by a signal or
+the timeout is a result. Then, in this process, each
+loaded object's SONAME and DT_NEEDED are read with cudaship's ELF reader (once per file) and
 each DT_NEEDED is matched to the loaded object that satisfied it, as glibc does: a loaded object whose SONAME,
 or a name it was loaded by, equals the entry is reused (``_dl_map_object``, elf/dl-load.c).
 
@@ -35,6 +42,7 @@ from typing import Any
 
 from cudaship.binary.elf import read_elf
 from cudaship.binary.magic import binary_format
+from cudaship.containment import DEFAULT_MEMORY, Containment, DeadlinePassed
 from cudaship.errors import CudashipError, OracleError
 from cudaship.oracle.records import (
     LoadedObject,
@@ -53,6 +61,9 @@ from cudaship.safe_read import open_regular
 DEFAULT_TIMEOUT = 120.0
 #: Children run at once (each is one interpreter; more than the CPUs only queues them).
 DEFAULT_JOBS = 4
+#: Top-level imports above this many are batched: at most :data:`MAX_IMPORT_INTERPRETERS` interpreters.
+BATCH_ABOVE = 32
+MAX_IMPORT_INTERPRETERS = 8
 METHODS = {"phdr": "dl_iterate_phdr", "maps": "/proc/self/maps"}
 _STUB_GLOBS = ("lib64/stubs/libcuda.so", "lib/stubs/libcuda.so", "targets/*/lib/stubs/libcuda.so")
 _TAIL_LINES = 12
@@ -78,14 +89,15 @@ def find_stub(environ: Mapping[str, str] | None = None) -> str | None:
     return None
 
 
-def driver_loadable(python: str, env: Mapping[str, str]) -> bool:
+def driver_loadable(python: str, env: Mapping[str, str], run: Containment | None = None) -> bool:
     """Whether a child of ``python`` can dlopen ``libcuda.so.1`` (the NVIDIA driver's library)."""
     code = "import ctypes,sys\ntry:\n ctypes.CDLL('libcuda.so.1')\nexcept OSError:\n sys.exit(3)\n"
+    if run is None:
+        with Containment() as own:
+            return driver_loadable(python, env, own)
     try:
-        done = subprocess.run(
-            [python, "-c", code], env=dict(env), capture_output=True, timeout=60, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        done = run.run_text([python, "-c", code], env=env, timeout=60)
+    except (OSError, subprocess.TimeoutExpired, DeadlinePassed):
         return False
     return done.returncode == 0
 
@@ -295,6 +307,7 @@ def _run_forked(
     method: str,
     dll_dirs: Sequence[str],
     elf: _ElfCache,
+    run: Containment,
 ) -> dict[int, ProbeResult]:
     """Run ``members`` in children forked after one interpreter ran ``before``; the results of those that
     finished (a timeout or a signal is left out: the caller runs it again in a fresh process, so a fork
@@ -312,24 +325,19 @@ def _run_forked(
     cwd = workdir / f"cwd-{key}"
     cwd.mkdir()
     # the imports once, then every member at most ``timeout`` each, ``jobs`` at a time
-    overall = timeout * (1 + -(-len(members) // jobs))
     try:
-        process = subprocess.Popen(
+        overall = run.bounded(timeout * (1 + -(-len(members) // jobs)))
+    except DeadlinePassed:
+        return {}
+    try:
+        process = run.popen(
             [python, "-c", child_source(), json.dumps(payload), str(workdir / f"{key}.jsonl")],
+            env=env,
             cwd=cwd,
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
         )
     except OSError as e:
         raise OracleError(f"cannot start {python}: {e.strerror or e}") from None
-    try:
-        process.wait(timeout=overall)
-    except subprocess.TimeoutExpired:
-        _kill_group(process)
-        process.wait()
+    run.wait(process, overall)
     done: dict[int, ProbeResult] = {}
     for n, probe in members:
         events = _read_events(outs[n])
@@ -344,13 +352,6 @@ def _run_forked(
     return done
 
 
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (OSError, AttributeError):
-        process.kill()
-
-
 def _run_one(
     python: str,
     probe: Probe,
@@ -361,8 +362,13 @@ def _run_one(
     method: str,
     dll_dirs: Sequence[str],
     elf: _ElfCache,
+    run: Containment,
 ) -> ProbeResult:
     out = workdir / f"probe-{number}.jsonl"
+    try:
+        limit = run.bounded(timeout)
+    except DeadlinePassed as e:
+        return not_run(probe, f"not run: {e} (--load-deadline)")
     payload = {
         "steps": [[s.kind.value, s.target] for s in (*probe.before, probe.step)],
         "method": method,
@@ -372,27 +378,16 @@ def _run_one(
     cwd.mkdir()
     command = [python, "-c", child_source(), json.dumps(payload), str(out)]
     started = time.perf_counter()
-    timed_out = False
-    try:
-        process = subprocess.Popen(
-            command,
-            cwd=cwd,
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            start_new_session=os.name == "posix",
-        )
-    except OSError as e:
-        raise OracleError(f"cannot start {python}: {e.strerror or e}") from None
-    try:
-        _o, err = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(process)
-        _o, err = process.communicate()
+    # stderr into a file, never a pipe: a grandchild holding it open cannot keep the wait from returning
+    with open(workdir / f"stderr-{number}", "w+b") as err:
+        try:
+            process = run.popen(command, env=env, cwd=cwd, stderr=err)
+        except OSError as e:
+            raise OracleError(f"cannot start {python}: {e.strerror or e}") from None
+        timed_out = run.wait(process, limit)
+        err.seek(0)
+        stderr = err.read(1 << 20).decode("utf-8", "replace")
     seconds = time.perf_counter() - started
-    stderr = (err or b"").decode("utf-8", "replace")
     return _result(
         probe,
         _read_events(out),
@@ -401,13 +396,95 @@ def _run_one(
         timed_out=timed_out,
         stderr=stderr,
         seconds=seconds,
-        timeout=timeout,
+        timeout=limit,
     )
 
 
+def not_run(probe: Probe, why: str) -> ProbeResult:
+    """The result of a probe whose child was never started (the run's deadline passed)."""
+    return ProbeResult(probe=probe, ok=False, message=why, timed_out=True)
+
+
+def _run_batch(
+    python: str,
+    members: list[tuple[int, Probe]],
+    env: Mapping[str, str],
+    workdir: Path,
+    timeout: float,
+    method: str,
+    dll_dirs: Sequence[str],
+    elf: _ElfCache,
+    run: Containment,
+) -> dict[int, ProbeResult]:
+    """Import ``members`` (``import M`` probes) one after another in one interpreter, each on its own (the
+    child's per-module timer stops a module that runs past ``timeout``); a module the interpreter never
+    reached (it crashed, exited or was killed) says so."""
+    key = f"batch-{members[0][0]}"
+    outs = {n: workdir / f"{key}-probe-{n}.jsonl" for n, _p in members}
+    payload = {
+        "batch": [{"steps": [[p.step.kind.value, p.step.target]], "out": str(outs[n])} for n, p in members],
+        "timeout": timeout,
+        "method": method,
+        "dll_dirs": list(dll_dirs),
+    }
+    cwd = workdir / f"cwd-{key}"
+    cwd.mkdir()
+    try:
+        overall = run.bounded(timeout * len(members) + timeout)
+    except DeadlinePassed as e:
+        return {n: not_run(p, f"not run: {e} (--load-deadline)") for n, p in members}
+    started = time.perf_counter()
+    with open(workdir / f"stderr-{key}", "w+b") as err:
+        try:
+            process = run.popen(
+                [python, "-c", child_source(), json.dumps(payload), "-"], env=env, cwd=cwd, stderr=err
+            )
+        except OSError as e:
+            raise OracleError(f"cannot start {python}: {e.strerror or e}") from None
+        timed_out = run.wait(process, overall)
+        err.seek(0)
+        stderr = err.read(1 << 20).decode("utf-8", "replace")
+    seconds = time.perf_counter() - started
+    done: dict[int, ProbeResult] = {}
+    stopped_at: str | None = None
+    for n, probe in members:
+        events = _read_events(outs[n])
+        ended = any(e.get("event") in ("end", "killed") for e in events)
+        if events and not ended:  # the module the interpreter stopped in
+            stopped_at = probe.step.label
+            code = None if timed_out else process.returncode
+            done[n] = _result(
+                probe,
+                events,
+                elf,
+                code=code,
+                timed_out=timed_out,
+                stderr=stderr,
+                seconds=seconds,
+                timeout=timeout,
+            )
+        elif not events:
+            why = "the run's deadline passed" if timed_out else f"it exited with status {process.returncode}"
+            done[n] = ProbeResult(
+                probe=probe,
+                ok=False,
+                message=f"not imported: the interpreter importing this batch of modules stopped before it"
+                f" ({why}" + (f", at {stopped_at}" if stopped_at else "") + ")",
+                timed_out=timed_out,
+            )
+        else:
+            result = _result(
+                probe, events, elf, code=0, timed_out=False, stderr="", seconds=0.0, timeout=timeout
+            )
+            own = result.result
+            done[n] = replace(result, seconds=own.seconds if own is not None else None)
+    return done
+
+
 def child_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The children's environment: ``base`` (default this process's), unbuffered, without the variables
-    that would change what a fresh interpreter imports (PYTHONPATH, PYTHONHOME, PYTHONSTARTUP)."""
+    """``base`` (default this process's), unbuffered, without the variables that would change what a fresh
+    interpreter imports (PYTHONPATH, PYTHONHOME, PYTHONSTARTUP). :func:`observe` keeps of it only what
+    :mod:`cudaship.childenv` allows (and a PYTHONPATH set on it)."""
     env = dict(os.environ if base is None else base)
     for key in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONINSPECT", "LD_DEBUG"):
         env.pop(key, None)
@@ -430,6 +507,9 @@ def observe(
     on_result: Callable[[ProbeResult], None] | None = None,
     share_imports: bool = True,
     stub_path: str | None = None,
+    run: Containment | None = None,
+    memory: int | None = DEFAULT_MEMORY,
+    deadline: float | None = None,
 ) -> Observation:
     """Run each probe in a fresh child of ``python`` and return what each saw, in the order of ``probes``.
 
@@ -442,21 +522,45 @@ def observe(
     one interpreter that ran those imports (the same state a fresh child reaches, for the cost of a fork); a
     forked probe that times out or is killed by a signal is run again in a fresh interpreter, whose result is
     the one reported. False: one fresh interpreter per probe. ``stub_path``: the stub ``libcuda.so`` to use
-    (default: :func:`find_stub`)."""
+    (default: :func:`find_stub`).
+
+    ``run``: the containment the children run in (default: one of this call's own, with ``memory`` bytes
+    for each child and ``deadline`` seconds for the whole call); every process started is gone when this
+    returns (or, with ``run``, when ``run`` ends). A given ``env`` is filtered through the allow-list too."""
+    if run is None:
+        with Containment(memory=memory, deadline=deadline) as own:
+            return observe(
+                python,
+                probes,
+                env=env,
+                timeout=timeout,
+                jobs=jobs,
+                method=method,
+                stub=stub,
+                dll_dirs=dll_dirs,
+                on_result=on_result,
+                share_imports=share_imports,
+                stub_path=stub_path,
+                run=own,
+            )
     if method not in METHODS:
         raise OracleError(f"unknown listing method {method!r} (one of {', '.join(METHODS)})")
     if shutil.which(python) is None and not os.path.isfile(python):
         raise OracleError("no such interpreter", path=python)
-    children_env = child_environment() if env is None else dict(env)
+    given = child_environment() if env is None else dict(env)
+    children_env = run.environment(given)
+    for key in ("PYTHONUNBUFFERED", "PYTHONIOENCODING", "PYTHONDONTWRITEBYTECODE", "PYTHONPATH"):
+        if key in given:
+            children_env[key] = given[key]
     notes: list[str] = []
     stub_used: str | None = None
     driver: str | None = None
     elf = _ElfCache()
     lock = threading.Lock()
-    with tempfile.TemporaryDirectory(prefix="cudaship-load-") as tmp:
-        workdir = Path(tmp)
+    workdir = Path(tempfile.mkdtemp(prefix="observe-", dir=run.root))
+    if True:  # the work directory is the run's: removed with it
         if sys.platform.startswith("linux"):
-            present = driver_loadable(python, children_env) if stub is not True else False
+            present = driver_loadable(python, children_env, run) if stub is not True else False
             driver = "present" if present else "absent"
             if not present and stub is not False:
                 stub_used = stub_path or find_stub(children_env)
@@ -476,7 +580,9 @@ def observe(
                     notes.append(f"no NVIDIA driver here: libcuda.so.1 is the toolkit's stub {stub_used}")
 
         def one(number: int, probe: Probe) -> ProbeResult:
-            result = _run_one(python, probe, children_env, workdir, number, timeout, method, dll_dirs, elf)
+            result = _run_one(
+                python, probe, children_env, workdir, number, timeout, method, dll_dirs, elf, run
+            )
             if on_result is not None:
                 with lock:
                     on_result(result)
@@ -488,13 +594,36 @@ def observe(
             for before, numbers in _forkable(probes).items():
                 members = [(n, probes[n]) for n in numbers]
                 forked = _run_forked(
-                    python, before, members, children_env, workdir, timeout, count, method, dll_dirs, elf
+                    python, before, members, children_env, workdir, timeout, count, method, dll_dirs, elf, run
                 )
                 for n, result in forked.items():
                     known[n] = result
                     if on_result is not None:
                         with lock:
                             on_result(result)
+        bare_imports = [
+            (n, p)
+            for n, p in enumerate(probes)
+            if not p.before and p.step.kind is StepKind.IMPORT and n not in known
+        ]
+        if len(bare_imports) > BATCH_ABOVE:
+            batches = _batches(bare_imports, MAX_IMPORT_INTERPRETERS)
+            notes.append(
+                f"{len(bare_imports)} top-level modules imported in {len(batches)} interpreters, one module "
+                f"after another in each (more than {BATCH_ABOVE}: one interpreter each is not started)"
+            )
+
+            def batch(members: list[tuple[int, Probe]]) -> dict[int, ProbeResult]:
+                got = _run_batch(python, members, children_env, workdir, timeout, method, dll_dirs, elf, run)
+                if on_result is not None:
+                    with lock:
+                        for result in got.values():
+                            on_result(result)
+                return got
+
+            with ThreadPoolExecutor(count, thread_name_prefix="cudaship-load") as pool:
+                for got in pool.map(batch, batches):
+                    known.update(got)
         rest = [(n, p) for n, p in enumerate(probes) if n not in known]
         if count == 1 or len(rest) <= 1:
             known.update((n, one(n, p)) for n, p in rest)
@@ -511,6 +640,12 @@ def observe(
         method=METHODS[method],
         notes=tuple(notes),
     )
+
+
+def _batches(members: list[tuple[int, Probe]], most: int) -> list[list[tuple[int, Probe]]]:
+    """``members`` in at most ``most`` consecutive groups of nearly equal size."""
+    size = -(-len(members) // most)
+    return [members[i : i + size] for i in range(0, len(members), size)]
 
 
 __all__ = ["DEFAULT_TIMEOUT", "Observation", "Probe", "ProbeResult", "Step", "observe"]

@@ -9,6 +9,12 @@ needs that preloading).
 
 Not probed, each with a note: executables (an ELF executable or PIE is not a library: glibc refuses to dlopen
 it), and extension modules built for another Python than the environment's (``.cpython-310-...so`` on 3.11).
+It runs the wheel's code (its imports, its libraries' constructors, any ``.pth`` file it installs), inside
+one :class:`~cudaship.containment.Containment` per wheel: pip and every child get the allow-listed
+environment, a fresh ``$HOME``/``TMPDIR``/cwd under the run's directory, the memory limit (``--load-memory``)
+and the run's deadline (``--load-deadline``); every process is gone when :func:`load_audit` returns.
+The check's first note says so (:data:`RAN_CODE`).
+
 Auxiliary top-level modules (:func:`auxiliary`) are imported, each alone, but not before the libraries, and
 their failure is a note.
 """
@@ -35,11 +41,12 @@ from cudaship.checks import load as load_family
 from cudaship.checks.engine import with_severity
 from cudaship.checks.policy import Policy
 from cudaship.checks.records import LoadCheck, WheelAudit
+from cudaship.containment import DEFAULT_MEMORY, Containment, DeadlinePassed
 from cudaship.errors import CudashipError, OracleError
 from cudaship.inspection.environment import SameContent
 from cudaship.knowledge.platforms import machine_of, os_of
 from cudaship.knowledge.providers import conventions_for
-from cudaship.oracle.install import InstallOptions, LoadEnvironment, cleanup, prepare
+from cudaship.oracle.install import InstallOptions, LoadEnvironment, prepare
 from cudaship.oracle.observe import DEFAULT_TIMEOUT, child_environment, observe
 from cudaship.oracle.records import Probe, ProbeResult
 from cudaship.records.binary import FileFormat
@@ -48,6 +55,9 @@ from cudaship.safe_read import open_regular
 from cudaship.wheel.archive import WheelArchive
 from cudaship.wheel.metadata import install_path, parse_metadata
 from cudaship.wheel.toplevel import top_level_modules
+
+#: Seconds the whole ``audit --load`` of one wheel may take (``--load-deadline``): pip and every child.
+DEFAULT_DEADLINE = 3600.0
 
 _OS_NAMES = {"linux": "Linux", "windows": "Windows", "macos": "macOS"}
 
@@ -60,6 +70,19 @@ class LoadOptions:
     libcuda_stub: str | None = (
         None  #: the stub libcuda.so to use where there is no driver (``--libcuda-stub``)
     )
+    memory: int | None = (
+        DEFAULT_MEMORY  #: ``--load-memory``: each child's private writable memory; None: none
+    )
+    deadline: float | None = DEFAULT_DEADLINE  #: ``--load-deadline``: seconds for the whole run of one wheel
+
+
+#: The first note of every loader check that ran anything: what --load did, said plainly.
+RAN_CODE = (
+    "--load installed this wheel with pip and RAN its code (imports, library constructors) in child "
+    "processes: allow-listed environment (no tokens or keys), fresh HOME and TMPDIR, memory limit {memory}, "
+    "deadline {deadline}; every process it starts is ended before it returns (docs/reliability.md: what this "
+    "does not protect against)"
+)
 
 
 Progress = Callable[[int, int, str], None]
@@ -142,12 +165,12 @@ def _other_python(path: str, suffixes: tuple[str, ...]) -> str | None:
     return f"built for {built}: not loadable by this interpreter"
 
 
-def _extension_suffixes(python: str) -> tuple[str, ...]:
+def _extension_suffixes(python: str, run: Containment) -> tuple[str, ...]:
     """The interpreter's ``importlib.machinery.EXTENSION_SUFFIXES`` (empty when it cannot be asked)."""
     code = "import importlib.machinery as m; print('\\n'.join(m.EXTENSION_SUFFIXES))"
     try:
-        done = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60, check=False)
-    except (OSError, subprocess.TimeoutExpired):
+        done = run.run_text([python, "-c", code], timeout=60, env=run.environment())
+    except (OSError, subprocess.TimeoutExpired, DeadlinePassed):
         return ()
     return tuple(ln.strip() for ln in done.stdout.splitlines() if ln.strip()) if done.returncode == 0 else ()
 
@@ -237,90 +260,108 @@ def load_audit(
         check, results = load_family.skipped_check(skip)
         return _with(audit, policy, check, results)
     installed, top_txt, project, requires = _wheel_files(audit.path)
-    hosts = tuple(getattr(audit, "host_packages", ()) or ())
     if progress is not None:
         progress(0, 0, f"installing {audit.facts.filename}")
+    with Containment(memory=options.memory, deadline=options.deadline, keep=options.install.keep) as run:
+        return _load_contained(audit, policy, options, progress, run, (installed, top_txt, project, requires))
+
+
+def ran_code(options: LoadOptions) -> str:
+    """:data:`RAN_CODE` with the limits of this run."""
+    memory = f"{options.memory / (1 << 30):g} GiB" if options.memory else "none"
+    deadline = f"{options.deadline:g} s" if options.deadline else "none"
+    return RAN_CODE.format(memory=memory, deadline=deadline)
+
+
+def _load_contained(
+    audit: WheelAudit,
+    policy: Policy,
+    options: LoadOptions,
+    progress: Progress | None,
+    run: Containment,
+    files: tuple[list[str], str | None, str | None, tuple[str, ...]],
+) -> WheelAudit:
+    installed, top_txt, project, requires = files
+    hosts = tuple(getattr(audit, "host_packages", ()) or ())
+    honest = ran_code(options)
     env: LoadEnvironment | None = None
     try:
-        try:
-            prepared = prepare(audit.path, audit.facts.tags, hosts, options.install)
-        except OracleError as e:  # no venv could be made here: nothing was loaded, which the report says
-            prepared = str(e)
-        if isinstance(prepared, str):
-            check, results = load_family.skipped_check(prepared)
-            return _with(audit, policy, check, results)
-        env = prepared
-        environment = "; ".join(env.notes)
-        if env.failure is not None:
-            check, results = load_family.install_failed(env.failure, environment)
-            return _with(audit, policy, check, results)
-        libs: dict[str, str] = {}
-        not_probed: dict[str, str] = {}
-        suffixes = _extension_suffixes(env.python) if running_os() == "linux" else ()
-        candidates = sorted({si.file for si in audit.imports} | {p for p in installed if _native(p)})
-        for rel in candidates:
-            real = _where(rel, env.sites)
-            if real is None or not _loadable(real):
-                continue
-            if running_os() == "linux" and _elf_kind(real) == "executable":
-                not_probed[rel] = (
-                    "an executable, not a library (glibc does not dlopen executables): not probed"
-                )
-                continue
-            other = _other_python(rel, suffixes)
-            if other is not None:
-                not_probed[rel] = other
-                continue
-            libs[rel] = real
-        tops = top_level_modules(installed, top_txt)
-        package_names = frozenset(p.split("/", 1)[0] for p in installed if "/" in p)
-        main = tuple(m for m in tops if not auxiliary(m, package_names)) or tops
-        aux = tuple(m for m in tops if m not in main)
-        texts = _init_texts(audit.path, main)
-        calls = _loader_calls(main, project, requires, lambda m: texts.get(m, ""))
-        probes: list[Probe] = [Probe.import_(m) for m in tops]
-        for rel in sorted(libs):
-            probes.append(Probe.dlopen(libs[rel], after_imports=main, calls=calls))
-            if main:
-                probes.append(Probe.dlopen(libs[rel]))
-        children_env = child_environment()
-        if env.pythonpath:
-            children_env["PYTHONPATH"] = env.pythonpath
-        done = [0]
-
-        def tick(result: ProbeResult) -> None:
-            done[0] += 1
-            if progress is not None:
-                progress(done[0], len(probes), result.probe.label)
-
-        obs = observe(
-            env.python,
-            probes,
-            env=children_env,
-            timeout=options.timeout,
-            jobs=options.jobs,
-            on_result=tick,
-            stub_path=options.libcuda_stub,
-        )
-        inputs = load_family.LoadInputs(
-            installed=libs,
-            sites=env.sites,
-            top_level=main,
-            auxiliary=aux,
-            calls=tuple(c.replace(":", ".") + "()" for c in calls),
-            not_probed=not_probed,
-            same_content=SameContent(),
-            on_demand=load_family.on_demand_lookup(project, _requirement_names(requires)),
-            environment=environment,
-            notes=env.notes[1:],
-            extras=options.install.extras,
-        )
-        check, results = load_family.compare(audit.imports, obs, inputs)
-        if env.directory and options.install.keep:
-            check = dataclasses.replace(check, notes=(*check.notes, f"environment kept at {env.directory}"))
+        prepared = prepare(audit.path, audit.facts.tags, hosts, options.install, run)
+    except OracleError as e:  # no venv could be made here: nothing was loaded, which the report says
+        prepared = str(e)
+    if isinstance(prepared, str):
+        check, results = load_family.skipped_check(prepared)
         return _with(audit, policy, check, results)
-    finally:
-        cleanup(env, options.install.keep)
+    env = prepared
+    environment = "; ".join(env.notes)
+    if env.failure is not None:
+        check, results = load_family.install_failed(env.failure, environment)
+        check = dataclasses.replace(check, notes=(honest, *check.notes))
+        return _with(audit, policy, check, results)
+    libs: dict[str, str] = {}
+    not_probed: dict[str, str] = {}
+    suffixes = _extension_suffixes(env.python, run) if running_os() == "linux" else ()
+    candidates = sorted({si.file for si in audit.imports} | {p for p in installed if _native(p)})
+    for rel in candidates:
+        real = _where(rel, env.sites)
+        if real is None or not _loadable(real):
+            continue
+        if running_os() == "linux" and _elf_kind(real) == "executable":
+            not_probed[rel] = "an executable, not a library (glibc does not dlopen executables): not probed"
+            continue
+        other = _other_python(rel, suffixes)
+        if other is not None:
+            not_probed[rel] = other
+            continue
+        libs[rel] = real
+    tops = top_level_modules(installed, top_txt)
+    package_names = frozenset(p.split("/", 1)[0] for p in installed if "/" in p)
+    main = tuple(m for m in tops if not auxiliary(m, package_names)) or tops
+    aux = tuple(m for m in tops if m not in main)
+    texts = _init_texts(audit.path, main)
+    calls = _loader_calls(main, project, requires, lambda m: texts.get(m, ""))
+    probes: list[Probe] = [Probe.import_(m) for m in tops]
+    for rel in sorted(libs):
+        probes.append(Probe.dlopen(libs[rel], after_imports=main, calls=calls))
+        if main:
+            probes.append(Probe.dlopen(libs[rel]))
+    children_env = child_environment()
+    if env.pythonpath:
+        children_env["PYTHONPATH"] = env.pythonpath
+    done = [0]
+
+    def tick(result: ProbeResult) -> None:
+        done[0] += 1
+        if progress is not None:
+            progress(done[0], len(probes), result.probe.label)
+
+    obs = observe(
+        env.python,
+        probes,
+        env=children_env,
+        timeout=options.timeout,
+        jobs=options.jobs,
+        on_result=tick,
+        stub_path=options.libcuda_stub,
+        run=run,
+    )
+    inputs = load_family.LoadInputs(
+        installed=libs,
+        sites=env.sites,
+        top_level=main,
+        auxiliary=aux,
+        calls=tuple(c.replace(":", ".") + "()" for c in calls),
+        not_probed=not_probed,
+        same_content=SameContent(),
+        on_demand=load_family.on_demand_lookup(project, _requirement_names(requires)),
+        environment=environment,
+        notes=(honest, *env.notes[1:]),
+        extras=options.install.extras,
+    )
+    check, results = load_family.compare(audit.imports, obs, inputs)
+    if env.directory and options.install.keep:
+        check = dataclasses.replace(check, notes=(*check.notes, f"environment kept at {env.directory}"))
+    return _with(audit, policy, check, results)
 
 
 def _requirement_names(requires: tuple[str, ...]) -> tuple[str, ...]:

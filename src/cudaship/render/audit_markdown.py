@@ -22,7 +22,8 @@ def _cell(text: str) -> str:
 
 
 def render(report: AuditReport, style: Style) -> str:
-    out: list[str] = ["## cudaship audit", ""]
+    out: list[str] = [f"**{_cell(report.ran_code)}**", ""] if report.ran_code else []
+    out += ["## cudaship audit", ""]
     summary = report.summary
     policy = f"`{_cell(report.policy_source)}`" if report.policy_source else "none"
     if report.policy_default:

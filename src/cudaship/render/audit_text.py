@@ -29,6 +29,8 @@ def render(report: AuditReport, style: Style) -> str:
     console = text_console(buffer, color=style.color, width=style.width)
     source = report.policy_source or "none found"
     policy = f"policy: {source}" + (" (built-in default checks)" if report.policy_default else "")
+    if report.ran_code:
+        console.print(f"[bold]{escape(report.ran_code)}[/]")
     console.print(f"[bold]cudaship audit[/] · {escape(policy)}")
     for wheel in report.wheels:
         console.print()

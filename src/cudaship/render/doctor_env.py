@@ -88,6 +88,8 @@ def _finding(f: CheckResult) -> list[str]:
 def text(report: EnvReport, style: Style) -> str:
     details = style.details
     lines = settings_lines(report)
+    if report.confirm is not None and report.confirm.ran_code:
+        lines = [report.confirm.ran_code, *lines]
     for severity, title in _TITLES.items():
         found = [f for f in report.findings if f.severity is severity]
         if found:
