@@ -30,7 +30,7 @@ import pytest
 from cudaship.cli.main import main
 from cudaship.render.escape import record, report, stray
 from tests.security.builders import M, zip_bytes
-from tests.toolkit.builders import LINUX, build_redist
+from tests.toolkit.builders import LINUX, build_redist, serve
 
 BAD = "\ud800"
 BASE = "model/data/aotinductor/model"
@@ -168,6 +168,35 @@ def test_toolkit_manifest(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     out = tmp_path / "list.json"
     assert main(["toolkit", "list", "-f", "json", "-o", str(out), str(dest)]) == 0
     json.loads(out.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("served", [False, True], ids=["directory", "http"])
+def test_toolkit_manifest_file_name(tmp_path: Path, served: bool, capsys: pytest.CaptureFixture[str]) -> None:
+    """An archive's relative_path holding a lone surrogate names no file and no URL: one line, exit 2."""
+    tree = build_redist(tmp_path / "mirror", platforms=(LINUX,), components=("cuda_cudart",))
+    manifest = tree.manifest()
+    entry = manifest["cuda_cudart"]
+    assert isinstance(entry, dict)
+    entry[LINUX]["relative_path"] += BAD
+    tree.write_manifest(manifest)
+
+    def run(mirror: str) -> int:
+        return main(
+            [
+                "toolkit", "install", "13.0.2", "-c", "cudart", "--platform", "linux-x86_64",
+                "--mirror", mirror, "--dest", str(tmp_path / "cuda"), "--cache-dir", str(tmp_path / "cache"),
+            ]
+        )  # fmt: skip
+
+    if served:
+        with serve(tree.root) as (url, _control):
+            code = run(url)
+    else:
+        code = run(str(tree.root))
+    err = [x for x in capsys.readouterr().err.splitlines() if x.startswith("cudaship: error")]
+    assert code == 2, err
+    assert len(err) == 1 and "relative_path" in err[0] and "not valid Unicode" in err[0], err
+    assert not (tmp_path / "cuda").exists()
 
 
 # -- an index's file URL ------------------------------------------------------------------------------------
