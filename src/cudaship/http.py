@@ -76,6 +76,11 @@ class RefusedURL(CudashipError):
 
 def check_url(url: str, hosts: Collection[str] | None = None) -> None:
     """Raise :class:`RefusedURL` unless ``url`` is http(s) and, when ``hosts`` is given, on one of them."""
+    try:
+        url.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate ("\\ud800" in an index's JSON): no request can carry it
+        shown = url[:200].encode("utf-8", "backslashreplace").decode("utf-8")
+        raise RefusedURL(f"{shown}: URL is not valid Unicode (a lone surrogate); not followed") from None
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https"):
         shown = parts.scheme or "no scheme"

@@ -4,7 +4,8 @@ One hostile corpus (tests/security/hostile_names.py) is put into real inputs bui
 SONAME, DT_NEEDED and RUNPATH are hostile, a mingw DLL whose imports are, a wheel whose file name, member
 names and METADATA fields are, an AOTInductor package whose member names are, and an installed environment
 holding such a wheel. Every command that renders names from inputs runs on them in every format the render
-table offers (and audit's GitHub annotations), and each output must:
+table offers (and audit's GitHub annotations, on standard error when stdout holds the report, on stdout when
+it goes to a file), and each output must:
 
 - parse back (JSON loads, JUnit XML parses, HTML has no element or event handler the input named, markdown
   tables keep their columns and code spans their ends);
@@ -179,13 +180,12 @@ def test_every_format_of_every_command_escapes_names_from_inputs(
             assert "Traceback" not in err and "internal error" not in err, (where, err)
             assert out, (where, err)
             report = out
-            if table_command == "audit" and fmt in ("text", "markdown"):
-                # audit's own annotations follow the report on stdout: workflow commands on purpose
-                _check_annotations(out)
-                report = _report(out)
-            elif table_command == "audit":
-                _check_annotations(err)  # they go to standard error when stdout holds JSON or XML
+            if table_command == "audit":
+                # audit's own annotations go to standard error whenever stdout holds the report, whatever its
+                # format: never inside a markdown summary or a JSON/XML document
+                _check_annotations(err)
                 err = _report(err)
+                assert not any(_annotation(x) for x in out.splitlines()), where
             leftovers = stray(report)
             assert leftovers == [], (where, leftovers[:5])
             assert stray(err) == [], (where, stray(err)[:5])
@@ -305,3 +305,31 @@ def test_colour_keeps_only_the_reports_own_colour_codes(corpus: Corpus, command:
     plain = sgr.sub("", out)
     assert stray(plain) == [], stray(plain)[:5]
     assert "\\x1b[2J" in plain  # the name's own sequence, shown escaped
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "text", "json", "junit"])
+def test_annotations_never_follow_a_report_on_stdout(
+    corpus: Corpus,
+    fmt: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Class 10 of issue 30: ``audit -f markdown`` to stdout, piped into ``$GITHUB_STEP_SUMMARY``, used to
+    carry the ``::error`` lines, raw names and all. On stdout there is only the report; the annotations are on
+    standard error (the runner reads both); with the report in a file they are on stdout, and the file holds
+    none."""
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("NO_COLOR", "1")
+    argv = next(a for c, a in _runs(corpus) if c == "audit")
+    main([*argv, "--format", fmt])
+    out, err = capsys.readouterr()
+    commands = [line for line in out.splitlines() if _annotation(line) or line.lstrip().startswith("::")]
+    assert commands == [], out[-2000:]
+    _check_annotations(err)
+    report_file = tmp_path / f"report.{fmt}"
+    main([*argv, "--format", fmt, "-o", str(report_file)])
+    out, err = capsys.readouterr()
+    _check_annotations(out)
+    assert not any(_annotation(line) for line in report_file.read_text(encoding="utf-8").splitlines())
+    assert not any(line.startswith("::") for line in err.splitlines())

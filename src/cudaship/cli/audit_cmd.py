@@ -43,8 +43,8 @@ from cudaship.knowledge.releases import RELEASE_DATA, known_trains
 from cudaship.knowledge.trains import Train
 from cudaship.providers.index import DEFAULT_INDEX
 from cudaship.providers.options import ProviderOptions
-from cudaship.render.escape import kind_of, line
-from cudaship.render.output import write_report
+from cudaship.render.escape import line
+from cudaship.render.output import encodable, write_report
 from cudaship.render.style import Style
 from cudaship.render.table import AUDIT, formats, render
 from cudaship.safe_read import is_dir, not_regular_reason, open_regular
@@ -487,9 +487,11 @@ def command(
 
         annotations = audit_text.github_annotations(report)
         if annotations:
-            # Workflow commands are read from the job's output; keep a JSON/XML report on stdout parseable.
-            stream = sys.stderr if to_stdout and kind_of(fmt) in ("json", "xml") else sys.stdout
-            stream.write(annotations)
+            # The runner reads workflow commands from stdout and stderr alike. When stdout carries the report
+            # (any format), they go to stderr: a report piped into $GITHUB_STEP_SUMMARY or parsed as JSON/XML
+            # holds none of them.
+            stream = sys.stderr if to_stdout else sys.stdout
+            stream.write(encodable(annotations, getattr(stream, "encoding", None)))
             stream.flush()
     # A damaged member (the archive cannot give its bytes back) leaves part of the wheel unchecked: bad input
     # (2), as an unreadable wheel is, even though the report above also lists it as a failed check.

@@ -19,6 +19,7 @@ from cudaship.errors import CudashipError, NoGpuError
 from cudaship.exitcodes import ExitCode
 from cudaship.knowledge.releases import RELEASE_DATA, known_trains
 from cudaship.program.toolchain import TARGETS
+from cudaship.render.escape import line
 from cudaship.render.output import write_report
 from cudaship.render.table import PROGRAM_CHECK, PROGRAM_EXPORT, PROGRAM_INSPECT, PROGRAM_RUN, render
 
@@ -38,15 +39,38 @@ def inspect_command(paths: tuple[Path, ...], fmt: str, output: str | None) -> in
 
     infos = []
     unreadable: list[str] = []  # one bad input never hides the others: they are reported, it gets its line
+    broken = False  # an input met a bug (exit 70), still after the others were reported
     for p in paths:
         try:
             infos.append(read_program(p))
         except CudashipError as e:
             unreadable.append(str(e.with_path(str(p))))
+        except Exception as e:  # a bug met on this input: its line, and the others still reported
+            broken = True
+            unreadable.append(f"{p}: internal error: {type(e).__name__}: {e} (rerun with --debug)")
     if infos:
-        write_report(render(PROGRAM_INSPECT, fmt, infos), output)
-    for line in unreadable:
-        click.echo(f"cudaship: error: {line}", err=True)
+        try:
+            text = render(PROGRAM_INSPECT, fmt, infos)
+        except Exception:  # one input's report cannot be rendered: render each alone, keep the others
+            kept = []
+            for info in infos:
+                try:
+                    render(PROGRAM_INSPECT, fmt, [info])
+                except Exception as e:
+                    broken = True
+                    unreadable.append(
+                        f"{info.path}: internal error: {type(e).__name__}: {e} (rerun with --debug)"
+                    )
+                else:
+                    kept.append(info)
+            infos = kept
+            text = render(PROGRAM_INSPECT, fmt, infos) if infos else ""
+        if text:
+            write_report(text, output)
+    for message in unreadable:
+        click.echo(line(f"cudaship: error: {message}"), err=True)
+    if broken:
+        return ExitCode.INTERNAL
     return ExitCode.BAD_INPUT if unreadable or any(i.errors for i in infos) else ExitCode.OK
 
 

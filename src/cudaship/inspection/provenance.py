@@ -22,6 +22,14 @@ SCHEMA = 1
 _REQUIRED = ("package", "package_sha256", "torch_version", "device", "target_platform")
 
 
+def _encodable(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # "\\ud800" is legal JSON; no file name holds it
+        return False
+    return True
+
+
 def parse_provenance(text: str, label: str) -> Provenance:
 
     data = load_json(text, error=ProgramError, label=label)
@@ -39,6 +47,13 @@ def parse_provenance(text: str, label: str) -> Provenance:
             values[f.name] = root.strings(f.name, single=False)
         else:
             values[f.name] = root.string(f.name)
+    for key in ("package", "reference", "exported_program"):  # names of files in the directory
+        value = values.get(key)
+        if isinstance(value, str) and not _encodable(value):
+            raise ProgramError(
+                f"key {key!r} is not valid Unicode (a lone surrogate): {value!a} names no file",
+                path=label,
+            )
     package = values["package"]
     if "/" in package or "\\" in package or ":" in package or package.startswith("."):  # ":": C:x on Windows
         raise ProgramError(f"key 'package' must name a file in the directory, not {package!r}", path=label)

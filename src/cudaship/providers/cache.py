@@ -34,7 +34,8 @@ class DiskCache:
     def _path(self, kind: str, key: str) -> Path | None:
         if self.root is None:
             return None
-        digest = hashlib.sha256(key.encode()).hexdigest()
+        # surrogatepass: a key holding a lone surrogate (from an index's JSON) is still a key, never a crash
+        digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
         return self.root / kind / digest[:2] / f"{digest}.json"
 
     def get(self, kind: str, key: str, max_age_s: float | None = None) -> Any:

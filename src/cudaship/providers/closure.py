@@ -50,6 +50,131 @@ def _holds(marker: Marker | None, env: dict[str, str], extra: str) -> bool:
         return False
 
 
+#: Evaluations of markers that compare ``extra`` otherwise than with ``==``/``!=`` (``"a" in extra``), which
+#: are evaluated once per extra asked for, per distribution; past it such requirements are left out, with a
+#: note. Every other marker is evaluated a number of times bounded by its own length.
+MAX_PER_EXTRA_EVALUATIONS = 20_000
+
+
+def _extra_literals(marker: Marker) -> frozenset[str] | None:
+    """The strings ``marker`` compares ``extra`` with, if it compares it only with ``==`` and ``!=``
+    (then its value is the same for every extra outside them); None otherwise, or for a tree this version of
+    packaging lays out differently."""
+    found: set[str] = set()
+
+    def walk(node: object) -> bool:
+        if isinstance(node, str):  # "and" / "or"
+            return True
+        if isinstance(node, list):
+            return all(walk(n) for n in node)
+        if not isinstance(node, tuple) or len(node) != 3:
+            return False
+        lhs, op, rhs = node
+        sides = [(lhs, rhs), (rhs, lhs)] if type(lhs).__name__ != "Variable" else [(lhs, rhs)]
+        for var, value in sides:
+            if type(var).__name__ == "Variable" and getattr(var, "value", None) == "extra":
+                if getattr(op, "value", None) not in ("==", "!="):
+                    return False
+                literal = getattr(value, "value", None)
+                if not isinstance(literal, str):
+                    return False
+                found.add(literal)
+                return True
+        return True
+
+    markers = getattr(marker, "_markers", None)
+    return frozenset(found) if isinstance(markers, list) and walk(markers) else None
+
+
+class RequirementIndex:
+    """A distribution's Requires-Dist for one marker environment: each entry parsed once, its marker
+    evaluated once with no extra and once per extra it names, and indexed by the extras it holds for.
+
+    :meth:`select` then costs the requirements it returns, not (requirements x extras asked for): a hostile
+    METADATA with 9,999 requirements each behind its own extra, or a requirement asking for hundreds of
+    extras, is linear work. :attr:`evaluations` counts the marker evaluations (tests bound it)."""
+
+    def __init__(self, requires_dist: Sequence[str], env: dict[str, str]) -> None:
+        self.env = env
+        self.evaluations = 0
+        self.notes: list[str] = []
+        self._entries: list[tuple[Requirement, str]] = []
+        self._always: list[int] = []  #: positions whose marker holds with no extra
+        self._by_extra: dict[str, list[int]] = {}  #: canonical extra -> positions it makes hold
+        #: positions whose marker holds for every extra it does not name, and the named ones it fails for
+        self._unless: list[tuple[int, frozenset[str]]] = []
+        self._per_extra: list[int] = []  #: positions whose marker is evaluated once per extra asked for
+        self._per_extra_done = 0
+        for text in requires_dist:
+            try:
+                req = Requirement(text)
+            except InvalidRequirement:
+                continue
+            self._entries.append((req, text))
+            self._place(len(self._entries) - 1, req.marker)
+
+    def _eval(self, marker: Marker, extra: str) -> bool:
+        self.evaluations += 1
+        return _holds(marker, self.env, extra)
+
+    def _place(self, pos: int, marker: Marker | None) -> None:
+        if marker is None or self._eval(marker, ""):
+            self._always.append(pos)
+            return
+        literals = _extra_literals(marker)
+        if literals is None:
+            self._per_extra.append(pos)
+            return
+        named = {canonicalize_name(x) for x in literals} - {""}
+        if "" in literals or any(not canonicalize_name(x) for x in literals):
+            # "" is named: the value for the other extras is that of a string no literal equals
+            outside = self._eval(marker, "x" * (1 + max(len(x) for x in literals)))
+        else:
+            outside = False  # the same as with no extra
+        holds = {e for e in sorted(named) if self._eval(marker, e)}
+        if outside:
+            self._unless.append((pos, frozenset(named - holds)))
+            return
+        for extra in holds:
+            self._by_extra.setdefault(extra, []).append(pos)
+
+    def select(self, extras: Sequence[str]) -> list[tuple[Requirement, str | None, str]]:
+        """(requirement, extra it needs or None, text) for each entry that applies with no extra, or with
+        one of ``extras`` (the first that makes the marker hold), in the order of Requires-Dist."""
+        wanted: dict[str, str] = {}  # canonical -> as asked; the first asking wins
+        for extra in extras:
+            if extra:
+                wanted.setdefault(canonicalize_name(extra), extra)
+        chosen: dict[int, str | None] = dict.fromkeys(self._always)
+        for key, extra in wanted.items():  # in the order asked: the first extra that holds is kept
+            for pos in self._by_extra.get(key, ()):
+                chosen.setdefault(pos, extra)
+        for pos, fails in self._unless:  # at most len(fails) + 1 steps each
+            first = next((e for k, e in wanted.items() if k not in fails), None)
+            if first is not None:
+                chosen[pos] = first
+        spent = False
+        for pos in self._per_extra:
+            marker = self._entries[pos][0].marker
+            for extra in wanted.values():
+                if self._per_extra_done >= MAX_PER_EXTRA_EVALUATIONS:
+                    spent = True
+                    break
+                self._per_extra_done += 1
+                if marker is not None and self._eval(marker, extra):
+                    chosen[pos] = extra
+                    break
+            if spent:
+                note = (
+                    f"{len(self._per_extra)} requirements compare 'extra' otherwise than with == or !=; "
+                    f"their markers were evaluated {MAX_PER_EXTRA_EVALUATIONS} times, the rest left out"
+                )
+                if note not in self.notes:
+                    self.notes.append(note)
+                break
+        return [(self._entries[p][0], chosen[p], self._entries[p][1]) for p in sorted(chosen)]
+
+
 @dataclass
 class _Job:
     req: Requirement
@@ -88,6 +213,18 @@ class _Resolver:
     dead: set[int] = field(default_factory=set)  #: sources that could not answer: not asked again
     proven: set[int] = field(default_factory=set)  #: sources that have answered once in this run
     missed: dict[int, set[str]] = field(default_factory=dict)  #: source -> projects it had no answer for
+    #: project -> its distribution's Requires-Dist, parsed and indexed once however many extras are followed
+    indexes: dict[str, RequirementIndex] = field(default_factory=dict)
+
+    def requirements(
+        self, name: str, dist: Distribution, extras: Sequence[str]
+    ) -> list[tuple[Requirement, str | None, str]]:
+        index = self.indexes.get(name)
+        if index is None:
+            index = self.indexes[name] = RequirementIndex(dist.requires_dist, self.env)
+        out = index.select(extras)
+        self.notes.extend(f"{name}: {n}" for n in index.notes if f"{name}: {n}" not in self.notes)
+        return out
 
     def lookup(self, name: str, spec: SpecifierSet, dead: frozenset[int]) -> _Answer:
         """The first fitting distribution from the sources not in ``dead`` (the fallback answers when one of
@@ -191,21 +328,8 @@ def requirements_of(
     requires_dist: Sequence[str], env: dict[str, str], extras: Sequence[str]
 ) -> list[tuple[Requirement, str | None, str]]:
     """(requirement, extra it needs or None, text) for each entry that applies to ``env`` with no extra, or
-    with one of ``extras`` (the first that makes the marker hold)."""
-    out: list[tuple[Requirement, str | None, str]] = []
-    for text in requires_dist:
-        try:
-            req = Requirement(text)
-        except InvalidRequirement:
-            continue
-        if _holds(req.marker, env, ""):
-            out.append((req, None, text))
-            continue
-        for extra in extras:
-            if _holds(req.marker, env, extra):
-                out.append((req, extra, text))
-                break
-    return out
+    with one of ``extras`` (the first that makes the marker hold); see :class:`RequirementIndex`."""
+    return RequirementIndex(requires_dist, env).select(extras)
 
 
 def wheel_extras(requires_dist: Sequence[str], provides_extra: Sequence[str] = ()) -> list[str]:
@@ -230,10 +354,11 @@ def resolve_closure(
     env = marker_environment(target.os, target.machine, target.python)
     r = _Resolver(sources, fallback, target, env)
     root_extras = wheel_extras(requires_dist) if extras is None else [canonicalize_name(e) for e in extras]
+    root = RequirementIndex(requires_dist, env)
     level: list[_Job] = [
-        _Job(req, (_short(req),), extra, 1)
-        for req, extra, _text in requirements_of(requires_dist, env, root_extras)
+        _Job(req, (_short(req),), extra, 1) for req, extra, _text in root.select(root_extras)
     ]
+    r.notes.extend(root.notes)
     seen_names = {canonicalize_name(own_name)} if own_name else set()
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         while level:
@@ -278,7 +403,7 @@ def resolve_closure(
                     continue
                 r.extras_done[name] |= new
                 dist = reached.dist
-                for sub, _extra, _text in requirements_of(dist.requires_dist, env, sorted(new - {""})):
+                for sub, _extra, _text in r.requirements(name, dist, sorted(new - {""})):
                     next_level.append(_Job(sub, (*job.chain, _short(sub)), reached.extra, job.depth + 1))
             level = next_level
     # what the sources could not read when they were opened (an environment's dist-info, one line each)

@@ -16,6 +16,7 @@ for the others.
 from __future__ import annotations
 
 import hashlib
+import json
 import urllib.parse
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
@@ -66,6 +67,12 @@ class IndexSource:
         self.hosts = frozenset(
             {own, *index_file_hosts(own), *(h.strip().lower() for h in allowed_hosts if h.strip())}
         )
+        self._left_out: set[str] = set()  #: files of a page left out (see :attr:`problems`)
+
+    @property
+    def problems(self) -> list[str]:
+        """Files the pages named that were left out, one line each (sorted: the lookups run in threads)."""
+        return sorted(self._left_out)
 
     @property
     def label(self) -> str:
@@ -85,7 +92,9 @@ class IndexSource:
             )
         page = load_json(resp.body, error=IndexUnavailable, label=page_url)
         try:
-            files = _files_of(Table.of(page, "", page_url, IndexUnavailable, "a JSON object"), resp.url)
+            files = _files_of(
+                Table.of(page, "", page_url, IndexUnavailable, "a JSON object"), resp.url, self._left_out
+            )
         except IndexUnavailable as e:
             raise IndexUnavailable(f"{page_url}: not a PEP 691 project page: {e.message}") from None
         self.cache.put("page", page_url, files)
@@ -154,12 +163,28 @@ class IndexSource:
         return dist
 
 
-def _files_of(page: Table, base: str) -> list[dict[str, Any]]:
-    """The wheels of a PEP 691 project page, as the cache keeps them (URLs resolved against ``base``)."""
+def _unencodable(entry: Table) -> bool:
+    """Whether a string in ``entry`` (keys too) cannot be written in UTF-8: a lone surrogate (legal JSON)."""
+    try:
+        json.dumps(entry.data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _files_of(page: Table, base: str, left_out: set[str] | None = None) -> list[dict[str, Any]]:
+    """The wheels of a PEP 691 project page, as the cache keeps them (URLs resolved against ``base``). A file
+    whose name, URL or hashes are not valid Unicode (a lone surrogate, ``"\\ud800"`` in the JSON) is left
+    out, with a line in ``left_out``: the page's other files still answer."""
     files = []
     for f in page.rows("files", required=True, what="a list of objects"):
         filename = f.text("filename")
         if not filename.endswith(".whl") or f.get("yanked"):
+            continue
+        if _unencodable(f):
+            if left_out is not None:
+                shown = filename.encode("utf-8", "backslashreplace").decode("utf-8")
+                left_out.add(f"{base}: {shown}: its entry is not valid Unicode (a lone surrogate); left out")
             continue
         url = urllib.parse.urljoin(base, f.text("url"))
         entry: dict[str, Any] = {"filename": filename, "url": url}

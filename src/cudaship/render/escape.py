@@ -57,14 +57,16 @@ KIND: dict[str, Kind] = {
 
 #: Characters never printed raw from an input: C0 (line breaks and tab included), DEL, C1, the Unicode line
 #: and paragraph separators, the bidirectional embeddings, overrides and isolates (text shown in another
-#: order than it is stored) and the byte-order mark.
-_CONTROL_CLASS = "\x00-\x1f\x7f-\x9f\u061c\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff"
+#: order than it is stored), the byte-order mark, and lone surrogates (``\ud800``: legal in JSON text and in
+#: Python strings, but no encoding can write one, so a report holding one raw could not be printed at all).
+_SURROGATES = "\ud800-\udfff"
+_CONTROL_CLASS = f"\x00-\x1f\x7f-\x9f\u061c\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff{_SURROGATES}"
 _CONTROL = re.compile(f"[{_CONTROL_CLASS}]")
 #: What markdown (or the HTML it may hold) reads as syntax in a name.
 _MARKDOWN = re.compile(f"[{_CONTROL_CLASS}&<>\\[\\]|`]")
 #: Where a report may still hold a control character: the layout's own line breaks (and tabs) are kept.
 _REPORT_CONTROL = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]"
+    f"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff{_SURROGATES}]"
 )
 #: An SGR (colour) sequence, the only escape sequence a text report written to a terminal holds.
 _SGR = "\x1b\\[[0-9;]*m"
@@ -75,7 +77,8 @@ _LINE_COMMAND = re.compile(f"^((?:[^\\S\\n]|{_SGR})*)::", re.MULTILINE)
 #: A legacy (``##[``) or Azure Pipelines (``##vso[``) command, read anywhere in a line: the second ``#``.
 _HASH_COMMAND = re.compile("(?<=#)#(?=(?:vso)?\\[)")
 #: Raw characters in JSON text that ``json.dumps(ensure_ascii=False)`` leaves as they are (all in strings).
-_JSON_RAW = re.compile("[\x7f-\x9f\u061c\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
+#: A lone surrogate among them becomes ``\ud800``, which parses back to the same string.
+_JSON_RAW = re.compile(f"[\x7f-\x9f\u061c\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff{_SURROGATES}]")
 
 
 def _shown(match: re.Match[str]) -> str:

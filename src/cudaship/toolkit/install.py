@@ -103,7 +103,7 @@ def parse_redist_manifest(
             )
         fields = Table(target, f"{name.name}.{platform.value}", label, ToolkitError)
         try:
-            relative = check_member_name(fields.text("relative_path"))
+            relative = check_member_name(_valid_unicode(fields.text("relative_path")))
         except ToolkitError as e:
             raise fields.fail(fields.dotted("relative_path"), e.message) from e
         sha256 = fields.text("sha256").lower()
@@ -123,6 +123,16 @@ def parse_redist_manifest(
             )
         )
     return artifacts, notes
+
+
+def _valid_unicode(value: str) -> str:
+    """``value`` unless it holds a lone surrogate (``"\\ud800"`` is legal JSON), which no file name or URL can
+    carry: ToolkitError then."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ToolkitError(f"{value!a} is not valid Unicode (a lone surrogate)") from None
+    return value
 
 
 def _size_field(value: object) -> int:
