@@ -336,16 +336,22 @@ class Workers:
         self._prestart = threading.Thread(target=start, name="cudaship-prestart", daemon=True)
         self._prestart.start()
 
-    def close(self) -> None:
+    def close(self, *, abort: bool = False) -> None:
+        """Wait for the tasks handed out, then end the workers; with ``abort`` (Ctrl-C), drop the tasks not
+        started, end the worker processes at once (they ignore SIGINT: the command decides) and wait for
+        nothing but a thread's member already being read."""
         if self._prestart is not None:
             self._prestart.join()
             self._prestart = None
         if self._pool is not None:
-            self._pool.shutdown(wait=True)
+            self._pool.shutdown(wait=not abort, cancel_futures=abort)
             self._pool = None
         with self._process_lock:
             if self._process_pool is not None:
-                self._process_pool.shutdown(wait=True)
+                if abort:
+                    _end_processes(self._process_pool)
+                else:
+                    self._process_pool.shutdown(wait=True)
                 self._process_pool = None
 
     def __enter__(self) -> Workers:
@@ -354,7 +360,7 @@ class Workers:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.close()
+        self.close(abort=exc_type is not None and issubclass(exc_type, KeyboardInterrupt))
 
 
 class CompressedPages:
@@ -486,6 +492,34 @@ def _may_fork() -> bool:
     )
 
 
+def _ignore_interrupt() -> None:
+    """A worker process's initializer: Ctrl-C reaches every process of the terminal's foreground group, but
+    ending the workers is the command's (:meth:`Workers.close`); a worker that took it printed a 22-line
+    ``ForkServerProcess`` traceback before the command's ``cudaship: aborted`` (issue 35)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _end_processes(executor: Executor) -> None:
+    """End the worker processes of ``executor`` now: the tasks not started are dropped, the running ones
+    killed (Ctrl-C: nothing they would return is wanted), and each process waited for, so none outlives the
+    command."""
+    workers = list((getattr(executor, "_processes", None) or {}).values())  # ProcessPoolExecutor's, by pid
+    executor.shutdown(wait=False, cancel_futures=True)
+    for process in workers:
+        with suppress(OSError):
+            process.terminate()
+    for process in workers:
+        with suppress(OSError, ValueError):
+            process.join(5)
+    # the pool's manager thread notices the ended workers and closes its wake-up pipe; wait for it, else
+    # concurrent.futures' exit hook may write to that pipe as it closes (an OSError traceback at exit)
+    manager = getattr(executor, "_executor_manager_thread", None)
+    if manager is not None and manager is not threading.current_thread():
+        manager.join(5)
+
+
 def _start_processes(count: int) -> Executor:
     """``count`` worker processes: forked from this process when :func:`_may_fork` (no second import of the
     readers, workers ready within milliseconds; the pool forks all of them before its own threads start),
@@ -495,7 +529,9 @@ def _start_processes(count: int) -> Executor:
     from concurrent.futures import ProcessPoolExecutor
 
     if _may_fork():
-        executor = ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("fork"))
+        executor = ProcessPoolExecutor(
+            max_workers=count, mp_context=multiprocessing.get_context("fork"), initializer=_ignore_interrupt
+        )
         executor.submit(os.getpid)  # forks every worker now, while this is still the only thread
         return executor
     if "forkserver" in multiprocessing.get_all_start_methods():
@@ -503,7 +539,7 @@ def _start_processes(count: int) -> Executor:
         context.set_forkserver_preload(list(PRELOAD))
     else:  # pragma: no cover - Windows, macOS without a fork server
         context = multiprocessing.get_context("spawn")
-    return ProcessPoolExecutor(max_workers=count, mp_context=context)
+    return ProcessPoolExecutor(max_workers=count, mp_context=context, initializer=_ignore_interrupt)
 
 
 class WorkerBudget:
