@@ -25,10 +25,11 @@ from __future__ import annotations
 import itertools
 import mmap
 import os
+import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
-from contextlib import suppress
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
@@ -473,9 +474,7 @@ def start_fork_server_early(args: list[str]) -> None:
             return
         context: Any = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(list(PRELOAD))
-        from multiprocessing import forkserver  # start-up time, as multiprocessing above
-
-        threading.Thread(target=forkserver.ensure_running, name="cudaship-forkserver", daemon=True).start()
+        threading.Thread(target=_start_fork_server, name="cudaship-forkserver", daemon=True).start()
     except Exception:  # an optimisation only: the workers start when asked, as without it
         return
 
@@ -492,12 +491,39 @@ def _may_fork() -> bool:
     )
 
 
+@contextmanager
+def interrupt_blocked() -> Iterator[None]:
+    """SIGINT blocked in this thread meanwhile: a process started inside (forked, or forked and executed: the
+    fork server, its resource tracker) inherits the mask and never takes Ctrl-C, not even while it is still
+    importing, before any handler could be set. The terminal sends Ctrl-C to every process of its foreground
+    group; the command alone answers it and ends the others (issue 35: tracebacks of the fork server, its
+    tracker and the workers followed ``cudaship: aborted``). A SIGINT that comes meanwhile waits for the end
+    of the block, in the main thread; no other thread ever takes it."""
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - Windows
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _start_fork_server() -> None:
+    """Start the fork server (and its resource tracker) with SIGINT blocked: the server, and every worker it
+    forks, never takes Ctrl-C (:func:`interrupt_blocked`). The tracker first: starting it blocks SIGINT for
+    its own start and then *unblocks* it in the calling thread, which would undo the block."""
+    from multiprocessing import forkserver, resource_tracker
+
+    resource_tracker.ensure_running()
+    with interrupt_blocked():
+        forkserver.ensure_running()
+
+
 def _ignore_interrupt() -> None:
     """A worker process's initializer: Ctrl-C reaches every process of the terminal's foreground group, but
     ending the workers is the command's (:meth:`Workers.close`); a worker that took it printed a 22-line
     ``ForkServerProcess`` traceback before the command's ``cudaship: aborted`` (issue 35)."""
-    import signal
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
@@ -532,11 +558,13 @@ def _start_processes(count: int) -> Executor:
         executor = ProcessPoolExecutor(
             max_workers=count, mp_context=multiprocessing.get_context("fork"), initializer=_ignore_interrupt
         )
-        executor.submit(os.getpid)  # forks every worker now, while this is still the only thread
+        with interrupt_blocked():  # the workers are born with SIGINT blocked: Ctrl-C is the command's
+            executor.submit(os.getpid)  # forks every worker now, while this is still the only thread
         return executor
     if "forkserver" in multiprocessing.get_all_start_methods():
         context: Any = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(list(PRELOAD))
+        _start_fork_server()  # when not started yet
     else:  # pragma: no cover - Windows, macOS without a fork server
         context = multiprocessing.get_context("spawn")
     return ProcessPoolExecutor(max_workers=count, mp_context=context, initializer=_ignore_interrupt)
