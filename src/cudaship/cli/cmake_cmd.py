@@ -51,12 +51,12 @@ def _host_platform() -> str:
     type=(click.Choice(["initial-cache"]), click.Path(dir_okay=False)),
     default=None,
     metavar="initial-cache FILE",
-    help="Write an initial cache for `cmake -C FILE` (the same as --format initial-cache -o FILE).",
+    help="Write an initial cache for 'cmake -C FILE' (the same as --format initial-cache -o FILE).",
 )
 @format_option(
     "cmake",
     help_text="args: CMake command-line arguments; json: every decision with its reason; initial-cache: "
-    "a script for `cmake -C FILE`.",
+    "a script for 'cmake -C FILE'.",
 )
 @output_option()
 def command(

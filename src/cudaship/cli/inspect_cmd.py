@@ -59,9 +59,6 @@ def command(
     .fatbin, .ptx), a COFF import library (.lib), a wheel or an exported program (.pt2, .pte), read in
     place with each member reported under the package's path, or a directory (walked).
     Formats are recognised by content, from any OS: Windows DLLs read on Linux and the other way round.
-
-    Exit status: 0 when every input was read, 2 when any could not be (the others are still reported; each
-    one named on stderr, and when none was read, only there).
     """
     with quick_gil_handover():
         if show_progress(progress):

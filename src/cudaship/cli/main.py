@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 import click
 
 from cudaship import __version__, envvars
+from cudaship.cli.exits import attach, epilog
 from cudaship.errors import CudashipError
 from cudaship.exitcodes import ExitCode
 
@@ -75,10 +76,12 @@ class LazyGroup(click.Group):
                 return None  # not built in this version
             raise
         command: click.Command = module.command
-        return command
+        return attach(command, cmd_name)  # its exit codes end its --help
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=epilog("cudaship")
+)
 @click.version_option(__version__, prog_name="cudaship")
 @click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
 @click.pass_context
