@@ -30,8 +30,7 @@ from cudaship.inspection.walk import inspect_paths
 from cudaship.knowledge.archs import Arch
 from cudaship.knowledge.driver import parse_driver
 from cudaship.knowledge.gpus import capability_of
-from cudaship.knowledge.releases import RELEASE_DATA, known_trains
-from cudaship.knowledge.trains import require_known
+from cudaship.knowledge.releases import RELEASE_DATA, known_trains, require_train
 from cudaship.providers.options import ProviderOptions
 from cudaship.repair.records import RepairReport
 from cudaship.repair.run import repair_wheel
@@ -125,7 +124,7 @@ def audit(
     Returns the report whether or not the wheel passes (``report.ok``). Raises :class:`InputError` when the
     wheel cannot be read (or a member of it is damaged), :class:`~cudaship.errors.PolicyError` for an invalid
     policy, :class:`~cudaship.errors.UnknownTrainError` for a train the release data does not know."""
-    parsed_train = require_known(train, known_trains(), RELEASE_DATA, label="train") if train else None
+    parsed_train = require_train(train, known_trains(), RELEASE_DATA, label="train") if train else None
     loaded = load_policy(load_config(os.fspath(policy) if policy is not None else None))
     report = audit_wheels(
         [os.fspath(wheel)], loaded, workers=workers, providers=providers, train=parsed_train

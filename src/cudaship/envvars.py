@@ -106,9 +106,9 @@ VARIABLES: tuple[Variable, ...] = (
     ),
     Variable(
         "CUDASHIP_TRAIN",
-        "`arch-list`, `env`",
-        "the CUDA train when `--train` is not given",
-        "a train: `cu132`, `13.2`, `13.2.2`",
+        "`arch-list`, `cmake`, `env`",
+        "the CUDA train when `--train` is not given (`cudaship env` exports it)",
+        "a train: `cu132`, `132`, `13.2`, `13.2.2`",
         _train,
         UnknownTrainError,
     ),

@@ -89,7 +89,7 @@ def test_policy_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None
         (
             ["--train", "cu127", "--machine", "x86_64"],
             4,
-            "--train 'cu127': unknown CUDA train 12.7; the built",
+            "--train 'cu127': CUDA 12.7 was never published; the published CUDA releases are 11.0, ",
         ),
         (["--machine", "x86_64"], 5, "no CUDA train given"),
         (["--train", " ", "--machine", "x86_64"], 5, "no CUDA train given"),

@@ -139,7 +139,7 @@ def test_write_initial_cache(tmp_path: Path, capsys: pytest.CaptureFixture[str])
             ["--train", "cu999"], 13000, 4, "--train 'cu999': unknown CUDA train 99.9", id="unknown-train"
         ),
         pytest.param(["--train", "cuda"], 13000, 4, "--train 'cuda': not a CUDA train", id="bad-train"),
-        pytest.param([], 13000, 2, "missing option '--train'", id="no-train"),
+        pytest.param([], 13000, 5, "no CUDA train given: pass --train cu132", id="no-train"),
         pytest.param(
             ["--train", "cu130", "--cxx-standard", "14"],
             13000,

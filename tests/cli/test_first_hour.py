@@ -268,3 +268,46 @@ def test_details_and_all_exports_are_separate(tmp_path: Path, capsys: pytest.Cap
     assert shown == 20 and "... and 25 more (--all-exports lists all, --format json too)" in out
     assert listed("--details")[0] == 20
     assert listed("--all-exports")[0] == 45
+
+
+# -- issue 35: the rest of the first hour ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "suggested"),
+    [
+        (["inpsect", "x.so"], "(did you mean 'inspect'?)"),
+        (["gpu", "x"], "(did you mean 'gpus'?)"),
+        (["aduit", "x.whl"], "(did you mean 'audit'?)"),
+    ],
+)
+def test_a_mistyped_command_gets_a_suggestion(
+    argv: list[str], suggested: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As a mistyped option and a mistyped ``toolkit`` subcommand do (click finds close names only among the
+    commands it holds; the top level loads its commands when named)."""
+    code, out, err = run(argv, capsys)
+    assert (code, out) == (ExitCode.BAD_INPUT, "")
+    assert err == f"cudaship: error: no such command '{argv[0]}' {suggested} (see cudaship --help)\n"
+
+
+def test_a_name_close_to_no_command_gets_no_suggestion(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(["zzz"], capsys)
+    assert code == ExitCode.BAD_INPUT
+    assert err == "cudaship: error: no such command 'zzz' (see cudaship --help)\n"
+
+
+def test_a_missing_file_is_reported_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``inspect missing.so`` printed a report saying "error: no such file or directory" and then the same
+    error line on stderr: the one line is enough when nothing at all was read."""
+    missing = tmp_path / "missing.so"
+    code, out, err = run(["inspect", "--no-progress", str(missing)], capsys)
+    assert code == ExitCode.BAD_INPUT
+    assert out == ""
+    assert err == f"cudaship: error: {missing}: no such file or directory\n"
+    # with something read, the report still lists the missing input beside it (and stderr names it)
+    lib = tmp_path / "k.ptx"
+    lib.write_text(".version 8.0\n.target sm_90\n.address_size 64\n")
+    code, out, err = run(["inspect", "--no-progress", str(missing), str(lib)], capsys)
+    assert code == ExitCode.BAD_INPUT
+    assert "2 files" in out and f"cudaship: error: {missing}: no such file or directory" in err

@@ -93,3 +93,93 @@ def test_a_known_train_passes_the_rule_everywhere(
     code = main(_argv("program check", "13.0", tmp_path))
     assert code != ExitCode.UNKNOWN_TRAIN
     assert "knows" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+@pytest.mark.parametrize("text", ["12.7", "cu127", "127"])
+def test_an_unpublished_train_is_refused_the_same_way_everywhere(
+    name: str, text: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """12.7 is in the release data (PTX ISA 8.6) but NVIDIA never published it: issue 35 found ``audit``
+    accepting it while ``arch-list`` refused it. Every command now refuses it with one message that names the
+    published releases."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CUDASHIP_TRAIN", raising=False)
+    code = main(_argv(name, text, tmp_path))
+    captured = capsys.readouterr()
+    assert code == ExitCode.UNKNOWN_TRAIN, captured.err
+    _, label, _, _ = COMMANDS[name]
+    (line,) = captured.err.splitlines()
+    prefix = (
+        f"cudaship: error: {label} '{text}': CUDA 12.7 was never published; the published CUDA releases are "
+    )
+    assert line.startswith(prefix), line
+    published = line[len(prefix) :].split(", ")
+    assert "12.6" in published and "12.8" in published and "12.7" not in published
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+@pytest.mark.parametrize("text", ["cu13", "13", "cu12"])
+def test_a_major_alone_is_no_train(
+    name: str, text: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--train cu13`` was read as CUDA 1.3 (a tag's last digit is the minor); it is refused, saying what to
+    write instead."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CUDASHIP_TRAIN", raising=False)
+    code = main(_argv(name, text, tmp_path))
+    captured = capsys.readouterr()
+    assert code == ExitCode.UNKNOWN_TRAIN, captured.err
+    (line,) = captured.err.splitlines()
+    major = text.removeprefix("cu")
+    assert (
+        f"CUDA {major} alone is no train, and as a tag it would be 1.{major[1]}: "
+        f"write cu{major}0 or {major}.0" in line
+    )
+    assert "1.3 " not in line.split("would be")[0]
+
+
+@pytest.mark.parametrize("name", ["arch-list", "env", "cmake"])
+def test_digits_alone_read_as_the_tag(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``128`` is 12.8, as ``cu128`` is (issue 35: it was refused while cu128 worked)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CUDASHIP_TRAIN", raising=False)
+    outputs = []
+    for text in ("cu128", "128", "12.8"):
+        argv = _argv(name, text, tmp_path)
+        if name == "cmake":  # stop before the toolkit: an unknown machine for the arch table is exit 2
+            argv += ["--machine", "x86_64", "--toolkit", str(tmp_path / "none")]
+        code = main(argv)
+        captured = capsys.readouterr()
+        assert code != ExitCode.UNKNOWN_TRAIN, captured.err
+        outputs.append((code, captured.out, captured.err.replace(f"'{text}'", "'T'")))
+    assert outputs[0] == outputs[1] == outputs[2]
+
+
+def test_cmake_reads_the_train_cudaship_env_sets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``cudaship env`` exports CUDASHIP_TRAIN; ``cmake`` without --train takes it (issue 35: ignored)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CUDASHIP_TRAIN", "cu99")
+    assert main(["cmake"]) == ExitCode.UNKNOWN_TRAIN
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "cudaship: error: $CUDASHIP_TRAIN 'cu99': unknown CUDA train 9.9; the built-in arch"
+    )
+    monkeypatch.setenv("CUDASHIP_TRAIN", "cu130")
+    with_env = main(["cmake", "--machine", "x86_64", "--toolkit", str(tmp_path / "none")])
+    env_err = capsys.readouterr().err
+    with_option = main(
+        ["cmake", "--train", "cu130", "--machine", "x86_64", "--toolkit", str(tmp_path / "none")]
+    )
+    assert (with_env, env_err) == (with_option, capsys.readouterr().err)
+    assert "UNKNOWN" not in env_err and "no CUDA train" not in env_err
+    monkeypatch.delenv("CUDASHIP_TRAIN")
+    assert main(["cmake"]) == ExitCode.NO_TRAIN
+    assert (
+        capsys.readouterr().err
+        == "cudaship: error: no CUDA train given: pass --train cu132 (or set CUDASHIP_TRAIN)\n"
+    )

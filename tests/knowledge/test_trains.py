@@ -20,6 +20,8 @@ from cudaship.knowledge.trains import Train, as_train, parse_train
         ("13.2.2", Train(13, 2, 2)),
         ("CUDA 13.4", Train(13, 4)),
         ("cuda-12.9.1", Train(12, 9, 1)),
+        ("128", Train(12, 8)),  # the tag's digits alone
+        ("92", Train(9, 2)),
     ],
     ids=lambda v: v if isinstance(v, str) else "",
 )
@@ -27,7 +29,9 @@ def test_parse_train(text: str, expected: Train) -> None:
     assert parse_train(text) == expected
 
 
-@pytest.mark.parametrize("text", ["cu1", "cu13200", "13", "13.x", "cuda", "", "cu02", "sm_90"], ids=repr)
+@pytest.mark.parametrize(
+    "text", ["cu1", "cu13200", "13", "13.x", "cuda", "", "cu02", "sm_90", "cu13", "cu12", "12"], ids=repr
+)
 def test_parse_train_errors_name_the_token(text: str) -> None:
     with pytest.raises(KnowledgeError) as info:
         parse_train(text)
@@ -46,3 +50,12 @@ def test_train_properties_and_order() -> None:
     ]
     assert as_train("cu134") == Train(13, 4)
     assert as_train(train) is train
+
+
+@pytest.mark.parametrize("text", ["cu13", "13", "CU12"])
+def test_a_major_alone_is_refused_not_read_as_one_point_something(text: str) -> None:
+    """Issue 35: ``cu13`` was read as CUDA 1.3."""
+    with pytest.raises(
+        KnowledgeError, match=r"alone is no train, and as a tag it would be 1\.\d: write cu1\d0"
+    ):
+        parse_train(text)

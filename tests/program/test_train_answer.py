@@ -103,7 +103,8 @@ def test_verdict_line_counts_what_it_names(tmp_path: Path, nvcc_build: Callable[
     failed = [i.name for i in report.items if outcome(i) == "fail"]
     passed, decided = report.counts
     assert (len(failed), passed, decided) == (4, 2, 6), report.items
-    assert verdict_line(report) == "FAILED: 4 of 6 checks failed (2 passed)"
+    # every check counts, the skipped one named (issue 35: "3 of 3 checks passed" beside three skipped rows)
+    assert verdict_line(report) == "FAILED: 4 of 7 checks failed (2 passed, 1 skipped)"
     good = check_program(
         make_export_dir(
             tmp_path / "good",
@@ -112,4 +113,6 @@ def test_verdict_line_counts_what_it_names(tmp_path: Path, nvcc_build: Callable[
         train="cu130",
         gpu="9.0",
     )
-    assert verdict_line(good) == "passed: 5 of 5 checks passed"
+    skipped = sum(1 for i in good.items if outcome(i) == "skip")
+    assert skipped == 2, good.items
+    assert verdict_line(good) == "passed: 5 of 7 checks passed, 2 skipped"

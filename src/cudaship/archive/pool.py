@@ -25,10 +25,11 @@ from __future__ import annotations
 import itertools
 import mmap
 import os
+import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
-from contextlib import suppress
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
@@ -336,16 +337,22 @@ class Workers:
         self._prestart = threading.Thread(target=start, name="cudaship-prestart", daemon=True)
         self._prestart.start()
 
-    def close(self) -> None:
+    def close(self, *, abort: bool = False) -> None:
+        """Wait for the tasks handed out, then end the workers; with ``abort`` (Ctrl-C), drop the tasks not
+        started, end the worker processes at once (they ignore SIGINT: the command decides) and wait for
+        nothing but a thread's member already being read."""
         if self._prestart is not None:
             self._prestart.join()
             self._prestart = None
         if self._pool is not None:
-            self._pool.shutdown(wait=True)
+            self._pool.shutdown(wait=not abort, cancel_futures=abort)
             self._pool = None
         with self._process_lock:
             if self._process_pool is not None:
-                self._process_pool.shutdown(wait=True)
+                if abort:
+                    _end_processes(self._process_pool)
+                else:
+                    self._process_pool.shutdown(wait=True)
                 self._process_pool = None
 
     def __enter__(self) -> Workers:
@@ -354,7 +361,7 @@ class Workers:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.close()
+        self.close(abort=exc_type is not None and issubclass(exc_type, KeyboardInterrupt))
 
 
 class CompressedPages:
@@ -467,9 +474,7 @@ def start_fork_server_early(args: list[str]) -> None:
             return
         context: Any = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(list(PRELOAD))
-        from multiprocessing import forkserver  # start-up time, as multiprocessing above
-
-        threading.Thread(target=forkserver.ensure_running, name="cudaship-forkserver", daemon=True).start()
+        threading.Thread(target=_start_fork_server, name="cudaship-forkserver", daemon=True).start()
     except Exception:  # an optimisation only: the workers start when asked, as without it
         return
 
@@ -486,6 +491,61 @@ def _may_fork() -> bool:
     )
 
 
+@contextmanager
+def interrupt_blocked() -> Iterator[None]:
+    """SIGINT blocked in this thread meanwhile: a process started inside (forked, or forked and executed: the
+    fork server, its resource tracker) inherits the mask and never takes Ctrl-C, not even while it is still
+    importing, before any handler could be set. The terminal sends Ctrl-C to every process of its foreground
+    group; the command alone answers it and ends the others (issue 35: tracebacks of the fork server, its
+    tracker and the workers followed ``cudaship: aborted``). A SIGINT that comes meanwhile waits for the end
+    of the block, in the main thread; no other thread ever takes it."""
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - Windows
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _start_fork_server() -> None:
+    """Start the fork server (and its resource tracker) with SIGINT blocked: the server, and every worker it
+    forks, never takes Ctrl-C (:func:`interrupt_blocked`). The tracker first: starting it blocks SIGINT for
+    its own start and then *unblocks* it in the calling thread, which would undo the block."""
+    from multiprocessing import forkserver, resource_tracker
+
+    resource_tracker.ensure_running()
+    with interrupt_blocked():
+        forkserver.ensure_running()
+
+
+def _ignore_interrupt() -> None:
+    """A worker process's initializer: Ctrl-C reaches every process of the terminal's foreground group, but
+    ending the workers is the command's (:meth:`Workers.close`); a worker that took it printed a 22-line
+    ``ForkServerProcess`` traceback before the command's ``cudaship: aborted`` (issue 35)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _end_processes(executor: Executor) -> None:
+    """End the worker processes of ``executor`` now: the tasks not started are dropped, the running ones
+    killed (Ctrl-C: nothing they would return is wanted), and each process waited for, so none outlives the
+    command."""
+    workers = list((getattr(executor, "_processes", None) or {}).values())  # ProcessPoolExecutor's, by pid
+    executor.shutdown(wait=False, cancel_futures=True)
+    for process in workers:
+        with suppress(OSError):
+            process.terminate()
+    for process in workers:
+        with suppress(OSError, ValueError):
+            process.join(5)
+    # the pool's manager thread notices the ended workers and closes its wake-up pipe; wait for it, else
+    # concurrent.futures' exit hook may write to that pipe as it closes (an OSError traceback at exit)
+    manager = getattr(executor, "_executor_manager_thread", None)
+    if manager is not None and manager is not threading.current_thread():
+        manager.join(5)
+
+
 def _start_processes(count: int) -> Executor:
     """``count`` worker processes: forked from this process when :func:`_may_fork` (no second import of the
     readers, workers ready within milliseconds; the pool forks all of them before its own threads start),
@@ -495,15 +555,19 @@ def _start_processes(count: int) -> Executor:
     from concurrent.futures import ProcessPoolExecutor
 
     if _may_fork():
-        executor = ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("fork"))
-        executor.submit(os.getpid)  # forks every worker now, while this is still the only thread
+        executor = ProcessPoolExecutor(
+            max_workers=count, mp_context=multiprocessing.get_context("fork"), initializer=_ignore_interrupt
+        )
+        with interrupt_blocked():  # the workers are born with SIGINT blocked: Ctrl-C is the command's
+            executor.submit(os.getpid)  # forks every worker now, while this is still the only thread
         return executor
     if "forkserver" in multiprocessing.get_all_start_methods():
         context: Any = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(list(PRELOAD))
+        _start_fork_server()  # when not started yet
     else:  # pragma: no cover - Windows, macOS without a fork server
         context = multiprocessing.get_context("spawn")
-    return ProcessPoolExecutor(max_workers=count, mp_context=context)
+    return ProcessPoolExecutor(max_workers=count, mp_context=context, initializer=_ignore_interrupt)
 
 
 class WorkerBudget:

@@ -251,9 +251,14 @@ def audit_wheels(
                     with lock:
                         hooks.wheel_finished(str(path))
 
-            with ThreadPoolExecutor(min(count, len(paths)), thread_name_prefix="cudaship-wheel") as wheels:
+            wheels = ThreadPoolExecutor(min(count, len(paths)), thread_name_prefix="cudaship-wheel")
+            try:
                 futures = [wheels.submit(one, path, size) for path, size in zip(paths, sizes, strict=True)]
                 outcomes = [future.result() for future in futures]
+            except KeyboardInterrupt:  # Ctrl-C: the wheels not started are dropped, the workers end (pool)
+                wheels.shutdown(wait=False, cancel_futures=True)
+                raise
+            wheels.shutdown(wait=True)
     audits = [o for o in outcomes if isinstance(o, WheelAudit)]
     errors = [o for o in outcomes if isinstance(o, str)]
     return AuditReport(

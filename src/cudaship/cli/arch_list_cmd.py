@@ -57,13 +57,10 @@ def _machine(value: str | None) -> str:
 def command(train: str | None, machine: str | None, fmt: str, output: str | None, policy: str | None) -> int:
     """Print the arch list a build of TRAIN compiles for, in the syntax the build consumes.
 
-    The list comes from the project's arch table (the ``archs`` key of [tool.cudaship] or cudaship.toml;
-    the one ``audit`` checks wheels against), else from the built-in table: a default for every train from
+    The list comes from the project's arch table (the "archs" key of [tool.cudaship] or cudaship.toml;
+    the one audit checks wheels against), else from the built-in table: a default for every train from
     11.4 to 13.5 (what the release compiles for and what major projects ship), which a project overrides by
     writing its own table. Every arch is real code (SASS) and the newest is also PTX.
-
-    Exit status: 0 printed; 2 bad usage or table; 4 the train is not one the table has a row for (or no
-    train at all); 5 no train given.
     """
     given = train_given(train)
     if given is None:

@@ -9,6 +9,7 @@ import click
 
 from cudaship.ci import archs as ci_archs
 from cudaship.ci import cmake
+from cudaship.cli.arch_list_cmd import NoTrainError
 from cudaship.cli.common import (
     format_option,
     known_train,
@@ -16,6 +17,7 @@ from cudaship.cli.common import (
     output_option,
     platform_option,
     policy_option,
+    train_given,
     train_option,
 )
 from cudaship.config import load_config
@@ -30,7 +32,7 @@ def _host_platform() -> str:
 
 
 @click.command("cmake")
-@train_option("The CUDA train to configure for", required=True)
+@train_option("The CUDA train to configure for")
 @platform_option("Target platform", platform_names(), "this machine's", choice=True)
 @machine_option("Machine for the arch table", "the platform's")
 @click.option(
@@ -49,16 +51,16 @@ def _host_platform() -> str:
     type=(click.Choice(["initial-cache"]), click.Path(dir_okay=False)),
     default=None,
     metavar="initial-cache FILE",
-    help="Write an initial cache for `cmake -C FILE` (the same as --format initial-cache -o FILE).",
+    help="Write an initial cache for 'cmake -C FILE' (the same as --format initial-cache -o FILE).",
 )
 @format_option(
     "cmake",
     help_text="args: CMake command-line arguments; json: every decision with its reason; initial-cache: "
-    "a script for `cmake -C FILE`.",
+    "a script for 'cmake -C FILE'.",
 )
 @output_option()
 def command(
-    train: str,
+    train: str | None,
     platform_name: str | None,
     machine: str | None,
     cxx_standard: int | None,
@@ -70,9 +72,12 @@ def command(
 ) -> int:
     """Print (or write) the CMake configuration of a CUDA build: generator, compilers, architectures,
     standards, flags and the toolkit, each decision with its reason (--format json)."""
+    given = train_given(train)  # --train, else $CUDASHIP_TRAIN (which `cudaship env` sets)
+    if given is None:
+        raise NoTrainError()
     project = load_config(policy)
     table = ci_archs.arch_table(project)
-    info = ci_archs.train_info(known_train(train, "--train", table.trains(), table.source).tag)
+    info = ci_archs.train_info(known_train(*given, table.trains(), table.source).tag)
     platform_name = platform_name or _host_platform()
     _, _, platform_machine = cmake.parse_platform(platform_name)
     archs = ci_archs.lookup(table, info.tag, machine or platform_machine)

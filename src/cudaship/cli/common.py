@@ -13,7 +13,8 @@ import click
 
 from cudaship import envvars
 from cudaship.knowledge.platforms import cuda_machines
-from cudaship.knowledge.trains import Train, require_known
+from cudaship.knowledge.releases import require_train
+from cudaship.knowledge.trains import Train
 from cudaship.render.style import Style
 from cudaship.render.table import formats
 
@@ -227,5 +228,5 @@ def train_given(option: str | None) -> tuple[str, str] | None:
 
 def known_train(text: str, label: str, known: Iterable[Train], where: str) -> Train:
     """The one rule of every command taking a train: one it cannot serve is exit 4 with one message
-    (see :func:`cudaship.knowledge.trains.require_known` and docs/cli.md)."""
-    return require_known(text, known, where, label=label)
+    (see :func:`cudaship.knowledge.releases.require_train` and docs/cli.md)."""
+    return require_train(text, known, where, label=label)

@@ -149,10 +149,6 @@ def command(
     sibling needs, and device code that does not run on the GPUs here (skipped without a GPU). With
     --confirm, the real loader is asked too: each distribution's modules are imported in fresh children and
     every DT_NEEDED mapped there is compared with the simulation's pick (docs/doctor-env.md).
-
-    Exit status: 0 everything runs here; 1 something will not run on a GPU here (--env: will not load); 2 a
-    PATH (a library of the environment) could not be read; 3 no NVIDIA driver or no GPU on this machine
-    (--env: only with --require-gpu).
     """
     if env is not None:
         if paths:

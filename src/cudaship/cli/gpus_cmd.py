@@ -104,13 +104,10 @@ def command(
 ) -> int:
     """Tell which GPUs (compute capabilities 7.5 to 12.1) each PATH runs on, and with which driver.
 
-    PATH is a library, program, device-code file, wheel or directory, as for ``cudaship inspect``. For each
+    PATH is a library, program, device-code file, wheel or directory, as for cudaship inspect. For each
     library with device code and for each wheel as a whole (it runs on a GPU only where every such library
     does), each capability gets a verdict: native (SASS for it), jit (PTX compiled by the driver at the first
     launch) or no, with the reason, and the minimum driver needed and why.
-
-    Exit status: 0 when every input was read; 1 with --require when a GPU asked cannot run the input (under
-    the driver given); 2 when any input could not be read (the others are still reported).
     """
     capabilities, asked = _capabilities(gpus)
     parsed_driver = _driver(driver, "linux")

@@ -17,6 +17,7 @@ from cudaship.cli.common import (
 from cudaship.cli.progress import InspectProgress
 from cudaship.inspection.report import demangle
 from cudaship.inspection.walk import inspect_paths
+from cudaship.records.files import FileReport
 from cudaship.render.escape import line
 from cudaship.render.output import write_report
 from cudaship.render.table import INSPECT, render
@@ -58,8 +59,6 @@ def command(
     .fatbin, .ptx), a COFF import library (.lib), a wheel or an exported program (.pt2, .pte), read in
     place with each member reported under the package's path, or a directory (walked).
     Formats are recognised by content, from any OS: Windows DLLs read on Linux and the other way round.
-
-    Exit status: 0 when every input was read, 2 when any could not be (the others are still reported).
     """
     with quick_gil_handover():
         if show_progress(progress):
@@ -69,8 +68,13 @@ def command(
             report = inspect_paths(paths, details=details, workers=jobs)
     demangler = demangle if demangle_names else None
     style = text_style(output, exports=exports, demangle=demangler, all_exports=all_exports)
-    text = render(INSPECT, fmt, report, style)
-    write_report(text, output)
+    # nothing at all was read (a missing path, an empty directory): a text report on the terminal would only
+    # say again what the error lines say (issue 35: `inspect missing.so` reported the error twice)
+    nothing_read = bool(report.items) and all(
+        isinstance(item, FileReport) and item.error is not None for item in report.items
+    )
+    if not (nothing_read and fmt == "text" and output in (None, "-")):
+        write_report(render(INSPECT, fmt, report, style), output)
     for failed in report.failed:
         where = f"{failed.container}!{failed.path}" if failed.container else failed.path
         click.echo(line(f"cudaship: error: {where}: {failed.error}"), err=True)

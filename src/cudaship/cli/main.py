@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import difflib
 import gc
 import importlib
 import os
@@ -13,6 +14,7 @@ from typing import Any, NoReturn
 import click
 
 from cudaship import __version__, envvars
+from cudaship.cli.exits import attach, epilog
 from cudaship.errors import CudashipError
 from cudaship.exitcodes import ExitCode
 
@@ -32,7 +34,34 @@ SUBCOMMANDS: dict[str, str] = {
 }
 
 
+class Interrupted(Exception):
+    """Ctrl-C during a command, after the command unwound (its workers ended): :func:`main` prints one line
+    and exits 130. Not a KeyboardInterrupt, which click answers with an empty line on stderr first."""
+
+
 class LazyGroup(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as e:
+            raise Interrupted from e
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """As click's, and an unknown command gets the close names as suggestions (``inpsect``: did you mean
+        'inspect'?), as an unknown option and a subcommand of ``toolkit`` do: click finds close names only
+        among the commands it holds, and these are loaded when named."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as e:
+            name = args[0] if args else ""
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=3, cutoff=0.6)
+            if not close or "did you mean" in e.format_message().lower():
+                raise
+            alternatives = repr(close[0]) if len(close) == 1 else "one of: " + ", ".join(map(repr, close))
+            raise click.UsageError(f"No such command {name!r}. (Did you mean {alternatives}?)", ctx) from None
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(name for name in SUBCOMMANDS if self.get_command(ctx, name) is not None)
 
@@ -47,10 +76,12 @@ class LazyGroup(click.Group):
                 return None  # not built in this version
             raise
         command: click.Command = module.command
-        return command
+        return attach(command, cmd_name)  # its exit codes end its --help
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=epilog("cudaship")
+)
 @click.version_option(__version__, prog_name="cudaship")
 @click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
 @click.pass_context
@@ -97,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         click.echo(f"cudaship: error: {e}", err=True)
         return int(e.exit_code)
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, Interrupted):  # Ctrl-C: one line, whatever was running
         click.echo("cudaship: aborted", err=True)
         return 130
     except click.exceptions.NoArgsIsHelpError as e:  # a bare ``cudaship`` or ``cudaship toolkit``: help

@@ -124,7 +124,7 @@ def command() -> None:
     "-c",
     multiple=True,
     help="Components or sets, comma-separated or repeated (default: the 'default' set, enough to "
-    "compile and link a CUDA program). See `cudaship toolkit list`.",
+    "compile and link a CUDA program). See 'cudaship toolkit list'.",
 )
 @click.option(
     "--dest",

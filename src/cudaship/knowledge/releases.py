@@ -13,7 +13,7 @@ from functools import lru_cache
 from cudaship.errors import KnowledgeError, UnknownTrainError
 from cudaship.knowledge import _data
 from cudaship.knowledge.arch_names import Arch, ArchList, Target
-from cudaship.knowledge.trains import Train, as_train, parse_train
+from cudaship.knowledge.trains import Train, as_train, parse_train, require_known, train_list
 from cudaship.once import once
 from cudaship.records.binary import DeviceCode, DeviceCodeKind
 from cudaship.schema import Table
@@ -46,6 +46,9 @@ class Release:
     arch_specific: bool  #: 'a' targets exist
     family_specific: bool  #: 'f' targets exist
     assumed: str | None  #: why a row is extrapolated, when it is
+    #: False for a release line NVIDIA never published (12.7): kept for the PTX ISA it stands for, never a
+    #: train a user may name (:func:`require_train`)
+    published: bool = True
 
     @property
     def archs(self) -> tuple[Arch, ...]:
@@ -117,6 +120,7 @@ def _release(key: str, raw: Table) -> Release:
         arch_specific=raw.boolean("arch_specific", False),
         family_specific=raw.boolean("family_specific", False),
         assumed=raw.string("assumed"),
+        published=raw.boolean("published", True),
     )
 
 
@@ -129,6 +133,33 @@ def releases() -> tuple[Release, ...]:
 
 def known_trains() -> tuple[Train, ...]:
     return tuple(r.train for r in releases())
+
+
+def published_trains() -> tuple[Train, ...]:
+    """The release lines NVIDIA published, oldest first."""
+    return tuple(r.train for r in releases() if r.published)
+
+
+def require_train(text: str, known: Iterable[Train], where: str, *, label: str = "--train") -> Train:
+    """The one rule for a train a user names (``--train``, ``$CUDASHIP_TRAIN``, ``toolkit install TRAIN``,
+    the API's ``train=``), in every command alike: text that is no train, a release line NVIDIA never
+    published (12.7: refused everywhere, with the published ones named), and a train the command's data
+    (``known``, ``where``) lacks are each exit 4 (``ExitCode.UNKNOWN_TRAIN``) with one message."""
+    try:
+        train = parse_train(text)
+    except KnowledgeError:
+        return require_known(text, known, where, label=label)  # raises, worded as every refusal
+    refuse_unpublished(train, text, label)
+    return require_known(text, known, where, label=label)
+
+
+def refuse_unpublished(train: Train, text: str, label: str) -> None:
+    """UnknownTrainError when ``train`` is a release line the data holds but NVIDIA never published (12.7)."""
+    if train.line not in published_trains() and train.line in {r.train for r in releases()}:
+        raise UnknownTrainError(
+            f"{label} {text.strip()!r}: CUDA {train.version} was never published; the published CUDA "
+            f"releases are {train_list(published_trains())}"
+        )
 
 
 def release_for(train: Train | str) -> Release:

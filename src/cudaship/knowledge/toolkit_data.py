@@ -13,6 +13,7 @@ from typing import Any
 
 from cudaship.errors import KnowledgeError, UnknownTrainError
 from cudaship.knowledge import _data
+from cudaship.knowledge.releases import refuse_unpublished
 from cudaship.knowledge.trains import parse_train, require_known
 from cudaship.once import once
 
@@ -86,6 +87,7 @@ def resolve_release(text: str, label: str = "TRAIN") -> str:
     except KnowledgeError:
         require_known(text, known, TOOLKIT_DATA, label=label)
         raise
+    refuse_unpublished(train, text, label)  # as every command refuses it, before this data's own reasons
     why = not_installable().get(train.full_version) or not_installable().get(train.version)
     if why is not None:
         shown = f"{label} {text.strip()!r}"

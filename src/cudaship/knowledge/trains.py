@@ -55,16 +55,20 @@ class Train:
         return self.tag
 
 
-_TAG_RE = re.compile(r"^cu(\d{2,4})$", re.IGNORECASE)
+#: ``cu132``, and the same digits alone (``132``): what ``--train 128`` meant was never anything but 12.8
+_TAG_RE = re.compile(r"^(?:cu)?(\d{2,4})$", re.IGNORECASE)
 _VERSION_RE = re.compile(r"^(?:cuda[-_ ]?)?(\d{1,2})\.(\d{1,2})(?:\.(\d{1,3}))?$", re.IGNORECASE)
 
 
 def parse_train(text: str) -> Train:
-    """Parse ``cu132``, ``cu118``, ``cu92``, ``13.2``, ``13.2.2`` (also ``CUDA 13.2``, ``cuda-13.2``).
+    """Parse ``cu132``, ``cu118``, ``cu92``, ``132``, ``13.2``, ``13.2.2`` (``CUDA 13.2``, ``cuda-13.2``).
 
-    In a tag the last digit is the minor (``cu118`` is 11.8, ``cu132`` 13.2, ``cu92`` 9.2). Anything else
-    raises KnowledgeError naming the token. This says nothing about whether the data knows the train: see
-    :func:`cudaship.knowledge.releases.release_for`.
+    The one train parser: every command and every file cudaship reads goes through it. In a tag the last
+    digit is the minor (``cu118`` and ``118`` are 11.8, ``cu132`` 13.2, ``cu92`` 9.2). A two-digit tag
+    starting with 1 (``cu13``, ``12``) is refused: read that way it would be CUDA 1.x, and what was meant is a
+    major alone (CUDA 13), which names no train; the message says to write ``cu130`` or ``13.0``. Anything
+    else raises KnowledgeError naming the token. This says nothing about whether the data knows the train,
+    or whether NVIDIA published it: see :func:`cudaship.knowledge.releases.require_train`.
     """
     token = text.strip()
     match = _TAG_RE.match(token)
@@ -72,6 +76,11 @@ def parse_train(text: str) -> Train:
         digits = match.group(1)
         if len(digits) > 3:
             raise KnowledgeError(f"invalid CUDA train {text!r}: expected cuXY (cu132) or X.Y (13.2)")
+        if len(digits) == 2 and digits[0] == "1":
+            raise KnowledgeError(
+                f"invalid CUDA train {text!r}: CUDA {digits} alone is no train, and as a tag it would be "
+                f"1.{digits[1]}: write cu{digits}0 or {digits}.0"
+            )
         major, minor, patch = int(digits[:-1]), int(digits[-1]), None
     else:
         match = _VERSION_RE.match(token)
@@ -89,7 +98,7 @@ def as_train(value: Train | str) -> Train:
     return value if isinstance(value, Train) else parse_train(value)
 
 
-def _short_list(trains: Iterable[Train]) -> str:
+def train_list(trains: Iterable[Train]) -> str:
     """``11.8, 12.0, ..., 13.5`` (every train, oldest first; ``none`` when empty)."""
     versions = [t.version for t in sorted({t.line for t in trains})]
     return ", ".join(versions) if versions else "none"
@@ -109,8 +118,8 @@ def require_known(text: str, known: Iterable[Train], where: str, *, label: str =
         train = parse_train(text)
     except KnowledgeError as e:
         problem = f"not a CUDA train ({e.message.split(': ', 1)[-1]})"
-        raise UnknownTrainError(f"{shown}: {problem}; {where} knows {_short_list(known)}") from e
+        raise UnknownTrainError(f"{shown}: {problem}; {where} knows {train_list(known)}") from e
     if train.line not in {t.line for t in known}:
         problem = f"unknown CUDA train {train.version}"
-        raise UnknownTrainError(f"{shown}: {problem}; {where} knows {_short_list(known)}")
+        raise UnknownTrainError(f"{shown}: {problem}; {where} knows {train_list(known)}")
     return train

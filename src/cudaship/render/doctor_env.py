@@ -107,9 +107,9 @@ def text(report: EnvReport, style: Style) -> str:
             else:
                 where = f"({e.provider} library, not read)" if e.provider else "NOT FOUND"
             by_importer.setdefault(e.importer, []).append(f"    {e.name} -> {where}")
-        for importer, rows in by_importer.items():
+        for importer in sorted(by_importer):  # canonical order (docs/json-schema.md), not the graph's
             lines.append(f"  {shown(report.env, importer)} ({owners.get(importer, 'system')})")
-            lines += rows
+            lines += sorted(by_importer[importer])
     if details and report.confirm is not None:
         lines += ["", "children (each imports its module in a fresh interpreter):"]
         lines += [f"  {child_label(c)}" for c in report.confirm.children]

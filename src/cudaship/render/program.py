@@ -119,13 +119,19 @@ def render_check(report: CheckReport, style: Style) -> str:
 
 
 def verdict_line(report: CheckReport) -> str:
-    """``passed: 6 of 6 checks passed`` / ``FAILED: 4 of 7 checks failed (3 passed)``: each number names
-    what it counts (skipped checks are not counted; a warning passes)."""
+    """``passed: 6 of 6 checks passed`` / ``FAILED: 4 of 7 checks failed (3 passed)``; every check counts,
+    the skipped ones too, and they are named as skipped (``passed: 3 of 6 checks passed, 3 skipped``: issue 35
+    found "3 of 3 checks passed" beside three skipped rows). A warning passes."""
     passed, decided = report.counts
     failed = decided - passed
+    skipped = report.summary.skipped
+    total = decided + skipped
     if report.passed:
-        return f"passed: {passed} of {decided} {_checks(decided)} passed"
-    return f"FAILED: {failed} of {decided} {_checks(decided)} failed ({passed} passed)"
+        return f"passed: {passed} of {total} {_checks(total)} passed" + (
+            f", {skipped} skipped" if skipped else ""
+        )
+    also = f", {skipped} skipped" if skipped else ""
+    return f"FAILED: {failed} of {total} {_checks(total)} failed ({passed} passed{also})"
 
 
 def _checks(n: int) -> str:
@@ -178,8 +184,10 @@ def check_row(report: CheckReport) -> str:
         f"GPU {report.target.capability}" if report.target.capability else "-"
     )
     passed, decided = report.counts
+    skipped = report.summary.skipped
     failed = [i.name for i in report.items if i.is_error]
-    checks = f"{passed}/{decided}" + (f" (failed: {', '.join(failed)})" if failed else "")
+    notes = ([f"failed: {', '.join(failed)}"] if failed else []) + ([f"{skipped} skipped"] if skipped else [])
+    checks = f"{passed}/{decided + skipped}" + (f" ({'; '.join(notes)})" if notes else "")
     cells = (train, prov.torch_version if prov else "-", runtime, checks, "-", "-")
     return "| " + " | ".join(cell(c) for c in cells) + " |\n"
 
