@@ -231,7 +231,7 @@ def test_a_cache_entry_of_the_wrong_shape_is_a_miss(local_index: LocalIndex, tmp
     assert source.find("nvidia-nvtx", SpecifierSet(), LINUX) is not None
     page = f"{local_index.url}/nvidia-nvtx/"
     cache.put("page", page, [{"filename": 7}])  # valid JSON, not what the index writes: asked again
-    (wheel_key,) = (p for p in (tmp_path / "cache" / "index" / "wheel").rglob("*.json"))
+    (wheel_key,) = (p for p in (tmp_path / "cache" / "index" / "wheel-verified").rglob("*.json"))
     wheel_key.write_text('{"key": "elsewhere", "value": {}}')  # an entry for another key: a miss
     again = Client()
     found = IndexSource(local_index.url, cache, again).find("nvidia-nvtx", SpecifierSet(), LINUX)

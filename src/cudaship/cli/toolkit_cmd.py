@@ -150,6 +150,14 @@ def command() -> None:
     help="Extra attempts for a failed or cut download (resumed where it stopped).",
 )
 @click.option(
+    "--deadline",
+    type=click.FloatRange(min=0.1),
+    default=3600.0,
+    show_default=True,
+    help="Seconds one archive or manifest may take to arrive in all, retries included (a server that "
+    "trickles never trips the per-read timeout; it fails here).",
+)
+@click.option(
     "--max-size",
     default="64G",
     show_default=True,
@@ -169,6 +177,7 @@ def install_command(
     offline: bool,
     cache_dir: Path | None,
     retries: int,
+    deadline: float,
     max_size: str,
     quiet: bool,
     fmt: str,
@@ -189,7 +198,7 @@ def install_command(
         source=Source(source),
         mirror=mirror,
         cache_dir=(cache_dir / "toolkit") if cache_dir else download.default_cache_dir(),
-        fetch=download.FetchOptions(retries=retries, offline=offline, max_bytes=limit),
+        fetch=download.FetchOptions(retries=retries, offline=offline, max_bytes=limit, deadline=deadline),
         limits=ExtractLimits(max_total_bytes=limit, max_member_bytes=limit),
     )
     with _Progress(quiet) as progress:

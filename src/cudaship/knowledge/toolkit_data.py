@@ -33,6 +33,9 @@ class SourceName:
     extra: str | None = None  #: the ``cuda-toolkit`` metapackage extra (PyPI only)
     included_in: str | None = None  #: another component carries this one in that release
     note: str | None = None  #: what a user should know about this source's package in that release
+    #: toolkit paths the component promises (``bin/nvcc``) that this source's package lacks in that release:
+    #: ``toolkit install`` refuses it rather than assembling a toolkit that cannot do the component's job
+    lacks: tuple[str, ...] = ()
 
 
 @once
@@ -190,10 +193,30 @@ def source_name(component: str, source: str, release: str) -> SourceName | None:
             if included is not None:
                 return SourceName(None, None, str(included))
             note = entry.get("note")
+            lacks = entry.get("lacks", [])
+            if not isinstance(lacks, list) or not all(isinstance(p, str) for p in lacks):
+                raise KnowledgeError(
+                    f"{COMPONENTS_FILE}: components.{component}.{source}: lacks must be a list of paths"
+                )
             return SourceName(
-                str(entry["name"]), entry.get("extra"), None, None if note is None else str(note)
+                str(entry["name"]),
+                entry.get("extra"),
+                None,
+                None if note is None else str(note),
+                tuple(lacks),
             )
     return None
+
+
+def component_provides(component: str, windows: bool = False) -> tuple[str, ...]:
+    """Toolkit paths an install of ``component`` must hold (``bin/nvcc``; ``bin/nvcc.exe`` for Windows)."""
+    info = _components().get(component)
+    if info is None:
+        raise KnowledgeError(f"unknown component {component!r}; components: {', '.join(component_names())}")
+    paths = info.get("provides", [])
+    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+        raise KnowledgeError(f"{COMPONENTS_FILE}: components.{component}.provides must be a list of paths")
+    return tuple(p + ".exe" if windows and p.startswith("bin/") else p for p in paths)
 
 
 def component_for_pypi_project(project: str, release: str) -> str | None:

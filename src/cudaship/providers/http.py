@@ -16,7 +16,17 @@ import threading
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from cudaship.http import TIMEOUT_S, NotFound, RefusedURL, Retry, TooLarge, check_url, open_url
+from cudaship.http import (
+    TIMEOUT_S,
+    DeadlineExceeded,
+    NotFound,
+    RefusedURL,
+    Retry,
+    TooLarge,
+    check_url,
+    deadline_in,
+    open_url,
+)
 from cudaship.http import Unavailable as IndexUnavailable
 from cudaship.providers.records import Fetched
 
@@ -24,6 +34,7 @@ __all__ = [
     "INDEX_RETRY",
     "MAX_RESPONSE",
     "Client",
+    "DeadlineExceeded",
     "IndexUnavailable",
     "NotCached",
     "NotFound",
@@ -40,6 +51,10 @@ MAX_RESPONSE = 64 << 20
 #: or 5xx (a busy or restarting server); none of one it did not answer (an unreachable index costs one
 #: time-out, not two, before the knowledge table answers).
 INDEX_RETRY = Retry(1, 0.25, answered_only=True)
+#: Most seconds one index request (a page, a METADATA file, one range of a wheel) may take in all, its retry
+#: included: a server that trickles its headers or body a byte at a time is given up at this deadline, not
+#: only when one read waits longer than the per-read timeout.
+INDEX_DEADLINE_S = 120.0
 
 
 class NotCached(IndexUnavailable):
@@ -59,9 +74,12 @@ class Response:
 class Client:
     """GETs with counting; one instance is shared by the threads of one resolution."""
 
-    def __init__(self, timeout: float = TIMEOUT_S, retry: Retry = INDEX_RETRY) -> None:
-        self.timeout = timeout
+    def __init__(
+        self, timeout: float = TIMEOUT_S, retry: Retry = INDEX_RETRY, deadline: float = INDEX_DEADLINE_S
+    ) -> None:
+        self.timeout = timeout  #: seconds per socket operation
         self.retry = retry
+        self.deadline = deadline  #: seconds one request may take in all, its retry included
         self.fetched = Fetched()
         self._lock = threading.Lock()
 
@@ -95,14 +113,25 @@ class Client:
             headers["Accept"] = accept
         if byte_range:
             headers["Range"] = byte_range
-        return self.retry.run(lambda: self._get(url, headers, accept is not None, limit, hosts))
+        deadline = deadline_in(self.deadline)
+        return self.retry.run(
+            lambda: self._get(url, headers, accept is not None, limit, hosts, deadline), deadline=deadline
+        )
 
     def _get(
-        self, url: str, headers: dict[str, str], page: bool, limit: int | None, hosts: Collection[str] | None
+        self,
+        url: str,
+        headers: dict[str, str],
+        page: bool,
+        limit: int | None,
+        hosts: Collection[str] | None,
+        deadline: float,
     ) -> Response:
         """One request (counted, failed or not)."""
         try:
-            with open_url(url, headers=headers, hosts=hosts, timeout=self.timeout) as stream:
+            with open_url(
+                url, headers=headers, hosts=hosts, timeout=self.timeout, deadline=deadline
+            ) as stream:
                 body = stream.read(MAX_RESPONSE if limit is None else limit)
                 self._count(len(body), page=page)
                 return Response(

@@ -29,7 +29,7 @@ from cudaship.knowledge.providers import index_file_hosts
 from cudaship.loaders import load_json
 from cudaship.providers.cache import PAGE_TTL_S, DiskCache
 from cudaship.providers.http import Client, IndexUnavailable, NotCached, NotFound, RefusedURL, TooLarge
-from cudaship.providers.lazywheel import remote_distribution
+from cudaship.providers.lazywheel import remote_wheel
 from cudaship.providers.records import Distribution, Target
 from cudaship.providers.select import Candidate, best, wheel_version
 from cudaship.schema import Table
@@ -129,10 +129,17 @@ class IndexSource:
         return self._read(chosen)
 
     def _read(self, c: Candidate) -> Distribution:
-        key = c.sha256 or c.location
-        cached = self._cached("wheel", key, _dist_from_json, f"index {c.location}")
-        if cached is not None:
-            return cached
+        # Keyed by verified content only: an entry under the sha256 alone is shared by every index that names
+        # that hash, so it is written only when this run hashed the whole file and it matched. A wheel read in
+        # ranges is unverified: its entry is keyed by where it came from as well, so that a lying index (a
+        # good wheel's hash, another wheel's bytes) never answers for an honest one. (Entries of the kind
+        # "wheel", which earlier versions keyed by the claimed hash alone, are no longer read.)
+        unverified_key = f"{c.location}#sha256={c.sha256 or ''}"
+        keys = [("wheel-verified", c.sha256)] if c.sha256 else []
+        for kind, key in [*keys, ("wheel-at", unverified_key)]:
+            cached = self._cached(kind, key, _dist_from_json, f"index {c.location}")
+            if cached is not None:
+                return cached
         if self.offline:
             raise NotCached(f"{c.filename}: not in the cache (offline)")
         metadata: bytes | None = None
@@ -148,8 +155,15 @@ class IndexSource:
                     metadata = resp.body
             if c.size is None:
                 raise BadDistribution(f"{c.location}: the index gives no size; cannot read its end")
-            dist = remote_distribution(
-                self.client, c.location, c.size, c.filename, f"index {c.location}", metadata, self.hosts
+            dist, verified = remote_wheel(
+                self.client,
+                c.location,
+                c.size,
+                c.filename,
+                f"index {c.location}",
+                metadata,
+                self.hosts,
+                c.sha256,
             )
         except (RefusedURL, TooLarge, BadDistribution) as e:
             raise BadDistribution(
@@ -159,7 +173,10 @@ class IndexSource:
             raise
         except Exception as e:  # a malformed remote wheel is that wheel's problem, not the index's
             raise BadDistribution(f"{c.filename}: {e}") from None
-        self.cache.put("wheel", key, _dist_to_json(dist))
+        if verified and c.sha256:
+            self.cache.put("wheel-verified", c.sha256, _dist_to_json(dist))
+        else:
+            self.cache.put("wheel-at", unverified_key, _dist_to_json(dist))
         return dist
 
 

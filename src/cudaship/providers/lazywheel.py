@@ -17,6 +17,7 @@ unknown methods, bombs past the ratio caps and METADATA over its size cap are re
 from __future__ import annotations
 
 import bisect
+import hashlib
 import io
 import threading
 from collections.abc import Collection
@@ -131,6 +132,13 @@ class RangeFile(SeekableReader):
             )
         self._store(lo, body)
 
+    def whole(self) -> bytes | None:
+        """The whole file, when every byte of it has been fetched (a wheel no larger than :data:`TAIL`); else
+        None."""
+        with self._lock:
+            found = self._covering(0, self._size) if self._size else b""
+            return found
+
     def _store(self, lo: int, body: bytes) -> None:
         """Insert a span, merging it with the spans it touches so that lookups need one span."""
         hi = lo + len(body)
@@ -163,7 +171,31 @@ def remote_distribution(
     """The distribution of the wheel at ``url``: its member names from the central directory, its METADATA
     (unless given: PEP 658) through the archive layer. A malformed or hostile wheel raises
     :class:`~cudaship.errors.WheelError`; an index that cannot answer, IndexUnavailable."""
+    return remote_wheel(client, url, size, filename, source, metadata, hosts)[0]
+
+
+def remote_wheel(
+    client: Client,
+    url: str,
+    size: int,
+    filename: str,
+    source: str,
+    metadata: bytes | None = None,
+    hosts: Collection[str] | None = None,
+    sha256: str | None = None,
+) -> tuple[Distribution, bool]:
+    """:func:`remote_distribution`, and whether its bytes were verified against ``sha256`` (the index's
+    hash): only when the whole file was fetched (a wheel no larger than :data:`TAIL`) can it be; then a
+    mismatch is :class:`~cudaship.errors.WheelError`. A larger wheel is read in ranges and stays unverified
+    (False): its reading must not be cached under the hash the index claimed for it."""
     raw = RangeFile(client, url, size, hosts)
+    verified = False
+    if sha256:
+        whole = raw.whole()
+        if whole is not None:
+            if hashlib.sha256(whole).hexdigest() != sha256.lower():
+                raise WheelError(f"{url}: sha256 does not match the index's (the file served is another)")
+            verified = True
     try:
         members = file_directory(cast(IO[bytes], raw))
     except ArchiveError as e:
@@ -179,4 +211,4 @@ def remote_distribution(
             metadata = file_member(cast(IO[bytes], raw), member, MAX_METADATA_BYTES)
         except ArchiveError as e:
             raise WheelError(e.message) from None
-    return from_wheel_names(names, filename, source, metadata)
+    return from_wheel_names(names, filename, source, metadata), verified

@@ -1,9 +1,13 @@
 """Fetching files into a cache keyed by sha256: HTTP through the one client (:mod:`cudaship.http`: its retry
 policy, User-Agent and http(s)-only rule) with Range resume, file:// and local paths.
 
-A blob lands at ``<cache>/blobs/<sha[:2]>/<sha>`` only after its sha256 matched; until then it is
-``<sha>.part`` (kept between runs, so a later run resumes it). Manifests (which have no published checksum)
-are cached by URL so that ``--offline`` can reuse them.
+A blob lands at ``<cache>/blobs/<sha[:2]>/<sha>`` only after its sha256 matched: bytes that hash to anything
+else are never stored under that name, so a lying manifest or mirror cannot poison the cache for a later run
+against an honest one. Until then they are in this run's own ``.<sha>.<random>.part``, created with
+``O_CREAT|O_EXCL|O_NOFOLLOW``; a download cut off (retries or deadline spent) is kept as ``<sha>.part`` and
+claimed by the next run with one rename, to resume it. A download never writes more than the size the
+manifest declared (HTTP or a local mirror), nor past :attr:`FetchOptions.deadline`. Manifests (which have
+no published checksum) are cached by URL so that ``--offline`` can reuse them.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
+import stat
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
@@ -32,6 +36,11 @@ MAX_DOWNLOAD_BYTES = 8 << 30
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
+class DownloadFailed(ToolkitError):
+    """The server could not be reached, or kept failing or stalling until the retries or the deadline ran
+    out (not a 404 or a wrong checksum): the caller may name another source."""
+
+
 def default_cache_dir() -> Path:
     """Where downloaded toolkit archives are kept: the tool's cache directory (:mod:`cudaship.cachedir`)
     + ``/toolkit``."""
@@ -42,7 +51,11 @@ def default_cache_dir() -> Path:
 class FetchOptions:
     retries: int = 4  #: extra attempts after the first, for network errors and cut connections
     backoff: float = 1.0  #: seconds before the first retry, doubled each time
-    timeout: float = 60.0  #: socket timeout per request
+    timeout: float = 60.0  #: socket timeout: seconds one connect or one read may wait
+    #: Most seconds one file (an archive or a manifest) may take to arrive in all, its retries included
+    #: (``toolkit install --deadline``): a server that trickles a byte every few seconds never trips the
+    #: per-read ``timeout``, but fails here
+    deadline: float = 3600.0
     offline: bool = False  #: only the cache; never the network
     #: Most bytes one download may write (``toolkit install --max-size``), counted as they stream: a mirror
     #: that sends an endless body without a Content-Length is cut off here, not when the disk is full
@@ -111,12 +124,16 @@ def _download(
             f"{location}: the manifest says {size} bytes, more than the {cap} allowed (--max-size)"
         )
     started = False
+    deadline = http.deadline_in(options.deadline)
 
     def receive(have: int) -> int | None:
         """One request, its body appended to (206) or written over (200) ``part``; the size expected."""
         nonlocal started
         with http.open_url(
-            location, headers={"Range": f"bytes={have}-"} if have else None, timeout=options.timeout
+            location,
+            headers={"Range": f"bytes={have}-"} if have else None,
+            timeout=options.timeout,
+            deadline=deadline,
         ) as response:
             if have and response.status == 206:
                 if _content_range_start(response.content_range) != have:
@@ -176,13 +193,18 @@ def _download(
         observer.warning(f"{filename}: {e.reason}; retrying ({n}/{options.retries})")
 
     try:
-        http.Retry(options.retries, options.backoff).run(attempt, retrying)
+        http.Retry(options.retries, options.backoff).run(attempt, retrying, deadline)
     except http.RefusedURL as e:
         raise ToolkitError(str(e)) from None
+    except http.DeadlineExceeded as e:
+        raise DownloadFailed(
+            f"{location}: not complete within the {options.deadline:g} s deadline (--deadline) after "
+            f"{count(e.attempts, 'attempt')}: the server sends too slowly"
+        ) from None
     except http.Unavailable as e:
         if not e.transient:
             raise ToolkitError(f"{location}: HTTP {e.status} {e.reason}" if e.status else str(e)) from None
-        raise ToolkitError(
+        raise DownloadFailed(
             f"{location}: download failed after {count(e.attempts, 'attempt')}: {e.reason}"
         ) from None
 
@@ -235,6 +257,29 @@ def fetch(
     return blob
 
 
+def _claim_part(blob: Path, sha256: str) -> Path:
+    """This run's partial download of ``blob``: a new file created exclusively under an unpredictable name
+    (``.<sha>.<random>.part``) beside it. When an interrupted run left a resumable ``<sha>.part``, it is
+    claimed by renaming it to this run's name (a rename acts on the name: a link planted there becomes a link
+    at our name, which :func:`_open_part` then refuses and this run starts afresh)."""
+    fd, part = safe_write.create_exclusive(blob.parent, f".{sha256}.", suffix=".part", error=ToolkitError)
+    os.close(fd)
+    leftover = blob.with_name(blob.name + ".part")
+    try:
+        os.replace(leftover, part)
+    except FileNotFoundError:
+        return part
+    except OSError:
+        return part  # a directory or the like at the leftover's name: not ours to touch
+    try:
+        os.close(safe_write.open_reusable(part, error=ToolkitError, what="partial download"))
+    except ToolkitError:
+        part.unlink(missing_ok=True)  # a link or someone else's file: only the name is removed
+        fd, part = safe_write.create_exclusive(blob.parent, f".{sha256}.", suffix=".part", error=ToolkitError)
+        os.close(fd)
+    return part
+
+
 def _fill(
     blob: Path,
     location: str,
@@ -245,32 +290,88 @@ def _fill(
     observer: Observer,
     options: FetchOptions,
 ) -> None:
-    part = blob.with_name(blob.name + ".part")
-    local = _local_path(location)
-    if local is not None:
-        if not local.is_file():
-            raise ToolkitError(f"{location}: no such file")
-        observer.download_started(filename, local.stat().st_size, 0)
+    """Bring the bytes at ``location`` into this run's own ``.part`` file, check size and sha256, and only
+    then rename it to ``blob``: bytes that do not hash to ``sha256`` are never stored under that name. A cut
+    download's part is kept as ``<sha>.part`` for the next run to resume; any other failure removes it."""
+    part = _claim_part(blob, sha256)
+    keep = False
+    try:
+        local = _local_path(location)
+        if local is not None:
+            _copy_local(local, location, part, filename, size, observer, options)
+        else:
+            if options.offline:
+                raise ToolkitError(
+                    f"{filename} is not in the download cache ({cache.root}) and --offline is set"
+                )
+            try:
+                _download(location, part, filename, size, observer, options)
+            except DownloadFailed:
+                keep = part.exists() and part.stat().st_size > 0  # resumable by the next run
+                raise
+        actual_size = part.stat().st_size
+        if size is not None and actual_size != size:
+            raise ToolkitError(f"{filename}: size mismatch: expected {size} bytes, got {actual_size}")
+        actual = sha256_file(part)
+        if actual != sha256:
+            raise ToolkitError(f"{filename}: checksum mismatch: expected sha256 {sha256}, got {actual}")
+        safe_write.place(part, blob, error=ToolkitError)
+    finally:
+        if part.exists() or part.is_symlink():
+            if keep:
+                try:
+                    os.replace(part, blob.with_name(blob.name + ".part"))
+                except OSError:
+                    part.unlink(missing_ok=True)
+            else:
+                part.unlink(missing_ok=True)
+    observer.download_finished(filename)
+
+
+def _copy_local(
+    local: Path,
+    location: str,
+    part: Path,
+    filename: str,
+    size: int | None,
+    observer: Observer,
+    options: FetchOptions,
+) -> None:
+    """Copy a local mirror's file into ``part``, never more than the ``size`` its manifest declared (or the
+    download cap when it declares none): a larger file is refused when its first byte past that size is
+    read, not after it was copied whole."""
+    cap = min(MAX_DOWNLOAD_BYTES, options.max_bytes)
+    limit = cap if size is None else min(size, cap)
+    try:
+        src = local.open("rb")
+    except FileNotFoundError:
+        raise ToolkitError(f"{location}: no such file") from None
+    except OSError as e:
+        raise ToolkitError(f"cannot copy {location}: {e.strerror or e}") from None
+    with src:
+        info = os.fstat(src.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ToolkitError(f"{location}: no such file (not a regular file)")
+        observer.download_started(filename, size if size is not None else info.st_size, 0)
+        written = 0
         try:
-            with local.open("rb") as src, _open_part(part, append=False) as out:
-                shutil.copyfileobj(src, out, 1 << 20)
+            with _open_part(part, append=False) as out:
+                while True:
+                    chunk = src.read(min(1 << 20, limit + 1 - written))
+                    if not chunk:
+                        break
+                    if written + len(chunk) > limit:
+                        if size is not None and limit == size:
+                            raise ToolkitError(
+                                f"{location}: larger than the {size} bytes the manifest says; not copied "
+                                "further"
+                            )
+                        raise ToolkitError(f"{location}: larger than {limit} bytes (--max-size)")
+                    out.write(chunk)
+                    written += len(chunk)
+                    observer.download_progress(filename, len(chunk))
         except OSError as e:
             raise ToolkitError(f"cannot copy {location}: {e.strerror or e}") from None
-        observer.download_progress(filename, local.stat().st_size)
-    else:
-        if options.offline:
-            raise ToolkitError(f"{filename} is not in the download cache ({cache.root}) and --offline is set")
-        _download(location, part, filename, size, observer, options)
-    actual_size = part.stat().st_size
-    if size is not None and actual_size != size:
-        part.unlink()
-        raise ToolkitError(f"{filename}: size mismatch: expected {size} bytes, got {actual_size}")
-    actual = sha256_file(part)
-    if actual != sha256:
-        part.unlink()
-        raise ToolkitError(f"{filename}: checksum mismatch: expected sha256 {sha256}, got {actual}")
-    safe_write.place(part, blob, error=ToolkitError)
-    observer.download_finished(filename)
 
 
 def fetch_manifest(

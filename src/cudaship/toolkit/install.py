@@ -222,8 +222,42 @@ def _swap_in(staging: Path, dest: Path, work: Path) -> None:
         os.replace(staging, dest)
 
 
+def _check_provides(staging: Path, request: InstallRequest, artifacts: list[Artifact]) -> None:
+    """Every installed component holds the paths it promises (``bin/nvcc`` for nvcc): a package that lacks
+    them is refused before the toolkit is moved into place, never installed with exit 0."""
+    for artifact in artifacts:
+        for rel in toolkit_data.component_provides(artifact.component, request.platform.is_windows):
+            if not (staging / rel).is_file():
+                hint = (
+                    "use --source redist (NVIDIA's archives, or --mirror URL|DIR)"
+                    if request.source is Source.PYPI
+                    else "the archive is not what the manifest names"
+                )
+                raise ToolkitError(
+                    f"component {artifact.component}: {artifact.filename} holds no {rel}, so the toolkit "
+                    f"would not work; {hint}"
+                )
+
+
+def _unreachable(e: download.DownloadFailed, request: InstallRequest) -> ToolkitError:
+    """A download that failed for want of a server (retries or the deadline spent), with the other ways to
+    get the toolkit named: pip's index (``--source pypi``) or a copy of the redist tree (``--mirror``)."""
+    where = "NVIDIA's server" if request.mirror is None else "the mirror"
+    return ToolkitError(
+        f"{e.message}; {where} cannot be reached from here: --source pypi fetches NVIDIA's wheels through "
+        "pip's index, --mirror URL|DIR reads a copy of the redist tree"
+    )
+
+
 def install(request: InstallRequest, observer: Observer | None = None) -> ToolkitInfo:
     """Assemble the toolkit that ``request`` describes at ``request.dest``; returns what it recorded."""
+    try:
+        return _install(request, observer)
+    except download.DownloadFailed as e:
+        raise _unreachable(e, request) from None
+
+
+def _install(request: InstallRequest, observer: Observer | None = None) -> ToolkitInfo:
     observer = observer or Observer()
     dest = request.dest.absolute()
     cache = download.Cache(request.cache_dir)
@@ -294,6 +328,7 @@ def install(request: InstallRequest, observer: Observer | None = None) -> Toolki
                 for p in (*result.files, *result.links):
                     owners[p] = artifact.component
             layout.finish(staging, request.platform)
+            _check_provides(staging, request, [a for a, _ in local])
             info = ToolkitInfo(
                 release=request.release,
                 platform=request.platform,

@@ -143,6 +143,12 @@ def plan(
         if name.included_in is not None:
             notes.append(f"{component} is part of {name.included_in} in CUDA {release}")
             continue
+        if name.lacks:
+            why = f" ({name.note})" if name.note else ""
+            raise ToolkitError(
+                f"component {component} cannot be assembled from PyPI for CUDA {release}: {name.name} lacks "
+                f"{', '.join(name.lacks)}{why}; use --source redist (NVIDIA's archives, or --mirror URL|DIR)"
+            )
         if name.note:
             observer.warning(f"{component}: {name.note}")
         extra = name.extra or component
