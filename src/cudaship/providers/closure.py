@@ -29,6 +29,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 from cudaship.errors import CudashipError
+from cudaship.providers.constraints import Constraints
 from cudaship.providers.http import IndexUnavailable, NotCached
 from cudaship.providers.records import Closure, Distribution, Reached, Target, Unresolved
 from cudaship.providers.sources import Source
@@ -88,6 +89,8 @@ class _Resolver:
     dead: set[int] = field(default_factory=set)  #: sources that could not answer: not asked again
     proven: set[int] = field(default_factory=set)  #: sources that have answered once in this run
     missed: dict[int, set[str]] = field(default_factory=dict)  #: source -> projects it had no answer for
+    #: project -> what the constraints allow on this target (``--constraint``, ``--replay``)
+    pins: dict[str, SpecifierSet] = field(default_factory=dict)
 
     def lookup(self, name: str, spec: SpecifierSet, dead: frozenset[int]) -> _Answer:
         """The first fitting distribution from the sources not in ``dead`` (the fallback answers when one of
@@ -98,6 +101,9 @@ class _Resolver:
         answered: list[int] = []
         unreadable: list[str] = []
         found: Distribution | None = None
+        pinned = self.pins.get(canonicalize_name(name))
+        if pinned is not None:
+            spec = spec & pinned
         for i, source in enumerate(self.sources):
             if i in dead:
                 continue
@@ -130,6 +136,8 @@ class _Resolver:
             why = f"no distribution of {name}{spec} for {self.target.os} in {labels}" + (
                 f" ({problems[0]})" if problems else ""
             )
+            if pinned is not None:
+                why += f" (constrained to {pinned})"
         return _Answer(found, why, tuple(failed), tuple(missed), tuple(answered), tuple(unreadable))
 
     def lookup_all(self, pool: ThreadPoolExecutor, jobs: Sequence[_Job]) -> list[_Answer]:
@@ -224,11 +232,14 @@ def resolve_closure(
     extras: Sequence[str] | None = None,
     fallback: Source | None = None,
     own_name: str | None = None,
+    constraints: Constraints | None = None,
 ) -> Closure:
     """The distributions the wheel's requirements install on ``target``, breadth first; ``extras``: the
     wheel's extras whose requirements are followed too (None: every extra its markers name)."""
     env = marker_environment(target.os, target.machine, target.python)
     r = _Resolver(sources, fallback, target, env)
+    if constraints:
+        r.pins = constraints.for_env(env)
     root_extras = wheel_extras(requires_dist) if extras is None else [canonicalize_name(e) for e in extras]
     level: list[_Job] = [
         _Job(req, (_short(req),), extra, 1)
@@ -283,12 +294,21 @@ def resolve_closure(
             level = next_level
     # what the sources could not read when they were opened (an environment's dist-info, one line each)
     left_out = [f"{s.label}: {line}" for s in sources for line in getattr(s, "problems", ())]
+    undated = sorted({name for s in sources for name in getattr(s, "undated", ())})
+    if undated:
+        shown = ", ".join(undated[:5]) + (f" and {len(undated) - 5} more" if len(undated) > 5 else "")
+        r.notes.append(
+            f"--exclude-newer not applied to {len(undated)} "
+            f"{'project' if len(undated) == 1 else 'projects'} ({shown}): the index gives no upload time "
+            "for their files (PEP 700), so the newest were taken whatever their date"
+        )
     return Closure(
         target=target,
         reached=tuple(r.reached.values()),
         unresolved=tuple(r.unresolved),
         notes=(*r.notes, *r.missed_notes()),
         unreadable=(*left_out, *r.unreadable),
+        undated=tuple(undated),
         sources=tuple(s.label for s in sources)
         + (
             (fallback.label,)

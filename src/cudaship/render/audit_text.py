@@ -30,6 +30,8 @@ def render(report: AuditReport, style: Style) -> str:
     source = report.policy_source or "none found"
     policy = f"policy: {source}" + (" (built-in default checks)" if report.policy_default else "")
     console.print(f"[bold]cudaship audit[/] · {escape(policy)}")
+    if report.resolution is not None and (report.resolution.projects or report.resolution.constraints):
+        console.print(escape(report.resolution.line))
     for wheel in report.wheels:
         console.print()
         _wheel(console, wheel, verbose)
