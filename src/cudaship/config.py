@@ -38,7 +38,7 @@ def read_toml(path: Path) -> dict[str, Any]:
 
 
 #: The tables a configuration may hold at its top level (a ``cudaship.toml``, or ``[tool.cudaship]``).
-KNOWN_TABLES = ("archs", "audit", "matrix")
+KNOWN_TABLES = ("archs", "audit", "matrix", "resolution")
 
 
 def _from_file(path: Path) -> ProjectConfig:

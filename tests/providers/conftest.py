@@ -28,12 +28,16 @@ class LocalIndex:
     bytes: int = 0
     ranges: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: file name -> PEP 700 ``upload-time`` served for it (a file not named here is served without one)
+    uploaded: dict[str, str] = field(default_factory=dict)
 
-    def add(self, wheel: Path, *, yanked: bool = False) -> None:
+    def add(self, wheel: Path, *, yanked: bool = False, uploaded: str | None = None) -> None:
         if not (self.root / wheel.name).exists():
             (self.root / wheel.name).symlink_to(wheel.resolve())
         if yanked:
             (self.root / (wheel.name + ".yanked")).write_text("")
+        if uploaded is not None:
+            self.uploaded[wheel.name] = uploaded
 
     def page(self, project: str) -> dict[str, object] | None:
         files = []
@@ -48,6 +52,8 @@ class LocalIndex:
                 "size": whl.stat().st_size,
                 "yanked": (self.root / (whl.name + ".yanked")).exists(),
             }
+            if whl.name in self.uploaded:
+                entry["upload-time"] = self.uploaded[whl.name]
             if self.pep658:
                 entry["core-metadata"] = {"sha256": hashlib.sha256(_metadata(whl)).hexdigest()}
             files.append(entry)

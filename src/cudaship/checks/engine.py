@@ -23,6 +23,7 @@ from cudaship.errors import CudashipError
 from cudaship.inspection.scan import ScannedWheel, ScanObserver, Workers, scan, worker_count
 from cudaship.knowledge.trains import Train
 from cudaship.providers.options import ProviderOptions
+from cudaship.providers.records import Closure
 from cudaship.records.files import ContainerKind
 from cudaship.records.findings import CheckResult, Finding, Severity, failed
 from cudaship.records.platform import TargetPlatform
@@ -123,6 +124,7 @@ def audit_scanned(
             results.append(failed(name, f"{name}: error", message, [Finding(message)], rule=RUN_ERROR_RULE))
     results = [with_severity(r, policy) for r in mark_alternatives(ctx, results)]
     train_found = ctx.train
+    closure = _closure(ctx)
     meta = scan.dist.metadata
     facts = WheelFacts(
         filename=scan.filename,
@@ -147,8 +149,16 @@ def audit_scanned(
             unreadable=tuple(scan.unreadable),
             imports=tuple(ctx.static_imports),
             host_packages=tuple(sorted(ctx.host_packages)),
+            resolved=closure.pins() if closure is not None else (),
+            undated=closure.undated if closure is not None else (),
         )
     )
+
+
+def _closure(ctx: AuditContext) -> Closure | None:
+    """The closure of the requirements, when a check resolved it (it is computed on first use only)."""
+    providers = ctx.__dict__.get("providers")  # a cached property: absent when no check needed it
+    return providers.closure if providers is not None else None
 
 
 def _program_notes(scan: ScannedWheel, policy: Policy) -> list[str]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from cudaship import words
 from cudaship.analysis.summary import Summary
+from cudaship.providers.records import Pin, ResolvedProject
 from cudaship.records.findings import CheckResult
 
 
@@ -117,6 +118,10 @@ class WheelAudit:
     #: RUNPATH points into torch/lib, or that links libc10.so, with no torch requirement): ``audit --load``
     #: installs them too. See knowledge/data/hosts.toml.
     host_packages: tuple[str, ...] = ()
+    #: every project the closure of its requirements resolved, at its version (empty: none was resolved)
+    resolved: tuple[Pin, ...] = ()
+    #: projects the index gave no upload time for while ``--exclude-newer`` was set
+    undated: tuple[str, ...] = ()
 
     @property
     def summary(self) -> Summary:
@@ -132,6 +137,42 @@ def canonical(audit: WheelAudit) -> WheelAudit:
 
 
 @dataclass(frozen=True)
+class Resolution:
+    """What an audit resolved its wheels' requirements against, and to: the report's ``resolution``, which
+    ``audit --replay REPORT`` reads back (and ``--write-constraints`` writes as a constraints file) to give
+    the same verdict later."""
+
+    indexes: tuple[str, ...]  #: the package index(es) asked; empty: none
+    resolved_at: str  #: when (RFC 3339, UTC): the index as it was then
+    exclude_newer: str | None  #: files uploaded after this were ignored (RFC 3339, UTC); None: not set
+    constraints: tuple[str, ...]  #: where the constraints came from (files, the configuration, a report)
+    offline: bool  #: the index only through the on-disk cache
+    projects: tuple[ResolvedProject, ...]  #: every project -> version, sorted by name
+    undated: tuple[str, ...] = ()  #: projects --exclude-newer could not apply to (no upload time)
+
+    @property
+    def line(self) -> str:
+        """``resolution: 3 projects from https://pypi.org/simple as of 2026-12-05T02:30:00Z; ...``: the short
+        line of the text and markdown reports."""
+        where = ", ".join(self.indexes) if self.indexes else "no index"
+        text = (
+            f"resolution: {words.count(len(self.projects), 'project')} from {where}"
+            + (" (offline: cache only)" if self.offline else "")
+            + f" as of {self.resolved_at}"
+        )
+        if self.exclude_newer:
+            text += f", uploads after {self.exclude_newer} ignored"
+        if self.constraints:
+            text += f", constrained by {', '.join(self.constraints)}"
+        if self.undated:
+            text += (
+                f"; --exclude-newer could not apply to {', '.join(self.undated)} (the index gives no upload "
+                "time)"
+            )
+        return text
+
+
+@dataclass(frozen=True)
 class AuditReport:
     """The whole audit: one entry per wheel, in the order given."""
 
@@ -143,6 +184,8 @@ class AuditReport:
     errors: tuple[str, ...] = field(default=())
     #: with ``--load``: the report's first line, saying that the wheels' code ran
     ran_code: str | None = None
+    #: what the requirements were resolved against and to (the CLI sets it); None: not recorded
+    resolution: Resolution | None = None
 
     @property
     def checks(self) -> tuple[CheckResult, ...]:

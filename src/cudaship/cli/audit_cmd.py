@@ -8,6 +8,7 @@ error (exit 1), a disagreement a warning.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import os
 import shutil
 import sys
@@ -22,6 +23,7 @@ from cudaship.checks.engine import AuditObserver, audit_wheels
 from cudaship.checks.policy import Policy
 from cudaship.checks.records import AuditReport
 from cudaship.checks.table import load_policy
+from cudaship.cli import audit_resolution
 from cudaship.cli.common import (
     cache_dir_option,
     format_option,
@@ -293,6 +295,7 @@ def _memory_option(value: str | None) -> int | None:
     "Default: $CUDASHIP_OFFLINE, else online.",
 )
 @cache_dir_option("the index's answers under index/")
+@audit_resolution.resolution_options
 @train_option(
     "The CUDA train the wheels are built for, overriding the +cuXYZ tag and the inference",
     default_text="the tag, else inferred from the device code (the report says from what)",
@@ -402,6 +405,10 @@ def command(
     load_memory: str | None = None,
     load_deadline: float = 3600,
     allow_sdist: bool = False,
+    constraint_files: tuple[str, ...] = (),
+    exclude_newer: str | None = None,
+    replay: str | None = None,
+    write_constraints: str | None = None,
 ) -> int:
     """Audit WHEEL(s) against their CUDA contract: files, imports, archs, requirements, ownership, closure.
 
@@ -410,6 +417,12 @@ def command(
     train = _parse_train_option(train_text)  # the same rule and exit code (4) as every command's --train
     wheels, unreadable = _expand(wheels)
     extras = [_parse_report_option(value) for value in extra_reports]
+    config = load_config(policy_file)
+    pinned = audit_resolution.pinning(config, constraint_files, exclude_newer, replay)
+    if index_url is None:  # a replay asks the index its report recorded, offline unless --online
+        index_url = pinned.index_url
+    if offline is None:
+        offline = pinned.offline
     if index_url is None:  # click reads no variable itself: every CUDASHIP_* one is read through envvars
         index_url = envvars.get("CUDASHIP_INDEX_URL") or DEFAULT_INDEX
     if offline is None:
@@ -421,6 +434,8 @@ def command(
         offline=offline,
         cache_dir=cache_dir,
         index_hosts=index_hosts,
+        constraints=pinned.constraints,
+        exclude_newer=pinned.exclude_newer,
     )
     for d in find_links:
         if not Path(d).is_dir():
@@ -435,9 +450,9 @@ def command(
         from cudaship.providers.sources import EnvSource  # subcommand start-up: only with --env
 
         EnvSource(env)  # one with no distribution installed is bad input, not a provider that has nothing
-    config = load_config(policy_file)
     policy = load_policy(config)
     progress_shown = show_progress(progress)
+    started = dt.datetime.now(dt.timezone.utc)
     with quick_gil_handover():
         if not wheels:
             report = AuditReport(wheels=(), policy_source=policy.source, policy_default=policy.is_default)
@@ -448,6 +463,7 @@ def command(
                 )
         else:
             report = audit_wheels(wheels, policy, workers=jobs, providers=providers, train=train)
+    report = audit_resolution.record(report, providers, pinned, started)
     if unreadable:  # the inputs that could not be audited: in the report with the others (exit 2)
         report = dataclasses.replace(report, errors=unreadable + report.errors)
 
@@ -475,6 +491,7 @@ def command(
 
     for error in report.errors:
         click.echo(line(f"cudaship: error: {error}"), err=True)
+    audit_resolution.finish(report, write_constraints)
     if not report.wheels:
         return ExitCode.BAD_INPUT
     fmt = fmt.lower()

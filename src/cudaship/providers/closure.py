@@ -29,6 +29,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 from cudaship.errors import CudashipError
+from cudaship.providers.constraints import Constraints
 from cudaship.providers.http import IndexUnavailable, NotCached
 from cudaship.providers.records import Closure, Distribution, Reached, Target, Unresolved
 from cudaship.providers.sources import Source
@@ -225,6 +226,8 @@ class _Resolver:
         out = index.select(extras)
         self.notes.extend(f"{name}: {n}" for n in index.notes if f"{name}: {n}" not in self.notes)
         return out
+    #: project -> what the constraints allow on this target (``--constraint``, ``--replay``)
+    pins: dict[str, SpecifierSet] = field(default_factory=dict)
 
     def lookup(self, name: str, spec: SpecifierSet, dead: frozenset[int]) -> _Answer:
         """The first fitting distribution from the sources not in ``dead`` (the fallback answers when one of
@@ -235,6 +238,9 @@ class _Resolver:
         answered: list[int] = []
         unreadable: list[str] = []
         found: Distribution | None = None
+        pinned = self.pins.get(canonicalize_name(name))
+        if pinned is not None:
+            spec = spec & pinned
         for i, source in enumerate(self.sources):
             if i in dead:
                 continue
@@ -267,6 +273,8 @@ class _Resolver:
             why = f"no distribution of {name}{spec} for {self.target.os} in {labels}" + (
                 f" ({problems[0]})" if problems else ""
             )
+            if pinned is not None:
+                why += f" (constrained to {pinned})"
         return _Answer(found, why, tuple(failed), tuple(missed), tuple(answered), tuple(unreadable))
 
     def lookup_all(self, pool: ThreadPoolExecutor, jobs: Sequence[_Job]) -> list[_Answer]:
@@ -348,11 +356,14 @@ def resolve_closure(
     extras: Sequence[str] | None = None,
     fallback: Source | None = None,
     own_name: str | None = None,
+    constraints: Constraints | None = None,
 ) -> Closure:
     """The distributions the wheel's requirements install on ``target``, breadth first; ``extras``: the
     wheel's extras whose requirements are followed too (None: every extra its markers name)."""
     env = marker_environment(target.os, target.machine, target.python)
     r = _Resolver(sources, fallback, target, env)
+    if constraints:
+        r.pins = constraints.for_env(env)
     root_extras = wheel_extras(requires_dist) if extras is None else [canonicalize_name(e) for e in extras]
     root = RequirementIndex(requires_dist, env)
     level: list[_Job] = [
@@ -408,12 +419,21 @@ def resolve_closure(
             level = next_level
     # what the sources could not read when they were opened (an environment's dist-info, one line each)
     left_out = [f"{s.label}: {line}" for s in sources for line in getattr(s, "problems", ())]
+    undated = sorted({name for s in sources for name in getattr(s, "undated", ())})
+    if undated:
+        shown = ", ".join(undated[:5]) + (f" and {len(undated) - 5} more" if len(undated) > 5 else "")
+        r.notes.append(
+            f"--exclude-newer not applied to {len(undated)} "
+            f"{'project' if len(undated) == 1 else 'projects'} ({shown}): the index gives no upload time "
+            "for their files (PEP 700), so the newest were taken whatever their date"
+        )
     return Closure(
         target=target,
         reached=tuple(r.reached.values()),
         unresolved=tuple(r.unresolved),
         notes=(*r.notes, *r.missed_notes()),
         unreadable=(*left_out, *r.unreadable),
+        undated=tuple(undated),
         sources=tuple(s.label for s in sources)
         + (
             (fallback.label,)

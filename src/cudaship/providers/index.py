@@ -15,8 +15,10 @@ for the others.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
+import threading
 import urllib.parse
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
@@ -28,10 +30,11 @@ from cudaship.errors import CudashipError
 from cudaship.knowledge.providers import index_file_hosts
 from cudaship.loaders import load_json
 from cudaship.providers.cache import PAGE_TTL_S, DiskCache
+from cudaship.providers.constraints import upload_time
 from cudaship.providers.http import Client, IndexUnavailable, NotCached, NotFound, RefusedURL, TooLarge
 from cudaship.providers.lazywheel import remote_wheel
 from cudaship.providers.records import Distribution, Target
-from cudaship.providers.select import Candidate, best, wheel_version
+from cudaship.providers.select import Candidate, best, pins_exactly, wheel_version
 from cudaship.schema import Table
 from cudaship.wheel.metadata import MAX_METADATA_BYTES
 
@@ -57,8 +60,14 @@ class IndexSource:
         *,
         offline: bool = False,
         allowed_hosts: Iterable[str] = (),
+        exclude_newer: dt.datetime | None = None,
     ) -> None:
         self.url = url.rstrip("/")
+        #: files uploaded after this are ignored (PEP 700 ``upload-time``); None: every file
+        self.exclude_newer = exclude_newer
+        #: projects with a file the index gave no upload time for, while :attr:`exclude_newer` was set
+        self.undated: set[str] = set()
+        self._lock = threading.Lock()
         self.cache = cache
         self.client = client
         self.offline = offline
@@ -123,10 +132,23 @@ class IndexSource:
             candidates = self._page(name)
         except NotFound:
             return None
-        chosen = best(candidates, spec, target)
+        chosen = best(self._eligible(name, candidates, spec), spec, target)
         if chosen is None:
             return None
         return self._read(chosen)
+
+    def _eligible(self, name: str, candidates: list[Candidate], spec: SpecifierSet) -> list[Candidate]:
+        """The candidates a resolution may take: not yanked (unless ``spec`` pins the version exactly), and
+        with ``exclude_newer`` not uploaded after it. A file without an upload time is kept (the index cannot
+        say when it came) and its project remembered in :attr:`undated`: a warning, never a silent pass."""
+        exact = pins_exactly(spec)
+        out = [c for c in candidates if exact or not c.yanked]
+        if self.exclude_newer is None:
+            return out
+        if any(c.upload_time is None for c in out):
+            with self._lock:
+                self.undated.add(canonicalize_name(name))
+        return [c for c in out if c.upload_time is None or c.upload_time <= self.exclude_newer]
 
     def _read(self, c: Candidate) -> Distribution:
         # Keyed by verified content only: an entry under the sha256 alone is shared by every index that names
@@ -196,7 +218,7 @@ def _files_of(page: Table, base: str, left_out: set[str] | None = None) -> list[
     files = []
     for f in page.rows("files", required=True, what="a list of objects"):
         filename = f.text("filename")
-        if not filename.endswith(".whl") or f.get("yanked"):
+        if not filename.endswith(".whl"):
             continue
         if _unencodable(f):
             if left_out is not None:
@@ -205,6 +227,11 @@ def _files_of(page: Table, base: str, left_out: set[str] | None = None) -> list[
             continue
         url = urllib.parse.urljoin(base, f.text("url"))
         entry: dict[str, Any] = {"filename": filename, "url": url}
+        if f.get("yanked"):  # kept: an exact pin still takes it (PEP 592)
+            entry["yanked"] = True
+        uploaded = f.get("upload-time")  # PEP 700; checked where it is used (an unreadable one: undated)
+        if isinstance(uploaded, str):
+            entry["upload_time"] = uploaded
         size = f.get("size")
         if isinstance(size, int) and not isinstance(size, bool):  # else that file's problem ("no size")
             entry["size"] = size
@@ -251,6 +278,8 @@ def _candidates(files: Any, source: str) -> list[Candidate]:
                 f.string("sha256"),
                 f.string("metadata_url"),
                 f.string("metadata_sha256"),
+                upload_time(f.get("upload_time")),
+                f.get("yanked") is True,
             )
         )
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 from cudaship import cachedir
 from cudaship.providers.cache import DiskCache
 from cudaship.providers.closure import resolve_closure
+from cudaship.providers.constraints import Constraints
 from cudaship.providers.http import Client
 from cudaship.providers.index import IndexSource
 from cudaship.providers.records import Closure, Fetched, Target
@@ -28,6 +30,10 @@ class ProviderOptions:
     no_cache: bool = False
     #: hosts the index's file URLs may lead to besides its own and those it is known to serve files from
     index_hosts: tuple[str, ...] = ()
+    #: pins: only versions these allow are taken, from every source (``--constraint``, ``--replay``)
+    constraints: Constraints = Constraints()  # noqa: RUF009 (frozen: one shared empty value is safe)
+    #: the index's files uploaded after this are ignored (``--exclude-newer``; PEP 700 upload times)
+    exclude_newer: dt.datetime | None = None
 
     def sources(self, client: Client) -> list[Source]:
         out: list[Source] = []
@@ -38,7 +44,12 @@ class ProviderOptions:
             cache = DiskCache(None if self.no_cache else (self.cache_dir or cachedir.root()))
             out.append(
                 IndexSource(
-                    self.index_url, cache, client, offline=self.offline, allowed_hosts=self.index_hosts
+                    self.index_url,
+                    cache,
+                    client,
+                    offline=self.offline,
+                    allowed_hosts=self.index_hosts,
+                    exclude_newer=self.exclude_newer,
                 )
             )
         return out
@@ -73,5 +84,6 @@ def closure_for(
         extras=extras,
         fallback=KnowledgeSource(),
         own_name=own_name,
+        constraints=options.constraints,
     )
     return closure, client.fetched

@@ -75,6 +75,33 @@ class Unresolved:
     extra: str | None = None
 
 
+@dataclass(frozen=True)
+class Pin:
+    """One project a closure resolved for one target: what a later run pins to give the same verdict."""
+
+    name: str
+    version: str
+    source: str  #: where it was read, as a kind: ``index``, ``wheelhouse``, ``env``, ``knowledge``
+    target: Target
+
+
+@dataclass(frozen=True)
+class ResolvedProject:
+    """One project a run resolved, at one version, and the targets it resolved to that version for."""
+
+    name: str
+    version: str
+    source: str  #: ``index``, ``wheelhouse``, ``env`` or ``knowledge``
+    targets: tuple[str, ...]  #: ``linux x86_64 3.12``
+    #: None when the project resolved to this one version for every target; else the marker of its targets
+    marker: str | None = None
+
+    @property
+    def constraint(self) -> str:
+        """The line a constraints file pins it with: ``name==version`` (``; marker`` where needed)."""
+        return f"{self.name}=={self.version}" + (f"; {self.marker}" if self.marker else "")
+
+
 @dataclass
 class Fetched:
     """What the index cost: requests and bytes over the network, answers from the on-disk cache."""
@@ -97,6 +124,21 @@ class Closure:
     #: a source's file that could not be read (a dist-info, a wheel, a URL refused), one line each naming it:
     #: that distribution is left out, the rest of the closure stands
     unreadable: tuple[str, ...] = ()
+    #: projects the index gave no upload time for while ``--exclude-newer`` was set: their files were taken
+    #: whatever their date (said in :attr:`notes` too)
+    undated: tuple[str, ...] = ()
+
+    def pins(self) -> tuple[Pin, ...]:
+        """Every distribution reached, as the version it resolved to, sorted by name."""
+        return tuple(
+            sorted(
+                (
+                    Pin(r.dist.name, r.dist.version, r.dist.source.split(" ", 1)[0], self.target)
+                    for r in self.reached
+                ),
+                key=lambda p: p.name,
+            )
+        )
 
     def files(self) -> dict[str, list[Provided]]:
         out: dict[str, list[Provided]] = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -69,6 +70,14 @@ class Candidate:
     sha256: str | None = None
     metadata_url: str | None = None  #: PEP 658: the METADATA served next to the file
     metadata_sha256: str | None = None
+    upload_time: dt.datetime | None = None  #: PEP 700 ``upload-time``; None: the index gives none
+    yanked: bool = False  #: PEP 592: taken only when a specifier pins its version exactly
+
+
+def pins_exactly(spec: SpecifierSet) -> bool:
+    """True when ``spec`` pins one version (``==1.2.3``, ``===1.2.3``, not ``==1.2.*``): the one case where a
+    yanked file is taken (PEP 592), so that a pinned replay still finds a version yanked since."""
+    return any(s.operator == "===" or (s.operator == "==" and not s.version.endswith(".*")) for s in spec)
 
 
 def _names_pre_release(text: str) -> bool:

@@ -3,9 +3,11 @@ docs/audit.md).
 
 Top level: ``schema``, ``tool``, ``version``, ``policy``, ``wheels`` (facts and summary per wheel), ``checks``
 (every check of every wheel, each naming its wheel), ``summary`` and ``errors`` (one line per input that could
-not be audited; the others are in ``wheels``). Bump :data:`SCHEMA_VERSION` when a field is
-removed, renamed or changes meaning; adding one is not a change of version (``imports`` and ``load`` per
-wheel were added in 2: every import's static verdict, and what ``audit --load`` saw, null without it).
+not be audited; the others are in ``wheels``) and ``resolution`` (what the requirements were resolved
+against and to: index, date, constraints, every project's version; ``audit --replay`` reads it back).
+Bump :data:`SCHEMA_VERSION` when a field is removed, renamed or changes meaning; adding one is not a change
+of version (``imports`` and ``load`` per wheel were added in 2: every import's static verdict, and what
+``audit --load`` saw, null without it; ``resolution`` was added in 2 as well).
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ def as_dict(report: AuditReport) -> dict[str, JSON]:
         "policy": {"source": report.policy_source, "default": report.policy_default},
         "wheels": [_wheel(w) for w in report.wheels],
         "checks": [_check(c, w) for w in report.wheels for c in w.checks],
-        **pick(report, "summary", "errors"),
+        **pick(report, "summary", "errors", "resolution"),
     }
 
 

@@ -30,6 +30,8 @@ def render(report: AuditReport, style: Style) -> str:
         policy += " (built-in default checks)"
     mark = "❌" if summary.failed else ("⚠️" if summary.warnings else "✅")
     out += [f"{mark} **{summary.line()}** · policy: {policy}", ""]
+    if report.resolution is not None and (report.resolution.projects or report.resolution.constraints):
+        out += [_cell(report.resolution.line), ""]
     for wheel in report.wheels:
         f = wheel.facts
         out.append(f"### `{_cell(f.filename)}`")

@@ -32,6 +32,8 @@ def render(report: AuditReport, style: Style) -> str:
     if report.ran_code:
         console.print(f"[bold]{escape(report.ran_code)}[/]")
     console.print(f"[bold]cudaship audit[/] · {escape(policy)}")
+    if report.resolution is not None and (report.resolution.projects or report.resolution.constraints):
+        console.print(escape(report.resolution.line))
     for wheel in report.wheels:
         console.print()
         _wheel(console, wheel, verbose)
