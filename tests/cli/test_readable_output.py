@@ -7,6 +7,7 @@ Each test runs the command line as a user types it and asserts what the user rea
 from __future__ import annotations
 
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -55,3 +56,43 @@ def test_inspect_of_a_wheel_counts_exports_and_ends_with_its_arch_summary(
     code, verbose, _ = run(["inspect", "--no-progress", "-v", str(wheel)], capsys)
     assert code == ExitCode.OK
     assert verbose.count("  exports (") == 2 and "(-v lists them)" not in verbose
+
+
+# -- audit: a failure's reason said once, long lists counted ---------------------------------------------
+
+
+def test_audit_never_repeats_a_reason_as_its_evidence(
+    synthetic_wheel: Callable[[str], Path],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(REPO)
+    wheel = synthetic_wheel("win_arch_missing")
+    args = ["--no-progress", "--policy", "examples/policies/windows.toml", str(wheel)]
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")  # the annotations follow the report
+    code, out, _ = run(["audit", *args], capsys)
+    assert code == ExitCode.FINDINGS
+    lines = out.splitlines()
+    fail = lines.index("  FAIL  archs: executorch/backends/cuda/aoti_cuda_shims.dll — missing SASS sm_120")
+    assert not lines[fail + 1].startswith("        - ")  # the reason said it, with the file in the name
+    command = next(line for line in lines if line.startswith("::error") and "missing SASS" in line)
+    assert command.count("missing SASS sm_120") == 1
+
+
+def test_audit_lines_count_long_lists(
+    bitsandbytes_linux_wheel: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The consistency line of bitsandbytes named every one of its libraries: 846 characters."""
+    code, out, err = run(["audit", "--no-progress", str(bitsandbytes_linux_wheel)], capsys)
+    assert code in (ExitCode.OK, ExitCode.FINDINGS), err
+    assert max(len(line) for line in out.splitlines()) <= 480
+    # "(3 build, 7 system)" read like a build path
+    assert (
+        "closure: bitsandbytes/libbitsandbytes_cuda118.so — 10 imports resolve (3 from another build of a "
+        "requirement, 7 from the system)" in out
+    )
+    line = next(x for x in out.splitlines() if "consistency: CUDA train" in x)
+    assert len(line) <= 240 and line.endswith(" more (-v or --format json show all)")
+    _, verbose, _ = run(["audit", "--no-progress", "-v", str(bitsandbytes_linux_wheel)], capsys)
+    whole = next(x for x in verbose.splitlines() if "consistency: CUDA train" in x)
+    assert len(whole) > 800 and whole.startswith(line.split("; and ")[0])

@@ -130,7 +130,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         counts: dict[str, int] = {}
         for _imp, res in resolved:
             counts[res.via.value] = counts.get(res.via.value, 0) + 1
-        summary = ", ".join(f"{n} {via}" for via, n in counts.items()) or "no imports"
+        summary = ", ".join(_via_count(n, via) for via, n in counts.items()) or "no imports"
         name = f"closure: {path}"
         if findings:
             per_path.append((path, verdict(FAMILY, name, findings, "")))
@@ -431,8 +431,24 @@ def _loaded_by_name(ctx: AuditContext) -> CheckResult | None:
     )
 
 
+#: How a resolve summary says where imports come from, where the bare word reads as something else ("3 build"
+#: reads like a build path): the rest say it as it is (``2 shipped``, ``6 preloaded``, ``1 on-demand``).
+_VIA_PHRASE = {
+    Via.BUILD.value: "from another build of a requirement",
+    Via.SYSTEM.value: "from the system",
+    Via.DRIVER.value: "from the driver",
+    Via.REQUIREMENT.value: "from requirements",
+}
+
+
+def _via_count(n: int, via: str) -> str:
+    """``3 from another build of a requirement``, ``7 from the system``, ``2 shipped``."""
+    return f"{n} {_VIA_PHRASE.get(via, via)}"
+
+
 def _resolve_reason(n: int, summary: str) -> str:
-    """``1 import resolves (1 system)``, ``4 imports resolve (3 build, 1 system)``."""
+    """``1 import resolves (1 from the system)``, ``4 imports resolve (3 from another build of a requirement,
+    1 from the system)``."""
     return f"{count(n, 'import')} {agree(n, 'resolves', 'resolve')} ({summary})"
 
 
