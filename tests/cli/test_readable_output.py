@@ -6,6 +6,7 @@ Each test runs the command line as a user types it and asserts what the user rea
 
 from __future__ import annotations
 
+import json
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -96,3 +97,22 @@ def test_audit_lines_count_long_lists(
     _, verbose, _ = run(["audit", "--no-progress", "-v", str(bitsandbytes_linux_wheel)], capsys)
     whole = next(x for x in verbose.splitlines() if "consistency: CUDA train" in x)
     assert len(whole) > 800 and whole.startswith(line.split("; and ")[0])
+
+
+# -- gpus DIR: libraries counted as libraries, wheels as wheels --------------------------------------------
+
+
+def test_gpus_of_a_directory_counts_the_libraries_of_every_wheel(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """9 wheels holding 27 libraries with device code said "9 libraries with device code"."""
+    dist = tmp_path / "dist"
+    dist.mkdir()
+    for name in ("pkg", "other", "third"):
+        _wheel(dist / f"{name}-1.0-py3-none-any.whl", members=3)
+    code, out, err = run(["gpus", "--no-progress", str(dist)], capsys)
+    assert code == ExitCode.OK, err
+    assert "all inputs: 9 libraries with device code in 3 wheels" in out.splitlines()
+    assert "all 3 wheels with device code run natively" in out
+    code, data, _ = run(["gpus", "--no-progress", "--format", "json", str(dist)], capsys)
+    assert len(json.loads(data)["overall"]["files"]) == 9
