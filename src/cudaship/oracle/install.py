@@ -27,7 +27,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -75,6 +76,88 @@ def python_version(python: str) -> tuple[int, int]:
         raise OracleError(f"cannot run: {_last_lines(done.stderr, 1) or done.returncode}", path=python)
     major, minor = done.stdout.strip().split(".")
     return int(major), int(minor)
+
+
+#: pip's lines that say what it does now, and how a progress line shows each: ``Collecting torch>=2``
+_PIP_STEPS = (
+    "Collecting ",
+    "Downloading ",
+    "Processing ",
+    "Using cached ",
+    "Building wheel",
+    "Installing collected packages: ",
+    "Successfully installed ",
+)
+
+
+def pip_step(text: str) -> str | None:
+    """What one line of pip's output says it does now (``Collecting torch==2.9.1``, ``Downloading
+    torch-2.9.1-...whl (899.7 MB)``, ``Installing 31 packages``), or None for a line that says no step."""
+    text = text.strip()
+    for start in _PIP_STEPS:
+        if text.startswith(start):
+            if start == "Installing collected packages: ":
+                names = [n for n in text[len(start) :].split(", ") if n]
+                return f"installing {len(names):,} package{'' if len(names) == 1 else 's'}"
+            if start == "Successfully installed ":
+                return "installed"
+            if start in ("Downloading ", "Processing ", "Using cached "):  # a URL or a path: its file name
+                where, _, rest = text[len(start) :].partition(" ")
+                text = start + where.replace("\\", "/").rsplit("/", 1)[-1] + (f" {rest}" if rest else "")
+            return text[0].lower() + text[1:]
+    return None
+
+
+def _run_pip(
+    args: Sequence[str], timeout: float, on_step: Callable[[str], None] | None
+) -> subprocess.CompletedProcess[str]:
+    """pip ``args``, its output (stderr after stdout) captured; with ``on_step``, each step pip says it
+    takes (:func:`pip_step`) is passed on as pip prints it."""
+    if on_step is None:
+        return _run(args, timeout)
+    try:
+        proc = subprocess.Popen(
+            list(args),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+        )
+    except FileNotFoundError:
+        raise OracleError("no such interpreter or program", path=str(args[0])) from None
+    errors: list[str] = []
+    drain = threading.Thread(target=lambda: errors.extend(proc.stderr or ()), daemon=True)
+    drain.start()
+    expired = threading.Event()
+
+    def kill() -> None:
+        expired.set()
+        proc.kill()
+
+    timer = threading.Timer(timeout, kill)
+    timer.start()
+    out: list[str] = []
+    try:
+        for text in proc.stdout or ():
+            out.append(text)
+            step = pip_step(text)
+            if step is not None:
+                on_step(step)
+        proc.wait()
+        drain.join()
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+    if expired.is_set():
+        raise OracleError(f"{Path(args[0]).name} did not finish within {timeout:g} s")
+    return subprocess.CompletedProcess(list(args), proc.returncode, "".join(out), "".join(errors))
 
 
 def _run(args: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
@@ -206,9 +289,11 @@ def prepare(
     host_packages: Sequence[str],
     options: InstallOptions,
     workdir: str | None = None,
+    on_step: Callable[[str], None] | None = None,
 ) -> LoadEnvironment | str:
     """The environment to load ``wheel`` in, or the one-line reason the loader check is skipped (no
-    interpreter here takes the wheel). pip's failure is a :class:`LoadEnvironment` with ``failure``."""
+    interpreter here takes the wheel). pip's failure is a :class:`LoadEnvironment` with ``failure``.
+    ``on_step``: called with each step pip says it takes while it installs (:func:`pip_step`)."""
     base = Path(workdir or tempfile.mkdtemp(prefix="cudaship-load-env-"))
     pip = _pip_args(options)
     wheel_abs = str(Path(wheel).resolve())
@@ -223,7 +308,7 @@ def prepare(
             return f"the wheel's tags do not match {python} (Python {version[0]}.{version[1]})"
         target = base / "target"
         args = [python, "-m", "pip", "install", *pip, "--no-deps", "--target", str(target), wheel_abs]
-        done = _run(args, options.pip_timeout)
+        done = _run_pip(args, options.pip_timeout, on_step)
         env = LoadEnvironment(
             python=python,
             sites=(str(target), *_sites(python)),
@@ -248,7 +333,7 @@ def prepare(
     hosts = host_requirements(host_packages, options.pins)
     installer = [python, "-m", "pip", "--python", vpython] if outer_pip else [vpython, "-m", "pip"]
     args = [*installer, "install", *pip, wheel_abs, *hosts]
-    done = _run(args, options.pip_timeout)
+    done = _run_pip(args, options.pip_timeout, on_step)
     env = LoadEnvironment(
         python=vpython,
         sites=_sites(vpython),
