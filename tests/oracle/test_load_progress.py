@@ -1,5 +1,6 @@
 """``audit --load --progress`` says what the long steps are doing (issue 35): pip's current step while it
-installs (torch: 95 s on one unchanged line before), and the shared imports while they run (80 s on another)."""
+installs (torch: 95 s on one unchanged line before), and the shared imports while they run (80 s on
+another)."""
 
 from __future__ import annotations
 
