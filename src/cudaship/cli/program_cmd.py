@@ -13,12 +13,15 @@ from cudaship.cli.common import (
     known_train,
     output_option,
     platform_option,
+    progress_option,
+    show_progress,
     train_option,
 )
 from cudaship.errors import CudashipError, NoGpuError
 from cudaship.exitcodes import ExitCode
 from cudaship.knowledge.releases import RELEASE_DATA, known_trains
 from cudaship.program.toolchain import TARGETS
+from cudaship.render.escape import line as escaped_line
 from cudaship.render.output import write_report
 from cudaship.render.table import PROGRAM_CHECK, PROGRAM_EXPORT, PROGRAM_INSPECT, PROGRAM_RUN, render
 
@@ -87,6 +90,7 @@ def inspect_command(paths: tuple[Path, ...], fmt: str, output: str | None) -> in
 @click.option("--overwrite", is_flag=True, help="Replace an existing package in DIR.")
 @format_option("program export")
 @output_option()
+@progress_option("each phase of the export as it starts (importing torch, compiling, ...)")
 def export_command(
     model: str,
     out_dir: Path,
@@ -98,6 +102,7 @@ def export_command(
     overwrite: bool,
     fmt: str,
     output: str | None,
+    progress: bool | None,
 ) -> int:
     """Export MODEL (module:function returning (module, inputs), or demo-mlp / demo-conv) with AOTInductor;
     exit 1 when the package fails export's own check (a wrapper with its own static libstdc++, ...)."""
@@ -112,9 +117,14 @@ def export_command(
         target_platform=target_platform,
         windows_cuda=windows_cuda,
         windows_torch=windows_torch,
+        on_phase=_say_phase if show_progress(progress) else None,
     )
     write_report(render(PROGRAM_EXPORT, fmt, result), output)
     return ExitCode.FINDINGS if result.problems else ExitCode.OK
+
+
+def _say_phase(phase: str) -> None:
+    click.echo(escaped_line(f"cudaship: export: {phase}"), err=True)
 
 
 @command.command("check")
