@@ -36,7 +36,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -274,17 +274,23 @@ class Containment:
         timeout: float,
         env: Mapping[str, str],
         cwd: Path | None = None,
+        on_line: Callable[[str], None] | None = None,
     ) -> subprocess.CompletedProcess[str]:
         """Run ``args`` to the end (or ``timeout``, cut to the deadline), its stdout and stderr read from
         files afterwards as UTF-8 (undecodable bytes replaced). Raises ``subprocess.TimeoutExpired`` on the
-        timeout (the process group killed), DeadlinePassed, or what starting it raises (``OSError``)."""
+        timeout (the process group killed), DeadlinePassed, or what starting it raises (``OSError``).
+        ``on_line``: called with each whole line of stdout as the file grows (polled; never a pipe, so a child
+        that leaves a grandchild holding its output still ends the wait)."""
         limit = self.bounded(timeout)
         out_fd, out_name = tempfile.mkstemp(prefix="out-", dir=self.root)
         err_fd, err_name = tempfile.mkstemp(prefix="err-", dir=self.root)
         try:
             with os.fdopen(out_fd, "w+b") as out, os.fdopen(err_fd, "w+b") as err:
                 process = self.popen(args, env=env, cwd=cwd or self.tmp, stdout=out, stderr=err)
-                timed_out = self.wait(process, limit)
+                if on_line is None:
+                    timed_out = self.wait(process, limit)
+                else:
+                    timed_out = self._follow(process, limit, out_name, on_line)
                 out.seek(0)
                 err.seek(0)
                 stdout = out.read().decode("utf-8", "replace")
@@ -296,6 +302,36 @@ class Containment:
         if timed_out:
             raise subprocess.TimeoutExpired(list(args), limit, stdout, stderr)
         return subprocess.CompletedProcess(list(args), process.returncode, stdout, stderr)
+
+    def _follow(
+        self, process: subprocess.Popen[Any], limit: float, name: str, on_line: Callable[[str], None]
+    ) -> bool:
+        """:meth:`wait`, passing each whole line written to the file ``name`` to ``on_line`` as it comes."""
+        end = time.monotonic() + limit
+        pending = b""
+        with open(name, "rb") as reader:
+
+            def feed(final: bool) -> None:
+                nonlocal pending
+                pending += reader.read()
+                *lines, pending = pending.split(b"\n")
+                if final and pending:
+                    lines.append(pending)
+                    pending = b""
+                for raw in lines:
+                    on_line(raw.decode("utf-8", "replace"))
+
+            while True:
+                left = end - time.monotonic()
+                if left <= 0:
+                    return self.wait(process, 0)
+                try:
+                    process.wait(timeout=min(0.25, left))
+                except subprocess.TimeoutExpired:
+                    feed(final=False)
+                    continue
+                feed(final=True)
+                return False
 
     # -- the end ----------------------------------------------------------------------------------------
     def kill_all(self) -> int:

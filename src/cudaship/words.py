@@ -46,3 +46,53 @@ def cut_list(items: Sequence[str], limit: int, *, where: str | None = None) -> s
     if rest <= 0:
         return shown
     return f"{shown} and {rest} more" + (f" ({where})" if where else "")
+
+
+def _top_level_split(text: str, sep: str) -> list[str]:
+    """``text`` split at ``sep`` where it is outside parentheses and brackets."""
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        c = text[i]
+        if c in "([":
+            depth += 1
+        elif c in ")]" and depth:
+            depth -= 1
+        elif depth == 0 and text.startswith(sep, i):
+            parts.append(text[start:i])
+            i += len(sep)
+            start = i
+            continue
+        i += 1
+    parts.append(text[start:])
+    return parts
+
+
+def shorten(text: str, limit: int, *, where: str) -> str:
+    """``text`` when it has at most ``limit`` characters, else a shorter line that keeps its start and counts
+    what it leaves out, saying ``where`` the whole is. A list of five or more ``;``-separated parts is cut to
+    its first parts and ``and N more (where)``; else a list of four or more ``,``-separated items after the
+    last ``: `` (``needed only by ...: a, b, c, d``) is cut the same way; a line still over twice ``limit`` is
+    cut at a word with ``... (where)``. Separators inside parentheses or brackets never split, and a cut
+    always leaves out at least two entries (one entry's room would say less than the entry)."""
+    if len(text) <= limit:
+        return text
+    parts = _top_level_split(text, "; ")
+    if len(parts) >= 5:
+        for keep in range(len(parts) - 2, 0, -1):
+            cut = f"{'; '.join(parts[:keep])}; and {len(parts) - keep} more ({where})"
+            if len(cut) <= limit:
+                return cut
+    heads = _top_level_split(text, ": ")
+    one_list = len(heads) > 1 and len(_top_level_split(heads[-1], "; ")) == 1
+    items = _top_level_split(heads[-1], ", ") if one_list else []
+    if len(items) >= 4:
+        head = ": ".join(heads[:-1]) + ": "
+        for keep in range(len(items) - 2, 0, -1):
+            cut = f"{head}{cut_list(items, keep, where=where)}"
+            if len(cut) <= limit:
+                return cut
+    if len(text) <= 2 * limit:
+        return text
+    room = 2 * limit - len(where) - 6
+    head = text[:room].rsplit(" ", 1)[0] if " " in text[:room] else text[:room]
+    return f"{head.rstrip(',;:')} ... ({where})"

@@ -264,10 +264,12 @@ def test_details_and_all_exports_are_separate(tmp_path: Path, capsys: pytest.Cap
         assert code == ExitCode.OK, err
         return sum(1 for line in out.splitlines() if line.startswith("    exported_")), out
 
-    shown, out = listed()
+    shown, out = listed("-v")
     assert shown == 20 and "... and 25 more (--all-exports lists all, --format json too)" in out
-    assert listed("--details")[0] == 20
+    assert listed("-v", "--details")[0] == 20
     assert listed("--all-exports")[0] == 45
+    shown, out = listed()  # by default the count only (issue 35)
+    assert shown == 0 and "  exports: 45 (-v lists them)" in out
 
 
 # -- issue 35: the rest of the first hour ------------------------------------------------------------------

@@ -101,6 +101,8 @@ class GroupVerdicts:
     variant_groups: tuple[VariantGroupVerdicts, ...] = ()
     #: what ``path`` is: ``wheel``, ``pt2`` or ``pte`` (a program read as a container); None for the input
     kind: ContainerKind | None = None
+    #: the whole input: how many of the wheels (and programs) read hold the libraries of ``files``
+    containers: int = 0
 
 
 @dataclass(frozen=True)
@@ -193,8 +195,11 @@ def _max_driver(verdicts: Iterable[tuple[str, CapabilityVerdict]]) -> tuple[str 
     return best
 
 
-def combine(path: str | None, files: Sequence[FileVerdicts], capabilities: Sequence[Arch]) -> GroupVerdicts:
-    """The worst verdict per capability over ``files`` that carry device code."""
+def combine(
+    path: str | None, files: Sequence[FileVerdicts], capabilities: Sequence[Arch], noun: str = "library"
+) -> GroupVerdicts:
+    """The worst verdict per capability over ``files`` that carry device code (``noun``: what each of
+    ``files`` is, in the reasons: ``input`` when some stand for a whole wheel)."""
     carrying = [f for f in files if f.has_device_code]
     verdicts = []
     nothing = "no library carries device code"
@@ -214,9 +219,9 @@ def combine(path: str | None, files: Sequence[FileVerdicts], capabilities: Seque
             continue
         if kind is VerdictKind.NATIVE:
             reason = (
-                f"all {count(len(carrying), 'library')} with device code run natively"
+                f"all {count(len(carrying), noun)} with device code run natively"
                 if len(carrying) > 1
-                else "the library with device code runs natively"
+                else f"the {noun} with device code runs natively"
             )
         elif kind is VerdictKind.JIT:
             jitting = [label for label, cv in per_file if cv.verdict.verdict is VerdictKind.JIT]
@@ -380,10 +385,19 @@ def gpu_report(
         wheels.append(replace(combine_wheel(wheel.path, members, caps), kind=wheel.kind))
     loose = [f for f in files if f.container is None]
     units = [_as_unit(w) for w in wheels if w.files] + loose
-    overall = combine(None, units, caps)
+    holding = [w for w in wheels if w.files]
+    noun = "library" if not holding else ("wheel" if len(units) == len(holding) else "input")
+    overall = combine(None, units, caps, noun=noun)
+    # the whole input covers every library with device code, however many each wheel holds
+    libraries = tuple(label for w in holding for label in w.files) + tuple(
+        f.label for f in loose if f.has_device_code
+    )
+    overall = replace(overall, files=libraries, containers=len(holding))
     if len(wheels) == 1 and not [f for f in loose if f.has_device_code]:
         only = wheels[0]
-        overall = GroupVerdicts(None, only.files, only.verdicts, only.min_driver, only.min_driver_reason)
+        overall = GroupVerdicts(
+            None, only.files, only.verdicts, only.min_driver, only.min_driver_reason, containers=len(holding)
+        )
     return GpuReport(
         inputs=report.inputs,
         capabilities=caps,

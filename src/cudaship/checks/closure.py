@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import posixpath
 import re
+from collections import Counter
 
 from packaging.utils import canonicalize_name
 
@@ -23,7 +24,7 @@ from cudaship.analysis.loader import is_extension_module
 from cudaship.checks.context import AuditContext, canonical_imports
 from cudaship.checks.policy import DEFAULT_CUDA_PATTERNS, name_match
 from cudaship.checks.records import StaticImport
-from cudaship.checks.resolve import Resolution, Via, resolve, via_counts
+from cudaship.checks.resolve import Resolution, Via, resolve
 from cudaship.knowledge.libraries import identify
 from cudaship.providers.closure import wheel_extras
 from cudaship.records.binary import FileFormat, Import, ImportKind
@@ -127,7 +128,8 @@ def run(ctx: AuditContext) -> list[CheckResult]:
                     notes.setdefault(res.note, []).append(imp.library)
             elif res.via is Via.SHIPPED and res.target is not None and ctx.policy.closure.exports:
                 findings.extend(_missing_exports(path, imp, res.target, exports.get(res.target, frozenset())))
-        summary = via_counts(res.via for _imp, res in resolved) or "no imports"
+        counts = Counter(res.via for _imp, res in resolved)  # in the canonical order of the kinds (Via)
+        summary = ", ".join(_via_count(counts[via], via.value) for via in Via if counts[via]) or "no imports"
         name = f"closure: {path}"
         if findings:
             per_path.append((path, verdict(FAMILY, name, findings, "")))
@@ -428,8 +430,24 @@ def _loaded_by_name(ctx: AuditContext) -> CheckResult | None:
     )
 
 
+#: How a resolve summary says where imports come from, where the bare word reads as something else ("3 build"
+#: reads like a build path): the rest say it as it is (``2 shipped``, ``6 preloaded``, ``1 on-demand``).
+_VIA_PHRASE = {
+    Via.BUILD.value: "from another build of a requirement",
+    Via.SYSTEM.value: "from the system",
+    Via.DRIVER.value: "from the driver",
+    Via.REQUIREMENT.value: "from requirements",
+}
+
+
+def _via_count(n: int, via: str) -> str:
+    """``3 from another build of a requirement``, ``7 from the system``, ``2 shipped``."""
+    return f"{n} {_VIA_PHRASE.get(via, via)}"
+
+
 def _resolve_reason(n: int, summary: str) -> str:
-    """``1 import resolves (1 system)``, ``4 imports resolve (3 build, 1 system)``."""
+    """``1 import resolves (1 from the system)``, ``4 imports resolve (3 from another build of a requirement,
+    1 from the system)``."""
     return f"{count(n, 'import')} {agree(n, 'resolves', 'resolve')} ({summary})"
 
 

@@ -27,12 +27,24 @@ from cudaship.render.table import INSPECT, render
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
 @format_option("inspect")
 @output_option()
-@click.option("--demangle", "demangle_names", is_flag=True, help="Demangle exported C++ symbol names.")
+@click.option(
+    "--demangle",
+    "demangle_names",
+    is_flag=True,
+    help="Demangle exported C++ symbol names (and list them, as -v does).",
+)
 @details_option()
 @click.option(
     "--all-exports",
     is_flag=True,
-    help="List every exported symbol in the text report (by default the first 20 and a count; JSON has all).",
+    help="List every exported symbol in the text report (with -v the first 20; by default their count; JSON "
+    "has all).",
+)
+@click.option(
+    "--verbose",
+    "-v",
+    is_flag=True,
+    help="Text: list the first 20 exported symbol names, not only their count.",
 )
 @click.option(
     "--exports/--no-exports",
@@ -50,6 +62,7 @@ def command(
     details: bool,
     all_exports: bool,
     exports: bool,
+    verbose: bool,
     progress: bool | None,
     jobs: int | None,
 ) -> int:
@@ -67,7 +80,13 @@ def command(
         else:
             report = inspect_paths(paths, details=details, workers=jobs)
     demangler = demangle if demangle_names else None
-    style = text_style(output, exports=exports, demangle=demangler, all_exports=all_exports)
+    style = text_style(
+        output,
+        exports=exports,
+        export_names=verbose or demangle_names,
+        demangle=demangler,
+        all_exports=all_exports,
+    )
     # nothing at all was read (a missing path, an empty directory): a text report on the terminal would only
     # say again what the error lines say (issue 35: `inspect missing.so` reported the error twice)
     nothing_read = bool(report.items) and all(

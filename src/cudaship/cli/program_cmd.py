@@ -13,6 +13,8 @@ from cudaship.cli.common import (
     known_train,
     output_option,
     platform_option,
+    progress_option,
+    show_progress,
     train_option,
 )
 from cudaship.errors import CudashipError, NoGpuError
@@ -111,6 +113,7 @@ def inspect_command(paths: tuple[Path, ...], fmt: str, output: str | None) -> in
 @click.option("--overwrite", is_flag=True, help="Replace an existing package in DIR.")
 @format_option("program export")
 @output_option()
+@progress_option("each phase of the export as it starts (importing torch, compiling, ...)")
 def export_command(
     model: str,
     out_dir: Path,
@@ -122,6 +125,7 @@ def export_command(
     overwrite: bool,
     fmt: str,
     output: str | None,
+    progress: bool | None,
 ) -> int:
     """Export MODEL (module:function returning (module, inputs), or demo-mlp / demo-conv) with AOTInductor;
     exit 1 when the package fails export's own check (a wrapper with its own static libstdc++, ...)."""
@@ -136,9 +140,14 @@ def export_command(
         target_platform=target_platform,
         windows_cuda=windows_cuda,
         windows_torch=windows_torch,
+        on_phase=_say_phase if show_progress(progress) else None,
     )
     write_report(render(PROGRAM_EXPORT, fmt, result), output)
     return ExitCode.FINDINGS if result.problems else ExitCode.OK
+
+
+def _say_phase(phase: str) -> None:
+    click.echo(line(f"cudaship: export: {phase}"), err=True)
 
 
 @command.command("check")

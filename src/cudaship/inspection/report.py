@@ -7,7 +7,7 @@ release a PTX ISA version implies are decided here, once.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from cudaship import words
@@ -161,6 +161,31 @@ def summary_line(report: FileReport, archs: ArchIndex | None = None) -> str:
     code = report.device_code
     if archs is None:
         archs = ArchIndex(code)
+    parts = _arch_parts(code, archs)
+    phrase = linkage_phrase(report)
+    if phrase is not None:
+        parts.append(phrase)
+    return " | ".join(parts)
+
+
+def wheel_summary_line(wheel: WheelReport) -> str:
+    """The arch summary of a whole wheel (or program): which of its members carry device code, and every
+    SASS and PTX arch across them, in the order of :func:`summary_line`.
+
+    Example: ``device code in 3 of 65 files: sm_50 sm_52 ... sm_120 | PTX compute_100``.
+    """
+    carriers = [f for f in wheel.files if f.device_code]
+    if not carriers:
+        return f"no device code in {words.count(len(wheel.files), 'file')}"
+    code = [d for f in carriers for d in f.device_code]
+    parts = _arch_parts(code, ArchIndex(code))
+    files = words.count(len(wheel.files), "file")
+    return f"device code in {len(carriers):,} of {files}: " + " | ".join(parts)
+
+
+def _arch_parts(code: Sequence[DeviceCode], archs: ArchIndex) -> list[str]:
+    """SASS archs | PTX archs | relocatable | LTO-IR | unknown entries, of ``code`` (``no device code`` when
+    empty)."""
     parts = []
     sass = archs.names(DeviceCodeKind.SASS, relocatable=False)
     ptx = archs.names(DeviceCodeKind.PTX, relocatable=False)
@@ -180,10 +205,7 @@ def summary_line(report: FileReport, archs: ArchIndex | None = None) -> str:
             parts.append(f"{words.count(unknown, 'entry')} of unknown kind")
     else:
         parts.append("no device code")
-    phrase = linkage_phrase(report)
-    if phrase is not None:
-        parts.append(phrase)
-    return " | ".join(parts)
+    return parts
 
 
 #: Itanium (GCC, Clang) demanglers tried in order: LLVM's also reads Rust names; binutils' the classic one.

@@ -31,7 +31,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -82,19 +82,61 @@ def python_version(python: str, run: Containment | None = None) -> tuple[int, in
     return int(major), int(minor)
 
 
+#: pip's lines that say what it does now, and how a progress line shows each: ``Collecting torch>=2``
+_PIP_STEPS = (
+    "Collecting ",
+    "Downloading ",
+    "Processing ",
+    "Using cached ",
+    "Building wheel",
+    "Installing collected packages: ",
+    "Successfully installed ",
+)
+
+
+def pip_step(text: str) -> str | None:
+    """What one line of pip's output says it does now (``Collecting torch==2.9.1``, ``Downloading
+    torch-2.9.1-...whl (899.7 MB)``, ``Installing 31 packages``), or None for a line that says no step."""
+    text = text.strip()
+    for start in _PIP_STEPS:
+        if text.startswith(start):
+            if start == "Installing collected packages: ":
+                names = [n for n in text[len(start) :].split(", ") if n]
+                return f"installing {len(names):,} package{'' if len(names) == 1 else 's'}"
+            if start == "Successfully installed ":
+                return "installed"
+            if start in ("Downloading ", "Processing ", "Using cached "):  # a URL or a path: its file name
+                where, _, rest = text[len(start) :].partition(" ")
+                text = start + where.replace("\\", "/").rsplit("/", 1)[-1] + (f" {rest}" if rest else "")
+            return text[0].lower() + text[1:]
+    return None
+
+
 def _run(
-    args: Sequence[str], timeout: float, run: Containment | None = None, *, pip: str | None = None
+    args: Sequence[str],
+    timeout: float,
+    run: Containment | None = None,
+    *,
+    pip: str | None = None,
+    on_step: Callable[[str], None] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """``args`` run inside ``run`` (a containment of its own when None: removed at once). ``pip``: pip's
-    cache directory, given when ``args`` runs pip (then pip's own variables are kept)."""
+    cache directory, given when ``args`` runs pip (then pip's own variables are kept). ``on_step``: called
+    with each step pip says it takes (:func:`pip_step`) while it runs."""
     if run is None:
         with Containment() as own:
-            return _run(args, timeout, own, pip=pip)
+            return _run(args, timeout, own, pip=pip, on_step=on_step)
     env = run.environment(pip=pip is not None)
     if pip is not None:
         env["PIP_CACHE_DIR"] = pip
+
+    def said(text: str) -> None:
+        step = pip_step(text)
+        if step is not None and on_step is not None:
+            on_step(step)
+
     try:
-        return run.run_text(args, timeout=timeout, env=env)
+        return run.run_text(args, timeout=timeout, env=env, on_line=said if on_step is not None else None)
     except FileNotFoundError:
         raise OracleError("no such interpreter or program", path=str(args[0])) from None
     except subprocess.TimeoutExpired as e:
@@ -160,9 +202,7 @@ def _candidates(wheel_tags: Sequence[str]) -> list[str]:
     return seen
 
 
-def choose_interpreter(
-    wheel_tags: Sequence[str], run: Containment | None = None
-) -> tuple[str | None, str]:
+def choose_interpreter(wheel_tags: Sequence[str], run: Containment | None = None) -> tuple[str | None, str]:
     """The first interpreter here the wheel installs on, or None and the one-line reason."""
     tried: list[str] = []
     for python in _candidates(wheel_tags):
@@ -249,10 +289,11 @@ def prepare(
     host_packages: Sequence[str],
     options: InstallOptions,
     run: Containment,
+    on_step: Callable[[str], None] | None = None,
 ) -> LoadEnvironment | str:
     """The environment to load ``wheel`` in, under ``run``'s directory, or the one-line reason the loader
     check is skipped (no interpreter here takes the wheel). pip's failure is a :class:`LoadEnvironment` with
-    ``failure``."""
+    ``failure``. ``on_step``: called with each step pip says it takes while it installs (:func:`pip_step`)."""
     base = run.directory("env")
     cache = pip_cache(run, options)
     pip = _pip_args(options)
@@ -267,7 +308,7 @@ def prepare(
             return f"the wheel's tags do not match {python} (Python {version[0]}.{version[1]})"
         target = base / "target"
         args = [python, "-m", "pip", "install", *pip, "--no-deps", "--target", str(target), wheel_abs]
-        done = _run(args, options.pip_timeout, run, pip=cache)
+        done = _run(args, options.pip_timeout, run, pip=cache, on_step=on_step)
         env = LoadEnvironment(
             python=python,
             sites=(str(target), *_sites(python, run)),
@@ -291,7 +332,7 @@ def prepare(
     hosts = host_requirements(host_packages, options.pins)
     installer = [python, "-m", "pip", "--python", vpython] if outer_pip else [vpython, "-m", "pip"]
     args = [*installer, "install", *pip, wheel_abs, *hosts]
-    done = _run(args, options.pip_timeout, run, pip=cache)
+    done = _run(args, options.pip_timeout, run, pip=cache, on_step=on_step)
     env = LoadEnvironment(
         python=vpython,
         sites=_sites(vpython, run),

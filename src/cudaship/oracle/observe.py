@@ -510,13 +510,16 @@ def observe(
     run: Containment | None = None,
     memory: int | None = DEFAULT_MEMORY,
     deadline: float | None = None,
+    on_start: Callable[[str], None] | None = None,
 ) -> Observation:
     """Run each probe in a fresh child of ``python`` and return what each saw, in the order of ``probes``.
 
     ``env``: the children's environment (default: this process's, see :func:`child_environment`; a given
     mapping is used as is). ``timeout``: seconds per child. ``stub``: None links the toolkit's stub
     ``libcuda.so.1`` only when the interpreter cannot load the driver's, False never, True always.
-    ``on_result`` is called (from worker threads, one at a time) as each child finishes.
+    ``on_result`` is called (from worker threads, one at a time) as each child finishes; ``on_start`` (the
+    same way) with what starts: ``import torch, import xformers (then 38 probes)`` when the shared imports of
+    forked probes begin, a probe's label when a fresh child starts it.
 
     ``share_imports`` (POSIX): probes with the same ``before`` steps, all imports, run in children forked from
     one interpreter that ran those imports (the same state a fresh child reaches, for the cost of a fork); a
@@ -579,7 +582,13 @@ def observe(
                     driver = "stub"
                     notes.append(f"no NVIDIA driver here: libcuda.so.1 is the toolkit's stub {stub_used}")
 
+        def started(what: str) -> None:
+            if on_start is not None:
+                with lock:
+                    on_start(what)
+
         def one(number: int, probe: Probe) -> ProbeResult:
+            started(probe.label)
             result = _run_one(
                 python, probe, children_env, workdir, number, timeout, method, dll_dirs, elf, run
             )
@@ -593,6 +602,7 @@ def observe(
         if share_imports and os.name == "posix":
             for before, numbers in _forkable(probes).items():
                 members = [(n, probes[n]) for n in numbers]
+                started(f"{', '.join(step.label for step in before)} (then {len(members)} probes)")
                 forked = _run_forked(
                     python, before, members, children_env, workdir, timeout, count, method, dll_dirs, elf, run
                 )

@@ -286,7 +286,13 @@ def _load_contained(
     honest = ran_code(options)
     env: LoadEnvironment | None = None
     try:
-        prepared = prepare(audit.path, audit.facts.tags, hosts, options.install, run)
+
+        def pip_says(step: str) -> None:  # pip's step on the progress line (torch: minutes)
+            if progress is not None:
+                progress(0, 0, f"installing {audit.facts.filename}: pip: {step}")
+
+        on_step = pip_says if progress is not None else None
+        prepared = prepare(audit.path, audit.facts.tags, hosts, options.install, run, on_step=on_step)
     except OracleError as e:  # no venv could be made here: nothing was loaded, which the report says
         prepared = str(e)
     if isinstance(prepared, str):
@@ -335,6 +341,10 @@ def _load_contained(
         if progress is not None:
             progress(done[0], len(probes), result.probe.label)
 
+    def running(what: str) -> None:  # imports (import torch: a minute) say they run
+        if progress is not None and what.startswith("import "):
+            progress(done[0], len(probes), f"running {what}")
+
     obs = observe(
         env.python,
         probes,
@@ -344,6 +354,7 @@ def _load_contained(
         on_result=tick,
         stub_path=options.libcuda_stub,
         run=run,
+        on_start=running,
     )
     inputs = load_family.LoadInputs(
         installed=libs,

@@ -15,6 +15,7 @@ The export directory holds:
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import os
@@ -25,7 +26,8 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -196,6 +198,40 @@ def _host_target() -> str:
     return platform_name(os_of(sys.platform), machine_of(_platform.machine()))
 
 
+#: Called with each phase of an export as it starts (``importing torch``, ``compiling with AOTInductor``).
+Phases = Callable[[str], None]
+
+
+def _quiet(_phase: str) -> None:
+    pass
+
+
+@contextmanager
+def torch_warnings(recorded: list[str]) -> Iterator[None]:
+    """Warnings torch issues inside the block (its ``FutureWarning`` about an API it changes, ...) go into
+    ``recorded`` as ``FutureWarning: <first line>``, each once, instead of onto stderr, where they read as
+    cudaship's own; any other warning is shown as Python would."""
+    numpy_missing = importlib.util.find_spec("numpy") is None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        if numpy_missing:  # a note of its own (import_torch)
+            warnings.filterwarnings("ignore", message=f".*{_NUMPY_WARNING}")
+        try:
+            yield
+        finally:
+            for w in caught:
+                parts = Path(w.filename).parts
+                if "torch" not in parts and "torchgen" not in parts and not w.filename.startswith("<"):
+                    warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+                    continue
+                first = (str(w.message).strip().splitlines() or [""])[0]
+                text = f"torch: {w.category.__name__}: {first}"
+                if text not in recorded:
+                    recorded.append(text)
+    if numpy_missing:  # for the whole process, as import_torch says
+        warnings.filterwarnings("ignore", message=f".*{_NUMPY_WARNING}")
+
+
 def export_program(
     spec: str,
     out_dir: Path,
@@ -206,14 +242,38 @@ def export_program(
     target_platform: str | None = None,
     windows_cuda: Path | None = None,
     windows_torch: Path | None = None,
+    on_phase: Phases | None = None,
 ) -> ExportResult:
     """Export MODEL with AOTInductor into ``out_dir`` (created), with reference data and provenance.
 
     ``target_platform``: ``windows-x86_64`` cross-compiles the wrapper for Windows (see
     :mod:`cudaship.program.toolchain` for what that needs); None: this machine's platform. The compiler is
-    checked before compiling and the package after (:func:`self_check`)."""
+    checked before compiling and the package after (:func:`self_check`). ``on_phase``: told each phase as
+    it starts (an export is silent for 20 s or more otherwise). Warnings torch issues meanwhile are in the
+    result's ``warnings`` (:func:`torch_warnings`), not on stderr."""
+    phase = on_phase or _quiet
+    recorded: list[str] = []
+    with torch_warnings(recorded):
+        result = _export_program(
+            spec, out_dir, device, cxx, overwrite, target_platform, windows_cuda, windows_torch, phase
+        )
+    return dataclasses.replace(result, warnings=(*result.warnings, *recorded))
+
+
+def _export_program(
+    spec: str,
+    out_dir: Path,
+    device: str,
+    cxx: str | None,
+    overwrite: bool,
+    target_platform: str | None,
+    windows_cuda: Path | None,
+    windows_torch: Path | None,
+    phase: Phases,
+) -> ExportResult:
     target = parse_target(target_platform) or _host_target()
     notes: list[str] = []
+    phase("importing torch")
     torch = import_torch(notes)
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -248,7 +308,7 @@ def export_program(
                 inductor_config.cpp.cxx = (None, cxx)
         notes.extend(chain.notes)
         out_dir.mkdir(parents=True, exist_ok=True)
-        result = _export(torch, spec, out_dir, package, device, chain, target, cuda_train, notes)
+        result = _export(torch, spec, out_dir, package, device, chain, target, cuda_train, notes, phase)
     return result
 
 
@@ -262,7 +322,9 @@ def _export(
     target: str,
     cuda_train: str | None,
     notes: list[str],
+    phase: Phases,
 ) -> ExportResult:
+    phase(f"loading the model {spec}")
     model, inputs = load_model(spec, torch)
     model = model.to(device).eval()
     inputs = tuple(x.to(device) if hasattr(x, "to") else x for x in inputs)
@@ -276,8 +338,10 @@ def _export(
     started = time.perf_counter()
     try:
         with torch.no_grad():
+            phase(f"exporting the graph (torch.export, {device})")
             exported = torch.export.export(model, inputs)
             eager_out = model(*inputs)
+            phase(f"compiling with AOTInductor ({Path(chain.cxx).name}; the longest step)")
             try:
                 torch._inductor.aoti_compile_and_package(
                     exported, package_path=str(package), inductor_configs=configs or None
@@ -291,6 +355,7 @@ def _export(
             else:
                 os.environ[key] = value
     export_s = time.perf_counter() - started
+    phase("saving the reference data and the exported program")
     leaves = torch.utils._pytree.tree_leaves(eager_out)
     torch.save(
         {"inputs": [x.detach().cpu() for x in inputs], "outputs": [y.detach().cpu() for y in leaves]},
@@ -299,6 +364,7 @@ def _export(
     (out_dir / EAGER_NAME).parent.mkdir(exist_ok=True)
     torch.export.save(exported, str(out_dir / EAGER_NAME))
 
+    phase("checking the package")
     info = read_program(package)
     gpu_name = capability = driver = None
     if device == "cuda":

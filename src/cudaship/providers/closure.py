@@ -226,6 +226,7 @@ class _Resolver:
         out = index.select(extras)
         self.notes.extend(f"{name}: {n}" for n in index.notes if f"{name}: {n}" not in self.notes)
         return out
+
     #: project -> what the constraints allow on this target (``--constraint``, ``--replay``)
     pins: dict[str, SpecifierSet] = field(default_factory=dict)
 

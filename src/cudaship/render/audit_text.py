@@ -14,12 +14,16 @@ from cudaship.records.findings import CheckResult, Finding, Severity, Status
 from cudaship.render import escape as escape_for
 from cudaship.render.console import text_console
 from cudaship.render.style import Style
-from cudaship.words import count
+from cudaship.words import count, shorten
 
 _STYLE = {"PASS": "green", "FAIL": "bold red", "WARN": "bold yellow", "NOTE": "cyan", "SKIP": "yellow"}
 _FAILED_LABEL = {Severity.ERROR: "FAIL", Severity.WARNING: "WARN", Severity.NOTE: "NOTE"}
 #: Evidence lines shown per failed check before "... and N more".
 EVIDENCE_SHOWN = 20
+#: Characters of a check's line (or an evidence line) before a long list in it is cut to ``and N more``
+#: (without ``-v``); see :func:`cudaship.words.shorten`.
+LINE_LIMIT = 240
+_WHOLE = "-v or --format json show all"
 
 
 def render(report: AuditReport, style: Style) -> str:
@@ -63,7 +67,8 @@ def _wheel(console: Console, wheel: WheelAudit, verbose: bool) -> None:
     if f.train_source and not (f.local and f.train_source.startswith("local tag")):
         console.print(f"  train: {escape(f.train_source)}")
     for note in wheel.notes:
-        console.print(f"  note: {escape(note)}")
+        text = f"  note: {note}"
+        console.print(escape(text if verbose else shorten(text, LINE_LIMIT, where=_WHOLE)))
     if wheel.load is not None:
         load = wheel.load
         console.print(f"  [bold]{escape(load.line)}[/]")
@@ -88,13 +93,34 @@ def status_label(check: CheckResult) -> str:
 
 def _check(console: Console, check: CheckResult, verbose: bool) -> None:
     label = status_label(check)
-    console.print(f"  [{_STYLE[label]}]{label}[/]  {escape(check.name)} — {escape(check.reason)}")
+    line = f"  {label}  {check.name} — {check.reason}"
+    if not verbose:
+        line = shorten(line, LINE_LIMIT, where=_WHOLE)
+    console.print(f"  [{_STYLE[label]}]{label}[/]  {escape(line[len(label) + 4 :])}")
     if check.status is Status.FAIL or verbose:
-        shown = check.evidence if verbose else check.evidence[:EVIDENCE_SHOWN]
+        evidence = news(check)
+        shown = evidence if verbose else evidence[:EVIDENCE_SHOWN]
         for finding in shown:
-            console.print(f"        - {escape(finding_text(finding))}")
-        if len(check.evidence) > len(shown):
-            console.print(f"        ... and {len(check.evidence) - len(shown)} more (-v lists them all)")
+            text = f"        - {finding_text(finding)}"
+            console.print(escape(text if verbose else shorten(text, LINE_LIMIT, where=_WHOLE)))
+        if len(evidence) > len(shown):
+            console.print(f"        ... and {len(evidence) - len(shown):,} more (-v lists them all)")
+
+
+def news(check: CheckResult) -> tuple[Finding, ...]:
+    """The evidence of ``check`` that says more than its reason: a finding whose message the reason already
+    says (whole, or after the ``name: `` it starts with), about a file the check's name or reason names, is
+    not repeated under it."""
+    said = f"{check.name} {check.reason}"
+
+    def repeats(f: Finding) -> bool:
+        message = f.message.strip()
+        rest = message.split(": ", 1)[1] if ": " in message else None
+        if message not in check.reason and (rest is None or rest not in check.reason):
+            return False
+        return all(v in said for v in (f.file, f.symbol, f.requirement) if v)
+
+    return tuple(f for f in check.evidence if not repeats(f))
 
 
 def finding_text(f: Finding) -> str:
@@ -120,7 +146,7 @@ def github_annotations(report: AuditReport) -> str:
                 continue
             title = escape_for.annotation_property(f"cudaship audit: {check.name}")
             # each line escaped on its own: a line break inside a name is shown, never a line of its own
-            lines_of = [check.reason] + [finding_text(f) for f in check.evidence[:EVIDENCE_SHOWN]]
+            lines_of = [check.reason] + [finding_text(f) for f in news(check)[:EVIDENCE_SHOWN]]
             detail = "\n".join(escape_for.text(line) for line in lines_of)
             command = _ANNOTATION[check.severity]
             data = escape_for.annotation_data(f"{escape_for.text(wheel.facts.filename)}: {detail}")

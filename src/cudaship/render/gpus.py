@@ -73,8 +73,11 @@ def min_driver_line(group: GroupVerdicts) -> str:
 
 
 def _text_group(title: str, group: GroupVerdicts, report: GpuReport) -> list[str]:
-    count = len(group.files)
-    lines = [f"{title}: {count} {'library' if count == 1 else 'libraries'} with device code"]
+    where = ""
+    if group.path is None and group.containers > 1:
+        nouns = {w.kind.noun if w.kind else "wheel" for w in report.wheels if w.files}
+        where = f" in {count(group.containers, nouns.pop() if len(nouns) == 1 else 'container')}"
+    lines = [f"{title}: {count(len(group.files), 'library')} with device code{where}"]
     labels = [gpu_label(cv, report) for cv in group.verdicts]
     width = max((len(label) for label in labels), default=10)
     for label, cv in zip(labels, group.verdicts, strict=True):

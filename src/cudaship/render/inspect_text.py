@@ -13,6 +13,7 @@ from cudaship.inspection.report import (
     WheelReport,
     group_entries,
     summary_line,
+    wheel_summary_line,
 )
 from cudaship.knowledge.releases import cuda_release_for_ptx
 from cudaship.records.binary import DeviceCodeKind, HostBinary, ImportKind
@@ -20,8 +21,6 @@ from cudaship.records.files import ContainerKind, FileReport
 from cudaship.render.console import text_console
 from cudaship.render.style import Style
 from cudaship.words import count
-
-from .inspect_json import Demangler
 
 _KIND = {
     DeviceCodeKind.SASS: "SASS",
@@ -40,8 +39,9 @@ _EXPORTS_SHOWN = 20
 
 
 def render(report: InspectReport, style: Style) -> str:
-    """Layout from ``style``: ``color``, ``width``, ``exports``, ``demangle`` and ``all_exports``."""
-    exports, demangle, all_exports = style.exports, style.demangle, style.all_exports
+    """Layout from ``style``: ``color``, ``width``, ``exports``, ``export_names``, ``demangle`` and
+    ``all_exports``. A wheel's members end with the wheel's arch summary (every SASS and PTX arch of its
+    members)."""
     buffer = io.StringIO()
     console = text_console(buffer, color=style.color, width=style.width, markup=False)  # styles are Text's
     for item in report.items:
@@ -51,9 +51,12 @@ def render(report: InspectReport, style: Style) -> str:
                 console.print("  (no native or device-code files)")
                 console.print()
             for member in item.files:
-                _file(console, member, exports=exports, demangle=demangle, all_exports=all_exports)
+                _file(console, member, style)
+            if item.files:
+                console.print(Text("wheel summary: ", style="bold") + Text(wheel_summary_line(item)))
+                console.print()
         else:
-            _file(console, item, exports=exports, demangle=demangle, all_exports=all_exports)
+            _file(console, item, style)
     read = len(report.files) - len(report.failed)
     tail = f"{count(len(report.files), 'file')}, {read} read"
     if report.failed:
@@ -77,9 +80,7 @@ def _wheel_header(console: Console, wheel: WheelReport) -> None:
     console.print()
 
 
-def _file(
-    console: Console, f: FileReport, *, exports: bool, demangle: Demangler | None, all_exports: bool
-) -> None:
+def _file(console: Console, f: FileReport, style: Style) -> None:
     # a wheel member is shown under its wheel's header, by its path inside the wheel
     fmt = f.format.value if f.format else "?"
     console.print(Text(f.path, style="bold cyan") + Text(f"  [{fmt}, {f.size:,} bytes]"))
@@ -87,7 +88,7 @@ def _file(
         console.print(Text(f"  error: {f.error}", style="bold red"))
     host = f.host
     if host is not None:
-        _host(console, host, exports=exports, demangle=demangle, all_exports=all_exports)
+        _host(console, host, style)
     if f.linkage is not None:
         link = f.linkage
         evidence = "; ".join(link.runtime_evidence)
@@ -110,9 +111,7 @@ def _file(
     console.print()
 
 
-def _host(
-    console: Console, host: HostBinary, *, exports: bool, demangle: Demangler | None, all_exports: bool
-) -> None:
+def _host(console: Console, host: HostBinary, style: Style) -> None:
     if host.bits:
         console.print(f"  {host.machine.value} {host.bits}-bit {host.kind}")
     else:  # an archive: no machine of its own
@@ -135,17 +134,19 @@ def _host(
         console.print(
             f"  library names stored as strings: {', '.join(host.embedded_library_names)}", markup=False
         )
-    if exports and host.exports:
+    if style.exports and host.exports and not (style.export_names or style.all_exports):
+        console.print(f"  exports: {len(host.exports):,} (-v lists them)")
+    elif style.exports and host.exports:
         names = list(host.exports)
-        shown = names if all_exports else names[:_EXPORTS_SHOWN]
-        if demangle is not None:
-            shown = demangle(shown)
-        console.print(f"  exports ({len(names)}):")
+        shown = names if style.all_exports else names[:_EXPORTS_SHOWN]
+        if style.demangle is not None:
+            shown = style.demangle(shown)
+        console.print(f"  exports ({len(names):,}):")
         for name in shown:
             console.print(f"    {name}", markup=False)
         if len(shown) < len(names):
             console.print(
-                f"    ... and {len(names) - len(shown)} more (--all-exports lists all, --format json too)"
+                f"    ... and {len(names) - len(shown):,} more (--all-exports lists all, --format json too)"
             )
 
 

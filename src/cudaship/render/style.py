@@ -20,6 +20,7 @@ class Style:
     exports: bool = True  #: inspect: list exported symbols
     demangle: Callable[[list[str]], list[str]] | None = None  #: inspect: demangle C++ names
     all_exports: bool = False  #: inspect text: every export, not the first 20 (``--all-exports``)
+    export_names: bool = False  #: inspect text: export names (``-v``), not only their count
     details: bool = False  #: doctor --env text: every import with the file the loader picks
 
 
