@@ -161,6 +161,18 @@ VARIABLES: tuple[Variable, ...] = (
     ),
     Variable("LOCALAPPDATA", "`toolkit` (Windows)", "the base of the default cache directory", "a directory"),
     Variable(
+        "PIP_CACHE_DIR",
+        "`audit --load`, `doctor --env --confirm`",
+        "pip's cache, shared with the pip that installs the wheel (not with `--allow-sdist`: the run's own)",
+        "a directory; unset: pip's default for the OS",
+    ),
+    Variable(
+        "HOME",
+        "`audit --load`, `doctor --env --confirm`",
+        "where pip's default cache is looked for (the children get a home of the run's own)",
+        "a directory",
+    ),
+    Variable(
         "PYENV_ROOT",
         "`audit --load`",
         "where to look for an interpreter of the wheel's Python version (`versions/`)",
