@@ -168,7 +168,8 @@ class RequirementIndex:
                     break
             if spent:
                 note = (
-                    f"{words.count(len(self._per_extra), 'requirement')} compare 'extra' otherwise than with == or !=; "
+                    f"{words.count(len(self._per_extra), 'requirement')} compare 'extra' otherwise than with "
+                    "== or !=; "
                     f"their markers were evaluated {MAX_PER_EXTRA_EVALUATIONS} times, the rest left out"
                 )
                 if note not in self.notes:
