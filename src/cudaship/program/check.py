@@ -279,6 +279,9 @@ def check_program(
         elif info.device == "cuda":
             items.append(skipped(FAMILY, "driver", "no driver given (--driver or --here)"))
         items.append(_check_libstdcxx(info))
+        declared = _check_import_libraries(info, prov)
+        if declared is not None:
+            items.append(declared)
     return CheckReport(str(directory), prov, info, target, tuple(items))
 
 
@@ -387,6 +390,43 @@ def runtime_problems(info: ProgramInfo, cxx: str | None = None) -> list[str]:
                     "posix flavour)"
                 )
     return problems
+
+
+def _check_import_libraries(info: ProgramInfo, prov: Provenance | None) -> CheckResult | None:
+    """A Windows wrapper linked against import libraries cudaship made (``provenance.json``'s
+    ``import_libraries``) imports, from each of their DLLs, only names that library provides: names the
+    exporting torch declares, so names its ``torch_cuda.dll`` exports. None when no import library is
+    recorded (a Linux program, an older export)."""
+    records = prov.import_libraries if prov is not None else ()
+    if not records:
+        return None
+    problems: list[str] = []
+    said: list[str] = []
+    for record in records:
+        imported = sorted(
+            {
+                symbol.name
+                for m in info.libraries
+                if m.report is not None and m.report.host is not None
+                for i in m.report.host.imports
+                if i.library.lower() == record.dll.lower()
+                for symbol in i.symbols
+                if symbol.name is not None
+            }
+        )
+        undeclared = [name for name in imported if name not in set(record.names)]
+        origin = f"{record.library} {record.how} ({record.source})"
+        if undeclared:
+            problems.append(
+                f"the wrapper imports {undeclared[0]}"
+                + (f" and {count(len(undeclared) - 1, 'more name')}" if len(undeclared) > 1 else "")
+                + f" from {record.dll}, which {origin} does not provide: loading fails on Windows"
+            )
+        else:
+            said.append(f"{count(len(imported), 'name')} imported from {record.dll}, all in {origin}")
+    if problems:
+        return failed(FAMILY, "import libraries", "; ".join(problems))
+    return passed(FAMILY, "import libraries", "; ".join(said))
 
 
 def _check_libstdcxx(info: ProgramInfo) -> CheckResult:

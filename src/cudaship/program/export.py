@@ -293,7 +293,14 @@ def _export_program(
                     "aot_inductor.cross_target_platform (AOTInductor's Windows cross compile)"
                 )
             chain = windows_toolchain(
-                cxx, windows_cuda, windows_torch, cuda_train, Path(work), cuda=device == "cuda"
+                cxx,
+                windows_cuda,
+                windows_torch,
+                cuda_train,
+                Path(work),
+                cuda=device == "cuda",
+                torch_dir=Path(torch.__file__).parent,
+                torch_version=str(torch.__version__),
             )
         elif target == _host_target() and sys.platform.startswith("linux"):
             chain = linux_toolchain(cxx, Path(work))
@@ -391,6 +398,7 @@ def _export(
         reference=REFERENCE_NAME,
         exported_program=EAGER_NAME,
         created=datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
+        import_libraries=tuple(getattr(chain, "import_libraries", ())),
     )
     write_provenance(out_dir, prov)
     return ExportResult(out_dir, prov, info, export_s, (), self_check(info, target, chain.cxx), tuple(notes))
