@@ -4,10 +4,13 @@ package index (issue 35)."""
 
 from __future__ import annotations
 
+import collections
+import fnmatch
 import json
 import os
 import platform
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -20,6 +23,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
+from packaging.requirements import Requirement
 
 from cudaship.ci import action_steps
 from tests.fixtures import built_once, cache_dir, content_key
@@ -67,9 +71,206 @@ def test_schema_rejects_a_broken_action() -> None:
 
 def test_example_workflow_uses_the_action_and_commands() -> None:
     text = WORKFLOW.read_text(encoding="utf-8")
-    for needle in ("cudaship matrix", "--derive e2e", "cudaship env", "uses: ./", "fromJSON"):
+    for needle in ("cudaship matrix", "--derive e2e", "cudaship env", f"uses: {ACTION_REPO}@", "fromJSON"):
         assert needle in text
     assert not (ROOT / ".github" / "workflows" / "release.yml").exists()
+
+
+# ----------------------------------------------------------------- the docs' workflow in a user's repository
+
+#: The placeholder docs/ci.md and the example workflow give the Action's repository (a user writes the owner
+#: of the cudaship repository they use, and pins the ref).
+ACTION_REPO = "your-org/cudaship"
+CI_DOC = ROOT / "docs" / "ci.md"
+
+
+def _pinned_ref(workflow: Mapping[str, Any]) -> tuple[str, str]:
+    """The ref every ``uses: your-org/cudaship@REF`` of the workflow names (one for all) and the git URL
+    its jobs install cudaship from (``env.CUDASHIP_GIT``), checked to name the same repository and ref."""
+    refs = set()
+    for job in workflow["jobs"].values():
+        for step in job.get("steps", []):
+            uses = step.get("uses", "")
+            assert not uses.startswith("./"), f"a local action: {uses!r} exists only in cudaship's repository"
+            if uses and not uses.startswith("actions/"):
+                repo, _, ref = uses.partition("@")
+                assert repo == ACTION_REPO and ref, uses
+                refs.add(ref)
+    (ref,) = refs
+    git = workflow["env"]["CUDASHIP_GIT"]
+    assert git == f"git+https://github.com/{ACTION_REPO}@{ref}", git
+    return ref, git
+
+
+def _cudaship_requirements(command: str, git: str) -> list[Requirement]:
+    """The arguments of ``pip install`` lines of a shell command that name cudaship, as requirements
+    (``${{ env.CUDASHIP_GIT }}`` read as ``git``)."""
+    found = []
+    for line in command.replace("${{ env.CUDASHIP_GIT }}", git).splitlines():
+        if "pip install" not in line:
+            continue
+        words = shlex.split(line.split("  #", 1)[0])
+        if "pip" in words and "install" in words:
+            found += [Requirement(w) for w in words if "cudaship" in w and not w.startswith("-")]
+    return found
+
+
+def test_example_workflow_and_docs_install_a_cudaship_that_exists() -> None:
+    """issue 35: cudaship is on no package index, so every job of the example workflow installs it from the
+    Action's repository at the ref its ``uses:`` pins (no ``uses: ./``, which exists only in cudaship's own
+    repository); docs/ci.md shows the same ``uses:``, its cibuildwheel snippet installs the same git URL."""
+    workflow = load_yaml(WORKFLOW)
+    ref, git = _pinned_ref(workflow)
+    installs = 0
+    for job_id, job in workflow["jobs"].items():
+        for step in job.get("steps", []):
+            for requirement in _cudaship_requirements(step.get("run", ""), git):
+                assert (requirement.name, requirement.url) == ("cudaship", git), (job_id, str(requirement))
+                installs += 1
+    assert installs == 5  # matrix, build, e2e-matrix, export, e2e
+
+    doc = CI_DOC.read_text(encoding="utf-8")
+    assert "uses: ./" not in doc
+    shown = [
+        r for block in re.findall(r"```\n(.*?)```", doc, re.S) for r in _cudaship_requirements(block, git)
+    ]
+    assert len(shown) == 2 and all((r.name, r.url) == ("cudaship", git) for r in shown), shown
+    (action_block,) = re.findall(r"```yaml\n(.*?)```", doc, re.S)
+    (step,) = yaml.safe_load(action_block)
+    assert step["uses"] == f"{ACTION_REPO}@{ref}"
+    (cibuildwheel,) = [b for b in re.findall(r"```toml\n(.*?)```", doc, re.S) if "[tool.cibuildwheel" in b]
+    befores = [
+        table["before-build"] for table in tomllib.loads(cibuildwheel)["tool"]["cibuildwheel"].values()
+    ]
+    assert len(befores) == 2
+    for before in befores:
+        (requirement,) = _cudaship_requirements(before, git)
+        assert (requirement.name, requirement.url) == ("cudaship", git), before
+
+
+def _matrix_rows(tmp_path: Path) -> dict[str, list[dict[str, str]]]:
+    """The rows the example workflow's matrix jobs get, made by `cudaship matrix` as its jobs run it, from the
+    [tool.cudaship.matrix] table docs/ci.md shows: the build matrix of a push (every row) and the e2e
+    matrix derived from it, keyed by the ``needs.JOB.outputs.NAME`` the workflow reads them from."""
+    (table,) = [
+        b for b in re.findall(r"```toml\n(.*?)```", CI_DOC.read_text(), re.S) if "[tool.cudaship.matrix]" in b
+    ]
+    (tmp_path / "pyproject.toml").write_text(table)
+    command = [sys.executable, "-m", "cudaship", "matrix", "--policy", "pyproject.toml", "--event", "push"]
+    subprocess.run([*command, "-o", "build-matrix.json"], cwd=tmp_path, check=True, capture_output=True)
+    e2e = subprocess.run(
+        [*command, "--derive", "e2e", "--from", "build-matrix.json", "--format", "json"],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    build = json.loads((tmp_path / "build-matrix.json").read_text())["include"]
+    return {"matrix.build": build, "e2e-matrix.e2e": json.loads(e2e.stdout)["include"]}
+
+
+def _evaluate(text: str, row: Mapping[str, str], env: Mapping[str, str]) -> str:
+    def one(match: re.Match[str]) -> str:
+        context, _, name = match.group(1).partition(".")
+        if context == "matrix":
+            return str(row[name])
+        if context == "env":
+            return env[name]
+        raise AssertionError(f"an expression an artifact name cannot use here: {match.group(0)}")
+
+    return _EXPR.sub(one, text)
+
+
+def test_example_workflow_artifact_names_are_unique_across_its_matrices(tmp_path: Path) -> None:
+    """Every artifact the example workflow uploads, over every row of its expanded matrices (and the
+    Action's report artifact, named by its ``artifact-name``), has a name of its own (upload-artifact@v4
+    fails the second upload of a name in a run); every download names or matches an artifact a job it needs
+    (directly or not) uploaded."""
+    workflow = load_yaml(WORKFLOW)
+    rows = _matrix_rows(tmp_path)
+    env = {k: str(v) for k, v in workflow.get("env", {}).items()}
+    uploaded: dict[str, list[str]] = {}  # job -> artifact names
+    downloads: list[tuple[str, str, str]] = []  # job, 'name' or 'pattern', value
+    for job_id, job in workflow["jobs"].items():
+        matrix = job.get("strategy", {}).get("matrix")
+        if matrix is None:
+            job_rows: list[dict[str, str]] = [{}]
+        else:
+            m = re.fullmatch(r"\$\{\{\s*fromJSON\(needs\.([\w-]+)\.outputs\.([\w-]+)\)\s*\}\}", str(matrix))
+            assert m, f"{job_id}: a matrix this test does not expand: {matrix}"
+            job_rows = rows[f"{m.group(1)}.{m.group(2)}"]
+            assert job_rows
+        for row in job_rows:
+            for step in job.get("steps", []):
+                uses = step.get("uses", "")
+                if uses.startswith("actions/upload-artifact@"):
+                    uploaded.setdefault(job_id, []).append(_evaluate(step["with"]["name"], row, env))
+                elif uses.startswith(f"{ACTION_REPO}@"):
+                    name = step.get("with", {}).get("artifact-name", "")
+                    assert name or matrix is None, (
+                        f"{job_id}: the Action in a matrix job without artifact-name"
+                    )
+                    uploaded.setdefault(job_id, []).append(_evaluate(name, row, env))
+                elif uses.startswith("actions/download-artifact@"):
+                    key = "name" if "name" in step["with"] else "pattern"
+                    downloads.append((job_id, key, _evaluate(step["with"][key], row, env)))
+    names = [name for job_names in uploaded.values() for name in job_names]
+    repeated = sorted(n for n, count in collections.Counter(names).items() if count > 1)
+    assert not repeated, f"artifact names uploaded more than once in a run: {repeated[:5]}"
+    assert len(names) == 1 + 2 * len(rows["matrix.build"]) + 2 * len(rows["e2e-matrix.e2e"])
+
+    def needed(job_id: str) -> set[str]:
+        needs = workflow["jobs"][job_id].get("needs", [])
+        direct = {needs} if isinstance(needs, str) else set(needs)
+        return direct.union(*(needed(n) for n in direct))
+
+    for job_id, key, value in downloads:
+        available = [name for job in needed(job_id) for name in uploaded.get(job, [])]
+        matched = [n for n in available if (n == value if key == "name" else fnmatch.fnmatchcase(n, value))]
+        assert matched, f"{job_id} downloads {key} {value!r}: no job it needs uploads it"
+
+
+@pytest.mark.slow
+@pytest.mark.network  # only to fill the wheelhouse once; pip itself runs with no index
+def test_the_documented_git_requirement_installs_cudaship_without_an_index(tmp_path: Path) -> None:
+    """The requirement the example workflow and docs/ci.md install (``cudaship @ git+https://github.com/
+    your-org/cudaship@main``, here with the repository's address replaced by a local git repository of this
+    checkout's files, the extra kept) is one pip resolves to cudaship with no index and no configuration."""
+    ref, git = _pinned_ref(load_yaml(WORKFLOW))
+    repository = copy_checkout(tmp_path / "cudaship")
+    for args in (["init", "-q", "-b", ref], ["add", "-A"], ["commit", "-q", "-m", "snapshot"]):
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repository, check=True
+        )
+    # file://localhost/...: pip's requirement parser wants a host in a git+file URL (git takes either)
+    local = git.replace(f"https://github.com/{ACTION_REPO}", f"file://localhost{repository.as_posix()}")
+    layout = RunnerLayout(tmp_path / "runner")
+    environ = offline_env(layout, offline_wheelhouse())
+    requirement = f"cudaship[repair] @ {local}"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--no-deps",
+            "-q",
+            "--report",
+            "-",
+            requirement,
+        ],
+        env=environ,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    (item,) = json.loads(done.stdout)["install"]
+    assert item["metadata"]["name"] == "cudaship"
+    assert item["download_info"]["url"] == local.removeprefix("git+").rpartition("@")[0]
+    assert item["download_info"]["vcs_info"]["requested_revision"] == ref
 
 
 # ------------------------------------------------------------------------------------------ fake GitHub
