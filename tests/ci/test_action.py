@@ -766,10 +766,18 @@ def test_action_steps_in_a_user_workflow_without_an_index(tmp_path: Path) -> Non
     assert upload["name"].startswith("cudaship-reports-build-userproj-1.0-py3-none-any-")
     gate = done["Fail on failed checks"]
     assert gate.returncode == int(out["exit-code"]), gate.stdout + gate.stderr
+    # nothing written into the user's repository but the reports (pip built cudaship in the action path)
+    assert {p.name for p in layout.workspace.iterdir()} == {
+        "pyproject.toml",
+        "userproj",
+        "dist",
+        "cudaship-reports",
+    }
     # cudaship came from nowhere but the checkout: no index was reachable, none was configured
     assert "cudaship" not in {p.name.split("-")[0] for p in Path(base["PIP_FIND_LINKS"]).glob("*.whl")}
 
 
+@pytest.mark.slow
 def test_action_install_step_names_a_release_that_is_not_published(tmp_path: Path) -> None:
     """``cudaship-version`` names a release; pip installs that version from the index or the step fails
     with one annotation saying so and how to use the Action's own copy instead (here: no index at all)."""
