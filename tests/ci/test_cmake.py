@@ -547,3 +547,16 @@ def test_cmake_refuses_a_toolkit_without_nvcc(tmp_path: Path, capsys: pytest.Cap
     capsys.readouterr()
     assert main(args) == 0
     assert f"-DCMAKE_CUDA_COMPILER:FILEPATH={dest.as_posix()}/bin/nvcc" in capsys.readouterr().out
+
+
+def test_the_fix_keeps_the_components_a_toolkit_holds(tmp_path: Path) -> None:
+    """The install the error names reinstalls with the default set plus every component held now (cublas
+    here), so following it drops nothing."""
+    root = _compiler_tree(tmp_path / "tk", {"ptxas": 0o755})
+    components = [{"component": "cudart"}, {"component": "cublas"}, {"component": "nvcc"}]
+    (root / cmake.TOOLKIT_MANIFEST).write_text(json.dumps({"release": "13.0.2", "components": components}))
+    located = cmake.locate_toolkit(root, environ={}, which=no_which)
+    assert located.cudaship_toolkit
+    p = make_plan("linux-x86_64", "cu130", LINUX, tk=located)
+    with pytest.raises(ToolkitError, match=r"-c default,cublas --dest "):
+        cmake.check_compiler(p, "linux")
