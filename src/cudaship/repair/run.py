@@ -2,8 +2,10 @@
 
 The input is never written. The output goes to ``<directory>/<the input's file name>`` through a temporary
 file created exclusively (unpredictable name, ``O_EXCL|O_NOFOLLOW``) in that directory, renamed into place
-only when complete (no partial wheel on failure; a link at the output name is replaced, not followed). A
-wheel with nothing to change is copied byte for byte, so repairing a repaired wheel gives the same bytes.
+only when complete and read back (:mod:`.verify`: every claim of the plan holds in what was written, else
+nothing is placed: :class:`Unverified`, exit 70). No partial wheel on failure; a link at the output name is
+replaced, not followed. A wheel with nothing to change is copied byte for byte, so repairing a repaired wheel
+gives the same bytes.
 """
 
 from __future__ import annotations
