@@ -31,6 +31,7 @@ def _repair(wheel: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> tuple
     doc = json.loads(capsys.readouterr().out)
     jsonschema.validate(doc, SCHEMA)
     (result,) = doc["wheels"]
+    assert result["verification"]["failed"] == [] and result["verification"]["checked"] > 0  # issue 30
     return Path(result["output"]), result["plan"]
 
 

@@ -74,6 +74,8 @@ def command(
         if r.error:
             click.echo(f"cudaship: error: {r.error}", err=True)
     write_report(render(REPAIR, fmt, report), output)
+    if report.unverified:  # a written wheel that does not hold its report's claims: a bug, not bad input
+        return ExitCode.INTERNAL
     return ExitCode.BAD_INPUT if report.failed else ExitCode.OK
 
 

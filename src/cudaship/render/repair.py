@@ -80,6 +80,8 @@ def _text_wheel(w: WheelRepair, dry_run: bool) -> list[str]:
             lines.append(f"  copied     {w.output} (nothing changed: the input's bytes)")
         else:
             lines.append(f"  written    {w.output}")
+        if w.verification is not None:
+            lines.append(f"  verified   read back: {w.verification.checked} claims of this report hold")
     return lines
 
 
@@ -145,6 +147,8 @@ def _markdown_wheel(w: WheelRepair, dry_run: bool) -> list[str]:
             f"Size: {w.size_before:,} → {w.size_after:,} bytes; uncompressed {w.uncompressed_before:,} → "
             f"{w.uncompressed_after:,}. Written to `{cell(w.output or '')}`."
         )
+        if w.verification is not None:
+            lines.append(f"Read back: {w.verification.checked} claims of this report hold.")
     lines.append("")
     return lines
 
@@ -169,6 +173,7 @@ def _json_wheel(w: WheelRepair) -> dict[str, Any]:
         }
         doc["output"] = w.output
         doc["unchanged_copy"] = w.unchanged_copy
+        doc["verification"] = fields(w.verification) if w.verification is not None else None
     return doc
 
 

@@ -105,6 +105,20 @@ class RepairPlan:
 
 
 @dataclass(frozen=True)
+class Verification:
+    """The written wheel read back (:mod:`cudaship.repair.verify`) and each claim of the report checked
+    against it: members removed, kept (bytes unchanged), edited, requirements added, bootstraps added,
+    RECORD, METADATA."""
+
+    checked: int  #: claims checked
+    failed: tuple[str, ...] = ()  #: each claim that does not hold, one line each
+
+    @property
+    def holds(self) -> bool:
+        return not self.failed
+
+
+@dataclass(frozen=True)
 class WheelRepair:
     """One wheel's repair: its plan, and the sizes before and after (``output`` None on a dry run, an error
     or nothing to write)."""
@@ -118,6 +132,9 @@ class WheelRepair:
     uncompressed_after: int | None = None
     unchanged_copy: bool = False  #: nothing to change: the output is the input's bytes
     error: str | None = None
+    #: the written wheel read back before it was placed (None: nothing was written); a claim that failed
+    #: leaves nothing placed, and ``error`` names it
+    verification: Verification | None = None
 
 
 @dataclass(frozen=True)
@@ -130,3 +147,8 @@ class RepairReport:
     @property
     def failed(self) -> bool:
         return any(w.error for w in self.wheels)
+
+    @property
+    def unverified(self) -> bool:
+        """A written wheel did not match its report (so it was not placed): a bug, exit 70."""
+        return any(w.verification is not None and not w.verification.holds for w in self.wheels)

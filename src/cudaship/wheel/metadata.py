@@ -130,6 +130,14 @@ def parse_metadata(data: bytes, *, strict: bool = True) -> Metadata:
 _INVALID = "\0invalid"  #: :func:`_local_tag` of a version that does not parse
 
 
+def metadata_fields(data: bytes) -> tuple[tuple[tuple[str, str], ...], str]:
+    """METADATA's header fields (name, value as written, in order) and its body, as the email-header parser
+    every METADATA reader uses splits them (UTF-8; an undecodable byte read as U+FFFD)."""
+    message = _headers(data)
+    body = message.get_payload()
+    return tuple((k, str(v)) for k, v in message.items()), body if isinstance(body, str) else ""
+
+
 def _local_tag(version: str) -> str | None:
     """The local tag of a PEP 440 version (``cu132``), None when it has none, :data:`_INVALID` when the
     version does not parse."""
