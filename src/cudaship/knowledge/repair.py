@@ -16,11 +16,12 @@ import posixpath
 import re
 from dataclasses import dataclass
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from cudaship.knowledge import _data
 from cudaship.knowledge.libraries import OS, cudart_major, identify
+from cudaship.knowledge.nvidia_wheels import ProviderRow, provider_rows
 from cudaship.knowledge.providers import toolkit_extras
 from cudaship.once import once
 
@@ -97,64 +98,6 @@ def _toolkit_extra(component: str, project: str, major: int) -> str | None:
         return None
     named = [e for _, e in holding if e == component.lower()]
     return named[0] if named else min(holding)[1]
-
-
-@dataclass(frozen=True)
-class ProviderRow:
-    """One row of ``data/repair_providers.toml``: an NVIDIA project whose wheels ship one library file for
-    the wheels of one CUDA major, checked against the real wheels' file lists per platform."""
-
-    component: str
-    cuda: int  #: the CUDA major of the wheel's train the row serves
-    project: str
-    range: str  #: "train" (>=<train>,<cuda+1>) or the specifier repair writes
-    linux: str | None  #: the file's path in site-packages on Linux
-    windows: str | None  #: the DLL's path in site-packages on Windows
-    copies: SpecifierSet | None  #: the full versions a copy named by its full version may carry (Linux)
-    checked: tuple[tuple[str, str], ...]  #: (platform, the version pip installs there), per claimed platform
-
-    def path(self, os: OS) -> str | None:
-        return self.linux if os == "linux" else self.windows
-
-    def claims(self, os: OS, machine: str | None) -> bool:
-        """Whether the row was checked for ``os`` on ``machine`` (any machine of ``os`` when None)."""
-        if self.path(os) is None:
-            return False
-        if machine is None:
-            return any(p.startswith(os + "-") for p, _ in self.checked)
-        return any(p == f"{os}-{machine}" for p, _ in self.checked)
-
-
-_PROVIDERS = "repair_providers.toml"
-
-
-@once
-def provider_rows() -> tuple[ProviderRow, ...]:
-    """Every row of ``data/repair_providers.toml``."""
-    out: list[ProviderRow] = []
-    for row in _data.document(_PROVIDERS).rows("provider"):
-        copies = row.string("copies")
-        checked = row.table("checked", "a table of platform = version")
-        try:
-            spec = SpecifierSet(copies) if copies else None
-            rng = row.text("range", '"train" or a version specifier')
-            if rng != "train":
-                SpecifierSet(rng)
-        except InvalidSpecifier as e:
-            raise row.fail(row.dotted("range"), f"is not a version specifier: {e}") from e
-        out.append(
-            ProviderRow(
-                component=row.text("component"),
-                cuda=row.number("cuda", "a CUDA major"),
-                project=row.text("project"),
-                range=rng,
-                linux=row.string("linux"),
-                windows=row.string("windows"),
-                copies=spec,
-                checked=tuple(sorted((str(k), str(v)) for k, v in checked.data.items())),
-            )
-        )
-    return tuple(out)
 
 
 def _is_copy_of(plain: str, own: str, os: OS, copies: SpecifierSet | None) -> bool:
