@@ -242,3 +242,50 @@ def test_ctranslate2_windows_requirement_installs_cudnn64_8(
     output = Path(str(result["output"]))
     assert output.stat().st_size < wheel.stat().st_size
     _same_verdict(wheel, output, train, capsys)
+
+
+def _with_wrong_record_hash(wheel: Path, target: Path, member_suffix: str) -> str:
+    """``wheel`` rewritten to ``target`` with RECORD's hash of the member ending in ``member_suffix`` wrong,
+    as torch 1.10-1.12 were published (METADATA's hash disagrees); every member's bytes kept. The member."""
+    with zipfile.ZipFile(wheel) as zf:
+        infos = zf.infolist()
+        data = {i.filename: zf.read(i) for i in infos}
+    record = next(n for n in data if n.endswith(".dist-info/RECORD"))
+    member = next(n for n in data if n.endswith(member_suffix))
+    rows = data[record].decode().splitlines()
+    wrong = "sha256=" + "A" * 43
+    data[record] = (
+        "\n".join(
+            f"{member},{wrong},{row.rsplit(',', 1)[1]}" if row.startswith(member + ",") else row
+            for row in rows
+        ).encode()
+        + b"\n"
+    )
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as out:
+        for info in infos:
+            out.writestr(info, data[info.filename])
+    return member
+
+
+def test_fix_record_repairs_a_wheel_whose_record_is_wrong(
+    cumm118_vendoring_wheel: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = tmp_path / "in" / cumm118_vendoring_wheel.name
+    broken.parent.mkdir()
+    member = _with_wrong_record_hash(cumm118_vendoring_wheel, broken, ".dist-info/METADATA")
+    # without --fix-record: refused, one line naming the wheel and the way out, nothing written
+    assert main(["repair", str(broken), "-w", str(tmp_path / "refused")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(broken) in err[0] and "--fix-record" in err[0]
+    assert not (tmp_path / "refused" / broken.name).exists()
+    # with it: the CUDA repair as for the published wheel, RECORD written from the members, the row named
+    out = tmp_path / "out"
+    assert main(["repair", "--fix-record", str(broken), "-w", str(out), "-f", "json"]) == 0
+    (result,) = json.loads(capsys.readouterr().out)["wheels"]
+    plan = _plan(result)
+    assert [(f["member"], f["kind"]) for f in plan["record_fixes"]] == [(member, "hash")]
+    assert len(plan["removed"]) == 2
+    files = members(out / broken.name)
+    assert record_matches(files) == []
+    assert main(["repair", str(broken), "--fix-record", "--dry-run"]) == 0
+    assert f"RECORD     {member}: " in capsys.readouterr().out

@@ -8,6 +8,7 @@ wheel with nothing to change is copied byte for byte, so repairing a repaired wh
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -22,17 +23,19 @@ from cudaship.inspection.scan import scan
 from cudaship.records.files import ContainerKind
 from cudaship.repair import elfedit, windows
 from cudaship.repair.plan import plan_repair
-from cudaship.repair.records import RepairPlan, WheelRepair
+from cudaship.repair.records import RecordFix, RepairPlan, WheelRepair
 from cudaship.repair.zipwrite import DEFLATED, STORED, Entry, write_zip
 from cudaship.wheel.metadata import b64_digest
 from cudaship.wheel.write import record_bytes, with_requirements
 
 
 def plan_wheel(
-    path: Path, *, workers: int | None = None, drop_unused: bool = False
+    path: Path, *, workers: int | None = None, drop_unused: bool = False, fix_record: bool = False
 ) -> tuple[RepairPlan, int]:
     """The plan for the wheel at ``path`` and its uncompressed size. Raises :class:`CudashipError` (with the
-    path) for a wheel repair cannot rewrite faithfully."""
+    path) for a wheel repair cannot rewrite faithfully. A RECORD that disagrees with the members is refused,
+    unless ``fix_record``: then the plan names each disagreeing row, and the output's RECORD is the members'
+    (as for every repaired wheel)."""
     scanned = scan(path, workers=workers)
     if scanned.kind is not ContainerKind.WHEEL:
         raise WheelError("not a wheel (repair reads wheels only)", path=str(path))
@@ -44,17 +47,21 @@ def plan_wheel(
     named = [p for p in scanned.record_problems if p.kind == "name"]
     if named:  # before the others: such a name is also unlisted, or forged RECORD's row
         raise WheelError(f"member {named[0].message} (repair refuses such a wheel)", path=str(path))
-    if scanned.record_problems:
+    if scanned.record_problems and not fix_record:
         first = scanned.record_problems[0]
         raise WheelError(
             f"RECORD disagrees with the wheel ({first.message}); repair rewrites RECORD only for a wheel "
-            "that matches it",
+            "that matches it (--fix-record rewrites it from the members, naming each row it changes)",
             path=str(path),
         )
     ctx = AuditContext(
         scan=scanned, policy=default_policy(), platform=scanned.platform, notes=list(scanned.platform_notes)
     )
-    return plan_repair(ctx, drop_unused=drop_unused), scanned.uncompressed_size
+    plan = plan_repair(ctx, drop_unused=drop_unused)
+    if scanned.record_problems:
+        fixes = tuple(RecordFix(p.path, p.kind, p.message) for p in scanned.record_problems)
+        plan = dataclasses.replace(plan, record_fixes=fixes)
+    return plan, scanned.uncompressed_size
 
 
 def repair_wheel(
@@ -64,13 +71,14 @@ def repair_wheel(
     dry_run: bool = False,
     workers: int | None = None,
     drop_unused: bool = False,
+    fix_record: bool = False,
 ) -> WheelRepair:
     """Repair one wheel into ``directory`` (the plan only when ``dry_run``); a problem becomes the result's
     ``error``, never an exception."""
     label = str(path)
     try:
         size = path.stat().st_size
-        plan, uncompressed = plan_wheel(path, workers=workers, drop_unused=drop_unused)
+        plan, uncompressed = plan_wheel(path, workers=workers, drop_unused=drop_unused, fix_record=fix_record)
     except OSError as e:
         return WheelRepair(label, None, error=f"{label}: {e.strerror or e}")
     except CudashipError as e:
