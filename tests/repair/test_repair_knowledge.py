@@ -148,9 +148,8 @@ def test_nvtx_on_windows_has_no_wheel_to_point_at() -> None:
         assert "nvToolsExt64_1.dll" not in provided_names(major, "windows")
         assert provision("nvToolsExt64_1.dll", "windows", major, 8, "x86_64") is None
     assert "nvToolsExt64_1.dll" not in exclude_flags("delvewheel", [11, 12, 13])
-    assert unprovided("nvToolsExt64_1.dll", "windows", 12, "x86_64") == (
-        "no NVIDIA Windows wheel ships nvToolsExt64_1.dll"
-    )
+    why = unprovided("nvToolsExt64_1.dll", "windows", 12, "x86_64")
+    assert why is not None and "headers only" in why
 
 
 def test_why_a_cuda_library_is_kept() -> None:

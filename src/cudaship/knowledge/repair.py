@@ -191,21 +191,27 @@ def _specifier_text(spec: str) -> str:
 class _Companion:
     stem: str
     why: str
+    os: str | None  #: the OS the row is about; None for both
 
 
 @once
 def _companions() -> tuple[_Companion, ...]:
     return tuple(
-        _Companion(row.text("stem"), row.text("why")) for row in _data.document(_FILE).rows("companion")
+        _Companion(row.text("stem"), row.text("why"), row.string("os", choices=("linux", "windows")))
+        for row in _data.document(_FILE).rows("companion")
     )
 
 
 def unprovided(name: str, os: OS, major: int | None, machine: str | None = None) -> str | None:
     """Why repair keeps library ``name`` (a copy's name) when :func:`provision` finds no NVIDIA wheel for it;
-    None for a name that is no CUDA library (or the driver's: never a wheel's business)."""
+    None for a name that is no CUDA library (or the driver's: never a wheel's business) and for one that
+    :func:`provision` finds. The reasons of ``[[companion]]`` in ``repair.toml`` first (NVRTC's builtins,
+    NVTX on Windows), then CUDA 10, no version, no known wheel, none for the platform, several majors."""
     plain = unhashed(name, os)
+    if _choose(_rows_for(plain, os, machine), major) is not None:
+        return None  # provided: nothing to explain
     for companion in _companions():
-        if plain.lower().startswith(companion.stem.lower() + "."):
+        if companion.os in (None, os) and re.match(re.escape(companion.stem) + r"[._]", plain, re.IGNORECASE):
             return companion.why
     found = identify(plain)
     if found is None or found.driver or found.os != os:
@@ -223,8 +229,8 @@ def unprovided(name: str, os: OS, major: int | None, machine: str | None = None)
         if head is not None and head < 11:
             return f"{found.description} of CUDA {head}: NVIDIA publishes no wheel for CUDA {head}"
         if os == "windows":
-            return f"no NVIDIA Windows wheel ships {plain}"
-        return f"no NVIDIA wheel ships {plain} (version {version} of {found.description})"
+            return f"no NVIDIA Windows wheel is known to ship {plain} (repair_providers.toml)"
+        return f"no NVIDIA wheel is known to ship {plain} (version {version} of {found.description})"
     if not any(r.claims(os, machine) for r in rows):
         where = f"{os}-{machine}" if machine else os
         return f"no NVIDIA wheel checked for {where} ships {plain}"
