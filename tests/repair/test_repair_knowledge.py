@@ -159,5 +159,10 @@ def test_why_a_cuda_library_is_kept() -> None:
     assert builtins is not None and builtins.startswith("NVRTC's builtins")
     bare = unprovided("libcudart.so", "linux", 12, "x86_64")
     assert bare is not None and "no version" in bare
+    sub = unprovided("libcudnn_ops_infer-1234abcd.so.8", "linux", 11, "x86_64")
+    assert sub is not None and "cuDNN's sub-libraries" in sub
+    nvtx10 = unprovided("libnvToolsExt-24de1d56.so.1", "linux", 10, "x86_64")
+    assert nvtx10 is not None and nvtx10.startswith("no NVIDIA wheel for CUDA 10 ships libnvToolsExt.so.1")
+    assert unprovided("libcudnn.so.8", "linux", 12, "x86_64") is None  # provided: nothing to explain
     assert unprovided("libcuda.so.1", "linux", 12, "x86_64") is None  # the driver's: not a wheel's business
     assert unprovided("libfoo.so.1", "linux", 12, "x86_64") is None

@@ -211,7 +211,8 @@ def unprovided(name: str, os: OS, major: int | None, machine: str | None = None)
     if _choose(_rows_for(plain, os, machine), major) is not None:
         return None  # provided: nothing to explain
     for companion in _companions():
-        if companion.os in (None, os) and re.match(re.escape(companion.stem) + r"[._]", plain, re.IGNORECASE):
+        tail = "" if companion.stem.endswith("_") else r"[._]"  # a stem ending in _ is a prefix
+        if companion.os in (None, os) and re.match(re.escape(companion.stem) + tail, plain, re.IGNORECASE):
             return companion.why
     found = identify(plain)
     if found is None or found.driver or found.os != os:
@@ -231,6 +232,9 @@ def unprovided(name: str, os: OS, major: int | None, machine: str | None = None)
         if os == "windows":
             return f"no NVIDIA Windows wheel is known to ship {plain} (repair_providers.toml)"
         return f"no NVIDIA wheel is known to ship {plain} (version {version} of {found.description})"
+    if major is not None and not any(r.cuda == major for r in rows):
+        others = ", ".join(str(m) for m in sorted({r.cuda for r in rows}))
+        return f"no NVIDIA wheel for CUDA {major} ships {plain} (NVIDIA's wheels for CUDA {others} do)"
     if not any(r.claims(os, machine) for r in rows):
         where = f"{os}-{machine}" if machine else os
         return f"no NVIDIA wheel checked for {where} ships {plain}"
