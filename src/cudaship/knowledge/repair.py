@@ -167,7 +167,9 @@ def provision(
     low = f"{chosen}.{minor}" if minor is not None and chosen == major else f"{chosen}"
     train_bound = f">={low},<{chosen + 1}"
     marker = _marker(os)
-    checked = ", ".join(f"{v} on {p}" for p, v in row.checked if p.startswith(os + "-"))
+    here = f"{os}-{machine}" if machine else None
+    shown = [(p, v) for p, v in row.checked if p == here or (here is None and p.startswith(os))]
+    checked = ", ".join(f"{v} on {p}" for p, v in shown)
     extra = _toolkit_extra(row.component, row.project, chosen) if form and form.form == "toolkit" else None
     if extra is not None:
         text = f"cuda-toolkit[{extra}]{train_bound}; {marker}"
