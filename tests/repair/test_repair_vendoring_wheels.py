@@ -4,9 +4,10 @@ resolution cached in the test cache: pip downloads a 700 MB cuDNN wheel to resol
 separate metadata for it), and the wheel pip picks must ship the very file repair removed, at the path the
 repair points the library at (checked in its central directory, fetched by HTTP range request).
 
-* cumm-cu118 0.4.11: auditwheel's copies named by their full version (libcudart-d0da41ae.so.11.8.89, whose
-  SONAME is that same name) are CUDA 11's libcudart.so.11.0 and libnvrtc.so.11.2; NVRTC's builtins stay, with
-  the reason; the repaired wheel, installed from PyPI, loads both from NVIDIA's wheels.
+* cumm-cu118 0.4.11 and spconv-cu118 2.3.6: auditwheel's copies named by their full version
+  (libcudart-d0da41ae.so.11.8.89, whose SONAME is that same name) are CUDA 11's libcudart.so.11.0 and
+  libnvrtc.so.11.2; NVRTC's builtins stay, with the reason; the repaired wheels, installed together from
+  PyPI, load both from NVIDIA's wheels.
 * cumm-cu102 0.2.8: CUDA 10.2's runtime: no NVIDIA wheel, kept with the reason, the output byte-identical.
 * ctranslate2 4.0.0 (CUDA 12.2, cuDNN 8; Linux and Windows): nvidia-cudnn-cu12>=8,<9, not -cu11.
 * ctranslate2 3.24.0 for Windows (CUDA 11.2, cudnn64_8.dll): nvidia-cudnn-cu11>=8,<9 (unbounded, pip picks
@@ -130,8 +131,11 @@ def _requirements_ship_what_was_removed(result: dict[str, object], os_name: str,
     return texts
 
 
-def test_cumm_cu118_copies_named_by_their_full_version(
-    cumm118_vendoring_wheel: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_cumm_and_spconv_cu118_copies_named_by_their_full_version(
+    cumm118_vendoring_wheel: Path,
+    spconv118_vendoring_wheel: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     result = _repair(cumm118_vendoring_wheel, tmp_path / "out", capsys)
     plan = _plan(result)
@@ -155,17 +159,22 @@ def test_cumm_cu118_copies_named_by_their_full_version(
     assert "libcudart.so.11.0" in needed and "libnvrtc.so.11.2" in needed
     assert output.stat().st_size < cumm118_vendoring_wheel.stat().st_size
     _same_verdict(cumm118_vendoring_wheel, output, "11.8", capsys)
-    _installs_and_loads(output, tmp_path)
+    spconv = _repair(spconv118_vendoring_wheel, tmp_path / "out", capsys)
+    assert [r["library"] for r in _plan(spconv)["removed"]] == ["libcudart.so.11.0"]
+    assert _requirements_ship_what_was_removed(spconv, "linux", "3.11") == [texts[1]]
+    spconv_output = Path(str(spconv["output"]))
+    assert spconv_output.stat().st_size < spconv118_vendoring_wheel.stat().st_size
+    _installs_and_loads([output, spconv_output], tmp_path)
 
 
-def _installs_and_loads(output: Path, tmp_path: Path) -> None:
-    """pip installs the repaired cumm-cu118 with its requirements from PyPI into a fresh venv; its extension
-    loads, with libcudart and libnvrtc mapped from NVIDIA's wheels."""
+def _installs_and_loads(outputs: list[Path], tmp_path: Path) -> None:
+    """pip installs the repaired cumm-cu118 and spconv-cu118 with their requirements from PyPI into a fresh
+    venv; the extension of each loads, with libcudart and libnvrtc mapped from NVIDIA's wheels."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     python = venv / "bin" / "python"
     pip = subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(output)],
+        [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *map(str, outputs)],
         capture_output=True,
         text=True,
         timeout=900,
@@ -177,9 +186,10 @@ def _installs_and_loads(output: Path, tmp_path: Path) -> None:
         import ctypes, json, os, sysconfig
         from importlib import metadata
         site = sysconfig.get_paths()["platlib"]
-        for f in metadata.distribution("cumm-cu118").files:
-            if f.name.startswith("core_cc") and ".so" in f.name:
-                ctypes.CDLL(os.path.join(site, str(f)), mode=os.RTLD_LAZY)
+        for dist in ("cumm-cu118", "spconv-cu118"):
+            for f in metadata.distribution(dist).files:
+                if f.name.startswith("core_cc") and ".so" in f.name:
+                    ctypes.CDLL(os.path.join(site, str(f)), mode=os.RTLD_LAZY)
         cuda = ("libcudart", "libnvrtc.so")
         maps = sorted({l.split()[-1] for l in open("/proc/self/maps") if any(c in l for c in cuda)})
         print(json.dumps({"maps": maps, "site": site}))
