@@ -164,6 +164,7 @@ def test_cumm_and_spconv_cu118_copies_named_by_their_full_version(
     assert _requirements_ship_what_was_removed(spconv, "linux", "3.11") == [texts[1]]
     spconv_output = Path(str(spconv["output"]))
     assert spconv_output.stat().st_size < spconv118_vendoring_wheel.stat().st_size
+    _same_verdict(spconv118_vendoring_wheel, spconv_output, "11.8", capsys)
     _installs_and_loads([output, spconv_output], tmp_path)
 
 
