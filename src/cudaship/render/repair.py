@@ -59,6 +59,8 @@ def _text_wheel(w: WheelRepair, dry_run: bool) -> list[str]:
         lines.append(f"             for {', '.join(q.libraries)}: {q.why}")
     for u in p.unread:
         lines.append(f"  unread     {u.member}: {u.reason} (not read, so copied unchanged)")
+    for f in p.record_fixes:
+        lines.append(f"  RECORD     {f.member}: {f.problem} (row rewritten from the member)")
     for note in p.notes:
         lines.append(f"  note       {note}")
     if not p.changed:
@@ -131,6 +133,8 @@ def _markdown_wheel(w: WheelRepair, dry_run: bool) -> list[str]:
         rows.append(("requires", f"`{q.text}`", f"for {', '.join(q.libraries)}: {q.why}"))
     for u in p.unread:
         rows.append(("unread", f"`{u.member}`", f"{u.reason} (not read, so copied unchanged)"))
+    for f in p.record_fixes:
+        rows.append(("RECORD", f"`{f.member}`", f"{f.problem} (row rewritten from the member)"))
     if rows:
         lines += ["| change | where | what |", "|---|---|---|"]
         lines += [f"| {a} | {cell(b)} | {cell(c)} |" for a, b, c in rows]

@@ -73,6 +73,15 @@ class Unread:
 
 
 @dataclass(frozen=True)
+class RecordFix:
+    """A RECORD row that disagreed with the wheel's members, rewritten by ``--fix-record``."""
+
+    member: str
+    kind: str  #: the problem: "hash", "size", "missing", "unlisted", "unhashed", "duplicate"
+    problem: str  #: the reader's one line: what RECORD said against what the member is
+
+
+@dataclass(frozen=True)
 class AddedRequirement:
     text: str  #: the Requires-Dist line's value
     libraries: tuple[str, ...]  #: the libraries it provides to the wheel
@@ -94,10 +103,19 @@ class RepairPlan:
     pe_edits: tuple[PeEdit, ...] = ()
     bootstraps: tuple[Bootstrap, ...] = ()
     unread: tuple[Unread, ...] = ()  #: native members no edit looked at, as their readers failed on them
+    #: RECORD rows that disagreed with the members, rewritten from the members (``--fix-record`` only)
+    record_fixes: tuple[RecordFix, ...] = ()
 
     @property
     def changed(self) -> bool:
-        return bool(self.removed or self.edits or self.requirements or self.pe_edits or self.bootstraps)
+        return bool(
+            self.removed
+            or self.edits
+            or self.requirements
+            or self.pe_edits
+            or self.bootstraps
+            or self.record_fixes
+        )
 
     @property
     def bytes_removed(self) -> int:

@@ -10,6 +10,7 @@ gives the same bytes.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -24,22 +25,26 @@ from cudaship.inspection.scan import scan
 from cudaship.records.files import ContainerKind
 from cudaship.repair import elfedit, verify, windows
 from cudaship.repair.plan import plan_repair
-from cudaship.repair.records import RepairPlan, Verification, WheelRepair
+from cudaship.repair.records import RecordFix, RepairPlan, Verification, WheelRepair
 from cudaship.repair.zipwrite import DEFLATED, STORED, Entry, write_zip
 from cudaship.wheel.metadata import b64_digest
 from cudaship.wheel.write import record_bytes, with_requirements
 
 
 def plan_wheel(
-    path: Path, *, workers: int | None = None, drop_unused: bool = False
+    path: Path, *, workers: int | None = None, drop_unused: bool = False, fix_record: bool = False
 ) -> tuple[RepairPlan, int]:
     """The plan for the wheel at ``path`` and its uncompressed size. Raises :class:`CudashipError` (with the
-    path) for a wheel repair cannot rewrite faithfully."""
-    plan, uncompressed, _ = _plan(path, workers=workers, drop_unused=drop_unused)
+    path) for a wheel repair cannot rewrite faithfully. A RECORD that disagrees with the members is refused,
+    unless ``fix_record``: then the plan names each disagreeing row, and the output's RECORD is the members'
+    (as for every repaired wheel)."""
+    plan, uncompressed, _ = _plan(path, workers=workers, drop_unused=drop_unused, fix_record=fix_record)
     return plan, uncompressed
 
 
-def _plan(path: Path, *, workers: int | None, drop_unused: bool) -> tuple[RepairPlan, int, verify.Source]:
+def _plan(
+    path: Path, *, workers: int | None, drop_unused: bool, fix_record: bool = False
+) -> tuple[RepairPlan, int, verify.Source]:
     """:func:`plan_wheel`, and what the read established about the input for :mod:`.verify`."""
     scanned = scan(path, workers=workers)
     if scanned.kind is not ContainerKind.WHEEL:
@@ -52,23 +57,29 @@ def _plan(path: Path, *, workers: int | None, drop_unused: bool) -> tuple[Repair
     named = [p for p in scanned.record_problems if p.kind == "name"]
     if named:  # before the others: such a name is also unlisted, or forged RECORD's row
         raise WheelError(f"member {named[0].message} (repair refuses such a wheel)", path=str(path))
-    if scanned.record_problems:
+    if scanned.record_problems and not fix_record:
         first = scanned.record_problems[0]
         raise WheelError(
             f"RECORD disagrees with the wheel ({first.message}); repair rewrites RECORD only for a wheel "
-            "that matches it",
+            "that matches it (--fix-record rewrites it from the members, naming each row it changes)",
             path=str(path),
         )
     ctx = AuditContext(
         scan=scanned, policy=default_policy(), platform=scanned.platform, notes=list(scanned.platform_notes)
     )
+    plan = plan_repair(ctx, drop_unused=drop_unused)
+    wrong = {p.path for p in scanned.record_problems}
+    if scanned.record_problems:
+        fixes = tuple(RecordFix(p.path, p.kind, p.message) for p in scanned.record_problems)
+        plan = dataclasses.replace(plan, record_fixes=fixes)
     source = verify.Source(
         path,
         scanned.dist.directory,
         tuple(m.name for m in scanned.members),
-        {e.path: e for e in scanned.dist.record},
+        # the rows --fix-record rewrites say nothing true of the input's bytes: not compared with the output
+        {e.path: e for e in scanned.dist.record if e.path not in wrong},
     )
-    return plan_repair(ctx, drop_unused=drop_unused), scanned.uncompressed_size, source
+    return plan, scanned.uncompressed_size, source
 
 
 def repair_wheel(
@@ -78,13 +89,16 @@ def repair_wheel(
     dry_run: bool = False,
     workers: int | None = None,
     drop_unused: bool = False,
+    fix_record: bool = False,
 ) -> WheelRepair:
     """Repair one wheel into ``directory`` (the plan only when ``dry_run``); a problem becomes the result's
     ``error``, never an exception."""
     label = str(path)
     try:
         size = path.stat().st_size
-        plan, uncompressed, source = _plan(path, workers=workers, drop_unused=drop_unused)
+        plan, uncompressed, source = _plan(
+            path, workers=workers, drop_unused=drop_unused, fix_record=fix_record
+        )
     except OSError as e:
         return WheelRepair(label, None, error=f"{label}: {e.strerror or e}")
     except CudashipError as e:
