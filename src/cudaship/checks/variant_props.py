@@ -535,3 +535,21 @@ def justified(ctx: AuditContext) -> list[Justified]:
             ),
         )
     return out
+
+
+@dataclass(frozen=True)
+class PropertiesReport:
+    """``cudaship variant properties``: what one wheel's binaries justify, and what it declares."""
+
+    wheel: str  #: file name
+    label: str | None  #: the variant label, when the wheel is a variant
+    justified: tuple[Justified, ...]
+    declared: tuple[str, ...]  #: the declared properties (``ns :: feature :: value``), none for a plain wheel
+
+
+def properties_report(ctx: AuditContext) -> PropertiesReport:
+    variant = ctx.scan.dist.variant if not ctx.is_program else None
+    declared = tuple(p.text for p in variant.description.properties) if variant is not None else ()
+    return PropertiesReport(
+        ctx.scan.filename, variant.label if variant is not None else None, tuple(justified(ctx)), declared
+    )

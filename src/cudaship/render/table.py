@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from cudaship.analysis.gpus import GpuReport
     from cudaship.checks.environment import EnvReport
     from cudaship.checks.records import AuditReport
+    from cudaship.checks.variant_props import PropertiesReport
     from cudaship.ci.archs import TrainArchs
     from cudaship.ci.cmake import CMakePlan
     from cudaship.ci.env import BuildEnv
@@ -180,6 +181,12 @@ def _repair(fmt: str) -> Renderer[RepairReport]:
     return repair.FORMATS[fmt]
 
 
+def _variant_properties(fmt: str) -> Renderer[PropertiesReport]:
+    from cudaship.render import variant
+
+    return variant.FORMATS[fmt]
+
+
 INSPECT: Command[InspectReport] = Command("inspect", ("text", "json"), _inspect)
 GPUS: Command[GpuReport] = Command("gpus", ("text", "json", "markdown", "html"), _gpus)
 AUDIT: Command[AuditReport] = Command("audit", ("text", "json", "junit", "markdown", "sarif"), _audit)
@@ -199,6 +206,9 @@ PROGRAM_CHECK: Command[CheckReport] = Command("program check", ("text", "json", 
 PROGRAM_RUN: Command[RunReport] = Command("program run", ("text", "json", "markdown"), _program_run)
 PROGRAM_EXPORT: Command[ExportResult] = Command("program export", ("text", "json"), _program_export)
 REPAIR: Command[RepairReport] = Command("repair", ("text", "json", "markdown"), _repair)
+VARIANT_PROPERTIES: Command[PropertiesReport] = Command(
+    "variant properties", ("text", "args", "json"), _variant_properties
+)
 
 #: every command, by the name the CLI knows it by
 COMMANDS: dict[str, Formats] = {
@@ -220,6 +230,7 @@ COMMANDS: dict[str, Formats] = {
         PROGRAM_RUN,
         PROGRAM_EXPORT,
         REPAIR,
+        VARIANT_PROPERTIES,
     )
 }
 
