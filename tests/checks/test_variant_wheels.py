@@ -9,6 +9,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from cudaship.checks.engine import audit_wheels
@@ -22,9 +23,18 @@ pytestmark = pytest.mark.slow
 SHIMS = "executorch/backends/cuda/libaoti_cuda_shims.so"
 
 
+SCHEMA = json.loads(
+    (
+        Path(__file__).resolve().parents[2] / "src/cudaship/render/schemas/variant-properties.schema.json"
+    ).read_text()
+)
+
+
 def _properties(wheel: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, dict[str, list[str]]]:
     assert main(["variant", "properties", str(wheel), "-f", "json"]) == 0
-    props: dict[str, dict[str, list[str]]] = json.loads(capsys.readouterr().out)["properties"]
+    doc = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, SCHEMA)
+    props: dict[str, dict[str, list[str]]] = doc["properties"]
     return props
 
 

@@ -40,7 +40,7 @@ def as_json(report: PropertiesReport, style: Style) -> str:
         p = j.property
         nested.setdefault(p.namespace, {}).setdefault(p.feature, []).append(p.value)
     doc: Mapping[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
+        "schema": SCHEMA_VERSION,
         "wheel": report.wheel,
         "label": report.label,
         "properties": nested,
