@@ -281,6 +281,18 @@ FAMILIES: tuple[Family, ...] = (
                 "variant: nvidia :: cuda_version_upper_bound ",
             ),
             Rule(
+                "release",
+                ERROR,
+                "`variant release`: the release's metadata disagree, a machine gets a variant that cannot "
+                "run "
+                "there, or a machine inside the covered range gets none",
+            ),
+            Rule(
+                "null",
+                WARNING,
+                "`variant release`: no null variant, or one that carries CUDA code",
+            ),
+            Rule(
                 "unadmitted",
                 NOTE,
                 "device code no GPU the variant is offered to uses, with its size",

@@ -8,7 +8,7 @@ import click
 
 from cudaship.exitcodes import ExitCode
 from cudaship.render.output import write_report
-from cudaship.render.table import VARIANT_PROPERTIES, render
+from cudaship.render.table import VARIANT_PROPERTIES, VARIANT_RELEASE, render
 
 from .common import format_option, jobs_option, output_option
 
@@ -37,3 +37,80 @@ def properties_command(wheel: Path, fmt: str, output: str | None, jobs: int | No
     ctx = AuditContext(scan=scanned, policy=default_policy(), platform=scanned.platform)
     write_report(render(VARIANT_PROPERTIES, fmt, properties_report(ctx)), output)
     return ExitCode.OK
+
+
+@command.command("release")
+@click.argument("wheels", nargs=-1, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--index-json",
+    "index_json",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The index's {name}-{version}-variants.json listing the release's variants.",
+)
+@click.option(
+    "--gpu", "gpus", multiple=True, help="Judge this GPU only (a name or a capability: 'H100', 9.0)."
+)
+@click.option(
+    "--driver",
+    "drivers",
+    multiple=True,
+    help="Judge a driver reporting this CUDA version only (12.8; or a driver version, 570.86.10).",
+)
+@format_option("variant release")
+@output_option()
+@jobs_option("wheel members")
+def release_command(
+    wheels: tuple[Path, ...],
+    index_json: Path | None,
+    gpus: tuple[str, ...],
+    drivers: tuple[str, ...],
+    fmt: str,
+    output: str | None,
+    jobs: int | None,
+) -> int:
+    """Judge a release's variant WHEELS together: which variant the NVIDIA provider and PEP 825's ordering
+    give each (GPU, driver), whether it runs there, gaps in the coverage, the null variant. With --gpu and
+    --driver: which variant an installer would pick on that machine, and whether it runs."""
+    from cudaship.checks.context import AuditContext
+    from cudaship.checks.engine import with_severity
+    from cudaship.checks.table import default_policy
+    from cudaship.checks.variant_release import ReleaseReport, release
+    from cudaship.errors import UsageError
+    from cudaship.inspection.scan import scan
+    from cudaship.knowledge.driver import parse_driver
+    from cudaship.knowledge.gpus import capability_of
+    from cudaship.safe_read import read_regular
+    from cudaship.wheel.variant import MAX_VARIANT_JSON, parse_variant_json
+
+    if not wheels and index_json is None:
+        raise UsageError("variant release: give the release's variant wheels (and/or --index-json FILE)")
+    policy = default_policy()
+    contexts = []
+    for wheel in wheels:
+        scanned = scan(wheel, workers=jobs)
+        contexts.append(AuditContext(scan=scanned, policy=policy, platform=scanned.platform))
+    index = None
+    if index_json is not None:
+        index = parse_variant_json(read_regular(index_json, MAX_VARIANT_JSON), str(index_json))
+    caps = [capability_of(g) for g in gpus] or None
+    cudas = None
+    if drivers:
+        cudas = []
+        for text in drivers:
+            cuda = parse_driver(text).cuda
+            if cuda is None:
+                raise UsageError(
+                    f"--driver {text}: cudaship's release data does not say which CUDA it supports"
+                )
+            cudas.append((cuda.major, cuda.minor))
+    report = release(contexts, index, capabilities=caps, drivers=cudas)
+    report = ReleaseReport(
+        report.wheels,
+        report.index,
+        report.labels,
+        report.picks,
+        tuple(with_severity(c, policy) for c in report.checks),
+    )
+    write_report(render(VARIANT_RELEASE, fmt, report), output)
+    return ExitCode.OK if report.ok else ExitCode.FINDINGS

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from cudaship.checks.environment import EnvReport
     from cudaship.checks.records import AuditReport
     from cudaship.checks.variant_props import PropertiesReport
+    from cudaship.checks.variant_release import ReleaseReport
     from cudaship.ci.archs import TrainArchs
     from cudaship.ci.cmake import CMakePlan
     from cudaship.ci.env import BuildEnv
@@ -187,6 +188,12 @@ def _variant_properties(fmt: str) -> Renderer[PropertiesReport]:
     return variant.FORMATS[fmt]
 
 
+def _variant_release(fmt: str) -> Renderer[ReleaseReport]:
+    from cudaship.render import variant
+
+    return variant.RELEASE_FORMATS[fmt]
+
+
 INSPECT: Command[InspectReport] = Command("inspect", ("text", "json"), _inspect)
 GPUS: Command[GpuReport] = Command("gpus", ("text", "json", "markdown", "html"), _gpus)
 AUDIT: Command[AuditReport] = Command("audit", ("text", "json", "junit", "markdown", "sarif"), _audit)
@@ -209,6 +216,7 @@ REPAIR: Command[RepairReport] = Command("repair", ("text", "json", "markdown"), 
 VARIANT_PROPERTIES: Command[PropertiesReport] = Command(
     "variant properties", ("text", "args", "json"), _variant_properties
 )
+VARIANT_RELEASE: Command[ReleaseReport] = Command("variant release", ("text", "json"), _variant_release)
 
 #: every command, by the name the CLI knows it by
 COMMANDS: dict[str, Formats] = {
@@ -231,6 +239,7 @@ COMMANDS: dict[str, Formats] = {
         PROGRAM_EXPORT,
         REPAIR,
         VARIANT_PROPERTIES,
+        VARIANT_RELEASE,
     )
 }
 

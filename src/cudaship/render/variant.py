@@ -1,6 +1,8 @@
-"""``cudaship variant properties``: ``text`` (one ``namespace :: feature :: value`` per line, each with why as
-``#`` comments), ``args`` (``-p '...'`` options, as ``variantlib make-variant`` takes them) and ``json`` (the
-properties as ``variant.json`` nests them, with the reasons)."""
+"""``cudaship variant properties`` and ``variant release``. Properties: ``text`` (one ``namespace :: feature
+:: value`` per line, each with why as ``#`` comments), ``args`` (``-p '...'`` options, as ``variantlib
+make-variant`` takes them) and ``json`` (the properties as ``variant.json`` nests them, with the reasons).
+Release: ``text`` (a table of the machines judged, the variant each gets and whether it runs, then the
+checks) and ``json``."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from cudaship.checks.variant_props import PropertiesReport
+from cudaship.checks.variant_release import ReleaseReport
+from cudaship.records.findings import CheckResult
 from cudaship.render.jsonify import dumps
 from cudaship.render.style import Renderer, Style
 
@@ -51,3 +55,64 @@ def as_json(report: PropertiesReport, style: Style) -> str:
 
 
 FORMATS: Mapping[str, Renderer[PropertiesReport]] = {"text": text, "args": args, "json": as_json}
+
+
+# --- variant release ------------------------------------------------------------------------------------
+
+
+def _status(c: CheckResult) -> str:
+    if c.status.value == "pass":
+        return "PASS"
+    if c.status.value == "skip":
+        return "SKIP"
+    return c.severity.value.upper()
+
+
+def release_text(report: ReleaseReport, style: Style) -> str:
+    lines = [
+        f"variants: {', '.join(report.labels) or 'none'}"
+        + (f" (index {report.index})" if report.index else "")
+    ]
+    if report.picks:
+        lines.append("")
+        lines.append("GPU   driver  variant      runs")
+        for p in report.picks:
+            runs = "-" if p.runs is None else ("yes" if p.runs else "NO")
+            label = p.label if p.label is not None else "(nothing)"
+            lines.append(f"{p.capability:<5} {p.cuda:<7} {label:<12} {runs:<4} {p.reason}")
+    lines.append("")
+    for c in report.checks:
+        lines.append(f"  {_status(c):<7} {c.name} — {c.reason}")
+        if c.failed:
+            lines += [f"          {f.message}" for f in c.evidence[:20]]
+            if len(c.evidence) > 20:
+                lines.append(f"          ... and {len(c.evidence) - 20} more")
+    return "\n".join(lines) + "\n"
+
+
+def release_json(report: ReleaseReport, style: Style) -> str:
+    doc = {
+        "schema": SCHEMA_VERSION,
+        "wheels": list(report.wheels),
+        "index": report.index,
+        "labels": list(report.labels),
+        "picks": [
+            {"gpu": p.capability, "cuda": p.cuda, "variant": p.label, "runs": p.runs, "reason": p.reason}
+            for p in report.picks
+        ],
+        "checks": [
+            {
+                "name": c.name,
+                "status": c.status.value,
+                "severity": c.severity.value,
+                "rule": c.rule,
+                "reason": c.reason,
+                "evidence": [f.message for f in c.evidence],
+            }
+            for c in report.checks
+        ],
+    }
+    return dumps(doc)
+
+
+RELEASE_FORMATS: Mapping[str, Renderer[ReleaseReport]] = {"text": release_text, "json": release_json}
