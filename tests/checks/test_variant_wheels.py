@@ -165,3 +165,35 @@ def test_a_malformed_variant_is_one_line_exit_2(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1, err
     assert str(bad) in err[0] and message in err[0], err[0]
+
+
+def test_release_of_real_variant_wheels_and_which_variant_here(
+    linux: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cu13 = make_variant(linux, tmp_path, "cu13", _properties(linux, capsys))
+    null = make_variant(linux, tmp_path, "null", None)
+    # one machine: an H100 with a driver for CUDA 13.0 gets cu13 and runs it; with a 12.8 driver, the null one
+    assert (
+        main(["variant", "release", str(cu13), str(null), "--gpu", "H100", "--driver", "13.0", "-f", "json"])
+        == 0
+    )
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["picks"] == [
+        {"gpu": "9.0", "cuda": "13.0", "variant": "cu13", "runs": True, "reason": doc["picks"][0]["reason"]}
+    ]
+    assert (
+        main(["variant", "release", str(cu13), str(null), "--gpu", "9.0", "--driver", "12.8", "-f", "json"])
+        == 0
+    )
+    assert json.loads(capsys.readouterr().out)["picks"][0]["variant"] == "null"
+    # the whole grid: the null variant made from the CUDA wheel carries CUDA code (a warning, exit 0)
+    assert main(["variant", "release", str(cu13), str(null)]) == 0
+    out = capsys.readouterr().out
+    assert "WARNING variant release: null variant — the null variant carries CUDA code" in out
+    assert "PASS    variant release: picked variants run" in out
+    assert "PASS    variant release: coverage" in out
+    # with HONEST's sm_arch (no 100_real), 10.x GPUs fall to the null variant between covered ones: a gap
+    partial = make_variant(linux, tmp_path / "partial", "cu13", {"nvidia": HONEST})
+    assert main(["variant", "release", str(partial), str(null)]) == 1
+    gap = "ERROR   variant release: coverage — 10 machines inside the covered range get no variant; first: GPU 10.0"
+    assert gap in capsys.readouterr().out

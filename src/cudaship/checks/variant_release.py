@@ -190,7 +190,17 @@ def release(
                 ok, why = _runs(picked, cap, cuda)
                 picks.append(Pick(cap.capability, cuda_text(cuda), best.label, ok, why))
     checks.append(_picked_run(picks))
-    checks.append(_coverage(picks, caps, cudas))
+    if capabilities is None and drivers is None:
+        checks.append(_coverage(picks, caps, cudas))
+    else:
+        checks.append(
+            skipped(
+                FAMILY,
+                "variant release: coverage",
+                "judged on the machines asked only (--gpu, --driver)",
+                rule=RULE,
+            )
+        )
     checks.append(_null(descriptions, by_label))
     return ReleaseReport(
         tuple(c.scan.filename for c in wheels),
