@@ -195,5 +195,8 @@ def test_release_of_real_variant_wheels_and_which_variant_here(
     # with HONEST's sm_arch (no 100_real), 10.x GPUs fall to the null variant between covered ones: a gap
     partial = make_variant(linux, tmp_path / "partial", "cu13", {"nvidia": HONEST})
     assert main(["variant", "release", str(partial), str(null)]) == 1
-    gap = "ERROR   variant release: coverage — 10 machines inside the covered range get no variant; first: GPU 10.0"
+    gap = (
+        "ERROR   variant release: coverage — 10 machines inside the covered range get no variant; "
+        "first: GPU 10.0"
+    )
     assert gap in capsys.readouterr().out
