@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 
 from cudaship.checks.variant_props import UNADMITTED, justified
-from cudaship.records.binary import DeviceCode
+from cudaship.records.binary import DeviceCode, FileFormat
 from cudaship.records.files import FileReport
 from cudaship.records.findings import CheckResult, Severity, Status
 from cudaship.wheel.records import WheelVariant
 from cudaship.wheel.variant import parse_variant_json
-from tests.checks.handmade import by_name, context, library, ptx, run, sass
+from tests.checks.handmade import by_name, context, host, library, ptx, run, sass
 
 LIB = "pkg/lib/libk.so"
 
@@ -167,3 +167,12 @@ def test_justified_properties_of_the_binaries() -> None:
         props.setdefault(feature, []).append(value)
     results = audit([lib(*CODE)], props)
     assert not failures(results), failures(results)
+
+
+def test_a_static_archive_is_linked_not_loaded_and_restricts_nothing() -> None:
+    """cumm_cu120's libcudadevrt.a (SASS sm_50 ... sm_90) once made every sm_arch value depend on it."""
+    archive = library("pkg/lib/libcudadevrt.a", host(FileFormat.STATIC_LIBRARY), device=[sass("sm_50")])
+    found = [j.property.text for j in justified(context([archive, lib(*CODE)]))]
+    assert "nvidia :: sm_arch :: 50_real" not in found
+    assert "nvidia :: sm_arch :: 80_real" in found
+    assert justified(context([archive])) == []

@@ -85,11 +85,10 @@ def _loadable(report: FileReport) -> list[DeviceCode]:
 
 
 def device_libraries(ctx: AuditContext) -> dict[str, FileReport]:
-    """Host binaries with device code that holds kernels (what the properties describe), by installed path."""
+    """Shared libraries and executables (ELF, PE, Mach-O; not static archives, which are linked, never
+    loaded) with device code that holds kernels: what the properties describe. By installed path."""
     return {
-        p: r
-        for p, r in sorted(ctx.reports.items())
-        if r.host is not None and _loadable(r) and kernel_free(r.device_code) is None
+        p: r for p, r in sorted(ctx.libraries.items()) if _loadable(r) and kernel_free(r.device_code) is None
     }
 
 
