@@ -15,7 +15,7 @@ from .common import format_option, jobs_option, output_option
 
 @click.group("variant")
 def command() -> None:
-    """Wheel variants: the nvidia properties a CUDA wheel's binaries justify (checked by `audit`)."""
+    """Wheel variants: the nvidia properties a CUDA wheel's binaries justify (checked by audit)."""
 
 
 @command.command("properties")
@@ -26,7 +26,7 @@ def command() -> None:
 def properties_command(wheel: Path, fmt: str, output: str | None, jobs: int | None) -> int:
     """Print the nvidia variant properties WHEEL's binaries justify (sm_arch from its SASS and PTX, the CUDA
     version bounds from its runtime linkage and device code), in the syntax variant.json and
-    `variantlib make-variant -p` take: a maintainer never writes them by hand."""
+    variantlib make-variant -p take: a maintainer never writes them by hand."""
     # subcommand start-up: the scan and the checks only when it runs
     from cudaship.checks.context import AuditContext
     from cudaship.checks.table import default_policy
