@@ -200,3 +200,25 @@ def test_release_of_real_variant_wheels_and_which_variant_here(
         "first: GPU 10.0"
     )
     assert gap in capsys.readouterr().out
+
+
+def test_make_writes_the_honest_variant(
+    linux: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["variant", "make", str(linux), "-w", str(tmp_path), "-f", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (made,) = tmp_path.glob("*.whl")
+    assert made.name == linux.name[: -len(".whl")] + "-cu130.whl" == doc["wheel"]
+    assert doc["label"] == "cu130" and doc["properties"] == _properties(linux, capsys)
+    report = audit_wheels([made], default_policy())
+    variant = {c.name: c for c in report.checks if c.family == "variant"}
+    assert len(variant) == 10 and all(c.status is Status.PASS for c in variant.values())
+    record = [c for c in report.checks if c.family == "record"]
+    assert record and all(c.status is Status.PASS for c in record)
+    # the same input gives the same bytes; a variant wheel is not made a variant again
+    again = tmp_path / "again"
+    assert main(["variant", "make", str(linux), "-w", str(again)]) == 0
+    assert (again / made.name).read_bytes() == made.read_bytes()
+    capsys.readouterr()
+    assert main(["variant", "make", str(made), "-w", str(tmp_path / "x")]) == 2
+    assert "already a variant wheel (label 'cu130')" in capsys.readouterr().err

@@ -110,6 +110,10 @@ EXITS: dict[str, tuple[tuple[int, str], ...]] = {
         (_E.OK, "printed"),
         (_E.BAD_INPUT, "the wheel (or its variant.json) could not be read, or bad usage"),
     ),
+    "variant make": (
+        (_E.OK, "written"),
+        (_E.BAD_INPUT, "the wheel could not be read or written, is a variant already, or carries no CUDA"),
+    ),
     "variant release": (
         (_E.OK, "every check of severity error passed"),
         (

@@ -8,7 +8,7 @@ import click
 
 from cudaship.exitcodes import ExitCode
 from cudaship.render.output import write_report
-from cudaship.render.table import VARIANT_PROPERTIES, VARIANT_RELEASE, render
+from cudaship.render.table import VARIANT_MAKE, VARIANT_PROPERTIES, VARIANT_RELEASE, render
 
 from .common import format_option, jobs_option, output_option
 
@@ -36,6 +36,33 @@ def properties_command(wheel: Path, fmt: str, output: str | None, jobs: int | No
     scanned = scan(wheel, workers=jobs)
     ctx = AuditContext(scan=scanned, policy=default_policy(), platform=scanned.platform)
     write_report(render(VARIANT_PROPERTIES, fmt, properties_report(ctx)), output)
+    return ExitCode.OK
+
+
+@command.command("make")
+@click.argument("wheel", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "-w",
+    "--wheel-dir",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Directory to write the variant wheel to.",
+)
+@click.option("--label", default=None, help="The variant label (default: the wheel's CUDA train, cu128).")
+@format_option("variant make")
+@output_option()
+@jobs_option("wheel members")
+def make_command(
+    wheel: Path, directory: Path, label: str | None, fmt: str, output: str | None, jobs: int | None
+) -> int:
+    """Make WHEEL a variant wheel in -w DIR: the same members, a .dist-info/variant.json declaring the nvidia
+    properties its binaries justify (as variant properties prints them), RECORD rewritten, the label added
+    to the file name. Prints the properties written."""
+    from cudaship.repair.variant import make_variant
+
+    _target, report = make_variant(wheel, directory, label, workers=jobs)
+    write_report(render(VARIANT_MAKE, fmt, report), output)
     return ExitCode.OK
 
 

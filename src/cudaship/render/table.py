@@ -216,6 +216,7 @@ REPAIR: Command[RepairReport] = Command("repair", ("text", "json", "markdown"), 
 VARIANT_PROPERTIES: Command[PropertiesReport] = Command(
     "variant properties", ("text", "args", "json"), _variant_properties
 )
+VARIANT_MAKE: Command[PropertiesReport] = Command("variant make", ("text", "json"), _variant_properties)
 VARIANT_RELEASE: Command[ReleaseReport] = Command("variant release", ("text", "json"), _variant_release)
 
 #: every command, by the name the CLI knows it by
@@ -239,6 +240,7 @@ COMMANDS: dict[str, Formats] = {
         PROGRAM_EXPORT,
         REPAIR,
         VARIANT_PROPERTIES,
+        VARIANT_MAKE,
         VARIANT_RELEASE,
     )
 }

@@ -14,6 +14,7 @@ key (one line, exit 2). Pure: bytes and names in, records out.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -215,3 +216,40 @@ def wheel_variant(filename: str, dist_info: str, data: bytes | None) -> WheelVar
             f"{source} must describe exactly the file name's variant {label!r}; it describes {shown}"
         )
     return WheelVariant(label, metadata)
+
+
+#: The schema URL variantlib writes (PEP 825's draft format; the final one will be on packaging.python.org).
+SCHEMA_URL = "https://variants-schema.wheelnext.dev/v0.0.3.json"
+
+
+def variant_json_bytes(
+    label: str, properties: tuple[VariantProperty, ...], providers: tuple[VariantProvider, ...]
+) -> bytes:
+    """A ``variant.json`` for one variant: ``label`` with ``properties``, the ``providers`` of their
+    namespaces (in that priority order), indented, keys in a stable order. It reads back as
+    :func:`parse_variant_json` reads it."""
+
+    nested: dict[str, dict[str, list[str]]] = {}
+    for p in sorted(properties):
+        nested.setdefault(p.namespace, {}).setdefault(p.feature, []).append(p.value)
+    provider_doc: dict[str, dict[str, Any]] = {}
+    for provider in providers:
+        entry: dict[str, Any] = {"requires": list(provider.requires)}
+        if provider.enable_if is not None:
+            entry["enable-if"] = provider.enable_if
+        if provider.plugin_api is not None:
+            entry["plugin-api"] = provider.plugin_api
+        if provider.optional:
+            entry["optional"] = True
+        if not provider.install_time:
+            entry["install-time"] = False
+        provider_doc[provider.namespace] = entry
+    doc = {
+        "$schema": SCHEMA_URL,
+        "default-priorities": {"namespace": [p.namespace for p in providers]},
+        "providers": provider_doc,
+        "variants": {label: nested},
+    }
+    data = (json.dumps(doc, indent=2) + "\n").encode()
+    parse_variant_json(data, VARIANT_JSON)  # what is written reads back
+    return data
