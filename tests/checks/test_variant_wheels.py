@@ -222,3 +222,19 @@ def test_make_writes_the_honest_variant(
     capsys.readouterr()
     assert main(["variant", "make", str(made), "-w", str(tmp_path / "x")]) == 2
     assert "already a variant wheel (label 'cu130')" in capsys.readouterr().err
+
+
+def test_here_reads_the_providers_override_variables(
+    linux: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No GPU needed: the provider's own override variables stand for this machine, as they do for it."""
+    cu13 = make_variant(linux, tmp_path, "cu13", _properties(linux, capsys))
+    null = make_variant(linux, tmp_path, "null", None)
+    monkeypatch.setenv("NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION", "13.0")
+    monkeypatch.setenv("NV_VARIANT_PROVIDER_FORCE_SM_ARCH", "12.0")
+    assert main(["variant", "release", str(cu13), str(null), "--here", "-f", "json"]) == 0
+    (pick,) = json.loads(capsys.readouterr().out)["picks"]
+    assert (pick["gpu"], pick["cuda"], pick["variant"], pick["runs"]) == ("12.0", "13.0", "cu13", True)
+    monkeypatch.setenv("NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION", "12.9")
+    assert main(["variant", "release", str(cu13), str(null), "--here", "-f", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["picks"][0]["variant"] == "null"

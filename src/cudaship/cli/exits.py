@@ -121,6 +121,7 @@ EXITS: dict[str, tuple[tuple[int, str], ...]] = {
             "a machine gets a variant it cannot run, a gap in the coverage, or metadata that disagree",
         ),
         (_E.BAD_INPUT, "a wheel or the index's variants.json could not be read, or bad usage"),
+        (_E.NO_GPU, "--here: no NVIDIA driver or no GPU here (and no NV_VARIANT_PROVIDER_FORCE_* override)"),
     ),
 }
 
