@@ -12,7 +12,7 @@ from cudaship.knowledge.arch_names import Arch
 from cudaship.render.output import write_report
 from cudaship.render.table import VARIANT_MAKE, VARIANT_PROPERTIES, VARIANT_RELEASE, render
 
-from .common import format_option, jobs_option, output_option
+from .common import driver_option, format_option, gpu_option, jobs_option, output_option
 
 
 @click.group("variant")
@@ -84,15 +84,8 @@ def make_command(
     "them (NV_VARIANT_PROVIDER_FORCE_SM_ARCH and NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION override "
     "them).",
 )
-@click.option(
-    "--gpu", "gpus", multiple=True, help="Judge this GPU only (a name or a capability: 'H100', 9.0)."
-)
-@click.option(
-    "--driver",
-    "drivers",
-    multiple=True,
-    help="Judge a driver reporting this CUDA version only (12.8; or a driver version, 570.86.10).",
-)
+@gpu_option(multiple=True, what="Judge this GPU only")
+@driver_option("Judge a driver for this CUDA version only")
 @format_option("variant release")
 @output_option()
 @jobs_option("wheel members")
@@ -101,7 +94,7 @@ def release_command(
     index_json: Path | None,
     here: bool,
     gpus: tuple[str, ...],
-    drivers: tuple[str, ...],
+    driver: str | None,
     fmt: str,
     output: str | None,
     jobs: int | None,
@@ -130,11 +123,11 @@ def release_command(
     index = None
     if index_json is not None:
         index = parse_variant_json(read_regular(index_json, MAX_VARIANT_JSON), str(index_json))
-    caps = [capability_of(g) for g in gpus] or None
+    caps = [capability_of(g.strip()) for text in gpus for g in text.split(",") if g.strip()] or None
     cudas = None
-    if drivers:
+    if driver:
         cudas = []
-        for text in drivers:
+        for text in (driver,):
             cuda = parse_driver(text).cuda
             if cuda is None:
                 raise UsageError(
@@ -142,7 +135,7 @@ def release_command(
                 )
             cudas.append((cuda.major, cuda.minor))
     if here:
-        if gpus or drivers:
+        if gpus or driver:
             raise UsageError("variant release: --here or --gpu/--driver, not both")
         caps, cudas = _this_machine()
     report = release(contexts, index, capabilities=caps, drivers=cudas)
