@@ -4,6 +4,8 @@ variant."""
 
 from __future__ import annotations
 
+import json
+
 from cudaship.analysis.variant_pick import order
 from cudaship.checks.context import AuditContext
 from cudaship.checks.variant_release import ReleaseReport, release
@@ -11,6 +13,7 @@ from cudaship.knowledge.archs import parse_arch
 from cudaship.knowledge.variant_provider import supported_values
 from cudaship.records.binary import DeviceCode
 from cudaship.records.findings import CheckResult, Status
+from cudaship.wheel.variant import parse_variant_json
 from tests.checks.handmade import context, library, ptx, sass
 from tests.checks.test_variant_props import variant
 
@@ -157,3 +160,36 @@ def test_order_ranks_by_namespace_feature_value_then_label() -> None:
     priorities = first.metadata.priorities
     supported = {("nvidia", f): v for f, v in supported_values((12, 9), parse_arch("9.0")).items()}
     assert [d.label for d in order(descriptions, priorities, supported)] == ["cu128", "cu126", "null"]
+
+
+def test_the_index_file_lists_the_release_and_must_agree_with_the_wheels() -> None:
+    wheels = four_plus_null()
+    index_doc = {
+        "default-priorities": {"namespace": ["nvidia"]},
+        "providers": {"nvidia": {"requires": ["nvidia-variant-provider>=0.0.1,<1.0.0"]}},
+        "variants": {
+            w.scan.dist.variant.label: {
+                ns: {
+                    f: list(w.scan.dist.variant.description.values(ns, f))
+                    for f in ("cuda_version_lower_bound", "cuda_version_upper_bound", "sm_arch")
+                    if w.scan.dist.variant.description.values(ns, f)
+                }
+                for ns in w.scan.dist.variant.description.namespaces()
+            }
+            for w in wheels
+            if w.scan.dist.variant is not None
+        },
+    }
+    index = parse_variant_json(json.dumps(index_doc), "torch-2.9.0-variants.json")
+    # the index alone names every variant; a machine whose pick has no wheel given is not judged
+    report = release(wheels[3:], index, capabilities=[parse_arch("9.0")], drivers=[(12, 9), (13, 0)])
+    assert checks(report)["variant release: metadata agree"].status is Status.PASS
+    assert [(p.cuda, p.label, p.runs) for p in report.picks] == [
+        ("12.9", "cu128", None),
+        ("13.0", "cu130", True),
+    ]
+    # a wheel whose variant.json says otherwise than the index
+    index_doc["variants"]["cu130"]["nvidia"]["sm_arch"] = ["90_real"]  # type: ignore[index]
+    other = parse_variant_json(json.dumps(index_doc), "torch-2.9.0-variants.json")
+    bad = checks(release(wheels, other))["variant release: metadata agree"]
+    assert bad.status is Status.FAIL and "describe 'cu130' differently" in bad.reason
