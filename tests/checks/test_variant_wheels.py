@@ -23,11 +23,9 @@ pytestmark = pytest.mark.slow
 SHIMS = "executorch/backends/cuda/libaoti_cuda_shims.so"
 
 
-SCHEMA = json.loads(
-    (
-        Path(__file__).resolve().parents[2] / "src/cudaship/render/schemas/variant-properties.schema.json"
-    ).read_text()
-)
+SCHEMAS = Path(__file__).resolve().parents[2] / "src/cudaship/render/schemas"
+SCHEMA = json.loads((SCHEMAS / "variant-properties.schema.json").read_text())
+RELEASE_SCHEMA = json.loads((SCHEMAS / "variant-release.schema.json").read_text())
 
 
 def _properties(wheel: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, dict[str, list[str]]]:
@@ -178,6 +176,7 @@ def test_release_of_real_variant_wheels_and_which_variant_here(
         == 0
     )
     doc = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, RELEASE_SCHEMA)
     assert doc["picks"] == [
         {"gpu": "9.0", "cuda": "13.0", "variant": "cu13", "runs": True, "reason": doc["picks"][0]["reason"]}
     ]
