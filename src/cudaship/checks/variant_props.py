@@ -442,7 +442,7 @@ def _unadmitted(
         total += size
         archs = " ".join(sort_arch_names({e.arch for e in unused}))
         findings.append(Finding(f"{path}: {archs} ({_mb(size)})", file=path))
-    declared = " ".join(sv.text for sv in sm_values)
+    declared = " ".join(sv.text for sv in sorted(sm_values, key=lambda v: (v.arch, not v.real)))
     if findings:
         return failed(
             FAMILY,
