@@ -86,6 +86,11 @@ NOT_EXAMPLES = {
     "A (link_libtorch, as export runs it)": "linker errors of torch's Windows cross compile captured on the "
     "lent H200 machine",
     "[tool.cibuildwheel.linux]": "cibuildwheel's configuration, not cudaship's (docs/ci.md, repair)",
+    "nvidia :: cuda_version_lower_bound :: 12.8": "the property syntax of a variant.json (docs/variants.md)",
+    "variant: nvidia :: ": "audit findings on the variant wheels tests/checks/test_variant_wheels.py and "
+    "test_variant_props.py build, which assert these lines",
+    "ERROR   variant release: coverage": "the finding tests/checks/test_variant_release.py asserts on four "
+    "hand-built variants plus null",
 }
 
 #: Blocks that need a GPU or the network, by the start of their first line, with which and why.

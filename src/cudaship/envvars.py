@@ -134,6 +134,20 @@ VARIABLES: tuple[Variable, ...] = (
         _choice("", "0", "1"),
     ),
     Variable(
+        "NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION",
+        "`variant release --here`",
+        "the NVIDIA variant provider's override of the CUDA version the driver reports (cudaship reads it "
+        "as the "
+        "provider does, instead of asking the driver)",
+        "a CUDA version: `12.9`",
+    ),
+    Variable(
+        "NV_VARIANT_PROVIDER_FORCE_SM_ARCH",
+        "`variant release --here`",
+        "the NVIDIA variant provider's override of the highest GPU's compute capability",
+        "a compute capability: `9.0`",
+    ),
+    Variable(
         "CUDASHIP",
         "the GitHub Action's steps (`python -m cudaship.ci.action_steps`)",
         "the command that runs cudaship",

@@ -35,8 +35,8 @@ from cudaship.wheel.records import DistInfo
 #: the rule of a family's own failure to run (an unreadable input it needed, a bug): always an error
 RUN_ERROR_RULE = "error"
 
-#: Check families that read a wheel's dist-info (RECORD, Requires-Dist): not run on a program.
-WHEEL_ONLY: tuple[str, ...] = ("record", "requirements")
+#: Check families that read a wheel's dist-info (RECORD, Requires-Dist, variant.json): not run on a program.
+WHEEL_ONLY: tuple[str, ...] = ("record", "requirements", "variant")
 
 
 class AuditObserver(ScanObserver):

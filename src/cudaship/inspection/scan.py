@@ -72,6 +72,7 @@ from cudaship.wheel.records import (
     RecordProblem,
     WheelFile,
 )
+from cudaship.wheel.variant import MAX_VARIANT_JSON, VARIANT_JSON
 
 __all__ = [
     "DeclaredFor",
@@ -326,11 +327,12 @@ def _start_audit(
             ("METADATA", MAX_METADATA_BYTES),
             ("WHEEL", MAX_METADATA_BYTES),
             ("RECORD", MAX_RECORD_BYTES),
+            (VARIANT_JSON, MAX_VARIANT_JSON),
         ):
             member = archive.get(f"{dist_dir}/{leaf}")
             if member is not None:
                 meta[member.name] = archive.read(member, limit)
-        dist = read_dist_info(dist_dir, meta)
+        dist = read_dist_info(dist_dir, meta, filename)
     except WheelError as e:
         raise e.with_path(label) from None
     except ArchiveError as e:

@@ -38,6 +38,7 @@ from cudaship.wheel.records import (
     RecordProblem,
     WheelFile,
 )
+from cudaship.wheel.variant import VARIANT_JSON, split_label, wheel_variant
 
 #: Largest METADATA and WHEEL read (inspect and audit alike); real METADATA with a long description is a few
 #: hundred KiB.
@@ -197,7 +198,9 @@ def parse_wheel_file(data: bytes) -> WheelFile:
 
 
 def tags_from_filename(filename: str) -> tuple[str, ...]:
-    """The compressed tag set of a wheel file name, expanded (``py3-none-a.b`` → two tags)."""
+    """The compressed tag set of a wheel file name, expanded (``py3-none-a.b`` → two tags); a variant label
+    (``-cu129`` after the platform tag) is not a tag. A malformed label is a WheelError."""
+    filename, _label = split_label(filename)
     stem = filename[:-4] if filename.endswith(".whl") else filename
     parts = stem.split("-")
     if len(parts) < 5:
@@ -433,9 +436,10 @@ def find_dist_info(names: Iterable[str], wheel_filename: str | None = None) -> s
     raise WheelError(f"several .dist-info directories in the wheel: {', '.join(dirs)}")
 
 
-def read_dist_info(directory: str, read: Mapping[str, bytes]) -> DistInfo:
+def read_dist_info(directory: str, read: Mapping[str, bytes], filename: str | None = None) -> DistInfo:
     """Parse the dist-info files given as ``{member path: bytes}`` (METADATA, WHEEL, RECORD must be
-    present)."""
+    present). With the wheel's ``filename``, its variant too: the label there and ``variant.json`` (in
+    ``read`` when the wheel has one; :func:`cudaship.wheel.variant.wheel_variant`)."""
 
     def get(name: str) -> bytes:
         path = f"{directory}/{name}"
@@ -449,7 +453,10 @@ def read_dist_info(directory: str, read: Mapping[str, bytes]) -> DistInfo:
         record = parse_record(get("RECORD"))
     except WheelError as e:
         raise WheelError(f"{directory}: {e.message}") from None
-    return DistInfo(directory, metadata, wheel, record, f"{directory}/RECORD")
+    variant = None
+    if filename is not None:
+        variant = wheel_variant(filename, directory, read.get(f"{directory}/{VARIANT_JSON}"))
+    return DistInfo(directory, metadata, wheel, record, f"{directory}/RECORD", variant)
 
 
 def install_path(member: str, dist_info: str) -> str | None:
