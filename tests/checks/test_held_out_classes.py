@@ -57,3 +57,66 @@ def test_linker_script_is_recognised_and_says_what_it_names(tmp_path: Path) -> N
     assert "1 GNU ld linker script" in readable.reason
     assert "pkg/lib/libfoo.so names libfoo.so.1 (shipped beside it)" in readable.reason
     assert "/lib64/ld-linux-x86-64.so.2 (a path on the machine that links)" in readable.reason
+
+
+# --- class 14: a wheel with no CUDA code; a wheel that claims CUDA and carries none
+
+
+def _cpu_extension(work: Path) -> bytes:
+    return shared_library(work, "_ext.so", "int bar(void){return 2;}")
+
+
+def test_a_wheel_without_cuda_code_says_so(tmp_path: Path) -> None:
+    from cudaship.render import audit_text
+    from cudaship.render.style import Style
+
+    files = {"pkg/__init__.py": b"", "pkg/_ext.cpython-312-x86_64-linux-gnu.so": _cpu_extension(tmp_path)}
+    wheel = write_wheel(tmp_path, name="plain", version="1.0", tag=LINUX, files=files)
+    report = audit_wheels([wheel], default_policy())
+    assert report.ok and not report.wheels[0].facts.cuda_code
+    text = audit_text.render(report, Style(color=False, width=200))
+    header = next(line for line in text.splitlines() if line.startswith(wheel.name))
+    assert header.endswith("· no CUDA code)")
+    assert text.rstrip().splitlines()[-1].endswith("· no CUDA code in the wheel")
+    assert "consistency: CUDA claim" not in {c.name for c in report.checks}  # claims nothing
+
+
+@pytest.mark.parametrize(
+    ("name", "version", "claimed"),
+    [
+        ("fast-kernels", "1.0+cu128", "the local version label +cu128"),
+        ("fast-kernels-cu12", "1.0", "the project name fast-kernels-cu12"),
+        ("fastops-cuda12x", "2.0", "the project name fastops-cuda12x"),
+    ],
+)
+def test_a_cpu_build_shipped_as_cuda_is_an_error(
+    tmp_path: Path, name: str, version: str, claimed: str
+) -> None:
+    files = {"pkg/__init__.py": b"", "pkg/_ext.cpython-312-x86_64-linux-gnu.so": _cpu_extension(tmp_path)}
+    wheel = write_wheel(tmp_path, name=name, version=version, tag=LINUX, files=files)
+    checks = audited(wheel)
+    claim = checks["consistency: CUDA claim"]
+    assert claim.is_error
+    assert claim.reason.startswith(f"{claimed} claims a CUDA build, but the wheel carries no CUDA code")
+
+
+def test_cuda_claims_that_hold(tmp_path: Path) -> None:
+    """A library importing the CUDA runtime, a header-only package, a meta-package of NVIDIA wheels: CUDA."""
+    (tmp_path / "libcudart.so.12").write_bytes(
+        shared_library(
+            tmp_path, "libcudart.so.12", "int cudaFree(void*p){return 0;}", "-Wl,-soname,libcudart.so.12"
+        )
+    )
+    user = shared_library(
+        tmp_path, "_ops.so", "int cudaFree(void*);int f(void){return cudaFree(0);}", "-l:libcudart.so.12"
+    )
+    cases = {
+        "ops-cu12": {"ops/_ops.cpython-312-x86_64-linux-gnu.so": user},
+        "headers-cu12": {"headers/include/cub.cuh": b"#pragma once\n"},
+        "meta-cu12": {"meta/__init__.py": b""},
+    }
+    for name, files in cases.items():
+        requires = ("nvidia-cublas-cu12",) if name == "meta-cu12" else ()
+        wheel = write_wheel(tmp_path, name=name, version="1.0", tag=LINUX, files=files, requires=requires)
+        claim = audited(wheel)["consistency: CUDA claim"]
+        assert claim.status is Status.PASS, (name, claim.reason)

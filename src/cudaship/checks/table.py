@@ -242,6 +242,12 @@ FAMILIES: tuple[Family, ...] = (
                 "all device code is older than the train the tag names: it runs, but was not built with it",
                 "consistency: device code older than ",
             ),
+            Rule(
+                "cuda_claim",
+                ERROR,
+                "a wheel whose name (-cu12, -cuda12x) or local version (+cu128) claims CUDA has CUDA code",
+                "consistency: CUDA claim",
+            ),
         ),
     ),
     Family(
