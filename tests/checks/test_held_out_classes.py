@@ -120,3 +120,71 @@ def test_cuda_claims_that_hold(tmp_path: Path) -> None:
         wheel = write_wheel(tmp_path, name=name, version="1.0", tag=LINUX, files=files, requires=requires)
         claim = audited(wheel)["consistency: CUDA claim"]
         assert claim.status is Status.PASS, (name, claim.reason)
+
+
+# --- class 7: a torch extension on macOS gets the Linux verdict (undeclared torch: a warning)
+
+_CLANG = shutil.which("clang")
+_LD64 = next((t for n in ("ld64.lld", "ld64.lld-14", "ld64.lld-15") if (t := shutil.which(n))), None)
+_TORCH_LIBS = ("c10", "torch", "torch_cpu", "torch_python")
+_EXT_C = "".join(f"int {lib}_f(void);" for lib in _TORCH_LIBS) + (
+    "int g(void){return " + "+".join(f"{lib}_f()" for lib in _TORCH_LIBS) + ";}"
+)
+
+
+def _macos_extension(work: Path, *, rpath: bool) -> bytes:
+    """A real arm64 Mach-O extension linking torch's dylibs by their @rpath install names."""
+    if not (_CLANG and _LD64):
+        pytest.skip("needs clang and ld64.lld (Debian: clang lld)")
+    link = [_LD64, "-arch", "arm64", "-platform_version", "macos", "11.0", "11.0", "-dylib"]
+    link += ["-undefined", "dynamic_lookup"]
+    target = "--target=arm64-apple-macos11"
+    for lib in _TORCH_LIBS:
+        (work / f"{lib}.c").write_text(f"int {lib}_f(void){{return 1;}}")
+        subprocess.run([_CLANG, target, "-c", f"{lib}.c", "-o", f"{lib}.o"], cwd=work, check=True)
+        name = f"lib{lib}.dylib"
+        subprocess.run(
+            [*link, "-install_name", f"@rpath/{name}", f"{lib}.o", "-o", name], cwd=work, check=True
+        )
+    (work / "ext.c").write_text(_EXT_C)
+    subprocess.run([_CLANG, target, "-c", "ext.c", "-o", "ext.o"], cwd=work, check=True)
+    rpaths = ["-rpath", "@loader_path/../torch/lib"] if rpath else []
+    dylibs = [f"lib{lib}.dylib" for lib in _TORCH_LIBS]
+    subprocess.run([*link, *rpaths, "ext.o", *dylibs, "-o", "_ext.so"], cwd=work, check=True)
+    return (work / "_ext.so").read_bytes()
+
+
+def _verdicts(checks: dict[str, CheckResult]) -> list[tuple[str, str, str]]:
+    return sorted(
+        (c.family, c.rule or "", c.severity.value) for c in checks.values() if c.status is Status.FAIL
+    )
+
+
+@pytest.mark.parametrize("rpath", [True, False], ids=["lc-rpath-into-torch-lib", "by-install-name"])
+def test_a_torch_extension_on_macos_gets_the_linux_verdict(tmp_path: Path, rpath: bool) -> None:
+    for lib in _TORCH_LIBS:
+        shared_library(
+            tmp_path, f"lib{lib}.so", f"int {lib}_f(void){{return 1;}}", f"-Wl,-soname,lib{lib}.so"
+        )
+    runpath = ["-Wl,-rpath,$ORIGIN/../torch/lib"] if rpath else []
+    linux = shared_library(tmp_path, "_ext_linux.so", _EXT_C, *[f"-l{lib}" for lib in _TORCH_LIBS], *runpath)
+    mac = _macos_extension(tmp_path, rpath=rpath)
+    linux_wheel = write_wheel(
+        tmp_path,
+        name="torchext",
+        version="1.0",
+        tag=LINUX,
+        files={"torchext/__init__.py": b"", "torchext/_ext.cpython-312-x86_64-linux-gnu.so": linux},
+    )
+    mac_wheel = write_wheel(
+        tmp_path,
+        name="torchext",
+        version="1.0",
+        tag="cp312-cp312-macosx_11_0_arm64",
+        files={"torchext/__init__.py": b"", "torchext/_ext.cpython-312-darwin.so": mac},
+    )
+    on_linux, on_macos = audited(linux_wheel), audited(mac_wheel)
+    assert errors(on_macos) == [] and errors(on_linux) == []
+    assert _verdicts(on_macos) == _verdicts(on_linux) == [("closure", "undeclared_host", "warning")]
+    host = next(c for c in on_macos.values() if c.status is Status.FAIL)
+    assert {f.symbol or f.message.split(":")[0] for f in host.evidence} >= {"@rpath/libc10.dylib"}

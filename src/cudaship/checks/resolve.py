@@ -500,7 +500,7 @@ def undeclared_hosts(ctx: AuditContext) -> tuple[Host, ...]:
     for path, report in sorted(ctx.libraries.items()):
         assert report.host is not None
         candidates = [host_of_library(i.library, own) for i in canonical_imports(report)]
-        if report.format is FileFormat.ELF:
+        if report.format in (FileFormat.ELF, FileFormat.MACHO):  # DT_RUNPATH / LC_RPATH into the host
             candidates += [host_of_directory(d, own) for d in search_dirs(ctx, path, report)]
         for h in candidates:
             if h is not None and canonicalize_name(h.project) not in declared:
