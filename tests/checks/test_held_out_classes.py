@@ -188,3 +188,49 @@ def test_a_torch_extension_on_macos_gets_the_linux_verdict(tmp_path: Path, rpath
     assert _verdicts(on_macos) == _verdicts(on_linux) == [("closure", "undeclared_host", "warning")]
     host = next(c for c in on_macos.values() if c.status is Status.FAIL)
     assert {f.symbol or f.message.split(":")[0] for f in host.evidence} >= {"@rpath/libc10.dylib"}
+
+
+# --- class 6: links made at install time (wheel-axle-runtime's symlinks.txt) are part of the installed layout
+
+
+def test_links_made_at_install_time_resolve_imports(tmp_path: Path) -> None:
+    shared_library(tmp_path, "libfoo.so.1", "int foo(void){return 1;}", "-Wl,-soname,libfoo.so.1")
+    real = (tmp_path / "libfoo.so.1").read_bytes()
+    ext = shared_library(
+        tmp_path,
+        "_ext.so",
+        "int foo(void);int bar(void){return foo();}",
+        "-l:libfoo.so.1",
+        "-Wl,-rpath,$ORIGIN/lib64",
+    )
+    files = {
+        "pkg/__init__.py": b"",
+        "pkg/_ext.cpython-312-x86_64-linux-gnu.so": ext,
+        # the real file under its full version; the SONAME link and the lib64 directory come at install time
+        "pkg/lib/libfoo.so.1.2.3": real,
+        "axle-1.0.dist-info/symlinks.txt": b"pkg/lib/libfoo.so.1,libfoo.so.1.2.3,0\r\npkg/lib64,lib,1\r\n",
+    }
+    wheel = write_wheel(tmp_path, name="axle", version="1.0", tag=LINUX, files=files)
+    checks = audited(wheel)
+    assert errors(checks) == []
+    closure = checks["closure: pkg/_ext.cpython-312-x86_64-linux-gnu.so"]
+    assert closure.status is Status.PASS
+    report = audit_wheels([wheel], default_policy()).wheels[0]
+    (imp,) = [i for i in report.imports if i.library == "libfoo.so.1"]
+    assert imp.ok and imp.target == "pkg/lib/libfoo.so.1.2.3"
+    assert "as the link pkg/lib64/libfoo.so.1 made at install time (symlinks.txt)" in imp.detail
+
+
+def test_a_malformed_symlinks_txt_is_one_line_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cudaship.cli.main import main
+    from cudaship.exitcodes import ExitCode
+
+    files = {"pkg/__init__.py": b"", "bad-1.0.dist-info/symlinks.txt": b"pkg/lib/libfoo.so,libfoo.so.1\n"}
+    wheel = write_wheel(tmp_path, name="bad", version="1.0", tag=LINUX, files=files)
+    assert main(["audit", "--no-progress", str(wheel)]) == ExitCode.BAD_INPUT
+    err = capsys.readouterr().err.strip().splitlines()
+    assert (
+        len(err) == 1 and "symlinks.txt line 1: not 'link path,target,0|1'" in err[0] and wheel.name in err[0]
+    )

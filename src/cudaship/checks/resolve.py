@@ -217,7 +217,9 @@ def _first_shipped(
         return None
     positions = _positions(ctx, path, searched, pe)
     best: tuple[int, str] | None = None
-    for p in ctx.by_name.get(name.lower(), ()):
+    # shipped files, then the links the wheel makes at install time (wheel-axle-runtime): a link is the file
+    # it names, found where the link is
+    for p in (*ctx.by_name.get(name.lower(), ()), *ctx.linked_by_name.get(name.lower(), ())):
         ctx.resolve_probes += 1
         if not pe and posixpath.basename(p) != name:
             continue
@@ -304,6 +306,10 @@ def _on_search_path(ctx: AuditContext, q: _Lookup) -> Resolution | None:
     if shipped is not None:
         found, whence = shipped
         inherited = f", through the {whence}" if whence.startswith("DT_RPATH of ") else ""
+        real = ctx.linked.get(found)
+        if real is not None:  # a link the wheel makes at install time names the shipped library
+            detail = f"shipped at {real}, as the link {found} made at install time (symlinks.txt){inherited}"
+            return Resolution(Via.SHIPPED, real, detail)
         return Resolution(Via.SHIPPED, found, f"shipped at {found}{inherited}")
     provided_at = _first_provided(ctx, q.path, q.searched, q.name, q.pe)
     if provided_at is None:
