@@ -234,3 +234,32 @@ def test_a_malformed_symlinks_txt_is_one_line_naming_it(
     assert (
         len(err) == 1 and "symlinks.txt line 1: not 'link path,target,0|1'" in err[0] and wheel.name in err[0]
     )
+
+
+# --- class 8: real defects the audit missed
+
+
+def test_a_sibling_nothing_loads_first_is_an_error(tmp_path: Path) -> None:
+    import ctypes
+    import zipfile
+
+    host = shared_library(tmp_path, "libhost.so", "int host_api(void){return 1;}", "-Wl,-soname,libhost.so")
+    module = shared_library(
+        tmp_path, "_mod.so", "int host_api(void);int PyInit__mod(void){return host_api();}", "-l:libhost.so"
+    )
+    files = {
+        "pkg/__init__.py": b"",
+        "pkg/libs/libhost.so": host,  # off the module's search path (it has no RUNPATH)
+        "pkg/_mod.cpython-312-x86_64-linux-gnu.so": module,
+    }
+    wheel = write_wheel(tmp_path, name="pkg", version="1.0", tag=LINUX, files=files)
+    # the loader's verdict: the module does not load
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    with pytest.raises(OSError, match=r"libhost\.so"):
+        ctypes.CDLL(str(site / "pkg/_mod.cpython-312-x86_64-linux-gnu.so"))
+    checks = audited(wheel)
+    closure = checks["closure: pkg/_mod.cpython-312-x86_64-linux-gnu.so"]
+    assert closure.is_error
+    assert "nothing loads libhost.so first" in closure.reason
+    assert not [c for c in checks.values() if c.rule == "loaded_first"]

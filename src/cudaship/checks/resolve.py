@@ -595,14 +595,48 @@ def _loaded_sibling(ctx: AuditContext, q: _Lookup) -> Resolution | None:
         )
     module = is_extension_module(path, report.host.exports if report.host else ())
     what = "a Python module" if module else "loaded by no shipped library"
+    loaded_by = _what_loads(ctx, target, path)
+    if loaded_by is None:  # nothing can have loaded it first: the loader fails (issue 32, class 8)
+        return Resolution(
+            Via.UNRESOLVED,
+            None,
+            f"the SONAME of {target}, shipped in the wheel but not on the search path of {own} ({what}), and "
+            f"nothing loads {posixpath.basename(target)} first (no shipped library needs it or loads it by "
+            "name, it is no Python module, no Python code of the package loads it): the loader fails",
+        )
     return Resolution(
         Via.LOADED,
         target,
         f"the SONAME of {target}, shipped in the wheel but not on the search path of {own} ({what}): "
-        f"satisfied only when {target} is already loaded when {own} is loaded",
+        f"satisfied only when {target} is already loaded when {own} is loaded ({loaded_by})",
         "loaded first",
         cause=target,
     )
+
+
+def _what_loads(ctx: AuditContext, target: str, importer: str) -> str | None:
+    """What may load the shipped library ``target`` before another library needs its SONAME, in words; None
+    when nothing does: no shipped library but ``importer`` needs it (loading it in a chain) or stores its name
+    for dlopen, it
+    is no Python extension module (imported), and no Python file of the package loads it."""
+    needers = [p for p in ctx.needed_by.get(target, ()) if p != importer]
+    if needers:
+        return f"{needers[0]} needs it"
+    base = posixpath.basename(target)
+    for p, r in sorted(ctx.libraries.items()):
+        if (
+            p != target
+            and r.host is not None
+            and base in {posixpath.basename(n) for n in r.host.embedded_library_names}
+        ):
+            return f"{p} loads it by name"
+    report = ctx.libraries.get(target)
+    if report is not None and is_extension_module(target, report.host.exports if report.host else ()):
+        return "it is a Python module the package imports"
+    found = preloaded_by_package(ctx, base, target, False)
+    if found is not None:
+        return f"{found[0]}: {found[1]}"
+    return None
 
 
 def _package_preload(ctx: AuditContext, q: _Lookup) -> Resolution | None:
