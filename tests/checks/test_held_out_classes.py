@@ -263,3 +263,48 @@ def test_a_sibling_nothing_loads_first_is_an_error(tmp_path: Path) -> None:
     assert closure.is_error
     assert "nothing loads libhost.so first" in closure.reason
     assert not [c for c in checks.values() if c.rule == "loaded_first"]
+
+
+@pytest.mark.skipif(not Path("/usr/lib/x86_64-linux-gnu/libnuma.so.1").exists(), reason="needs libnuma.so.1")
+def test_a_distribution_library_on_the_import_path_of_a_manylinux_wheel_is_an_error(tmp_path: Path) -> None:
+    """libgomp / libnuma: outside every manylinux policy (auditwheel lib_whitelist), not shipped: slim images
+    fail to import the module, and auditwheel would not give the tag."""
+    module = shared_library(
+        tmp_path,
+        "_omp.so",
+        "long numa_max_node(void);int omp_get_max_threads(void);"
+        "long PyInit__omp(void){return numa_max_node()+omp_get_max_threads();}",
+        "-l:libnuma.so.1",
+        "-fopenmp",
+    )
+    files = {"pkg/__init__.py": b"", "pkg/_omp.cpython-312-x86_64-linux-gnu.so": module}
+    wheel = write_wheel(tmp_path, name="pkg", version="1.0", tag=LINUX, files=files)
+    closure = audited(wheel)["closure: pkg/_omp.cpython-312-x86_64-linux-gnu.so"]
+    assert closure.is_error
+    messages = {f.symbol: f.message for f in closure.evidence}
+    assert "outside the manylinux_2_28 policy of the wheel's tag" in messages["libgomp.so.1"]
+    assert "libgomp1 (Debian/Ubuntu) / libgomp (RHEL/Fedora)" in messages["libgomp.so.1"]
+    assert "libnuma1 (Debian/Ubuntu) / numactl-libs (RHEL/Fedora)" in messages["libnuma.so.1"]
+    # a plain linux_x86_64 tag promises no policy: the packages every full install carries stay a warning
+    plain = write_wheel(tmp_path, name="pkg", version="1.0", tag="cp312-cp312-linux_x86_64", files=files)
+    checks = audited(plain)
+    assert errors(checks) == []
+    assert {c.rule for c in checks.values() if c.status is Status.FAIL} == {"distribution_library"}
+
+
+def test_a_helper_executable_needing_openssl_is_a_warning(tmp_path: Path) -> None:
+    if not Path("/usr/lib/x86_64-linux-gnu/libssl.so.3").exists():
+        pytest.skip("needs libssl.so.3")
+    src = tmp_path / "tool.c"
+    src.write_text(
+        "int OPENSSL_init_ssl(unsigned long long, const void*);int main(void){return OPENSSL_init_ssl(0,0);}"
+    )
+    subprocess.run(["gcc", "-o", str(tmp_path / "tool"), str(src), "-l:libssl.so.3"], check=True)
+    files = {"pkg/__init__.py": b"", "pkg/bin/tool": (tmp_path / "tool").read_bytes()}
+    wheel = write_wheel(tmp_path, name="pkg", version="1.0", tag=LINUX, files=files)
+    checks = audited(wheel)
+    assert errors(checks) == []
+    (warning,) = [c for c in checks.values() if c.status is Status.FAIL]
+    assert (warning.rule, warning.severity.value) == ("distribution_library", "warning")
+    assert "off the import path" in warning.evidence[0].message
+    assert "libssl3 (Debian/Ubuntu) / openssl-libs (RHEL/Fedora)" in warning.evidence[0].message

@@ -45,7 +45,7 @@ from cudaship.knowledge.hosts import Host, host_of_directory, host_of_library
 from cudaship.knowledge.libraries import cudart_major
 from cudaship.knowledge.program_runtimes import runtime_providing
 from cudaship.knowledge.providers import Build, builds_providing, conventions_for
-from cudaship.knowledge.system_libraries import Provider, distribution_library, provider_of
+from cudaship.knowledge.system_libraries import Provider, distribution_library, linux_policy, provider_of
 from cudaship.providers.records import Provided, Reached
 from cudaship.records.binary import FileFormat, Import
 from cudaship.records.files import FileReport
@@ -438,7 +438,7 @@ def _not_found(ctx: AuditContext, q: _Lookup) -> Resolution:
     hint = nvidia.requirement_hint(ctx, name)
     if hint:
         return Resolution(Via.UNRESOLVED, None, f"{hint}; searched: {where}")
-    return _distribution_or_missing(q, where)
+    return _distribution_or_missing(ctx, q, where)
 
 
 def _shipped_off_path(ctx: AuditContext, q: _Lookup, shipped: str, where: str) -> Resolution:
@@ -460,32 +460,76 @@ def _shipped_off_path(ctx: AuditContext, q: _Lookup, shipped: str, where: str) -
     )
 
 
-def _distribution_or_missing(q: _Lookup, where: str) -> Resolution:
+def _distribution_or_missing(ctx: AuditContext, q: _Lookup, where: str) -> Resolution:
     """9. A distribution library outside the manylinux policy: the user's system provides it, or not; else
-    nothing provides it."""
+    nothing provides it.
+
+    Issue 32, class 8: on the import path of a wheel whose tag names a policy that does not allow it
+    (``manylinux_2_28``: data/linux_policies.toml, from auditwheel's policy JSON), it is an error naming the
+    Debian and RHEL package, whether or not full installs carry it: slim images fail, and auditwheel would
+    not give that tag. Off the import path (a helper executable, a library nothing the import loads needs)
+    it is a warning naming the package. A plain ``linux_<arch>`` tag promises nothing: a library installed by
+    default is a warning, another an error."""
     name = q.name
     distro = distribution_library(name) if q.platform == "linux" else None
-    if distro is not None and distro.default:
-        return Resolution(
-            Via.DISTRIBUTION,
-            None,
-            f"a distribution library outside the manylinux policy: needs the system package "
-            f"{distro.packages} ({distro.why})",
-            cause=f"{posixpath.basename(name)} from {distro.debian} / {distro.rhel}",
-        )
-    if distro is not None:
+    if distro is None:
         return Resolution(
             Via.UNRESOLVED,
             None,
-            f"not shipped: a distribution library outside the manylinux policy that is not installed by "
-            f"default ({distro.why}): needs the system package {distro.packages}, which the wheel cannot "
-            f"declare (searched: {where})",
+            f"not shipped, not a system library, no requirement provides it (searched: {where})",
+        )
+    base = posixpath.basename(name)
+    policy = linux_policy(ctx.platform.tag) if q.report.format is FileFormat.ELF else None
+    imported = on_import_path(ctx, q.path)
+    if policy is not None and not policy.allows(base) and imported:
+        return Resolution(
+            Via.UNRESOLVED,
+            None,
+            f"not shipped: outside the {policy.name} policy of the wheel's tag ({distro.why}), on the import "
+            f"path: needs the system package {distro.packages}, which slim images lack and the wheel cannot "
+            f"declare; auditwheel repair would graft it (searched: {where})",
+        )
+    if distro.default or not imported:
+        off = (
+            ""
+            if imported
+            else f", off the import path ({posixpath.basename(q.path)} is not loaded by `import`)"
+        )
+        return Resolution(
+            Via.DISTRIBUTION,
+            None,
+            f"a distribution library outside the manylinux policy{off}: needs the system package "
+            f"{distro.packages} ({distro.why})",
+            cause=f"{base} from {distro.debian} / {distro.rhel}",
         )
     return Resolution(
         Via.UNRESOLVED,
         None,
-        f"not shipped, not a system library, no requirement provides it (searched: {where})",
+        f"not shipped: a distribution library outside the manylinux policy that is not installed by "
+        f"default ({distro.why}): needs the system package {distro.packages}, which the wheel cannot "
+        f"declare (searched: {where})",
     )
+
+
+def on_import_path(ctx: AuditContext, path: str) -> bool:
+    """Whether ``import`` of the package loads the shipped library ``path``: it is a Python extension module,
+    the package's Python code loads it, or a library on the import path needs it (walked up the shipped
+    libraries that need it, each once). A helper executable, or a plugin only dlopened, is not."""
+    todo, seen = [path], {path}
+    while todo:
+        current = todo.pop()
+        report = ctx.libraries.get(current)
+        if report is None or report.host is None:
+            continue
+        if is_extension_module(current, report.host.exports):
+            return True
+        if preloaded_by_package(ctx, posixpath.basename(current), current, report.format is FileFormat.PE):
+            return True
+        for parent in ctx.needed_by.get(current, ()):
+            if parent not in seen:
+                seen.add(parent)
+                todo.append(parent)
+    return False
 
 
 def _declared_projects(ctx: AuditContext) -> set[str]:

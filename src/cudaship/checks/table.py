@@ -204,8 +204,9 @@ FAMILIES: tuple[Family, ...] = (
             Rule(
                 "distribution_library",
                 WARNING,
-                "an import outside the manylinux policy that the distributions install by default "
-                "(libgomp.so.1, libnuma.so.1): the message names the system package",
+                "an import outside the manylinux policy off the import path (a helper executable), or "
+                "under a tag naming no policy (linux_x86_64) when the distributions install it by default: "
+                "the message names the system package",
                 "closure: needs the system library ",
             ),
             Rule(
