@@ -58,9 +58,15 @@ def target_from_wheel(path: Path) -> Target:
 
 
 def gpu_capability(text: str) -> tuple[str, str | None]:
-    """``--gpu 8.6`` / ``--gpu A10G`` → (``8.6``, a GPU label or None)."""
+    """``--gpu 8.6`` → (``8.6``, ``8.6 Ampere (A10G, A10)``); ``--gpu "RTX 3090"`` → (``8.6``, ``RTX 3090
+    (8.6 Ampere)``): a GPU named is echoed as named (issue 32, class 15), a capability with its group's
+    names."""
     arch = capability_of(text)
     group = group_for(arch)
+    named = " ".join(text.split())
+    if named != arch.capability:
+        head = f"{arch.capability} {group.generation}" if group and group.generation else arch.capability
+        return arch.capability, f"{named} ({head})"
     return arch.capability, (group.label if group else None)
 
 
@@ -95,7 +101,9 @@ def _arch_note(info: ProgramInfo) -> str | None:
     return "arch-specific device code: " + "; ".join(parts)
 
 
-def check_arch(info: ProgramInfo, capability: str, train: Train | None) -> CheckResult:
+def check_arch(
+    info: ProgramInfo, capability: str, train: Train | None, gpu_label: str | None = None
+) -> CheckResult:
     groups = _device_groups(info)
     if info.device != "cuda" and not groups:
         return skipped(FAMILY, "arch", "a CPU program: no device code")
@@ -110,7 +118,7 @@ def check_arch(info: ProgramInfo, capability: str, train: Train | None) -> Check
         elif verdict.verdict.value == "jit":
             jit += 1
     archs = " ".join((*info.sass, *info.ptx))
-    gpu = _gpu_label(capability)
+    gpu = gpu_label or _gpu_label(capability)
     if failing:
         more = f" (and {len(failing) - 1} more)" if len(failing) > 1 else ""
         return failed(
@@ -267,7 +275,7 @@ def check_program(
     items.append(_check_train(prov, info, exported_train, target))
     if info is not None:
         if target.capability is not None:
-            items.append(check_arch(info, target.capability, exported_train))
+            items.append(check_arch(info, target.capability, exported_train, target.gpu))
         else:
             note = _arch_note(info)
             message = "no GPU given (--gpu or --here)"
