@@ -187,3 +187,23 @@ def test_the_audit_of_an_arch_specific_program_says_where_it_does_not_run(packag
     gpus = gpu_report(inspect_paths([str(package)]))
     no_rows = {cv.capability.capability for cv in gpus.overall.verdicts if not cv.verdict.runs}
     assert denied and denied <= no_rows and "9.0" not in denied
+
+
+def test_here_knows_the_platform_and_the_installed_runtimes_train(tmp_path: Path) -> None:
+    """What --here adds besides the GPU (read without a GPU): this machine's platform, and the train of the
+    runtime installed here, from its dist-info (never imported)."""
+    import platform as _platform
+    import sys
+
+    from cudaship.program.check import installed_runtime, this_platform
+
+    if sys.platform.startswith("linux") and _platform.machine() == "x86_64":
+        assert this_platform() == "linux-x86_64"
+    site = tmp_path / "site"
+    dist = site / "torch-2.11.0+cu130.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0+cu130\n")
+    assert installed_runtime("pt2", [str(site)]) == ("torch 2.11.0+cu130", "13.0")
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0+cpu\n")
+    assert installed_runtime("pt2", [str(site)]) == ("torch 2.11.0+cpu", None)
+    assert installed_runtime("pte", [str(site)]) is None  # no executorch there
