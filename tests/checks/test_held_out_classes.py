@@ -308,3 +308,29 @@ def test_a_helper_executable_needing_openssl_is_a_warning(tmp_path: Path) -> Non
     assert (warning.rule, warning.severity.value) == ("distribution_library", "warning")
     assert "off the import path" in warning.evidence[0].message
     assert "libssl3 (Debian/Ubuntu) / openssl-libs (RHEL/Fedora)" in warning.evidence[0].message
+
+
+def test_links_in_a_data_scheme_and_links_to_links(tmp_path: Path) -> None:
+    """A link under ``<name>.data/platlib`` lands in site-packages; a link to a link reaches the library."""
+    shared_library(tmp_path, "libfoo.so.1", "int foo(void){return 1;}", "-Wl,-soname,libfoo.so.1")
+    real = (tmp_path / "libfoo.so.1").read_bytes()
+    ext = shared_library(
+        tmp_path,
+        "_ext.so",
+        "int foo(void);int bar(void){return foo();}",
+        "-l:libfoo.so.1",
+        "-Wl,-rpath,$ORIGIN/lib",
+    )
+    files = {
+        "pkg/__init__.py": b"",
+        "pkg/_ext.cpython-312-x86_64-linux-gnu.so": ext,
+        "axle-1.0.data/platlib/pkg/lib/libfoo.so.1.2.3": real,
+        "axle-1.0.dist-info/symlinks.txt": (
+            b"axle-1.0.data/platlib/pkg/lib/libfoo.so.1,libfoo.so.1.2,0\n"
+            b"axle-1.0.data/platlib/pkg/lib/libfoo.so.1.2,libfoo.so.1.2.3,0\n"
+        ),
+    }
+    wheel = write_wheel(tmp_path, name="axle", version="1.0", tag=LINUX, files=files)
+    report = audit_wheels([wheel], default_policy()).wheels[0]
+    (imp,) = [i for i in report.imports if i.library == "libfoo.so.1"]
+    assert imp.ok and imp.target == "pkg/lib/libfoo.so.1.2.3", imp
