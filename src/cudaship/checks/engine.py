@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from cudaship.checks.context import AuditContext
+from cudaship.checks.cuda_content import cuda_evidence
 from cudaship.checks.policy import Policy
 from cudaship.checks.providers import RequirementsAhead
 from cudaship.checks.records import AuditReport, Resolution, WheelAudit, WheelFacts, canonical
@@ -141,6 +142,7 @@ def audit_scanned(
         files=len(scan.members),
         native_files=len(scan.reports),
         uncompressed_size=scan.uncompressed_size,
+        cuda_code=cuda_evidence(ctx) is not None,
     )
     return canonical(
         WheelAudit(

@@ -205,8 +205,9 @@ FAMILIES: tuple[Family, ...] = (
             Rule(
                 "distribution_library",
                 WARNING,
-                "an import outside the manylinux policy that the distributions install by default "
-                "(libgomp.so.1, libnuma.so.1): the message names the system package",
+                "an import outside the manylinux policy off the import path (a helper executable), or "
+                "under a tag naming no policy (linux_x86_64) when the distributions install it by default: "
+                "the message names the system package",
                 "closure: needs the system library ",
             ),
             Rule(
@@ -242,6 +243,12 @@ FAMILIES: tuple[Family, ...] = (
                 WARNING,
                 "all device code is older than the train the tag names: it runs, but was not built with it",
                 "consistency: device code older than ",
+            ),
+            Rule(
+                "cuda_claim",
+                ERROR,
+                "a wheel whose name (-cu12, -cuda12x) or local version (+cu128) claims CUDA has CUDA code",
+                "consistency: CUDA claim",
             ),
         ),
     ),

@@ -55,6 +55,8 @@ from cudaship.wheel.archive import WheelArchive
 from cudaship.wheel.metadata import (
     MAX_METADATA_BYTES,
     MAX_RECORD_BYTES,
+    MAX_SYMLINKS_BYTES,
+    SYMLINKS_FILE,
     RecordVerifier,
     b64_digest,
     find_dist_info,
@@ -328,6 +330,7 @@ def _start_audit(
             ("WHEEL", MAX_METADATA_BYTES),
             ("RECORD", MAX_RECORD_BYTES),
             (VARIANT_JSON, MAX_VARIANT_JSON),
+            (SYMLINKS_FILE, MAX_SYMLINKS_BYTES),  # wheel-axle-runtime's links, made at install time
         ):
             member = archive.get(f"{dist_dir}/{leaf}")
             if member is not None:

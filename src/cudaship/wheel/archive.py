@@ -174,10 +174,16 @@ class WheelArchive:
             return None
 
     def read_dist_info(self) -> DistInfo:
-        """The wheel's ``.dist-info`` (METADATA, WHEEL, RECORD, a variant's ``variant.json``) parsed by
-        :mod:`cudaship.wheel.metadata`, the directory matched to the file name when there are several; a
-        missing or malformed one raises :class:`WheelError`."""
-        from cudaship.wheel.metadata import MAX_RECORD_BYTES, find_dist_info, read_dist_info  # start-up time
+        """The wheel's ``.dist-info`` (METADATA, WHEEL, RECORD, a variant's ``variant.json``,
+        wheel-axle-runtime's ``symlinks.txt``) parsed by :mod:`cudaship.wheel.metadata`, the directory matched
+        to the file name when there are several; a missing or malformed one raises :class:`WheelError`."""
+        from cudaship.wheel.metadata import (  # start-up time
+            MAX_RECORD_BYTES,
+            MAX_SYMLINKS_BYTES,
+            SYMLINKS_FILE,
+            find_dist_info,
+            read_dist_info,
+        )
 
         directory = find_dist_info((m.name for m in self.members()), self.path.name)
         read: dict[str, bytes] = {}
@@ -186,6 +192,7 @@ class WheelArchive:
             ("WHEEL", MAX_METADATA_SIZE),
             ("RECORD", MAX_RECORD_BYTES),
             (VARIANT_JSON, MAX_VARIANT_JSON),
+            (SYMLINKS_FILE, MAX_SYMLINKS_BYTES),
         ):
             data = self.data_member(f"{directory}/{name}", limit)
             if data is not None:

@@ -51,8 +51,21 @@ class RecordProblem:
 
 
 @dataclass(frozen=True)
+class InstallLink:
+    """A symbolic link a wheel has made at install time (wheel-axle-runtime's ``.dist-info/symlinks.txt``):
+    ``path`` as the wheel names it (relative to site-packages, or ``<name>.data/<scheme>/...``), ``target``
+    as ``os.symlink`` receives it (relative to the link's directory), ``directory`` for a link to a
+    directory."""
+
+    path: str
+    target: str
+    directory: bool = False
+
+
+@dataclass(frozen=True)
 class DistInfo:
-    """The three files of a wheel's ``.dist-info`` directory, parsed."""
+    """The three files of a wheel's ``.dist-info`` directory, parsed (and the links it makes at install time,
+    when it ships wheel-axle-runtime's ``symlinks.txt``)."""
 
     directory: str  #: ``name-1.0.dist-info``
     metadata: Metadata
@@ -61,6 +74,7 @@ class DistInfo:
     record_path: str
     #: a variant wheel's label (from its file name) and ``variant.json``; None for a non-variant wheel
     variant: WheelVariant | None = None
+    links: tuple[InstallLink, ...] = ()
 
 
 @dataclass(frozen=True)
