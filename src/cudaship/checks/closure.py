@@ -22,6 +22,7 @@ from packaging.utils import canonicalize_name
 
 from cudaship.analysis.loader import is_extension_module
 from cudaship.checks.context import AuditContext, canonical_imports
+from cudaship.checks.judgement import judge
 from cudaship.checks.policy import DEFAULT_CUDA_PATTERNS, name_match
 from cudaship.checks.records import StaticImport
 from cudaship.checks.resolve import Resolution, Via, resolve
@@ -30,6 +31,7 @@ from cudaship.providers.closure import wheel_extras
 from cudaship.records.binary import FileFormat, Import, ImportKind
 from cudaship.records.files import FileReport
 from cudaship.records.findings import CheckResult, Finding, Status, failed, passed, verdict
+from cudaship.records.judgement import Met
 from cudaship.words import agree, count, cut_list
 
 FAMILY = "closure"
@@ -97,8 +99,19 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         for imp in canonical_imports(report):
             res = resolve(ctx, path, report, imp)
             resolved.append((imp, res))
+            judged = judge(res)
             ctx.static_imports.append(
-                StaticImport(path, imp.library, res.ok, res.via.value, res.target, res.detail, res.extra)
+                StaticImport(
+                    path,
+                    imp.library,
+                    res.ok,
+                    res.via.value,
+                    res.target,
+                    res.detail,
+                    res.extra,
+                    judged.met.value,
+                    judged.certain,
+                )
             )
             if not res.ok:
                 findings.append(
@@ -263,7 +276,11 @@ def _follow_dependencies(
         for i, si in enumerate(ctx.static_imports):
             if si.file == p and si.library == library:
                 ctx.static_imports[i] = dataclasses.replace(
-                    si, ok=False, via=Via.UNRESOLVED.value, detail=f"{why} (a shipped dependency)"
+                    si,
+                    ok=False,
+                    via=Via.UNRESOLVED.value,
+                    detail=f"{why} (a shipped dependency)",
+                    met=Met.MISSING.value,
                 )
     for root, dependents in by_root.items():
         key = root if root in kept else copies.get(root, root)

@@ -100,6 +100,9 @@ class Resolution:
     #: what a conditional resolution depends on, shared by every import it serves: the undeclared host
     #: package, the Python file that preloads, the sibling that must be loaded first
     cause: str | None = None
+    #: the static model cannot compute the answer: the package's own code builds the path at run time
+    #: (:mod:`cudaship.checks.judgement`: a warning naming ``audit --load``, never an error)
+    uncertain: bool = False
 
     @property
     def ok(self) -> bool:

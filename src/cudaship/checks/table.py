@@ -39,13 +39,23 @@ from cudaship.checks.policy import Policy
 from cudaship.config import ProjectConfig
 from cudaship.errors import PolicyError
 from cudaship.knowledge.arch_table import ArchTable
+from cudaship.records import judgement
 from cudaship.records.findings import CheckResult, Severity
+from cudaship.records.judgement import Met
 from cudaship.schema import Table
 
 CheckFn = Callable[[AuditContext], list[CheckResult]]
 SectionParser = Callable[[Table], "policy.Section | None"]
 
 ERROR, WARNING, NOTE = Severity.ERROR, Severity.WARNING, Severity.NOTE
+
+
+def _judged(met: Met, *, certain: bool = True, optional: bool = False) -> Severity:
+    """A closure rule's default severity, from the one judgement's rule (docs/design.md, "One judgement"):
+    the rule's mechanism as a :class:`Met`, and whether the static model is certain of it."""
+    found = judgement.severity(met, certain=certain, optional=optional)
+    assert found is not None, f"{met} passes: no rule needed"
+    return found
 
 
 def _load_run(ctx: AuditContext) -> list[CheckResult]:
@@ -171,7 +181,7 @@ FAMILIES: tuple[Family, ...] = (
         rules=(
             Rule(
                 "variant",
-                NOTE,
+                _judged(Met.VARIANT),
                 "a variant's imports do not resolve but a sibling's do: it is for another environment",
             ),
             Rule(
@@ -182,28 +192,28 @@ FAMILIES: tuple[Family, ...] = (
             ),
             Rule(
                 "package_preload",
-                WARNING,
+                _judged(Met.PRELOADED, certain=False),
                 "an import found only because the package's own Python code loads it first (ctypes.CDLL, "
                 "a load_library() helper, os.add_dll_directory) from a declared requirement",
                 "closure: preloaded by the package's Python code in ",
             ),
             Rule(
                 "undeclared_host",
-                WARNING,
+                _judged(Met.HOST),
                 "a library of a host package the wheel does not declare (torch): users install and import "
                 "it first",
                 "closure: undeclared host package ",
             ),
             Rule(
                 "loaded_first",
-                WARNING,
+                _judged(Met.SHIPPED, certain=False),
                 "a library no shipped library loads (a Python module) needs one shipped off its search "
                 "path: it loads only when that one is already loaded",
                 "closure: needs a sibling loaded first: ",
             ),
             Rule(
                 "distribution_library",
-                WARNING,
+                _judged(Met.SYSTEM, certain=False),
                 "an import outside the manylinux policy that the distributions install by default "
                 "(libgomp.so.1, libnuma.so.1): the message names the system package",
                 "closure: needs the system library ",

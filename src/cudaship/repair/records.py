@@ -94,6 +94,9 @@ class RepairPlan:
     pe_edits: tuple[PeEdit, ...] = ()
     bootstraps: tuple[Bootstrap, ...] = ()
     unread: tuple[Unread, ...] = ()  #: native members no edit looked at, as their readers failed on them
+    #: the CUDA majors of the wheel's variants (``libfoo_cuda118.so`` ... ``_cuda132.so``), each built for
+    #: its own: what ``--print-excludes`` covers for a wheel without one train
+    variant_majors: tuple[int, ...] = ()
 
     @property
     def changed(self) -> bool:

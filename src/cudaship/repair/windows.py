@@ -16,6 +16,7 @@ from cudaship.errors import CudashipError
 from cudaship.knowledge.libraries import identify, pypi_package
 from cudaship.knowledge.repair import Provision, provision, unhashed
 from cudaship.records.binary import FileFormat
+from cudaship.repair.judged import follow
 from cudaship.repair.records import Bootstrap, Kept, PeEdit, Removed, RepairPlan
 from cudaship.repair.requirements import covered, declared_cover, merge_requirements, one_major
 from cudaship.wheel import bootstrap
@@ -78,6 +79,7 @@ def plan_windows(ctx: AuditContext, label: str) -> RepairPlan:
     dirs: dict[str, set[str]] = {}  # __init__.py -> directories
     needs: dict[str, tuple[Provision, list[str]]] = {}
     names_declared, extras = declared_cover(ctx)
+    audit = follow(ctx)  # the audit's classification decides what is required (repair/judged.py)
     seen = {p.major for p in removable.values()}
     for path, report in sorted(ctx.libraries.items()):
         if report.host is None or report.format is not FileFormat.PE or path in removable:
@@ -94,7 +96,7 @@ def plan_windows(ctx: AuditContext, label: str) -> RepairPlan:
             if p is None:
                 continue
             seen.add(p.major)
-            if init not in files:
+            if init not in files or not audit.required(path, imp.library):
                 continue
             rel = posixpath.relpath(p.directory, posixpath.dirname(init))
             if rel not in existing.get(member_of.get(init, init), set()):
@@ -112,7 +114,7 @@ def plan_windows(ctx: AuditContext, label: str) -> RepairPlan:
         tuple(kept),
         (),
         merge_requirements(needs),
-        (),
+        audit.notes(),
         tuple(PeEdit(m, tuple(sorted(set(r)))) for m, r in sorted(renames.items())),
         bootstraps,
     )

@@ -1,0 +1,57 @@
+"""The audit's resolutions as the one judgement (:mod:`cudaship.records.judgement`): how each import is met,
+whether the static model is certain of it, and so its severity. ``audit``'s closure family, ``repair``'s
+plan and the JSON report (``imports[].met`` / ``certain``) read it from here, so they cannot disagree."""
+
+from __future__ import annotations
+
+from cudaship.checks.context import AuditContext, canonical_imports
+from cudaship.checks.resolve import Resolution, Via, resolve
+from cudaship.records.judgement import Judgement, Met
+
+#: Via -> how the need is met, before the extra is taken into account.
+_MET: dict[Via, Met] = {
+    Via.SHIPPED: Met.SHIPPED,
+    Via.LOADED: Met.SHIPPED,
+    Via.REQUIREMENT: Met.REQUIREMENT,
+    Via.OPTIONAL: Met.EXTRA,
+    Via.RUNTIME: Met.REQUIREMENT,
+    Via.PRELOADED: Met.PRELOADED,
+    Via.PACKAGE_PRELOAD: Met.PRELOADED,
+    Via.BUILD: Met.VARIANT,
+    Via.ON_DEMAND: Met.VARIANT,
+    Via.HOST: Met.HOST,
+    Via.DRIVER: Met.DRIVER,
+    Via.SYSTEM: Met.SYSTEM,
+    Via.PYTHON: Met.SYSTEM,
+    Via.DISTRIBUTION: Met.SYSTEM,
+    Via.ALLOWED: Met.SYSTEM,
+    Via.PROGRAM_RUNTIME: Met.HOST,
+    Via.UNRESOLVED: Met.MISSING,
+}
+
+#: Resolutions that hold only through something the static model reads but cannot compute: the package's
+#: own Python code loading first, the user's distribution, a sibling loaded first (when it says so), a path
+#: the package builds at run time.
+_UNCERTAIN = frozenset({Via.PACKAGE_PRELOAD, Via.DISTRIBUTION})
+
+
+def judge(res: Resolution) -> Judgement:
+    """The judgement of one resolved import."""
+    met = _MET[res.via]
+    if res.extra and met not in (Met.HOST, Met.MISSING):
+        met = Met.EXTRA
+    certain = not (res.via in _UNCERTAIN or (res.via is Via.LOADED and res.note is not None) or res.uncertain)
+    return Judgement(met, certain, optional=res.via is Via.ON_DEMAND)
+
+
+def judged_imports(ctx: AuditContext) -> dict[tuple[str, str], tuple[Resolution, Judgement]]:
+    """(installed path, import name lower-cased) -> the audit's resolution and judgement of that import, for
+    every import of every shipped library: what ``repair`` reads so it follows the audit's classification."""
+    out: dict[tuple[str, str], tuple[Resolution, Judgement]] = {}
+    for path, report in sorted(ctx.libraries.items()):
+        if report.host is None:
+            continue
+        for imp in canonical_imports(report):
+            res = resolve(ctx, path, report, imp)
+            out.setdefault((path, imp.library.lower()), (res, judge(res)))
+    return out
