@@ -22,7 +22,7 @@ from packaging.utils import canonicalize_name
 
 from cudaship.analysis.loader import is_extension_module
 from cudaship.checks.context import AuditContext, canonical_imports
-from cudaship.checks.judgement import judge
+from cudaship.checks.judgement import judge, vendored_copies
 from cudaship.checks.policy import DEFAULT_CUDA_PATTERNS, name_match
 from cudaship.checks.records import StaticImport
 from cudaship.checks.resolve import Resolution, Via, resolve
@@ -184,6 +184,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
             if r is not None:
                 results.append(r)
     results.extend(_cause_results(causes))
+    results.extend(_vendored(ctx))
     results.extend(_build_paths(ctx))
     results.extend(_required_extras(ctx))
     loaded = _loaded_by_name(ctx)
@@ -362,6 +363,31 @@ def _merge_copies(items: list[tuple[str, CheckResult]], copies: dict[str, str]) 
             first,
             reason=f"{first.reason} — the same in {count(len(others), 'copy')}: " + ", ".join(others),
             evidence=tuple(evidence),
+        )
+    return out
+
+
+def _vendored(ctx: AuditContext) -> list[CheckResult]:
+    """A shipped copy of a library an NVIDIA wheel provides (torchvision's libcudart and libnvjpeg): a
+    warning naming the wheel and the bytes depending on it would save; the same rule ``cudaship repair``
+    removes copies by (:func:`cudaship.checks.judgement.vendored_copies`), so the audit says what the repair
+    does (issue 32, class 11)."""
+    total = ctx.scan.uncompressed_size or 0
+    out = []
+    for copy in vendored_copies(ctx):
+        p = copy.provision
+        share = f", {100 * copy.size / total:.1f}% of the wheel's uncompressed size" if total else ""
+        out.append(
+            failed(
+                FAMILY,
+                f"closure: vendored copy of {p.library} in {copy.member}",
+                f"{copy.member} is a copy of {p.library}, which the NVIDIA wheel {p.project} provides "
+                f"({p.directory}): depending on it saves {copy.size:,} bytes uncompressed{share} "
+                f"({copy.compressed_size:,} compressed); `cudaship repair` removes the copy and declares "
+                f"{p.requirement_name}",
+                [Finding(f"a copy of {p.library} ({p.project})", file=copy.path, symbol=p.library)],
+                rule="vendored_nvidia",
+            )
         )
     return out
 

@@ -4,8 +4,10 @@ plan and the JSON report (``imports[].met`` / ``certain``) read it from here, so
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -14,7 +16,8 @@ from cudaship.checks.context import AuditContext, canonical_imports
 from cudaship.checks.resolve import Resolution, Via, resolve
 from cudaship.knowledge.libraries import OS
 from cudaship.knowledge.providers import toolkit_extras
-from cudaship.knowledge.repair import provision
+from cudaship.knowledge.repair import Provision, provision
+from cudaship.records.binary import FileFormat
 from cudaship.records.judgement import Judgement, Met
 
 _EXTRA = re.compile(r"""\bextra\s*==\s*['"]([^'"]+)['"]""")
@@ -99,3 +102,45 @@ def extra_providing(requires_dist: Iterable[str], library: str, os: OS) -> str |
             if not req.specifier or req.specifier.contains(f"{major}.0", prereleases=True):
                 return extra.group(1)
     return None
+
+
+@dataclass(frozen=True)
+class VendoredCopy:
+    """A shipped library an NVIDIA wheel provides: what ``repair`` removes, and what the audit warns about."""
+
+    path: str  #: installed path
+    member: str  #: the wheel member
+    provision: Provision
+    size: int  #: uncompressed bytes saved by depending on the NVIDIA wheel instead
+    compressed_size: int
+
+
+def vendored_copies(ctx: AuditContext) -> tuple[VendoredCopy, ...]:
+    """The shipped libraries (a copy's auditwheel/delvewheel hash removed) that an NVIDIA wheel provides for
+    the wheel's CUDA train (or the one major the name belongs to), unless the wheel is that provider itself
+    or ships it in the provider's own directory: the rule ``repair`` de-vendors by (issue 32, class 11)."""
+    train = ctx.train
+    major, minor = (train.major, train.minor) if train is not None else (None, None)
+    if ctx.os not in ("linux", "windows"):
+        return ()
+    os: OS = "linux" if ctx.os == "linux" else "windows"
+    want = FileFormat.ELF if os == "linux" else FileFormat.PE
+    sizes = {m.name: m for m in ctx.scan.members}
+    member_of = {installed: member for member, installed in ctx.installed.items()}
+    project = canonicalize_name(ctx.scan.dist.metadata.name or "")
+    out: list[VendoredCopy] = []
+    for path, report in sorted(ctx.libraries.items()):
+        host = report.host
+        if host is None or report.format is not want:
+            continue
+        base = posixpath.basename(path)
+        p = (provision(host.soname, os, major, minor) if host.soname else None) or provision(
+            base, os, major, minor
+        )
+        if p is None or canonicalize_name(p.project) == project or posixpath.dirname(path) == p.directory:
+            continue
+        member = member_of.get(path, path)
+        facts = sizes.get(member)
+        size, packed = (facts.size, facts.compressed_size) if facts else (0, 0)
+        out.append(VendoredCopy(path, member, p, size, packed))
+    return tuple(out)

@@ -219,6 +219,13 @@ FAMILIES: tuple[Family, ...] = (
                 "closure: needs the system library ",
             ),
             Rule(
+                "vendored_nvidia",
+                WARNING,
+                "a shipped copy of a library an NVIDIA wheel provides (the bytes depending on it saves); "
+                "`cudaship repair` removes it",
+                "closure: vendored copy of ",
+            ),
+            Rule(
                 "dependency",
                 NOTE,
                 "a library whose imports resolve needs a shipped library that does not load: it fails with "
