@@ -81,3 +81,34 @@ def test_variants_for_another_environment_are_notes() -> None:
     results = by_name(run(context(alone), "closure"))
     assert results["closure: pkg/libk_rocm64.so"].severity is Severity.ERROR
     assert results["closure: pkg/libk_cuda130.so"].severity is Severity.ERROR
+
+
+def test_extras_per_cuda_major_each_credit_their_own_libraries() -> None:
+    """Issue 32, class 1: a wheel with libraries for two CUDA majors (cu12/, cu13/) and one extra per major
+    (``pkg[cu12]``, ``pkg[cu13]``, each asking for ``cuda-toolkit[nvrtc]`` of its own major). pip never
+    installs both, so each extra is resolved for its own major: both NVRTCs are met by their extra (a note
+    naming it), neither is an error."""
+    from cudaship.checks.records import StaticImport
+
+    ctx = context(
+        [
+            library(
+                "pkg/cu12/_ext.so",
+                host(
+                    imports=["libnvrtc.so.12", "libc.so.6"], runpath=["$ORIGIN/../../nvidia/cuda_nvrtc/lib"]
+                ),
+            ),
+            library(
+                "pkg/cu13/_ext.so",
+                host(imports=["libnvrtc.so.13", "libc.so.6"], runpath=["$ORIGIN/../../nvidia/cu13/lib"]),
+            ),
+        ],
+        requires=['cuda-toolkit[nvrtc]==12.*; extra == "cu12"', 'cuda-toolkit[nvrtc]==13.*; extra == "cu13"'],
+    )
+    results = by_name(run(ctx, "closure"))
+    for path in ("pkg/cu12/_ext.so", "pkg/cu13/_ext.so"):
+        assert results[f"closure: {path}"].status is Status.PASS, results[f"closure: {path}"].reason
+    met: dict[str, StaticImport] = {i.library: i for i in ctx.static_imports}
+    assert (met["libnvrtc.so.12"].met, met["libnvrtc.so.12"].extra) == ("extra", "cu12")
+    assert (met["libnvrtc.so.13"].met, met["libnvrtc.so.13"].extra) == ("extra", "cu13")
+    assert met["libnvrtc.so.13"].target == "nvidia/cu13/lib/libnvrtc.so.13"
