@@ -112,3 +112,68 @@ def test_extras_per_cuda_major_each_credit_their_own_libraries() -> None:
     assert (met["libnvrtc.so.12"].met, met["libnvrtc.so.12"].extra) == ("extra", "cu12")
     assert (met["libnvrtc.so.13"].met, met["libnvrtc.so.13"].extra) == ("extra", "cu13")
     assert met["libnvrtc.so.13"].target == "nvidia/cu13/lib/libnvrtc.so.13"
+
+
+_COMPUTES = b"""import os
+from importlib.metadata import files
+
+def _paths():
+    return [str(f.locate()) for f in files("nvidia-cublas-cu12") if ".so" in f.name]
+
+os.environ["PKG_CUDA_LIBRARIES"] = ":".join(_paths())
+from . import _holder  # dlopens every path of PKG_CUDA_LIBRARIES
+"""
+
+
+def test_paths_computed_at_run_time_are_uncertain_never_an_error() -> None:
+    """Issue 32, class 3: the package's __init__ builds library paths from importlib.metadata into an
+    environment variable and its native holder dlopens them. A library installed by a requirement but off
+    the search path is then uncertain: one warning naming the file and `audit --load`, never an error, and
+    the import's judgement says certain: false."""
+    from cudaship.wheel.pyloads import python_loads
+
+    loads = python_loads("pkg/__init__.py", _COMPUTES)
+    assert loads is not None and [c.kind for c in loads.calls] == ["computed"]
+    ctx = context(
+        [library("pkg/_plugin.so", host(imports=["libcublas.so.12", "libc.so.6"]))],
+        requires=["nvidia-cublas-cu12>=12,<13"],
+        files=["pkg/__init__.py"],
+        python=[loads],
+    )
+    results = run(ctx, "closure")
+    assert not [r for r in results if r.status is Status.FAIL and r.severity is Severity.ERROR]
+    (warning,) = [r for r in results if r.rule == "computed_path"]
+    assert (warning.status, warning.severity) == (Status.FAIL, Severity.WARNING)
+    assert "pkg/__init__.py" in warning.name and "audit --load" in warning.reason
+    (cublas,) = [i for i in ctx.static_imports if i.library == "libcublas.so.12"]
+    assert (cublas.met, cublas.certain) == ("requirement", False)
+
+
+def test_uncertain_is_shown_in_every_format() -> None:
+    """Issue 32, class 3: "uncertain" is a property of the model shown in every format: the warning names
+    `audit --load` in text, JSON (with imports[].certain false), JUnit and markdown; the audit passes."""
+    import json as json_module
+
+    from cudaship.checks.engine import audit_scanned
+    from cudaship.checks.records import AuditReport
+    from cudaship.checks.table import default_policy
+    from cudaship.render import audit_json, audit_junit, audit_markdown, audit_text
+    from cudaship.render.style import Style
+    from cudaship.wheel.pyloads import python_loads
+
+    loads = python_loads("pkg/__init__.py", _COMPUTES)
+    assert loads is not None
+    ctx = context(
+        [library("pkg/_plugin.so", host(imports=["libcublas.so.12", "libc.so.6"]))],
+        requires=["nvidia-cublas-cu12>=12,<13"],
+        files=["pkg/__init__.py"],
+        python=[loads],
+    )
+    report = AuditReport((audit_scanned(ctx.scan, default_policy()),), None, True)
+    assert report.ok
+    for render in (audit_text.render, audit_junit.render, audit_markdown.render):
+        assert "audit --load" in render(report, Style()), render
+    doc = json_module.loads(audit_json.render(report, Style()))
+    (cublas,) = [i for i in doc["wheels"][0]["imports"] if i["library"] == "libcublas.so.12"]
+    assert cublas["certain"] is False
+    assert any("audit --load" in c["reason"] and c["severity"] == "warning" for c in doc["checks"])

@@ -76,6 +76,7 @@ _CONDITIONAL = {
     Via.PACKAGE_PRELOAD: "package_preload",
     Via.HOST: "undeclared_host",
     Via.DISTRIBUTION: "distribution_library",
+    Via.COMPUTED: "computed_path",
 }
 
 
@@ -205,6 +206,7 @@ _CAUSE_TITLES = {
     "undeclared_host": "closure: undeclared host package",
     "loaded_first": "closure: needs a sibling loaded first:",
     "distribution_library": "closure: needs the system library",
+    "computed_path": "closure: library paths computed at run time by",
 }
 
 
@@ -216,7 +218,13 @@ def _cause_results(causes: dict[tuple[str, str], list[Finding]]) -> list[CheckRe
         files = sorted({f.file for f in evidence if f.file})
         shown = cut_list(files, 4, where="each in the evidence")
         first = evidence[0].message.split(": ", 1)[1]
-        if rule == "package_preload":
+        if rule == "computed_path":
+            reason = (
+                f"uncertain: {count(len(evidence), 'import')} of {shown} are installed by requirements off "
+                f"the search path, and {cause} builds library paths at run time, which the static model "
+                "cannot compute; run `cudaship audit --load` for the loader's answer"
+            )
+        elif rule == "package_preload":
             reason = (
                 f"{count(len(evidence), 'import')} of {shown} found only because "
                 f"the package's Python code loads them first: {first}"

@@ -39,6 +39,7 @@ _MET: dict[Via, Met] = {
     Via.PYTHON: Met.SYSTEM,
     Via.DISTRIBUTION: Met.SYSTEM,
     Via.ALLOWED: Met.SYSTEM,
+    Via.COMPUTED: Met.REQUIREMENT,
     Via.PROGRAM_RUNTIME: Met.HOST,
     Via.UNRESOLVED: Met.MISSING,
 }
@@ -46,7 +47,7 @@ _MET: dict[Via, Met] = {
 #: Resolutions that hold only through something the static model reads but cannot compute: the package's
 #: own Python code loading first, the user's distribution, a sibling loaded first (when it says so), a path
 #: the package builds at run time.
-_UNCERTAIN = frozenset({Via.PACKAGE_PRELOAD, Via.DISTRIBUTION})
+_UNCERTAIN = frozenset({Via.PACKAGE_PRELOAD, Via.DISTRIBUTION, Via.COMPUTED})
 
 
 def judge(res: Resolution) -> Judgement:

@@ -78,6 +78,9 @@ class Via(str, Enum):
     #: a library outside the manylinux policy that the distributions install by default (libgomp.so.1): the
     #: user's system provides it (knowledge/data/distribution_libraries.toml)
     DISTRIBUTION = "distribution"
+    #: installed by a requirement off the search path, where the package's own code builds library paths at
+    #: run time (importlib.metadata into an environment variable its native code loads): uncertain
+    COMPUTED = "computed"
     ALLOWED = "allowed"  #: the policy allows it unresolved
     UNRESOLVED = "unresolved"
 
@@ -417,6 +420,37 @@ def _on_demand(ctx: AuditContext, q: _Lookup) -> Resolution | None:
     return Resolution(Via.ON_DEMAND, None, f"{q.path} is loaded only by {what}", f"needed only by {what}")
 
 
+def _computed_at_run_time(ctx: AuditContext, q: _Lookup) -> Resolution | None:
+    """8a. Installed by a requirement off the search path, and the package's own Python code builds library
+    paths at run time (``importlib.metadata`` into an environment variable its native holder dlopens): the
+    static model cannot compute that path, so the verdict is uncertain (a warning naming ``audit --load``,
+    never an error; issue 32, class 3)."""
+    provided = ctx.providers.named(q.name)
+    if provided is None:
+        return None
+    for loads in ctx.scan.python_loads:
+        call = next((c for c in loads.calls if c.kind == "computed"), None)
+        if call is None:
+            continue
+        where = ctx.installed.get(loads.file, loads.file)
+        note = _with_extra(
+            ctx,
+            provided,
+            f"uncertain: {where} line {call.line} builds library paths at run time ({call.mechanism}); "
+            "`audit --load` runs the real loader",
+        )
+        return Resolution(
+            Via.COMPUTED,
+            provided.path,
+            f"{q.name} ← {provided.reached.label()} at {provided.path}, off the search path; {note}",
+            note,
+            provided.reached.extra,
+            cause=where,
+            uncertain=True,
+        )
+    return None
+
+
 def _not_found(ctx: AuditContext, q: _Lookup) -> Resolution:
     """8. Not found: say why, as precisely as possible."""
     name = q.name
@@ -695,4 +729,5 @@ _STEPS: tuple[Callable[[AuditContext, _Lookup], Resolution | None], ...] = (
     _other_build,
     _package_preload,
     _on_demand,
+    _computed_at_run_time,
 )

@@ -219,6 +219,14 @@ FAMILIES: tuple[Family, ...] = (
                 "closure: needs the system library ",
             ),
             Rule(
+                "computed_path",
+                _judged(Met.REQUIREMENT, certain=False),
+                "uncertain: imports installed by requirements off the search path while the package's code "
+                "builds library paths at run time (importlib.metadata into an environment variable); "
+                "`audit --load` decides",
+                "closure: library paths computed at run time by ",
+            ),
+            Rule(
                 "vendored_nvidia",
                 WARNING,
                 "a shipped copy of a library an NVIDIA wheel provides (the bytes depending on it saves); "
