@@ -4,8 +4,9 @@ A package may load the native libraries its extension needs from its own Python 
 extension: ``ctypes.CDLL(path, mode=RTLD_GLOBAL)`` / ``cdll.LoadLibrary`` / ``ctypes.WinDLL`` over names,
 paths or globs, ``os.add_dll_directory`` (Windows), a ``load_library()`` helper of another package, over a
 shipped JSON or text list of library names; or it computes library paths at run time (``importlib.metadata``
-into an environment variable its native code reads: a ``computed`` call, which the audit calls uncertain). glibc then matches the extension's DT_NEEDED against the loaded
-object's SONAME; Windows reuses a loaded DLL of the same name.
+into an environment variable its native code reads: a ``computed`` call, which the audit calls
+uncertain). glibc then matches the extension's DT_NEEDED against the loaded object's SONAME; Windows reuses a
+loaded DLL of the same name.
 
 :func:`python_loads` reads one ``.py`` member: only a file that names one of those mechanisms is read
 (a byte search first), with regular expressions (linear in its size; :mod:`ast` was measured at 0.8 s for
