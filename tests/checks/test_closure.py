@@ -177,3 +177,22 @@ def test_uncertain_is_shown_in_every_format() -> None:
     (cublas,) = [i for i in doc["wheels"][0]["imports"] if i["library"] == "libcublas.so.12"]
     assert cublas["certain"] is False
     assert any("audit --load" in c["reason"] and c["severity"] == "warning" for c in doc["checks"])
+
+
+def test_an_optional_plugin_behind_an_extra_is_a_note_naming_the_extra() -> None:
+    """Issue 32, class 2: a decoder plugin (loaded by name, needed by no shipped library) needs a library that
+    only the wheel's [trt] extra installs, off the plugin's search path: an optional component, a note
+    naming the extra, not an error. The same import from the wheel's Python module stays an error."""
+    requires = ['nvidia-cublas-cu12>=12,<13; extra == "trt"']
+    plugin = "pkg/plugins/libdecoder_trt.so"
+    ctx = context([library(plugin, host(imports=["libcublas.so.12", "libc.so.6"]))], requires=requires)
+    result = by_name(run(ctx, "closure"))[f"closure: {plugin}"]
+    assert result.status is Status.PASS, result.reason
+    (imp,) = [i for i in ctx.static_imports if i.library == "libcublas.so.12"]
+    assert (imp.met, imp.extra) == ("extra", "trt")
+    assert any("pkg[trt]" in n for n in ctx.notes), ctx.notes
+    module = "pkg/_core.cpython-312-x86_64-linux-gnu.so"
+    ctx = context(
+        [library(module, host(imports=["libcublas.so.12"], exports=["PyInit__core"]))], requires=requires
+    )
+    assert by_name(run(ctx, "closure"))[f"closure: {module}"].severity is Severity.ERROR

@@ -420,6 +420,32 @@ def _on_demand(ctx: AuditContext, q: _Lookup) -> Resolution | None:
     return Resolution(Via.ON_DEMAND, None, f"{q.path} is loaded only by {what}", f"needed only by {what}")
 
 
+def _optional_plugin(ctx: AuditContext, q: _Lookup) -> Resolution | None:
+    """8b. A plugin (a library no shipped library needs and that Python does not import: its host loads it by
+    name when the feature is asked for) whose dependency only one of the wheel's extras installs, off the
+    plugin's search path: an optional component, a note naming the extra, not an error (issue 32, class 2).
+    The extra's package brings and loads its libraries (TensorRT's ``import tensorrt``) before the feature
+    that loads the plugin is used."""
+    provided = ctx.providers.named(q.name)
+    if provided is None or not provided.reached.extra or ctx.needed_by.get(q.path):
+        return None
+    report = q.report
+    if report.host is not None and is_extension_module(q.path, report.host.exports):
+        return None
+    extra = provided.reached.extra
+    note = (
+        f"an optional plugin: {posixpath.basename(q.path)} is loaded by name for a feature, and "
+        f"{posixpath.basename(q.name)} comes with {_own(ctx)}[{extra}]"
+    )
+    return Resolution(
+        Via.OPTIONAL,
+        provided.path,
+        f"{q.name} ← {provided.reached.label()} at {provided.path}, off the search path; {note}",
+        note,
+        extra,
+    )
+
+
 def _computed_at_run_time(ctx: AuditContext, q: _Lookup) -> Resolution | None:
     """8a. Installed by a requirement off the search path, and the package's own Python code builds library
     paths at run time (``importlib.metadata`` into an environment variable its native holder dlopens): the
@@ -730,4 +756,5 @@ _STEPS: tuple[Callable[[AuditContext, _Lookup], Resolution | None], ...] = (
     _package_preload,
     _on_demand,
     _computed_at_run_time,
+    _optional_plugin,
 )
