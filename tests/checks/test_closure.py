@@ -196,3 +196,27 @@ def test_an_optional_plugin_behind_an_extra_is_a_note_naming_the_extra() -> None
         [library(module, host(imports=["libcublas.so.12"], exports=["PyInit__core"]))], requires=requires
     )
     assert by_name(run(ctx, "closure"))[f"closure: {module}"].severity is Severity.ERROR
+
+
+def test_a_required_hosts_preloading_serves_the_audit() -> None:
+    """Issue 32, class 4: a torch extension built for CUDA 12 needs libcublas.so.12 and libnvrtc.so.12 with no
+    search path; its own requirements install them under nvidia/cublas/lib and nvidia/cuda_nvrtc/lib, and
+    torch (a CUDA 13 build) preloads by glob, in its [[preloads]] order, nvidia/cublas/lib/libcublas.so.* and
+    nvidia/cuda_nvrtc/lib/libnvrtc.so.* first: the loader reuses them. The [[preloads]] data doctor --env
+    simulates serves the audit: preloaded, not an error."""
+    module = "pkg/_C.cpython-312-x86_64-linux-gnu.so"
+    ctx = context(
+        [
+            library(
+                module,
+                host(imports=["libcublas.so.12", "libnvrtc.so.12", "libc.so.6"], exports=["PyInit__C"]),
+            )
+        ],
+        requires=["torch>=2.10", "nvidia-cublas-cu12>=12,<13", "nvidia-cuda-nvrtc-cu12>=12,<13"],
+    )
+    result = by_name(run(ctx, "closure"))[f"closure: {module}"]
+    assert result.status is Status.PASS, result.reason
+    met = {i.library: i for i in ctx.static_imports}
+    assert met["libcublas.so.12"].met == "preloaded"
+    assert met["libcublas.so.12"].target == "nvidia/cublas/lib/libcublas.so.12"
+    assert "import torch" in met["libnvrtc.so.12"].detail
