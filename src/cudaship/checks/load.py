@@ -124,11 +124,16 @@ def _missing(message: str | None) -> str | None:
 
 
 def _no_driver(obs: Observation, message: str | None) -> bool:
-    """Whether ``message`` is the loader not finding the NVIDIA driver's library where there is neither a
-    driver nor a stub: then nothing about the library is known here."""
-
+    """Whether ``message`` is the loader not finding one of the NVIDIA driver's libraries where there is no
+    driver: then nothing about the library is known here. The toolkit stub stands in for ``libcuda.so.1``
+    only: with it, a library that needs NVML (``libnvidia-ml.so.1``) still fails for want of the driver, not
+    of anything the wheel could ship (issue 32, class 9)."""
     missing = _missing(message)
-    return obs.driver == "absent" and obs.stub_libcuda is None and missing is not None and is_driver(missing)
+    if missing is None or not is_driver(missing):
+        return False
+    if obs.driver == "absent" and obs.stub_libcuda is None:
+        return True
+    return obs.driver == "stub" and not missing.startswith("libcuda.so")
 
 
 def _static_failures(per_file: dict[str, list[StaticImport]]) -> dict[str, str]:
