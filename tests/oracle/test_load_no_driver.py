@@ -25,3 +25,30 @@ def test_without_driver_or_stub_every_driver_library_is_no_driver() -> None:
     assert not _no_driver(absent, OTHER)
     present = Observation("python3", (), driver="present")
     assert not _no_driver(present, NVML)
+
+
+def test_a_static_error_the_loader_disproves_is_a_warning() -> None:
+    """Issue 32, class 9: the closure said pkg/_C.so's libfoo.so.1 does not resolve; audit --load loaded
+    pkg/_C.so with every DT_NEEDED satisfied. The loader's answer stands: the error becomes a warning saying
+    so; a library the loader could not load keeps its error."""
+    from cudaship.checks.load import overruled
+    from cudaship.checks.records import LoadCheck, LoadComparison
+    from cudaship.records.findings import CheckResult, Severity, Status
+
+    def error(lib: str) -> CheckResult:
+        return CheckResult(
+            f"closure: {lib}", "closure", Status.FAIL, "libfoo.so.1 does not resolve", (), None
+        )
+
+    load = LoadCheck(
+        comparisons=(
+            LoadComparison(
+                "pkg/_C.so", "libfoo.so.1", "does not resolve", "loaded /site/foo/libfoo.so.1", False
+            ),
+            LoadComparison("pkg/_C.so", "libc.so.6", "resolves (system)", "loaded /lib/libc.so.6", True),
+            LoadComparison("pkg/_D.so", "libbar.so.1", "does not resolve", "the library did not load", False),
+        )
+    )
+    c, d = overruled((error("pkg/_C.so"), error("pkg/_D.so")), load)
+    assert c.severity is Severity.WARNING and "audit --load" in c.reason
+    assert d.severity is Severity.ERROR

@@ -387,7 +387,9 @@ def _requirement_names(requires: tuple[str, ...]) -> tuple[str, ...]:
 
 def _with(audit: WheelAudit, policy: Policy, check: LoadCheck, results: list[CheckResult]) -> WheelAudit:
     judged = tuple(with_severity(r, policy) for r in results)
-    return dataclasses.replace(audit, checks=(*audit.checks, *judged), load=check)
+    # a static error the loader disproves is not an error (issue 32, class 9)
+    own = load_family.overruled(audit.checks, check)
+    return dataclasses.replace(audit, checks=(*own, *judged), load=check)
 
 
 __all__ = ["LoadOptions", "load_audit", "platform_skip", "top_level_modules"]
