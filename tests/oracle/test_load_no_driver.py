@@ -52,3 +52,19 @@ def test_a_static_error_the_loader_disproves_is_a_warning() -> None:
     c, d = overruled((error("pkg/_C.so"), error("pkg/_D.so")), load)
     assert c.severity is Severity.WARNING and "audit --load" in c.reason
     assert d.severity is Severity.ERROR
+
+
+def test_a_torch_extension_is_imported_after_torch() -> None:
+    """Issue 32, class 9: a torch extension that does not declare torch (an undeclared host) was imported
+    without `import torch` first, and failed where its users' code works. Every import and the dlopen after
+    imports now import the host packages' modules first; the dlopen alone stays alone."""
+    from cudaship.oracle.records import StepKind
+    from cudaship.oracle.run import host_modules, plan_probes
+
+    assert host_modules(("torch",)) == ("torch",)
+    probes = plan_probes(("ext",), ("ext",), {"ext/_C.so": "/site/ext/_C.so"}, (), host_modules(("torch",)))
+    labels = [p.label for p in probes]
+    assert labels[0] == "import ext (after import torch)"
+    (after, alone) = probes[1:]
+    assert [s.target for s in after.before if s.kind is StepKind.IMPORT] == ["torch", "ext"]
+    assert alone.before == ()

@@ -44,11 +44,12 @@ from cudaship.checks.records import LoadCheck, WheelAudit
 from cudaship.containment import DEFAULT_MEMORY, Containment, DeadlinePassed
 from cudaship.errors import CudashipError, OracleError
 from cudaship.inspection.environment import SameContent
+from cudaship.knowledge.hosts import hosts as known_hosts
 from cudaship.knowledge.platforms import machine_of, os_of
 from cudaship.knowledge.providers import conventions_for
 from cudaship.oracle.install import InstallOptions, LoadEnvironment, prepare
 from cudaship.oracle.observe import DEFAULT_TIMEOUT, child_environment, observe
-from cudaship.oracle.records import Probe, ProbeResult
+from cudaship.oracle.records import Probe, ProbeResult, Step, StepKind
 from cudaship.records.binary import FileFormat
 from cudaship.records.findings import CheckResult
 from cudaship.safe_read import open_regular
@@ -326,11 +327,8 @@ def _load_contained(
     aux = tuple(m for m in tops if m not in main)
     texts = _init_texts(audit.path, main)
     calls = _loader_calls(main, project, requires, lambda m: texts.get(m, ""))
-    probes: list[Probe] = [Probe.import_(m) for m in tops]
-    for rel in sorted(libs):
-        probes.append(Probe.dlopen(libs[rel], after_imports=main, calls=calls))
-        if main:
-            probes.append(Probe.dlopen(libs[rel]))
+    first = host_modules(hosts)
+    probes = plan_probes(tops, main, libs, calls, first)
     children_env = child_environment()
     if env.pythonpath:
         children_env["PYTHONPATH"] = env.pythonpath
@@ -359,7 +357,7 @@ def _load_contained(
     inputs = load_family.LoadInputs(
         installed=libs,
         sites=env.sites,
-        top_level=main,
+        top_level=(*first, *main),
         auxiliary=aux,
         calls=tuple(c.replace(":", ".") + "()" for c in calls),
         not_probed=not_probed,
@@ -373,6 +371,34 @@ def _load_contained(
     if env.directory and options.install.keep:
         check = dataclasses.replace(check, notes=(*check.notes, f"environment kept at {env.directory}"))
     return _with(audit, policy, check, results)
+
+
+def host_modules(projects: tuple[str, ...]) -> tuple[str, ...]:
+    """The modules users import first for the undeclared host packages ``projects`` (canonical names; the
+    hosts table, knowledge/data/hosts.toml): ``torch`` for torch."""
+    by_project: dict[str, str] = {canonicalize_name(h.project): h.module for h in known_hosts()}
+    wanted = [canonicalize_name(p) for p in projects]
+    return tuple(dict.fromkeys(by_project[p] for p in wanted if p in by_project))
+
+
+def plan_probes(
+    tops: tuple[str, ...],
+    main: tuple[str, ...],
+    libs: dict[str, str],
+    calls: tuple[str, ...],
+    hosts: tuple[str, ...] = (),
+) -> list[Probe]:
+    """The children to run: ``import M`` for each top-level module, each after importing the undeclared host
+    packages' modules first (``import torch`` before a torch extension: its users do; issue 32, class 9);
+    per library, ``dlopen`` after those and the package's own imports and loader calls, and ``dlopen`` alone.
+    Pure: names in, probes out."""
+    first = tuple(Step(StepKind.IMPORT, h) for h in hosts)
+    probes: list[Probe] = [Probe.import_(m, before=first) for m in tops]
+    for rel in sorted(libs):
+        probes.append(Probe.dlopen(libs[rel], after_imports=(*hosts, *main), calls=calls))
+        if main or hosts:
+            probes.append(Probe.dlopen(libs[rel]))
+    return probes
 
 
 def _requirement_names(requires: tuple[str, ...]) -> tuple[str, ...]:
