@@ -68,3 +68,18 @@ def test_a_torch_extension_is_imported_after_torch() -> None:
     (after, alone) = probes[1:]
     assert [s.target for s in after.before if s.kind is StepKind.IMPORT] == ["torch", "ext"]
     assert alone.before == ()
+
+
+def test_a_stray_helper_package_is_not_the_package() -> None:
+    """Issue 32, class 9: a stray top-level helper package (build_tools/) beside the project's own package
+    counted as the package failing. When a public package is named after the project, only those are the
+    API; the others are imported alone, and their failure is a note. Without such a package, all stay."""
+    from cudaship.oracle.run import main_modules
+
+    packages = frozenset({"cupy", "cupyx", "build_tools"})
+    tops = ("build_tools", "cupy", "cupyx")
+    assert main_modules(tops, packages, "cupy-cuda12x") == ("cupy", "cupyx")
+    assert main_modules(("bitsandbytes", "tests"), frozenset({"bitsandbytes", "tests"}), "bitsandbytes") == (
+        "bitsandbytes",
+    )
+    assert main_modules(("alpha", "beta"), frozenset({"alpha", "beta"}), "gamma") == ("alpha", "beta")

@@ -136,6 +136,26 @@ def auxiliary(module: str, packages: frozenset[str]) -> bool:
     return top.startswith("_") or top not in packages or top in _AUXILIARY_PACKAGES
 
 
+def main_modules(tops: tuple[str, ...], packages: frozenset[str], project: str | None) -> tuple[str, ...]:
+    """The top-level modules that are the wheel's API (their failure is the package failing): the public
+    packages (:func:`auxiliary`); and when one of them is named after the project (``cupy`` of
+    cupy-cuda12x, ``bitsandbytes``), only those and the packages named after them (``cupyx``): a stray
+    helper package installed beside it (``build_tools``, ``benchmarks``) is imported alone and its failure
+    is a note (issue 32, class 9)."""
+    main = tuple(m for m in tops if not auxiliary(m, packages)) or tops
+    own = canonicalize_name(project or "").replace("-", "_")
+
+    def named(module: str) -> bool:
+        top = module.split(".", 1)[0].lower()
+        return bool(own) and (own == top or own.startswith(top + "_") or top.startswith(own))
+
+    stems = [m.split(".", 1)[0].lower() for m in main if named(m)]
+    if not stems:
+        return main
+    # the project's packages and those named after them (cupy's cupyx, torch's torchgen)
+    return tuple(m for m in main if any(m.split(".", 1)[0].lower().startswith(s) for s in stems))
+
+
 def _elf_kind(path: str) -> str | None:
     """``executable``, ``shared-library`` ... of the ELF file at ``path`` (cudaship's reader), or None."""
     try:
@@ -323,7 +343,7 @@ def _load_contained(
         libs[rel] = real
     tops = top_level_modules(installed, top_txt)
     package_names = frozenset(p.split("/", 1)[0] for p in installed if "/" in p)
-    main = tuple(m for m in tops if not auxiliary(m, package_names)) or tops
+    main = main_modules(tops, package_names, project)
     aux = tuple(m for m in tops if m not in main)
     texts = _init_texts(audit.path, main)
     calls = _loader_calls(main, project, requires, lambda m: texts.get(m, ""))
