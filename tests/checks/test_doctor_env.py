@@ -89,3 +89,28 @@ def test_cupy_optional_components_one_severity_with_the_audit(
     audit_met = {i["library"]: Met(i["met"]) for i in imports if i["library"] in extra}
     for library, finding in extra.items():
         assert finding.severity is severity(audit_met[library]), library
+
+
+def test_variants_for_another_environment_are_notes_as_in_the_audit(
+    torch_cu12_env: Path, bnb_env: Path, bitsandbytes_linux_wheel: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 32, class 13: bitsandbytes beside a CUDA 12 torch: its _cuda12x variants load, the _cuda118 and
+    _cuda13x ones do not (their CUDA libraries are another environment's). doctor --env said 9 warnings;
+    the audit calls the same imports variants, notes. One mechanism, one severity."""
+    import json
+
+    from cudaship.cli.main import main
+    from cudaship.records.judgement import Met, severity
+
+    report = doctor_env([str(torch_cu12_env), str(bnb_env)], system=False)
+    variants = [f for f in report.findings if "libbitsandbytes_cuda1" in (f.subject.file or "")]
+    assert {f.subject.file.rsplit("/", 1)[-1] for f in variants if f.subject.file} >= {
+        "libbitsandbytes_cuda118.so",
+        "libbitsandbytes_cuda130.so",
+    }
+    assert {f.severity for f in variants} == {Severity.NOTE}
+    assert all("for another environment" in f.reason for f in variants)
+    assert main(["audit", str(bitsandbytes_linux_wheel), "-f", "json"]) == 0
+    imports = json.loads(capsys.readouterr().out)["wheels"][0]["imports"]
+    (cublas11,) = {i["met"] for i in imports if i["library"] == "libcublas.so.11"}
+    assert severity(Met(cublas11)) is Severity.NOTE

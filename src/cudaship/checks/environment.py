@@ -53,6 +53,7 @@ from cudaship.inspection.environment import (
 )
 from cudaship.knowledge.component_minimums import violations
 from cudaship.knowledge.providers import conventions_for
+from cudaship.knowledge.variants import recognise
 from cudaship.probe.records import ProbeResult
 from cudaship.records.binary import ImportKind, Machine
 from cudaship.records.findings import CheckResult, Severity, Status, judged
@@ -139,7 +140,43 @@ def check_environment(env: Environment, graph: LoadGraph) -> list[CheckResult]:
                 findings.append(_shadowed(owners, edge, graph))
     findings += _duplicates(owners, graph)
     findings += _components(env)
-    return findings
+    return _other_environments(owners, findings)
+
+
+def _other_environments(owners: _Owners, findings: list[CheckResult]) -> list[CheckResult]:
+    """A CUDA variant (``libbitsandbytes_cuda118.so`` of ``_cuda*.so``; :mod:`cudaship.knowledge.variants`)
+    whose imports are not found while a CUDA sibling's all are: the variant for another environment, judged
+    as the audit judges it (the one judgement's :class:`Met` ``variant``: a note), never a warning or an
+    error of this environment (issue 32, class 13). A group none of whose CUDA members loads keeps its
+    findings."""
+    unresolved = [f for f in findings if f.name == "unresolved" and f.subject.file]
+    if not unresolved:
+        return findings
+    failing = {f.subject.file for f in unresolved}
+    variants = recognise(owners.by_path)
+    severity = Judgement(Met.VARIANT).severity or Severity.NOTE
+    out: list[CheckResult] = []
+    for f in findings:
+        v = variants.get(f.subject.file or "") if f in unresolved else None
+        served = (
+            sorted(
+                posixpath.basename(p)
+                for p, w in variants.items()
+                if w.group == v.group and w.is_cuda and p not in failing
+            )
+            if v is not None and v.is_cuda
+            else []
+        )
+        if v is not None and served and f.severity is not severity:
+            shown = ", ".join(served[:3]) + (" and more" if len(served) > 3 else "")
+            f = replace(
+                f,
+                severity=severity,
+                reason=f"{f.reason}; the {v.label} variant, for another environment ({shown} load here), as "
+                "the audit judges it",
+            )
+        out.append(f)
+    return out
 
 
 def _unresolved(owners: _Owners, edge: Edge) -> CheckResult:
