@@ -76,3 +76,43 @@ def test_cupy_extra_is_named_not_required(
     met = _met(wheel, capsys)
     cublas = "libcublas.so.12" if fixture == "cupy_linux_wheel" else "cublas64_12.dll"
     assert met[cublas] == {"extra"}
+
+
+_ALONE = {"extra", "host", "variant", "preloaded"}
+
+
+@pytest.mark.parametrize(
+    "fixture",
+    [
+        "bitsandbytes_linux_wheel",
+        "cupy_linux_wheel",
+        "cupy_windows_wheel",
+        "onnxruntime_linux_wheel",
+        "onnxruntime_windows_wheel",
+        "ctranslate2_vendoring_wheel",
+        "cumm_vendoring_wheel",
+    ],
+)
+def test_repair_adds_no_requirement_for_what_the_audit_calls_optional(
+    fixture: str, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same wheel gets the same answer: no library repair adds a requirement for is one the audit judges
+    met by an extra, a host, a variant or preloading (and every library repair leaves alone with a note is one
+    the audit does not judge missing)."""
+    wheel: Path = request.getfixturevalue(fixture)
+    plan = _plan(wheel, capsys)
+    main(["audit", str(wheel), "-f", "json"])
+    imports = json.loads(capsys.readouterr().out)["wheels"][0]["imports"]
+    met: dict[str, set[str]] = {}
+    for imp in imports:
+        met.setdefault(imp["library"].lower(), set()).add(imp["met"])
+    for added in plan["requirements"]:  # type: ignore[attr-defined]
+        for library in added["libraries"]:
+            assert not (met.get(library.lower(), set()) and met[library.lower()] <= _ALONE), (
+                added,
+                met[library.lower()],
+            )
+    notes = "\n".join(plan["notes"])  # type: ignore[arg-type]
+    for library, how in met.items():
+        if how == {"missing"}:
+            assert f"{library}," not in notes.lower() and not notes.lower().endswith(library), library
