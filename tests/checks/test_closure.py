@@ -220,3 +220,28 @@ def test_a_required_hosts_preloading_serves_the_audit() -> None:
     assert met["libcublas.so.12"].met == "preloaded"
     assert met["libcublas.so.12"].target == "nvidia/cublas/lib/libcublas.so.12"
     assert "import torch" in met["libnvrtc.so.12"].detail
+
+
+def test_computed_paths_to_the_packages_own_libraries_are_uncertain() -> None:
+    """Issue 32, class 3, the package's own libraries: __init__ builds the paths of its shipped libraries
+    (importlib.metadata files() of itself) into an environment variable; a plugin needs one of them off its
+    search path (needed by another shipped library, so not a plugin loaded first). Uncertain, a warning
+    naming `audit --load`; without the computing code, an error."""
+    from cudaship.wheel.pyloads import python_loads
+
+    source = _COMPUTES.replace(b'files("nvidia-cublas-cu12")', b'files("pkg")')
+    loads = python_loads("pkg/__init__.py", source)
+    assert loads is not None
+    libs = [  # the holder needs the decoder (its RUNPATH finds it), which needs libcore off its search path
+        library("pkg/_holder.so", host(imports=["libdec.so.1", "libc.so.6"], runpath=["$ORIGIN/plugins"])),
+        library("pkg/plugins/libdec.so.1", host(soname="libdec.so.1", imports=["libcore.so.1", "libc.so.6"])),
+        library("pkg/lib/libcore.so.1", host(soname="libcore.so.1", imports=["libc.so.6"])),
+    ]
+    ctx = context(libs, files=["pkg/__init__.py"], python=[loads])
+    results = run(ctx, "closure")
+    assert not [r for r in results if r.status is Status.FAIL and r.severity is Severity.ERROR]
+    (warning,) = [r for r in results if r.rule == "computed_path"]
+    assert "audit --load" in warning.reason
+    plain = context(libs)
+    failing = by_name(run(plain, "closure"))["closure: pkg/plugins/libdec.so.1"]
+    assert failing.severity is Severity.ERROR and failing.status is Status.FAIL

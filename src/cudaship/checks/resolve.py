@@ -451,30 +451,39 @@ def _computed_at_run_time(ctx: AuditContext, q: _Lookup) -> Resolution | None:
     paths at run time (``importlib.metadata`` into an environment variable its native holder dlopens): the
     static model cannot compute that path, so the verdict is uncertain (a warning naming ``audit --load``,
     never an error; issue 32, class 3)."""
+    call, where = next(
+        (
+            (c, ctx.installed.get(loads.file, loads.file))
+            for loads in ctx.scan.python_loads
+            for c in loads.calls
+            if c.kind == "computed"
+        ),
+        (None, ""),
+    )
+    if call is None:
+        return None
+    why = (
+        f"uncertain: {where} line {call.line} builds library paths at run time ({call.mechanism}); "
+        "`audit --load` runs the real loader"
+    )
+    shipped = ctx.by_name.get(posixpath.basename(q.name).lower(), [])
+    if shipped and preloaded_by_package(ctx, q.name, shipped[0], q.pe) is None:
+        # the package's own library, off the search path: its code may compute that path too
+        detail = f"{q.name} shipped at {shipped[0]}, off the search path; {why}"
+        return Resolution(Via.COMPUTED, shipped[0], detail, why, cause=where, uncertain=True)
     provided = ctx.providers.named(q.name)
     if provided is None:
         return None
-    for loads in ctx.scan.python_loads:
-        call = next((c for c in loads.calls if c.kind == "computed"), None)
-        if call is None:
-            continue
-        where = ctx.installed.get(loads.file, loads.file)
-        note = _with_extra(
-            ctx,
-            provided,
-            f"uncertain: {where} line {call.line} builds library paths at run time ({call.mechanism}); "
-            "`audit --load` runs the real loader",
-        )
-        return Resolution(
-            Via.COMPUTED,
-            provided.path,
-            f"{q.name} ← {provided.reached.label()} at {provided.path}, off the search path; {note}",
-            note,
-            provided.reached.extra,
-            cause=where,
-            uncertain=True,
-        )
-    return None
+    note = _with_extra(ctx, provided, why)
+    return Resolution(
+        Via.COMPUTED,
+        provided.path,
+        f"{q.name} ← {provided.reached.label()} at {provided.path}, off the search path; {note}",
+        note,
+        provided.reached.extra,
+        cause=where,
+        uncertain=True,
+    )
 
 
 def _not_found(ctx: AuditContext, q: _Lookup) -> Resolution:
