@@ -86,6 +86,11 @@ NOT_EXAMPLES = {
     "A (link_libtorch, as export runs it)": "linker errors of torch's Windows cross compile captured on the "
     "lent H200 machine",
     "[tool.cibuildwheel.linux]": "cibuildwheel's configuration, not cudaship's (docs/ci.md, repair)",
+    "nvidia :: cuda_version_lower_bound :: 12.8": "the property syntax of a variant.json (docs/variants.md)",
+    "variant: nvidia :: ": "audit findings on the variant wheels tests/checks/test_variant_wheels.py and "
+    "test_variant_props.py build, which assert these lines",
+    "ERROR   variant release: coverage": "the finding tests/checks/test_variant_release.py asserts on four "
+    "hand-built variants plus null",
 }
 
 #: Blocks that need a GPU or the network, by the start of their first line, with which and why.
@@ -288,7 +293,7 @@ def check_action_yaml(block: Block) -> None:
 
     action = yaml.safe_load((REPO / "action.yml").read_text())
     (step,) = yaml.safe_load(block.text)
-    assert step["uses"].endswith("cudaship@v0")
+    assert step["uses"] == "your-org/cudaship@main"  # the placeholder of docs/ci.md (tests/ci/test_action.py)
     unknown = sorted(set(step["with"]) - set(action["inputs"]))
     assert not unknown, f"inputs action.yml does not declare: {unknown}"
 
@@ -421,6 +426,25 @@ def check_error_lines(
             code, _, err = run_cli(["inspect", bomb.name], capsys)
             shape = re.sub(r"\d+", "N", line)
             assert code == ExitCode.BAD_INPUT and re.sub(r"\d+", "N", err.strip()) == shape
+        elif "component nvcc cannot be assembled from PyPI for CUDA 12.8.1" in line:
+            # refused from the data before pip runs: no index is asked
+            argv = ["toolkit", "install", "cu128", "--source", "pypi", "-c", "nvcc", "--dest", "cuda12"]
+            code, _, err = run_cli([*argv, "--cache-dir", str(tmp_path / "cache")], capsys)
+            assert code == ExitCode.BAD_INPUT and err.strip().splitlines()[-1] == line.strip()
+            assert not (tmp_path / "cuda12").exists()
+        elif "CMAKE_CUDA_COMPILER would name this file, but it does not exist" in line:
+            # a toolkit `cudaship toolkit install -c cudart` made: its manifest, no bin/; quoted at /opt/cuda
+            root = tmp_path / "cuda"
+            root.mkdir()
+            (root / "cudaship-toolkit.json").write_text(
+                json.dumps({"schema": 1, "release": "13.0.2", "components": [{"component": "cudart"}]})
+            )
+            monkeypatch.delenv("CUDACXX", raising=False)
+            code, out, err = run_cli(
+                ["cmake", "--train", "cu130", "--platform", "linux-x86_64", "--toolkit", str(root)], capsys
+            )
+            assert code == ExitCode.BAD_INPUT and out == ""
+            assert err.strip().replace(root.as_posix(), "/opt/cuda") == line.strip()
         else:
             raise AssertionError(f"{block.id}: no input made for {line!r}")
 

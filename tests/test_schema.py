@@ -40,7 +40,7 @@ def test_unknown_key_reads_the_same_everywhere(tmp_path: Path) -> None:
         "matrix.all-labels: unknown key (did you mean all-label?); known: all-label, default-platform"
     )
     assert _policy(tmp_path, "[matirx]\n") == (
-        "[matirx]: unknown table (did you mean [matrix]?); known: [archs], [audit], [matrix]"
+        "[matirx]: unknown table (did you mean [matrix]?); known: [archs], [audit], [matrix], [resolution]"
     )
 
 

@@ -134,6 +134,20 @@ VARIABLES: tuple[Variable, ...] = (
         _choice("", "0", "1"),
     ),
     Variable(
+        "NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION",
+        "`variant release --here`",
+        "the NVIDIA variant provider's override of the CUDA version the driver reports (cudaship reads it "
+        "as the "
+        "provider does, instead of asking the driver)",
+        "a CUDA version: `12.9`",
+    ),
+    Variable(
+        "NV_VARIANT_PROVIDER_FORCE_SM_ARCH",
+        "`variant release --here`",
+        "the NVIDIA variant provider's override of the highest GPU's compute capability",
+        "a compute capability: `9.0`",
+    ),
+    Variable(
         "CUDASHIP",
         "the GitHub Action's steps (`python -m cudaship.ci.action_steps`)",
         "the command that runs cudaship",
@@ -160,6 +174,18 @@ VARIABLES: tuple[Variable, ...] = (
         "an absolute directory; a relative one is ignored, as the XDG specification says",
     ),
     Variable("LOCALAPPDATA", "`toolkit` (Windows)", "the base of the default cache directory", "a directory"),
+    Variable(
+        "PIP_CACHE_DIR",
+        "`audit --load`, `doctor --env --confirm`",
+        "pip's cache, shared with the pip that installs the wheel (not with `--allow-sdist`: the run's own)",
+        "a directory; unset: pip's default for the OS",
+    ),
+    Variable(
+        "HOME",
+        "`audit --load`, `doctor --env --confirm`",
+        "where pip's default cache is looked for (the children get a home of the run's own)",
+        "a directory",
+    ),
     Variable(
         "PYENV_ROOT",
         "`audit --load`",

@@ -5,6 +5,9 @@ bitsandbytes on an RTX 5090)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
 
 from cudaship.analysis.gpus import CapabilityVerdict, FileVerdicts, combine_wheel
 from cudaship.knowledge.archs import Arch
@@ -86,3 +89,39 @@ def test_no_variant_serving_is_no() -> None:
     group = combine_wheel("w.whl", files, CAPS)
     assert group.verdicts[2].verdict.verdict is X
     assert group.verdicts[2].verdict.reason.startswith("no variant of b/libk_*.so runs")
+
+
+# --- issue 32 class 12: one default set of GPUs per input platform ------------------------------------------
+
+
+def test_default_rows_are_the_gpus_of_the_input_machine() -> None:
+    from cudaship.knowledge.gpus import default_capabilities, machine_gpus, shown_capabilities
+
+    x86 = [a.capability for a in default_capabilities(["x86_64"])]
+    arm = [a.capability for a in default_capabilities(["aarch64"])]
+    assert not {"8.7", "11.0", "12.1"} & set(x86)  # Jetson Orin (Tegra), Thor and GB10 are no x86 GPU
+    assert {"11.0", "12.1"} <= set(arm) and not {"8.6", "8.9", "12.0"} & set(arm)
+    assert "8.7" not in arm  # Orin runs JetPack's CUDA, not the SBSA stack aarch64 wheels target
+    # the same rule audit's coverage reads
+    assert set(x86) == {g.arch.capability for g in machine_gpus("x86_64") if g.shown}
+    # no machine known (a bare cubin): every row
+    assert default_capabilities([None]) == shown_capabilities()
+    assert default_capabilities([]) == shown_capabilities()
+
+
+@pytest.mark.network
+def test_gpus_judges_a_wheel_only_against_its_machines_gpus(
+    bitsandbytes_linux_wheel: Path, bitsandbytes_windows_wheel: Path
+) -> None:
+    """x86_64 and Windows wheels: no Arm-only row, and the minimum driver is that of the x86_64 GPUs."""
+    from cudaship.analysis.gpus import gpu_report
+    from cudaship.inspection.walk import inspect_paths
+
+    for wheel in (bitsandbytes_linux_wheel, bitsandbytes_windows_wheel):
+        report = gpu_report(inspect_paths([str(wheel)]))
+        caps = {c.capability for c in report.capabilities}
+        assert caps and not {"8.7", "11.0", "12.1"} & caps, wheel.name
+        assert report.wheels[0].variant_groups
+        for group in report.wheels[0].variant_groups:
+            for service in group.variants:
+                assert not {"8.7", "11.0", "12.1"} & set(service.serves)

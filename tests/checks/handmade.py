@@ -31,7 +31,15 @@ from cudaship.records.binary import (
 from cudaship.records.files import CudaLinkage, DriverAccess, FileReport, RuntimeLinkage
 from cudaship.records.findings import CheckResult
 from cudaship.wheel.metadata import install_path
-from cudaship.wheel.records import DistInfo, Metadata, PythonLoads, RecordEntry, RecordProblem, WheelFile
+from cudaship.wheel.records import (
+    DistInfo,
+    Metadata,
+    PythonLoads,
+    RecordEntry,
+    RecordProblem,
+    WheelFile,
+    WheelVariant,
+)
 
 TAGS = {
     "linux": "cp312-cp312-manylinux_2_28_x86_64",
@@ -141,6 +149,7 @@ def context(
     record_problems: Iterable[RecordProblem] = (),
     unreadable: Iterable[tuple[str, str]] = (),
     train: Train | None = None,
+    variant: WheelVariant | None = None,
     python: Iterable[PythonLoads] = (),
 ) -> AuditContext:
     """A context for one hand-built wheel: ``libs`` (native files by path in the wheel), other ``files``,
@@ -155,12 +164,13 @@ def context(
         wheel=WheelFile("1.0", False, (tag,)),
         record=tuple(RecordEntry(p, "sha256", "x", 1) for p in [*reports, *files]),
         record_path=f"{dist_dir}/RECORD",
+        variant=variant,
     )
     members = tuple(
         MemberFacts(p, 1000, 500, install_path(p, dist_dir) or p)
         for p in [*reports, *files, f"{dist_dir}/METADATA"]
     )
-    filename = f"{name}-{version}-{tag}.whl"
+    filename = f"{name}-{version}-{tag}{'-' + variant.label if variant else ''}.whl"
     target, notes = target_platform(dist, filename)
     scan = ScannedWheel(
         path=f"/tmp/{filename}",

@@ -451,13 +451,26 @@ def test_a_hosts_own_wheel_is_not_its_undeclared_host(tmp_path: Path) -> None:
         soname="libtorch_cpu.so",
         needs=(c10,),
     )
+    # torch's module loads libc10.so through its RUNPATH (as torch/_C.so does)
+    module = _gcc(
+        build / "_C.cpython-311-x86_64-linux-gnu.so",
+        "int c10_api(void);\nint PyInit__C(void) { return c10_api(); }\n",
+        soname="_C.cpython-311-x86_64-linux-gnu.so",
+        needs=(c10,),
+        flags=("-Wl,-rpath,$ORIGIN/lib",),
+    )
     # libtorch_cpu.so has no RUNPATH to its sibling: in torch's own wheel that is not "depends on torch"
-    files = {"torch/lib/libtorch_cpu.so": lib.read_bytes(), "torch/lib/libc10.so": c10.read_bytes()}
+    files = {
+        "torch/lib/libtorch_cpu.so": lib.read_bytes(),
+        "torch/lib/libc10.so": c10.read_bytes(),
+        "torch/_C.cpython-311-x86_64-linux-gnu.so": module.read_bytes(),
+    }
     audit = _audit(write_wheel(tmp_path, name="torch", version="1.0", tag=TAG, files=files))
     assert audit.host_packages == ()
     assert not [c for c in audit.checks if c.rule == "undeclared_host"]
     first = _checks(audit)["closure: needs a sibling loaded first: torch/lib/libc10.so"]
     assert first.evidence[0].file == "torch/lib/libtorch_cpu.so"
+    assert first.severity is Severity.WARNING
 
 
 # --- a real wheel: bitsandbytes 0.50.2 (cached PyPI download) ------------------------------------------

@@ -61,10 +61,14 @@ def test_base_wheel_runs_every_family(
         "closure",
         "collisions",
         "consistency",
+        "variant",
         "size",
     }
     assert report.ok
-    assert all(c.status is Status.PASS for c in report.checks)
+    # a plain wheel is no variant: the variant family says it did not apply (skipped, never a silent pass)
+    (variant,) = [c for c in report.checks if c.family == "variant"]
+    assert variant.status is Status.SKIP and variant.reason.startswith("not a variant wheel")
+    assert all(c.status is Status.PASS for c in report.checks if c.family != "variant")
 
 
 def test_expected_archs_come_from_the_wheels_own_tag(

@@ -15,10 +15,13 @@ import pytest
 from cudaship.ci import archs as ci_archs
 from cudaship.ci import cmake
 from cudaship.ci.cmake import BuildHost, Toolkit
+from cudaship.cli.main import main
 from cudaship.config import ProjectConfig
 from cudaship.errors import ToolkitError, UsageError
 from cudaship.knowledge.archs import format_arch_list
 from cudaship.render.table import CMAKE, render
+from tests.toolkit.builders import LINUX as REDIST_LINUX
+from tests.toolkit.builders import build_redist
 
 TABLE = ci_archs.arch_table(ProjectConfig({}, None))
 ZC = "-Xcompiler=/Zc:preprocessor"
@@ -468,3 +471,92 @@ def test_a_toolkit_whose_nvcc_did_not_run_is_trusted_for_its_platform() -> None:
     p = make_plan("windows-x86_64", "cu130", LINUX, tk=windows_toolkit)
     compiler = p.entry("CMAKE_CUDA_COMPILER")
     assert compiler is not None and compiler.value == "/opt/tk/cu130-windows/bin/nvcc.exe"
+
+
+# --- the compiler CMAKE_CUDA_COMPILER names is there (issue 35, item 4) ------------------------------------
+
+
+def _compiler_tree(root: Path, names: dict[str, int]) -> Path:
+    """A toolkit root whose bin/ holds ``names`` (file name -> mode)."""
+    (root / "bin").mkdir(parents=True)
+    for name, mode in names.items():
+        (root / "bin" / name).write_text("#!/bin/sh\nexit 0\n")
+        (root / "bin" / name).chmod(mode)
+    return root
+
+
+@pytest.mark.parametrize(
+    ("platform", "names", "problem"),
+    [
+        pytest.param("linux-x86_64", {"nvcc": 0o755}, None, id="linux-runnable"),
+        pytest.param("linux-x86_64", {"ptxas": 0o755}, "does not exist", id="linux-only-ptxas"),
+        pytest.param("linux-x86_64", {"nvcc": 0o644}, "cannot run (no executable bit)", id="linux-no-x-bit"),
+        # a Windows toolkit assembled on Linux: nvcc.exe need not run here, but it must be there
+        pytest.param("windows-x86_64", {"nvcc.exe": 0o644}, None, id="windows-on-linux"),
+        pytest.param("windows-x86_64", {"nvcc": 0o755}, "does not exist", id="windows-without-nvcc-exe"),
+    ],
+)
+def test_check_compiler(tmp_path: Path, platform: str, names: dict[str, int], problem: str | None) -> None:
+    root = _compiler_tree(tmp_path / "tk", names)
+    p = make_plan(platform, "cu130", LINUX, tk=Toolkit(root, "--toolkit", None, "13.0", "version.json"))
+    compiler = p.entry("CMAKE_CUDA_COMPILER")
+    assert compiler is not None
+    if problem is None:
+        cmake.check_compiler(p, "linux")
+        return
+    with pytest.raises(ToolkitError) as info:
+        cmake.check_compiler(p, "linux")
+    text = str(info.value)
+    assert text.startswith(f"{compiler.value}: CMAKE_CUDA_COMPILER would name this file, but it ") and (
+        problem in text
+    )
+    assert "\n" not in text
+
+
+def test_check_compiler_without_a_compiler_entry(tmp_path: Path) -> None:
+    """CUDACXX set (or Visual Studio): no CMAKE_CUDA_COMPILER is written, so nothing is checked."""
+    root = _compiler_tree(tmp_path / "tk", {})
+    host = BuildHost("linux", ninja="/usr/bin/ninja", cudacxx="/elsewhere/nvcc")
+    p = make_plan("linux-x86_64", "cu130", host, tk=Toolkit(root, "--toolkit", None, "13.0", "cuda.h"))
+    assert p.entry("CMAKE_CUDA_COMPILER") is None
+    cmake.check_compiler(p, "linux")
+
+
+def test_cmake_refuses_a_toolkit_without_nvcc(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The issue's sequence: a cudaship toolkit assembled without nvcc (here from a local redist mirror, -c
+    cudart), then `cmake --toolkit DIR`: before, exit 0 with CMAKE_CUDA_COMPILER naming DIR/bin/nvcc, which
+    does not exist; now one line naming that path and the install that adds it, exit 2, nothing printed."""
+    tree = build_redist(tmp_path / "redist", platforms=(REDIST_LINUX,))
+    dest = tmp_path / "cuda"
+    common = ["--platform", "linux-x86_64", "--dest", str(dest), "--mirror", str(tree.root)]
+    assert main(["toolkit", "install", "cu130", "-c", "cudart", *common, "-q"]) == 0
+    capsys.readouterr()
+    assert not (dest / "bin" / "nvcc").exists()
+    args = ["cmake", "--train", "cu130", "--platform", "linux-x86_64", "--toolkit", str(dest)]
+    code = main(args)
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "", err
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f"cudaship: error: {dest.as_posix()}/bin/nvcc: CMAKE_CUDA_COMPILER would name")
+    assert "does not exist: the toolkit from --toolkit has no CUDA compiler" in line
+    assert (
+        f"cudaship toolkit install cu130 --platform linux-x86_64 -c default --dest {dest.as_posix()}" in line
+    )
+    # with the compiler added the same command configures
+    assert main(["toolkit", "install", "cu130", "-c", "default", *common, "-q"]) == 0
+    capsys.readouterr()
+    assert main(args) == 0
+    assert f"-DCMAKE_CUDA_COMPILER:FILEPATH={dest.as_posix()}/bin/nvcc" in capsys.readouterr().out
+
+
+def test_the_fix_keeps_the_components_a_toolkit_holds(tmp_path: Path) -> None:
+    """The install the error names reinstalls with the default set plus every component held now (cublas
+    here), so following it drops nothing."""
+    root = _compiler_tree(tmp_path / "tk", {"ptxas": 0o755})
+    components = [{"component": "cudart"}, {"component": "cublas"}, {"component": "nvcc"}]
+    (root / cmake.TOOLKIT_MANIFEST).write_text(json.dumps({"release": "13.0.2", "components": components}))
+    located = cmake.locate_toolkit(root, environ={}, which=no_which)
+    assert located.cudaship_toolkit
+    p = make_plan("linux-x86_64", "cu130", LINUX, tk=located)
+    with pytest.raises(ToolkitError, match=r"-c default,cublas --dest "):
+        cmake.check_compiler(p, "linux")

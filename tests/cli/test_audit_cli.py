@@ -54,7 +54,8 @@ def test_passing_wheel_exits_0_and_counts_last(
     assert code == ExitCode.OK, err
     lines = out.rstrip("\n").splitlines()
     total = sum(1 for line in lines if line.lstrip().startswith(("PASS ", "FAIL ", "SKIP ")))
-    assert lines[-1] == f"{total} checks: {total} passed, 0 failed, 0 skipped"
+    # the one skip: the variant family says a plain wheel is no variant (never a silent pass)
+    assert lines[-1] == f"{total} checks: {total - 1} passed, 0 failed, 1 skipped"
 
 
 @pytest.mark.slow
@@ -67,7 +68,7 @@ def test_failing_wheel_exits_1_with_evidence(
     assert "arch sm_120" not in out or "missing SASS sm_120" in out
     lines = out.rstrip("\n").splitlines()
     total = sum(1 for line in lines if line.lstrip().startswith(("PASS ", "FAIL ", "SKIP ")))
-    assert lines[-1] == f"{total} checks: {total - 1} passed, 1 failed, 0 skipped"
+    assert lines[-1] == f"{total} checks: {total - 2} passed, 1 failed, 1 skipped"
 
 
 @pytest.mark.slow
@@ -272,7 +273,7 @@ def test_no_policy_runs_the_default(
     )
     assert code == ExitCode.FINDINGS
     families = {c["family"] for c in data["checks"]}
-    assert families == {"record", "archs", "requirements", "closure", "collisions", "consistency"}
+    assert families == {"record", "archs", "requirements", "closure", "collisions", "consistency", "variant"}
     # and the default's arch coverage of the wheel's train (cu130): a warning for 7.5, which CUDA 13.0
     # supports and the build leaves out
     (coverage,) = [c for c in data["checks"] if c["name"].startswith("archs: GPU coverage")]

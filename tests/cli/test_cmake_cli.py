@@ -29,10 +29,14 @@ def _clean_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def toolkit_dir(root: Path, cuda_version: int) -> Path:
-    """A toolkit tree whose release is read from include/cuda.h (e.g. a Windows toolkit on a Linux host)."""
+    """A toolkit tree whose release is read from include/cuda.h (e.g. a Windows toolkit on a Linux host): its
+    compilers are there (`cmake` refuses to point CMAKE_CUDA_COMPILER at nothing) but print no release."""
     (root / "include").mkdir(parents=True)
     (root / "bin").mkdir()
     (root / "include" / "cuda.h").write_text(f"#define CUDA_VERSION {cuda_version}\n")
+    for name in ("nvcc", "nvcc.exe"):
+        (root / "bin" / name).write_text("#!/bin/sh\nexit 1\n")
+        (root / "bin" / name).chmod(0o755)
     return root
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from cudaship.cli.main import main
 from cudaship.inspection.walk import inspect_paths
-from cudaship.knowledge.gpus import shown_capabilities
+from cudaship.knowledge.gpus import default_capabilities
 from cudaship.knowledge.runs_on import runs_on
 
 RANK = {"native": 0, "jit": 1, "no": 2}
@@ -50,8 +50,9 @@ def test_json_follows_the_rule_per_file_and_overall(
     code, doc = gpus_json(capsys, *map(str, libs))
     assert code == 0
     caps = [c["capability"] for c in doc["capabilities"]]
-    assert caps == [a.capability for a in shown_capabilities()]
-    assert caps[0] == "7.5" and caps[-1] == "12.1"
+    # x86_64 libraries: the x86_64 GPUs (7.5 to 12.0), never Jetson Orin 8.7, Thor 11.0 nor GB10 12.1
+    assert caps == [a.capability for a in default_capabilities(["x86_64"])]
+    assert caps[0] == "7.5" and caps[-1] == "12.0" and not {"8.7", "11.0", "12.1"} & set(caps)
     inspected = inspect_paths([str(p) for p in libs])
     assert [f["path"] for f in doc["files"]] == [f.path for f in inspected.files]
     for report, shown in zip(inspected.files, doc["files"], strict=True):
@@ -167,7 +168,7 @@ def test_html_heatmap(capsys: pytest.CaptureFixture[str], libs: list[Path], tmp_
     assert checker.stack == []
     assert "script" not in checker.tags
     rows = 1 + len(libs)  # the "all inputs" row and one per library
-    assert len(checker.cells) == rows * len(shown_capabilities())
+    assert len(checker.cells) == rows * len(default_capabilities(["x86_64"]))
     assert {c for c, _ in checker.cells} == {"native", "jit", "no"}
     assert all(title for _, title in checker.cells)
     for lib in libs:

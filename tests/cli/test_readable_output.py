@@ -70,13 +70,13 @@ def test_audit_never_repeats_a_reason_as_its_evidence(
     monkeypatch.chdir(REPO)
     wheel = synthetic_wheel("win_arch_missing")
     args = ["--no-progress", "--policy", "examples/policies/windows.toml", str(wheel)]
-    monkeypatch.setenv("GITHUB_ACTIONS", "true")  # the annotations follow the report
-    code, out, _ = run(["audit", *args], capsys)
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")  # the annotations: on stderr, the report on stdout
+    code, out, err = run(["audit", *args], capsys)
     assert code == ExitCode.FINDINGS
     lines = out.splitlines()
     fail = lines.index("  FAIL  archs: executorch/backends/cuda/aoti_cuda_shims.dll — missing SASS sm_120")
     assert not lines[fail + 1].startswith("        - ")  # the reason said it, with the file in the name
-    command = next(line for line in lines if line.startswith("::error") and "missing SASS" in line)
+    command = next(a for a in err.splitlines() if a.startswith("::error") and "missing SASS" in a)
     assert command.count("missing SASS sm_120") == 1
 
 

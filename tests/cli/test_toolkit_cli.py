@@ -99,16 +99,59 @@ def test_env_write_github(
 
 def test_env_write_dotenv_to_file(tmp_path: Path, base: str, monkeypatch: pytest.MonkeyPatch) -> None:
     dest = tmp_path / "cuda"
-    assert _install(base, dest, tmp_path, "-q", "-c", "cudart") == ExitCode.OK
+    assert _install(base, dest, tmp_path, "-q", "-c", "cudart,nvcc") == ExitCode.OK
     target = tmp_path / "cuda.env"
     monkeypatch.setenv("PATH", "/opt/tools")  # the CLI reads it (envvars) and hands it to the renderer
     assert main(["toolkit", "env", str(dest), "--write", "dotenv", "-o", str(target)]) == ExitCode.OK
     lines = target.read_text().splitlines()
     assert lines[:2] == [f"CUDA_HOME={dest}", f"CUDA_PATH={dest}"]
-    assert lines[2] == f"PATH={dest}/bin:/opt/tools"
+    assert lines[2:] == [f"CUDACXX={dest}/bin/nvcc", f"PATH={dest}/bin:/opt/tools"]
     monkeypatch.delenv("PATH")
     assert main(["toolkit", "env", str(dest), "--write", "dotenv", "-o", str(target)]) == ExitCode.OK
-    assert target.read_text().splitlines()[2] == f"PATH={dest}/bin"
+    assert target.read_text().splitlines()[3] == f"PATH={dest}/bin"
+
+
+def test_env_of_a_toolkit_without_bin_exports_no_bin(
+    tmp_path: Path, base: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A runtime-only toolkit (-c cudart: include/ and lib/, no bin/): no format puts the missing bin/ on
+    PATH (nor an empty PATH entry, which a shell reads as the current directory) or sets CUDACXX; each says
+    in a comment line (github: a note on stderr) what it left out and why (issue 35, item 4)."""
+    dest = tmp_path / "cuda"
+    assert _install(base, dest, tmp_path, "-q", "-c", "cudart") == ExitCode.OK
+    capsys.readouterr()
+    assert not (dest / "bin").exists()
+    left_out = f"# cudaship: PATH: left out {dest}/bin: it does not exist (no component here has programs)"
+    no_nvcc = (
+        f"# cudaship: CUDACXX: not set: {dest}/bin/nvcc does not exist (this toolkit has no nvcc component)"
+    )
+
+    assert main(["toolkit", "env", str(dest)]) == ExitCode.OK
+    assert capsys.readouterr().out.splitlines() == [
+        left_out,
+        no_nvcc,
+        f"export CUDA_HOME={dest}",
+        f"export CUDA_PATH={dest}",
+    ]
+
+    monkeypatch.setenv("PATH", "/opt/tools")
+    assert main(["toolkit", "env", str(dest), "-f", "dotenv"]) == ExitCode.OK
+    assert capsys.readouterr().out.splitlines() == [
+        left_out,
+        no_nvcc,
+        f"CUDA_HOME={dest}",
+        f"CUDA_PATH={dest}",
+    ]
+
+    github_env, github_path = tmp_path / "github_env", tmp_path / "github_path"
+    monkeypatch.setenv("GITHUB_ENV", str(github_env))
+    monkeypatch.setenv("GITHUB_PATH", str(github_path))
+    assert main(["toolkit", "env", str(dest), "--write", "github"]) == ExitCode.OK
+    err = capsys.readouterr().err
+    assert github_env.read_text().splitlines() == [f"CUDA_HOME={dest}", f"CUDA_PATH={dest}"]
+    assert not github_path.exists()  # nothing to put on PATH: GITHUB_PATH not touched
+    assert f"cudaship: toolkit: note: PATH: left out {dest}/bin: it does not exist" in err
+    assert f"wrote 2 variables to {github_env}\n" in err
 
 
 def test_env_github_without_the_variables_is_a_usage_error(

@@ -222,6 +222,7 @@ def make_export_dir(
     device: str = "cuda",
     platform: str = "linux-x86_64",
     reference: bool = True,
+    import_libraries: tuple[Any, ...] = (),
 ) -> Path:
     """An export directory as ``program export`` writes it, around ``package`` (for checks without torch).
 
@@ -244,6 +245,7 @@ def make_export_dir(
         device=device,
         target_platform=platform,
         reference="reference.pt",
+        import_libraries=import_libraries,
     )
     write_provenance(directory, prov)
     return directory

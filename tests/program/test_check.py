@@ -157,3 +157,53 @@ def test_windows_program_against_wheels(
     assert (info.platform, info.cudart_majors) == ("windows", (13,))
     report = check_program(windows_export, wheel=make_wheel(tmp_path, version, tag), gpu="9.0")
     assert report.passed is passed, report.items
+
+
+# --- issue 32, class 15
+
+
+def test_a_gpu_named_is_echoed_as_named(export_dir: Path) -> None:
+    report = check_program(export_dir, gpu="RTX 3090")
+    assert report.target.gpu == "RTX 3090 (8.6 Ampere)"
+    assert "does not run on RTX 3090 (8.6 Ampere)" in message(report, "arch")
+    assert "A10G" not in message(report, "arch")
+    # a capability given as a number names no GPU: its group's names
+    assert check_program(export_dir, gpu="8.6").target.gpu == "8.6 Ampere (A10G, A10)"
+
+
+def test_the_audit_of_an_arch_specific_program_says_where_it_does_not_run(package: Path) -> None:
+    """sm_90a alone: the audit's coverage agrees with gpus (no on every row but 9.0), a warning."""
+    from cudaship.analysis.gpus import gpu_report
+    from cudaship.checks.engine import audit_wheels
+    from cudaship.checks.table import default_policy
+    from cudaship.inspection.walk import inspect_paths
+    from cudaship.records.findings import Severity, Status
+
+    report = audit_wheels([package], default_policy())
+    (coverage,) = [c for c in report.checks if c.rule == "coverage"]
+    assert (coverage.status, coverage.severity) == (Status.FAIL, Severity.WARNING), coverage
+    assert "the program runs on 9.0 alone" in coverage.reason
+    denied = {f.arch for f in coverage.evidence}
+    gpus = gpu_report(inspect_paths([str(package)]))
+    no_rows = {cv.capability.capability for cv in gpus.overall.verdicts if not cv.verdict.runs}
+    assert denied and denied <= no_rows and "9.0" not in denied
+
+
+def test_here_knows_the_platform_and_the_installed_runtimes_train(tmp_path: Path) -> None:
+    """What --here adds besides the GPU (read without a GPU): this machine's platform, and the train of the
+    runtime installed here, from its dist-info (never imported)."""
+    import platform as _platform
+    import sys
+
+    from cudaship.program.check import installed_runtime, this_platform
+
+    if sys.platform.startswith("linux") and _platform.machine() == "x86_64":
+        assert this_platform() == "linux-x86_64"
+    site = tmp_path / "site"
+    dist = site / "torch-2.11.0+cu130.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0+cu130\n")
+    assert installed_runtime("pt2", [str(site)]) == ("torch 2.11.0+cu130", "13.0")
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0+cpu\n")
+    assert installed_runtime("pt2", [str(site)]) == ("torch 2.11.0+cpu", None)
+    assert installed_runtime("pte", [str(site)]) is None  # no executorch there

@@ -76,6 +76,17 @@ def test_check_here_passes(gpu_export: Path, capsys: pytest.CaptureFixture[str])
     )
 
 
+def test_check_here_alone_decides_platform_and_train(gpu_export: Path) -> None:
+    """Issue 32, class 15: --here knows this machine's platform and the installed torch's train."""
+    from cudaship.program.check import check_program
+
+    report = check_program(gpu_export, here=True)
+    by_name = {i.name: i for i in report.items}
+    assert by_name["platform"].status.value == "pass", by_name["platform"].reason
+    assert by_name["train"].status.value == "pass", by_name["train"].reason
+    assert "installed here" in by_name["train"].reason
+
+
 def test_check_wrong_gpu_fails(gpu_export: Path, capsys: pytest.CaptureFixture[str]) -> None:
     capability, _ = _here()
     other = "8.6" if capability != "8.6" else "9.0"

@@ -9,6 +9,7 @@ The static-libstdc++ compiler is a shell script that runs the real g++ with ``-s
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -166,8 +167,24 @@ def test_windows_torch_import_libraries(tmp_path: Path) -> None:
     with pytest.raises(UsageError) as e:
         windows_toolchain(_posix_mingw(), cuda, libs, "13.0", work, {"PATH": "/usr/bin"})
     assert "no torch_cuda.lib" in e.value.message
-    (libs / "torch_cuda.lib").write_bytes(b"!<arch>\n")
+    (libs / "torch_cuda.lib").write_bytes(b"!<arch>\n")  # names no DLL: not an import library of torch_cuda
+    with pytest.raises(ProgramError) as bad:
+        windows_toolchain(_posix_mingw(), cuda, libs, "13.0", work, {"PATH": "/usr/bin"})
+    assert bad.value.message == "names no DLL, not torch_cuda.dll"
+    (libs / "torch_cuda.def").write_text("LIBRARY torch_cuda.dll\nEXPORTS\n    aoti_torch_cuda_mm_out\n")
+    subprocess.run(
+        [
+            shutil.which("x86_64-w64-mingw32-dlltool") or "x86_64-w64-mingw32-dlltool",
+            "-d",
+            str(libs / "torch_cuda.def"),
+            "-l",
+            str(libs / "torch_cuda.lib"),
+        ],
+        check=True,
+    )
     chain = windows_toolchain(_posix_mingw(), cuda, libs, "13.0", work, {"PATH": "/usr/bin"})
+    (given,) = chain.import_libraries
+    assert (given.how, given.names) == ("given", ("aoti_torch_cuda_mm_out",))
     assert chain.config["aot_inductor.cross_target_platform"] == "windows"
     assert chain.config["aot_inductor.aoti_shim_library_path"] == str(libs)
     home = Path(chain.env["WINDOWS_CUDA_HOME"])

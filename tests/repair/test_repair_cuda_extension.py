@@ -43,6 +43,8 @@ def _repair(wheel: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> tuple
     doc = json.loads(captured.out)
     jsonschema.validate(doc, SCHEMA)
     (result,) = doc["wheels"]
+    # read back before it was placed: every claim of the report held (issue 30)
+    assert result["verification"]["failed"] == [] and result["verification"]["checked"] > 0
     return Path(result["output"]), result
 
 

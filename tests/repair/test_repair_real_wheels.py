@@ -22,6 +22,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.network]
 def _repair(wheel: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, dict[str, object]]:
     assert main(["repair", str(wheel), "-w", str(out), "-f", "json"]) == 0
     (result,) = json.loads(capsys.readouterr().out)["wheels"]
+    # read back before it was placed: every claim of the report held (issue 30)
+    assert result["verification"]["failed"] == [] and result["verification"]["checked"] > 0
     return Path(result["output"]), result
 
 

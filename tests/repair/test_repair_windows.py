@@ -5,7 +5,10 @@ declared for win32. Read back with pefile (independent of cudaship's PE reader).
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -31,6 +34,7 @@ def _repair(wheel: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> tuple
     doc = json.loads(capsys.readouterr().out)
     jsonschema.validate(doc, SCHEMA)
     (result,) = doc["wheels"]
+    assert result["verification"]["failed"] == [] and result["verification"]["checked"] > 0  # issue 30
     return Path(result["output"]), result["plan"]
 
 
@@ -83,6 +87,33 @@ def test_print_excludes_for_delvewheel(
 ) -> None:
     # no tag, no device code: the CUDA major comes from the runtime the wheel ships (cudart64_13)
     assert main(["repair", "--print-excludes", "delvewheel", str(windows_vendored_wheel)]) == 0
-    option, names = shlex.split(capsys.readouterr().out)
-    assert option == "--exclude"
-    assert "cudart64_13.dll" in names.split(";") and "cudart64_12.dll" not in names.split(";")
+    flags = shlex.split(capsys.readouterr().out)
+    assert flags[0::2] == ["--exclude"] * (len(flags) // 2)
+    assert "cudart64_13.dll" in flags[1::2] and "cudart64_12.dll" not in flags[1::2]
+
+
+@pytest.mark.network
+def test_delvewheel_given_the_printed_excludes_vendors_no_cuda_runtime(
+    windows_vendored_wheel: Path,
+    delvewheel_wheel: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """delvewheel 1.13.2 itself, run on this (Linux) host over the repaired wheel, which imports
+    cudart64_13.dll: given the printed flags it assumes the DLL present instead of copying it (a list joined
+    with ';' was one unknown name here: delvewheel splits on the host's ':')."""
+    output, _ = _repair(windows_vendored_wheel, tmp_path, capsys)
+    assert main(["repair", "--print-excludes", "delvewheel", str(windows_vendored_wheel)]) == 0
+    flags = shlex.split(capsys.readouterr().out)
+    env = {**os.environ, "PYTHONPATH": str(delvewheel_wheel)}  # a pure-Python wheel imports from the zip
+    done = subprocess.run(
+        [sys.executable, "-m", "delvewheel", "show", *flags, str(output)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    copied, assumed = done.stdout.split("will be copied into the wheel.", 1)[1].split("will not be copied", 1)
+    assert "cudart64_13.dll" not in copied and "cudart64_13.dll" in assumed, done.stdout

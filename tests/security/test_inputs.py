@@ -176,7 +176,10 @@ def test_character_device_given_to_inspect_is_refused(
     zero = tmp_path / "zero"
     zero.symlink_to("/dev/zero")
     assert main(["inspect", str(zero)]) == 2
-    assert "character device" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    # nothing read: the one error line on stderr, no report that would only say it again (issue 35)
+    assert captured.out == ""
+    assert captured.err == f"cudaship: error: {zero}: not a regular file (a character device)\n"
 
 
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero"])

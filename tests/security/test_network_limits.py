@@ -181,6 +181,22 @@ def _install(
     )
 
 
+def test_toolkit_install_deadline_option_stops_a_trickling_mirror(trickle: Trickle, tmp_path: Path) -> None:
+    """`toolkit install --deadline 1.5` against a mirror that trickles its manifest a byte every 0.2 s: one
+    line naming the deadline and the other sources (--source pypi, --mirror), exit 2, one request (the
+    retries are not spent on a server that stalls), nothing at --dest."""
+    done = _install(tmp_path, trickle.url, "--deadline", "1.5", "--retries", "3")
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2, done.stderr
+    assert len(lines) == 1, done.stderr
+    _wait_done(trickle)
+    assert "redistrib_13.0.2.json: not complete within the 1.5 s deadline (--deadline)" in lines[0]
+    assert "after 1 attempt" in lines[0]
+    assert "--source pypi" in lines[0] and "--mirror URL|DIR" in lines[0]
+    assert trickle.sent < TRICKLE // 2 and trickle.requests == 1
+    assert not (tmp_path / "cuda").exists()
+
+
 def test_local_mirror_archive_larger_than_its_manifest_is_not_copied(tmp_path: Path) -> None:
     """A mirror whose archive is 3 MiB where the manifest says 1 KiB: refused at byte 1,025, under a 1 MiB
     file-size limit one line and exit 2 (not exit 70), and nothing past 1 KiB written to the cache."""

@@ -24,7 +24,8 @@ from dataclasses import dataclass, replace
 from cudaship.inspection.report import InspectReport
 from cudaship.knowledge.archs import Arch
 from cudaship.knowledge.driver import Driver, driver_key
-from cudaship.knowledge.gpus import shown_capabilities
+from cudaship.knowledge.gpus import default_capabilities
+from cudaship.knowledge.platforms import platform_from_tag
 from cudaship.knowledge.runs_on import Verdict, VerdictKind, build_cuda_of, kernel_free, runs_on
 from cudaship.knowledge.trains import Train
 from cudaship.knowledge.variants import Variant, recognise
@@ -375,9 +376,10 @@ def gpu_report(
     asked: Sequence[tuple[Arch, str]] = (),
     required: bool = False,
 ) -> GpuReport:
-    """Verdicts for every file of an inspect run, per wheel and overall (default rows: 7.5 to 12.1).
-    ``asked``: the GPU names the user gave, shown in their rows; ``required``: ``--require``."""
-    caps = tuple(capabilities) if capabilities is not None else shown_capabilities()
+    """Verdicts for every file of an inspect run, per wheel and overall (default rows: the GPUs of the
+    inputs' machines, :func:`input_machines`). ``asked``: the GPU names the user gave, shown in their rows;
+    ``required``: ``--require``."""
+    caps = tuple(capabilities) if capabilities is not None else default_capabilities(input_machines(report))
     files = tuple(file_verdicts(f, caps, driver) for f in report.files)
     wheels = []
     for wheel in report.wheels:
@@ -408,6 +410,22 @@ def gpu_report(
         asked=tuple(asked),
         required=required,
     )
+
+
+def input_machines(report: InspectReport) -> tuple[str | None, ...]:
+    """The machines the inputs that carry device code are built for: a wheel's from its platform tags
+    (``win_amd64`` and ``manylinux_2_28_x86_64``: ``x86_64``), a loose library's from its header; None for
+    one that names none (``py3-none-any``, a bare cubin or PTX file)."""
+    machines: list[str | None] = []
+    for wheel in report.wheels:
+        if not any(f.device_code for f in wheel.files):
+            continue
+        tags = wheel.info.tags if wheel.info is not None else ()
+        machines += [platform_from_tag(t.rsplit("-", 1)[-1]).machine for t in tags] or [None]
+    for f in report.files:
+        if f.container is None and f.device_code:
+            machines.append(f.host.machine.value if f.host is not None else None)
+    return tuple(dict.fromkeys(machines))
 
 
 def _as_unit(group: GroupVerdicts) -> FileVerdicts:

@@ -108,8 +108,21 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         results.extend(_expected(ctx, libraries))
     else:
         results.extend(_forward_ptx(libraries))
-        results.extend(_coverage(ctx, libraries))
+        results.extend(_coverage(ctx, {**libraries, **_program_kernels(ctx)}))
     return results
+
+
+def _program_kernels(ctx: AuditContext) -> dict[str, FileReport]:
+    """An exported program's standalone device code (AOTInductor's per-kernel cubins), which its wrapper
+    loads at run time (``cuModuleLoad``): judged for coverage like a library (issue 32, class 15). None
+    for a wheel, whose loose cubins are data its code may or may not load."""
+    if not ctx.is_program:
+        return {}
+    return {
+        p: r
+        for p, r in sorted(ctx.reports.items())
+        if r.device_code and r.host is None and r.format is not None and kernel_free(r.device_code) is None
+    }
 
 
 # --- coverage: every GPU of the train -----------------------------------------------------------------------
@@ -157,7 +170,11 @@ def _generations(groups: list[GpuGroup]) -> str:
 
 def _coverage(ctx: AuditContext, libraries: dict[str, FileReport]) -> list[CheckResult]:
     """``archs: GPU coverage of <library>``: runs on every GPU its train supports on the wheel's machine."""
-    targets = {p: r for p, r in libraries.items() if _loaded_at_run_time(r) and _loadable(r)}
+    targets = {
+        p: r
+        for p, r in libraries.items()
+        if (_loaded_at_run_time(r) or (ctx.is_program and r.host is None)) and _loadable(r)
+    }
     if not targets:
         return []  # nothing with device code: no GPU is restricted, nothing to cover
     if (ctx.os, ctx.machine) not in {(p.os, p.machine) for p in cuda_platforms()}:
@@ -210,6 +227,17 @@ def _cover(
         specific = sort_arch_names({d.arch for d in every})
         runs = [g for g in gpus if any(runs_on(e, g.arch).runs for e in entries)]
         where = _caps(runs) or "none of them"
+        if ctx.is_program:  # no caller picks among builds: the program runs where its code runs, no further
+            others = [g for g in gpus if g not in runs]
+            return failed(
+                FAMILY,
+                name,
+                f"arch-specific device code only ({' '.join(specific)}): of the GPUs {whose} the program "
+                f"runs on {where} alone, not on {_caps(others)}{_generations(others)}; export with generic "
+                "SASS or PTX (or once per GPU) to run elsewhere",
+                [Finding(f"no code for {g.label}", file=label, arch=g.capability) for g in others],
+                rule="coverage",
+            )
         return passed(
             FAMILY,
             name,

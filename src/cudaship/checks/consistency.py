@@ -28,14 +28,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cudaship.checks.context import AuditContext
+from cudaship.checks.cuda_content import cuda_evidence
 from cudaship.checks.nvidia import requirement_major
 from cudaship.checks.requirements import nvidia_requirements
 from cudaship.errors import CudashipError
+from cudaship.knowledge.cuda_claims import claim
 from cudaship.knowledge.releases import isa_tuple, release_for, release_for_ptx_isa
 from cudaship.knowledge.trains import Train, parse_train
 from cudaship.records.binary import DeviceCodeKind
 from cudaship.records.files import FileReport, RuntimeLinkage
-from cudaship.records.findings import CheckResult, Finding, failed, verdict
+from cudaship.records.findings import CheckResult, Finding, failed, passed, verdict
 
 FAMILY = "consistency"
 
@@ -161,7 +163,24 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         and newest[0] < train.line
     ):
         results.append(_older_code(ctx, train, newest))
+    claimed = claim(ctx.scan.dist.metadata.name, ctx.local) if not ctx.is_program else None
+    if claimed is not None:
+        results.append(_cuda_claim(claimed, cuda_evidence(ctx)))
     return results
+
+
+CUDA_CLAIM = "consistency: CUDA claim"
+
+
+def _cuda_claim(claimed: str, evidence: str | None) -> CheckResult:
+    """A wheel whose name or version claims CUDA carries CUDA code (checks.cuda_content)."""
+    if evidence is not None:
+        return passed(FAMILY, CUDA_CLAIM, f"{claimed} claims a CUDA build: {evidence}", rule="cuda_claim")
+    message = (
+        f"{claimed} claims a CUDA build, but the wheel carries no CUDA code: no device code, no CUDA library "
+        "imported, loaded by name or shipped, no CUDA source: a CPU-only build shipped as CUDA"
+    )
+    return failed(FAMILY, CUDA_CLAIM, message, [Finding(message)], rule="cuda_claim")
 
 
 def _variants(ctx: AuditContext, libs: dict[str, _Sources], said: _Said) -> None:

@@ -84,6 +84,55 @@ class AuditContext:
         return {p: r for p, r in self.reports.items() if r.format in HOST_FORMATS and r.host is not None}
 
     @cached_property
+    def linked(self) -> dict[str, str]:
+        """Installed path where a link the wheel makes at install time (wheel-axle-runtime's ``symlinks.txt``,
+        :attr:`DistInfo.links`) puts a shipped library -> that library's installed path. A link to a file
+        names one library; a link to a directory names every library under it; links to links are followed
+        (as many rounds as there are links, no more). Links leaving site-packages are left out."""
+        links = self.scan.dist.links
+        if not links:
+            return {}
+        placed: list[tuple[str, str, bool]] = []
+        data = self.scan.dist.directory.removesuffix(".dist-info") + ".data/"
+        for link in links:
+            where = link.path
+            if where.startswith(data):  # purelib/platlib land in site-packages; other schemes elsewhere
+                scheme, _, where = where[len(data) :].partition("/")
+                if scheme not in ("purelib", "platlib"):
+                    continue
+            where = posixpath.normpath(where)
+            target = posixpath.normpath(posixpath.join(posixpath.dirname(where), link.target))
+            if target.startswith("../") or target == ".." or posixpath.isabs(link.target):
+                continue
+            placed.append((where, target, link.directory))
+        found: dict[str, str] = {}
+        for _round in range(len(placed)):
+            before = len(found)
+            for where, target, directory in placed:
+                if not directory:
+                    real = target if target in self.libraries else found.get(target)
+                    if real is not None and where not in self.libraries:
+                        found.setdefault(where, real)
+                    continue
+                prefix = target.rstrip("/") + "/"
+                for path in [*self.libraries, *found]:
+                    if path.startswith(prefix):
+                        alias = f"{where}/{path[len(prefix) :]}"
+                        if alias not in self.libraries:
+                            found.setdefault(alias, found.get(path, path))
+            if len(found) == before:
+                break
+        return found
+
+    @cached_property
+    def linked_by_name(self) -> dict[str, list[str]]:
+        """Lower-cased base name -> installed paths of :attr:`linked` (the links' own paths)."""
+        out: dict[str, list[str]] = {}
+        for path in sorted(self.linked):
+            out.setdefault(posixpath.basename(path).lower(), []).append(path)
+        return out
+
+    @cached_property
     def exports(self) -> dict[str, frozenset[str]]:
         """Exported symbol names of each host binary, by installed path (in path order)."""
         return {p: frozenset(r.host.exports) for p, r in sorted(self.libraries.items()) if r.host is not None}

@@ -8,20 +8,23 @@ error), and the other families still run. A wheel that cannot be read at all (no
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from cudaship.checks.context import AuditContext
+from cudaship.checks.cuda_content import cuda_evidence
 from cudaship.checks.policy import Policy
 from cudaship.checks.providers import RequirementsAhead
-from cudaship.checks.records import AuditReport, WheelAudit, WheelFacts, canonical
+from cudaship.checks.records import AuditReport, Resolution, WheelAudit, WheelFacts, canonical
 from cudaship.checks.table import FAMILIES, rule_of
 from cudaship.checks.variants import mark_alternatives
 from cudaship.errors import CudashipError
 from cudaship.inspection.scan import ScannedWheel, ScanObserver, Workers, scan, worker_count
 from cudaship.knowledge.trains import Train
+from cudaship.providers.constraints import format_date, resolved_projects
 from cudaship.providers.options import ProviderOptions
 from cudaship.providers.records import Closure
 from cudaship.records.files import ContainerKind
@@ -33,8 +36,8 @@ from cudaship.wheel.records import DistInfo
 #: the rule of a family's own failure to run (an unreadable input it needed, a bug): always an error
 RUN_ERROR_RULE = "error"
 
-#: Check families that read a wheel's dist-info (RECORD, Requires-Dist): not run on a program.
-WHEEL_ONLY: tuple[str, ...] = ("record", "requirements")
+#: Check families that read a wheel's dist-info (RECORD, Requires-Dist, variant.json): not run on a program.
+WHEEL_ONLY: tuple[str, ...] = ("record", "requirements", "variant")
 
 
 class AuditObserver(ScanObserver):
@@ -139,6 +142,7 @@ def audit_scanned(
         files=len(scan.members),
         native_files=len(scan.reports),
         uncompressed_size=scan.uncompressed_size,
+        cuda_code=cuda_evidence(ctx) is not None,
     )
     return canonical(
         WheelAudit(
@@ -229,6 +233,7 @@ def audit_wheels(
     that many wheels are read at once and their members share the workers and one memory budget."""
     hooks = observer or AuditObserver()
     count = worker_count(workers)
+    begun = dt.datetime.now(dt.timezone.utc)
     outcomes: list[WheelAudit | str]
     if count == 1:
         outcomes = [
@@ -276,6 +281,21 @@ def audit_wheels(
         policy_source=policy.source,
         policy_default=policy.is_default,
         errors=tuple(errors),
+        resolution=None if providers is None else resolution_of(audits, providers, begun),
+    )
+
+
+def resolution_of(wheels: Sequence[WheelAudit], providers: ProviderOptions, begun: dt.datetime) -> Resolution:
+    """What the wheels' requirements were resolved against and to (the report's ``resolution``): the index,
+    the date (a replay's own, else when the audit began), the constraints, every project's version."""
+    return Resolution(
+        indexes=(providers.index_url,) if providers.index_url else (),
+        resolved_at=providers.resolved_at or format_date(begun),
+        exclude_newer=format_date(providers.exclude_newer) if providers.exclude_newer else None,
+        constraints=providers.constraints.origins,
+        offline=providers.offline,
+        projects=resolved_projects(p for w in wheels for p in w.resolved),
+        undated=tuple(sorted({name for w in wheels for name in w.undated})),
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from cudaship.checks.context import AuditContext
+from cudaship.records.files import FileReport
 from cudaship.records.findings import CheckResult, Finding, verdict
 from cudaship.words import agree, count
 
@@ -28,12 +29,33 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         for path, report in sorted(ctx.reports.items())
         if report.error is not None
     ]
+    scripts = [_script_phrase(ctx, path, r) for path, r in sorted(ctx.reports.items()) if r.linker_script]
+    said = f" ({count(len(scripts), 'GNU ld linker script')}, for the link editor only: {'; '.join(scripts)})"
     results.append(
         verdict(
             FAMILY,
             "record: native files readable",
             unread,
-            f"{count(len(ctx.reports), 'native file')} read",
+            f"{count(len(ctx.reports), 'native file')} read" + (said if scripts else ""),
         )
     )
     return results
+
+
+def _script_phrase(ctx: AuditContext, path: str, report: FileReport) -> str:
+    """``pkg/lib/libfoo.so names libfoo.so.1 (shipped beside it)``: what a linker script points to, and
+    whether the wheel holds it (a plain name is looked up in the script's directory first; an absolute path
+    names a file of the machine that links)."""
+    assert report.linker_script is not None
+    directory = path.rpartition("/")[0]
+    files = set(ctx.files)
+    said = []
+    for name in report.linker_script.inputs:
+        if name.startswith("/"):
+            said.append(f"{name} (a path on the machine that links)")
+        elif name.startswith("-l"):
+            said.append(f"{name} (found on the link editor's search path)")
+        else:
+            here = f"{directory}/{name}" if directory else name
+            said.append(f"{name} ({'shipped beside it' if here in files else 'not in the wheel'})")
+    return f"{path} names {', '.join(said) if said else 'nothing'}"

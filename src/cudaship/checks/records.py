@@ -32,6 +32,9 @@ class WheelFacts:
     files: int = 0
     native_files: int = 0
     uncompressed_size: int = 0
+    #: the wheel carries CUDA code (device code, a CUDA library used or shipped, CUDA sources; see
+    #: checks/cuda_content.py); False: "no CUDA code" in its first line and summary
+    cuda_code: bool = True
 
 
 @dataclass(frozen=True)
@@ -198,6 +201,19 @@ class AuditReport:
     @property
     def summary(self) -> Summary:
         return Summary.of(self.checks)
+
+    def summary_line(self) -> str:
+        """The summary's line, saying which wheels carry no CUDA code at all (``6 checks: 6 passed, 0 failed,
+        0 skipped · no CUDA code in the wheel``)."""
+        line = self.summary.line()
+        without = [w.facts.filename for w in self.wheels if not w.facts.cuda_code]
+        if not without:
+            return line
+        if len(without) == len(self.wheels):
+            where = "the wheel" if len(without) == 1 else f"any of the {len(without)} wheels"
+        else:
+            where = ", ".join(without)
+        return f"{line} · no CUDA code in {where}"
 
     @property
     def ok(self) -> bool:

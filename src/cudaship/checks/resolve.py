@@ -45,7 +45,7 @@ from cudaship.knowledge.hosts import Host, host_of_directory, host_of_library
 from cudaship.knowledge.libraries import cudart_major
 from cudaship.knowledge.program_runtimes import runtime_providing
 from cudaship.knowledge.providers import Build, builds_providing, conventions_for
-from cudaship.knowledge.system_libraries import Provider, distribution_library, provider_of
+from cudaship.knowledge.system_libraries import Provider, distribution_library, linux_policy, provider_of
 from cudaship.providers.records import Provided, Reached
 from cudaship.records.binary import FileFormat, Import
 from cudaship.records.files import FileReport
@@ -223,7 +223,9 @@ def _first_shipped(
         return None
     positions = _positions(ctx, path, searched, pe)
     best: tuple[int, str] | None = None
-    for p in ctx.by_name.get(name.lower(), ()):
+    # shipped files, then the links the wheel makes at install time (wheel-axle-runtime): a link is the file
+    # it names, found where the link is
+    for p in (*ctx.by_name.get(name.lower(), ()), *ctx.linked_by_name.get(name.lower(), ())):
         ctx.resolve_probes += 1
         if not pe and posixpath.basename(p) != name:
             continue
@@ -310,6 +312,10 @@ def _on_search_path(ctx: AuditContext, q: _Lookup) -> Resolution | None:
     if shipped is not None:
         found, whence = shipped
         inherited = f", through the {whence}" if whence.startswith("DT_RPATH of ") else ""
+        real = ctx.linked.get(found)
+        if real is not None:  # a link the wheel makes at install time names the shipped library
+            detail = f"shipped at {real}, as the link {found} made at install time (symlinks.txt){inherited}"
+            return Resolution(Via.SHIPPED, real, detail)
         return Resolution(Via.SHIPPED, found, f"shipped at {found}{inherited}")
     provided_at = _first_provided(ctx, q.path, q.searched, q.name, q.pe)
     if provided_at is None:
@@ -504,7 +510,7 @@ def _not_found(ctx: AuditContext, q: _Lookup) -> Resolution:
     hint = nvidia.requirement_hint(ctx, name)
     if hint:
         return Resolution(Via.UNRESOLVED, None, f"{hint}; searched: {where}")
-    return _distribution_or_missing(q, where)
+    return _distribution_or_missing(ctx, q, where)
 
 
 def _shipped_off_path(ctx: AuditContext, q: _Lookup, shipped: str, where: str) -> Resolution:
@@ -526,32 +532,76 @@ def _shipped_off_path(ctx: AuditContext, q: _Lookup, shipped: str, where: str) -
     )
 
 
-def _distribution_or_missing(q: _Lookup, where: str) -> Resolution:
+def _distribution_or_missing(ctx: AuditContext, q: _Lookup, where: str) -> Resolution:
     """9. A distribution library outside the manylinux policy: the user's system provides it, or not; else
-    nothing provides it."""
+    nothing provides it.
+
+    Issue 32, class 8: on the import path of a wheel whose tag names a policy that does not allow it
+    (``manylinux_2_28``: data/linux_policies.toml, from auditwheel's policy JSON), it is an error naming the
+    Debian and RHEL package, whether or not full installs carry it: slim images fail, and auditwheel would
+    not give that tag. Off the import path (a helper executable, a library nothing the import loads needs)
+    it is a warning naming the package. A plain ``linux_<arch>`` tag promises nothing: a library installed by
+    default is a warning, another an error."""
     name = q.name
     distro = distribution_library(name) if q.platform == "linux" else None
-    if distro is not None and distro.default:
-        return Resolution(
-            Via.DISTRIBUTION,
-            None,
-            f"a distribution library outside the manylinux policy: needs the system package "
-            f"{distro.packages} ({distro.why})",
-            cause=f"{posixpath.basename(name)} from {distro.debian} / {distro.rhel}",
-        )
-    if distro is not None:
+    if distro is None:
         return Resolution(
             Via.UNRESOLVED,
             None,
-            f"not shipped: a distribution library outside the manylinux policy that is not installed by "
-            f"default ({distro.why}): needs the system package {distro.packages}, which the wheel cannot "
-            f"declare (searched: {where})",
+            f"not shipped, not a system library, no requirement provides it (searched: {where})",
+        )
+    base = posixpath.basename(name)
+    policy = linux_policy(ctx.platform.tag) if q.report.format is FileFormat.ELF else None
+    imported = on_import_path(ctx, q.path)
+    if policy is not None and not policy.allows(base) and imported:
+        return Resolution(
+            Via.UNRESOLVED,
+            None,
+            f"not shipped: outside the {policy.name} policy of the wheel's tag ({distro.why}), on the import "
+            f"path: needs the system package {distro.packages}, which slim images lack and the wheel cannot "
+            f"declare; auditwheel repair would graft it (searched: {where})",
+        )
+    if distro.default or not imported:
+        off = (
+            ""
+            if imported
+            else f", off the import path ({posixpath.basename(q.path)} is not loaded by `import`)"
+        )
+        return Resolution(
+            Via.DISTRIBUTION,
+            None,
+            f"a distribution library outside the manylinux policy{off}: needs the system package "
+            f"{distro.packages} ({distro.why})",
+            cause=f"{base} from {distro.debian} / {distro.rhel}",
         )
     return Resolution(
         Via.UNRESOLVED,
         None,
-        f"not shipped, not a system library, no requirement provides it (searched: {where})",
+        f"not shipped: a distribution library outside the manylinux policy that is not installed by "
+        f"default ({distro.why}): needs the system package {distro.packages}, which the wheel cannot "
+        f"declare (searched: {where})",
     )
+
+
+def on_import_path(ctx: AuditContext, path: str) -> bool:
+    """Whether ``import`` of the package loads the shipped library ``path``: it is a Python extension module,
+    the package's Python code loads it, or a library on the import path needs it (walked up the shipped
+    libraries that need it, each once). A helper executable, or a plugin only dlopened, is not."""
+    todo, seen = [path], {path}
+    while todo:
+        current = todo.pop()
+        report = ctx.libraries.get(current)
+        if report is None or report.host is None:
+            continue
+        if is_extension_module(current, report.host.exports):
+            return True
+        if preloaded_by_package(ctx, posixpath.basename(current), current, report.format is FileFormat.PE):
+            return True
+        for parent in ctx.needed_by.get(current, ()):
+            if parent not in seen:
+                seen.add(parent)
+                todo.append(parent)
+    return False
 
 
 def _declared_projects(ctx: AuditContext) -> set[str]:
@@ -572,7 +622,7 @@ def undeclared_hosts(ctx: AuditContext) -> tuple[Host, ...]:
     for path, report in sorted(ctx.libraries.items()):
         assert report.host is not None
         candidates = [host_of_library(i.library, own) for i in canonical_imports(report)]
-        if report.format is FileFormat.ELF:
+        if report.format in (FileFormat.ELF, FileFormat.MACHO):  # DT_RUNPATH / LC_RPATH into the host
             candidates += [host_of_directory(d, own) for d in search_dirs(ctx, path, report)]
         for h in candidates:
             if h is not None and canonicalize_name(h.project) not in declared:
@@ -661,14 +711,48 @@ def _loaded_sibling(ctx: AuditContext, q: _Lookup) -> Resolution | None:
         )
     module = is_extension_module(path, report.host.exports if report.host else ())
     what = "a Python module" if module else "loaded by no shipped library"
+    loaded_by = _what_loads(ctx, target, path)
+    if loaded_by is None:  # nothing can have loaded it first: the loader fails (issue 32, class 8)
+        return Resolution(
+            Via.UNRESOLVED,
+            None,
+            f"the SONAME of {target}, shipped in the wheel but not on the search path of {own} ({what}), and "
+            f"nothing loads {posixpath.basename(target)} first (no shipped library needs it or loads it by "
+            "name, it is no Python module, no Python code of the package loads it): the loader fails",
+        )
     return Resolution(
         Via.LOADED,
         target,
         f"the SONAME of {target}, shipped in the wheel but not on the search path of {own} ({what}): "
-        f"satisfied only when {target} is already loaded when {own} is loaded",
+        f"satisfied only when {target} is already loaded when {own} is loaded ({loaded_by})",
         "loaded first",
         cause=target,
     )
+
+
+def _what_loads(ctx: AuditContext, target: str, importer: str) -> str | None:
+    """What may load the shipped library ``target`` before another library needs its SONAME, in words; None
+    when nothing does: no shipped library but ``importer`` needs it (loading it in a chain) or stores its name
+    for dlopen, it
+    is no Python extension module (imported), and no Python file of the package loads it."""
+    needers = [p for p in ctx.needed_by.get(target, ()) if p != importer]
+    if needers:
+        return f"{needers[0]} needs it"
+    base = posixpath.basename(target)
+    for p, r in sorted(ctx.libraries.items()):
+        if (
+            p != target
+            and r.host is not None
+            and base in {posixpath.basename(n) for n in r.host.embedded_library_names}
+        ):
+            return f"{p} loads it by name"
+    report = ctx.libraries.get(target)
+    if report is not None and is_extension_module(target, report.host.exports if report.host else ()):
+        return "it is a Python module the package imports"
+    found = preloaded_by_package(ctx, base, target, False)
+    if found is not None:
+        return f"{found[0]}: {found[1]}"
+    return None
 
 
 def _package_preload(ctx: AuditContext, q: _Lookup) -> Resolution | None:

@@ -46,6 +46,7 @@ def library_sizes(ctx: AuditContext) -> list[LibrarySize]:
     facts = {m.name: m for m in ctx.scan.members}
     member_of = {installed: member for member, installed in ctx.installed.items()}
     train = ctx.train
+    machine = ctx.platform.machine
     own = canonicalize_name(ctx.scan.dist.metadata.name or "")
     out: list[LibrarySize] = []
     for path, report in sorted(ctx.reports.items()):
@@ -65,11 +66,11 @@ def library_sizes(ctx: AuditContext) -> list[LibrarySize]:
         p = None
         if report.format is FileFormat.ELF and report.host is not None:
             name = report.host.soname or posixpath.basename(path)
-            p = provision(name, "linux", major, minor) or provision(
-                posixpath.basename(path), "linux", major, minor
+            p = provision(name, "linux", major, minor, machine) or provision(
+                posixpath.basename(path), "linux", major, minor, machine
             )
         elif report.format is FileFormat.PE:
-            p = provision(posixpath.basename(path), "windows", major, minor)
+            p = provision(posixpath.basename(path), "windows", major, minor, machine)
         # the provider's own wheel ships it: that is where it belongs
         if p is not None and p.project != own and posixpath.dirname(path) != p.directory:
             provider = p.project

@@ -33,6 +33,7 @@ from cudaship.checks import (
     requirements,
     ships,
     size,
+    variant_props,
 )
 from cudaship.checks.context import AuditContext
 from cudaship.checks.policy import Policy
@@ -214,8 +215,9 @@ FAMILIES: tuple[Family, ...] = (
             Rule(
                 "distribution_library",
                 _judged(Met.SYSTEM, certain=False),
-                "an import outside the manylinux policy that the distributions install by default "
-                "(libgomp.so.1, libnuma.so.1): the message names the system package",
+                "an import outside the manylinux policy off the import path (a helper executable), or "
+                "under a tag naming no policy (linux_x86_64) when the distributions install it by default: "
+                "the message names the system package",
                 "closure: needs the system library ",
             ),
             Rule(
@@ -266,6 +268,67 @@ FAMILIES: tuple[Family, ...] = (
                 WARNING,
                 "all device code is older than the train the tag names: it runs, but was not built with it",
                 "consistency: device code older than ",
+            ),
+            Rule(
+                "cuda_claim",
+                ERROR,
+                "a wheel whose name (-cu12, -cuda12x) or local version (+cu128) claims CUDA has CUDA code",
+                "consistency: CUDA claim",
+            ),
+        ),
+    ),
+    Family(
+        "variant",
+        "a variant wheel's nvidia properties (variant.json) agree with the binaries: sm_arch values with "
+        "their "
+        "SASS / PTX, the CUDA version bounds with what the runtime and device code need from the driver",
+        variant_props.run,
+        default=True,
+        rules=(
+            Rule(
+                "value",
+                ERROR,
+                "a declared nvidia property the NVIDIA provider never reports (12.8.1, 86_virtual): the "
+                "variant "
+                "matches no machine",
+            ),
+            Rule(
+                "sm_arch",
+                ERROR,
+                "an sm_arch value without SASS (real) or PTX (virtual) for its capability in every library "
+                "with "
+                "device code, or offered to a GPU the code does not run on",
+                "variant: nvidia :: sm_arch ",
+            ),
+            Rule(
+                "lower_bound",
+                ERROR,
+                "cuda_version_lower_bound below what the runtime, cubins, PTX JIT or compression need",
+                "variant: nvidia :: cuda_version_lower_bound ",
+            ),
+            Rule(
+                "upper_bound",
+                ERROR,
+                "cuda_version_upper_bound that admits only drivers too old for the CUDA runtime linked",
+                "variant: nvidia :: cuda_version_upper_bound ",
+            ),
+            Rule(
+                "release",
+                ERROR,
+                "`variant release`: the release's metadata disagree, a machine gets a variant that cannot "
+                "run "
+                "there, or a machine inside the covered range gets none",
+            ),
+            Rule(
+                "null",
+                WARNING,
+                "`variant release`: no null variant, or one that carries CUDA code",
+            ),
+            Rule(
+                "unadmitted",
+                NOTE,
+                "device code no GPU the variant is offered to uses, with its size",
+                variant_props.UNADMITTED,
             ),
         ),
     ),

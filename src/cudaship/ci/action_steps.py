@@ -8,7 +8,11 @@ files.
 ``audit``: expand the wheel patterns, run ``cudaship audit`` once (markdown, JUnit and JSON reports) and
 ``cudaship gpus --format html`` into the report directory, append the markdown report to
 ``$GITHUB_STEP_SUMMARY``, and set the outputs ``exit-code``, ``result`` (passed, failed, error) and
-``report-dir`` in ``$GITHUB_OUTPUT``. It exits 0 so the upload step still runs, unless it cannot run at all.
+``report-dir`` and ``artifact-name`` in ``$GITHUB_OUTPUT``. It exits 0 so the upload step still runs,
+unless it cannot run at all. The artifact's name is ``INPUT_ARTIFACT_NAME`` when given, else derived from
+the job and the wheels (:func:`artifact_name`): a composite action cannot see the calling job's matrix, and
+every job of a matrix uploading ``cudaship-reports`` would collide (actions/upload-artifact@v4 refuses a
+second artifact of one name in a run).
 ``gate``: exit with the audit's code: 1 on failed checks (unless ``INPUT_FAIL_ON_FINDINGS`` is false), 2 when
 the audit could not read its input.
 
@@ -19,11 +23,13 @@ the audit could not read its input.
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
 import re
 import shlex
 import subprocess
 import sys
+import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -80,6 +86,39 @@ def expand_wheels(patterns: str, workspace: Path) -> list[Path]:
     return found
 
 
+#: What an artifact name may not hold (actions/upload-artifact@v4): each replaced by ``-`` in a derived name.
+_NOT_IN_ARTIFACT_NAME = re.compile(r'[":<>|*?\\/\x00-\x1f]')
+
+
+def _wheel_digest(wheels: Sequence[Path]) -> str:
+    """8 hex digits that differ between wheels of one name built differently (for another CUDA train, say):
+    each wheel's name and size and the name, size and CRC-32 of every member, from the zip's central
+    directory (read, not the members: cheap for a wheel of gigabytes)."""
+    digest = hashlib.sha256()
+    for wheel in sorted(wheels, key=lambda w: w.name):
+        digest.update(f"{wheel.name}\0{wheel.stat().st_size}\n".encode())
+        try:
+            with zipfile.ZipFile(wheel) as zf:
+                for info in zf.infolist():
+                    digest.update(f"{info.filename}\0{info.file_size}\0{info.CRC}\n".encode())
+        except (OSError, zipfile.BadZipFile):
+            pass  # the audit reports the unreadable wheel; its name and size still count
+    return digest.hexdigest()[:8]
+
+
+def artifact_name(given: str, wheels: Sequence[Path], environ: Mapping[str, str]) -> str:
+    """The name of the report artifact: ``given`` (the ``artifact-name`` input) when not empty, else
+    ``cudaship-reports-JOB-WHEEL-DIGEST`` (JOB: ``$GITHUB_JOB``, the job's id; WHEEL: the wheel's name
+    less ``.whl``, or the first one's and how many more; DIGEST: :func:`_wheel_digest`), unique across the
+    jobs of a matrix as long as they audit different wheels."""
+    if given.strip():
+        return given.strip()
+    job = environ.get("GITHUB_JOB", "").strip() or "job"
+    stems = sorted(w.name.removesuffix(".whl") for w in wheels)
+    shown = stems[0] if len(stems) == 1 else f"{stems[0]}-and-{len(stems) - 1}-more"
+    return _NOT_IN_ARTIFACT_NAME.sub("-", f"cudaship-reports-{job}-{shown}-{_wheel_digest(wheels)}")
+
+
 def _command(environ: Mapping[str, str]) -> list[str]:
     text = environ.get("CUDASHIP", "").strip() or "cudaship"
     return shlex.split(text, posix=os.name != "nt")
@@ -118,13 +157,15 @@ def audit(environ: Mapping[str, str]) -> int:
     patterns = environ.get("INPUT_WHEELS") or "dist/*.whl"
     wheels = expand_wheels(patterns, workspace)
 
-    def outputs(code: int, result: str) -> None:
-        _append("GITHUB_OUTPUT", f"exit-code={code}\nresult={result}\nreport-dir={report_dir}\n", environ)
+    def outputs(code: int, result: str, artifact: str) -> None:
+        # artifact-name stays empty without a wheel: nothing to upload, and no name to collide
+        text = f"exit-code={code}\nresult={result}\nreport-dir={report_dir}\nartifact-name={artifact}\n"
+        _append("GITHUB_OUTPUT", text, environ)
 
     if not wheels:
         _error(f"no wheel matches {patterns!r} (in {workspace})")
         _append("GITHUB_STEP_SUMMARY", f"## cudaship audit\n\nNo wheel matches `{patterns}`.\n", environ)
-        outputs(BAD_INPUT, "error")
+        outputs(BAD_INPUT, "error", "")
         return 0
 
     cudaship = _command(environ)
@@ -172,7 +213,7 @@ def audit(environ: Mapping[str, str]) -> int:
             environ,
         )
     result = "passed" if code == 0 else "failed" if code == FINDINGS else "error"
-    outputs(code, result)
+    outputs(code, result, artifact_name(environ.get("INPUT_ARTIFACT_NAME", ""), wheels, environ))
     wheels_text = f"{len(wheels)} wheel" + ("" if len(wheels) == 1 else "s")  # stdlib only: no cudaship.words
     _log(f"audit of {wheels_text}: {result} (exit {code}); reports in {report_dir}")
     return 0

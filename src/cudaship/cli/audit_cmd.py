@@ -8,7 +8,6 @@ error (exit 1), a disagreement a warning.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import os
 import shutil
 import sys
@@ -436,6 +435,7 @@ def command(
         index_hosts=index_hosts,
         constraints=pinned.constraints,
         exclude_newer=pinned.exclude_newer,
+        resolved_at=pinned.resolved_at,
     )
     for d in find_links:
         if not Path(d).is_dir():
@@ -452,7 +452,6 @@ def command(
         EnvSource(env)  # one with no distribution installed is bad input, not a provider that has nothing
     policy = load_policy(config)
     progress_shown = show_progress(progress)
-    started = dt.datetime.now(dt.timezone.utc)
     with quick_gil_handover():
         if not wheels:
             report = AuditReport(wheels=(), policy_source=policy.source, policy_default=policy.is_default)
@@ -463,7 +462,6 @@ def command(
                 )
         else:
             report = audit_wheels(wheels, policy, workers=jobs, providers=providers, train=train)
-    report = audit_resolution.record(report, providers, pinned, started)
     if unreadable:  # the inputs that could not be audited: in the report with the others (exit 2)
         report = dataclasses.replace(report, errors=unreadable + report.errors)
 

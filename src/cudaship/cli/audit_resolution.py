@@ -20,21 +20,18 @@ from typing import Any, TypeVar
 
 import click
 
-from cudaship.checks.records import AuditReport, Resolution
+from cudaship.checks.records import AuditReport
 from cudaship.config import ProjectConfig
 from cudaship.errors import PolicyError, UsageError
 from cudaship.loaders import MAX_DOCUMENT, load_json
 from cudaship.providers.constraints import (
     Constraints,
     constraints_text,
-    format_date,
     inline_constraints,
     parse_date,
     parse_line,
     read_constraints,
-    resolved_projects,
 )
-from cudaship.providers.options import ProviderOptions
 from cudaship.render.escape import line
 from cudaship.safe_read import read_regular
 from cudaship.safe_write import write_text
@@ -192,24 +189,6 @@ def _from_report(path: str) -> Pinning:
         True,
         rec.string("resolved_at"),
     )
-
-
-def record(
-    report: AuditReport, providers: ProviderOptions, pins: Pinning, started: dt.datetime
-) -> AuditReport:
-    """The report with its ``resolution``: the index, the date, the constraints, every project's version."""
-    pinned = [p for w in report.wheels for p in w.resolved]
-    undated = sorted({name for w in report.wheels for name in w.undated})
-    resolution = Resolution(
-        indexes=(providers.index_url,) if providers.index_url else (),
-        resolved_at=pins.resolved_at or format_date(started),
-        exclude_newer=format_date(providers.exclude_newer) if providers.exclude_newer else None,
-        constraints=providers.constraints.origins,
-        offline=providers.offline,
-        projects=resolved_projects(pinned),
-        undated=tuple(undated),
-    )
-    return replace(report, resolution=resolution)
 
 
 def finish(report: AuditReport, write_constraints: str | None) -> None:

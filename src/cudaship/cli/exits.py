@@ -105,6 +105,24 @@ EXITS: dict[str, tuple[tuple[int, str], ...]] = {
     ),
     "toolkit remove": ((_E.OK, "removed"), (_E.BAD_INPUT, "not a toolkit cudaship installed, or bad usage")),
     "toolkit env": ((_E.OK, "printed"), (_E.BAD_INPUT, "not a toolkit cudaship installed, or bad usage")),
+    "variant": ((_E.OK, "help printed"), _BAD),
+    "variant properties": (
+        (_E.OK, "printed"),
+        (_E.BAD_INPUT, "the wheel (or its variant.json) could not be read, or bad usage"),
+    ),
+    "variant make": (
+        (_E.OK, "written"),
+        (_E.BAD_INPUT, "the wheel could not be read or written, is a variant already, or carries no CUDA"),
+    ),
+    "variant release": (
+        (_E.OK, "every check of severity error passed"),
+        (
+            _E.FINDINGS,
+            "a machine gets a variant it cannot run, a gap in the coverage, or metadata that disagree",
+        ),
+        (_E.BAD_INPUT, "a wheel or the index's variants.json could not be read, or bad usage"),
+        (_E.NO_GPU, "--here: no NVIDIA driver or no GPU here (and no NV_VARIANT_PROVIDER_FORCE_* override)"),
+    ),
 }
 
 

@@ -102,12 +102,13 @@ def command(
     output: str | None,
     jobs: int | None,
 ) -> int:
-    """Tell which GPUs (compute capabilities 7.5 to 12.1) each PATH runs on, and with which driver.
+    """Tell which GPUs (the compute capabilities 7.5 to 12.1 of the inputs' machine) each PATH runs on.
 
     PATH is a library, program, device-code file, wheel or directory, as for cudaship inspect. For each
     library with device code and for each wheel as a whole (it runs on a GPU only where every such library
     does), each capability gets a verdict: native (SASS for it), jit (PTX compiled by the driver at the first
-    launch) or no, with the reason, and the minimum driver needed and why.
+    launch) or no, with the reason, and the minimum driver needed and why. An x86_64 or Windows input is
+    judged only against x86_64 GPUs, an aarch64 one only against Arm ones (as audit judges).
     """
     capabilities, asked = _capabilities(gpus)
     parsed_driver = _driver(driver, "linux")

@@ -31,6 +31,7 @@ SUBCOMMANDS: dict[str, str] = {
     "cmake": "cmake_cmd",
     "program": "program_cmd",
     "repair": "repair_cmd",
+    "variant": "variant_cmd",
 }
 
 

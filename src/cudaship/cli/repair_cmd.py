@@ -40,6 +40,13 @@ from .common import format_option, jobs_option, output_option
     help="Also remove CUDA DT_NEEDED entries none of whose symbols a library uses (the audit's "
     "'closure: unused imports' verdict), so they neither load nor become requirements.",
 )
+@click.option(
+    "--fix-record",
+    "fix_record",
+    is_flag=True,
+    help="Repair a wheel whose RECORD disagrees with its members (refused otherwise): the output's RECORD "
+    "is written from the members, and the report names each row that changed.",
+)
 @format_option("repair")
 @output_option()
 @jobs_option("wheel members")
@@ -49,6 +56,7 @@ def command(
     dry_run: bool,
     excludes_for: str | None,
     drop_unused: bool,
+    fix_record: bool,
     fmt: str,
     output: str | None,
     jobs: int | None,
@@ -67,13 +75,18 @@ def command(
     if directory is not None and not dry_run:
         _refuse_name_collisions(wheels, directory)
     results = tuple(
-        repair_wheel(w, directory, dry_run=dry_run, workers=jobs, drop_unused=drop_unused) for w in wheels
+        repair_wheel(
+            w, directory, dry_run=dry_run, workers=jobs, drop_unused=drop_unused, fix_record=fix_record
+        )
+        for w in wheels
     )
     report = RepairReport(results, dry_run, str(directory) if directory else None)
     for r in results:
         if r.error:
             click.echo(f"cudaship: error: {r.error}", err=True)
     write_report(render(REPAIR, fmt, report), output)
+    if report.unverified:  # a written wheel that does not hold its report's claims: a bug, not bad input
+        return ExitCode.INTERNAL
     return ExitCode.BAD_INPUT if report.failed else ExitCode.OK
 
 

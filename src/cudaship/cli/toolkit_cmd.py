@@ -269,7 +269,7 @@ def remove_command(directory: Path, fmt: str, output: str | None) -> int:
 def env_command(directory: Path, target: str | None, fmt: str | None, output: str | None) -> int:
     """Print or write CUDA_HOME, CUDA_PATH and PATH for the toolkit at DIRECTORY."""
     info = installer.read_toolkit(directory)
-    variables, bins = layout.env_vars(directory.absolute(), info.platform)
+    variables, bins, notes = layout.env_vars(directory.absolute(), info.platform)
     if target == "github":
         if output or fmt:
             raise UsageError("--write github appends to $GITHUB_ENV and $GITHUB_PATH; drop -o/--format")
@@ -278,15 +278,16 @@ def env_command(directory: Path, target: str | None, fmt: str | None, output: st
                 raise ToolkitError(f"{key} holds a newline; cannot write it to GITHUB_ENV")
         text = "".join(f"{k}={v}\n" for k, v in variables.items())
         env_file = append_github_file("GITHUB_ENV", text, "--write github")
-        path_file = append_github_file("GITHUB_PATH", "".join(f"{b}\n" for b in bins), "--write github")
-        click.echo(
-            f"cudaship: toolkit: wrote {count(len(variables), 'variable')} to {env_file} and "
-            f"{count(len(bins), 'directory')} to {path_file}",
-            err=True,
-        )
+        wrote = f"{count(len(variables), 'variable')} to {env_file}"
+        if bins:  # nothing is appended to GITHUB_PATH when the toolkit has no bin/
+            path_file = append_github_file("GITHUB_PATH", "".join(f"{b}\n" for b in bins), "--write github")
+            wrote += f" and {count(len(bins), 'directory')} to {path_file}"
+        for note in notes:
+            click.echo(f"cudaship: toolkit: note: {note}", err=True)
+        click.echo(f"cudaship: toolkit: wrote {wrote}", err=True)
         return int(ExitCode.OK)
     if target is not None and fmt is not None and target != fmt.lower():
         raise UsageError(f"--write {target} and --format {fmt} disagree: give one")
-    env = ToolkitEnv(variables, tuple(bins), envvars.get("PATH") or "")
+    env = ToolkitEnv(variables, tuple(bins), envvars.get("PATH") or "", tuple(notes))
     write_report(render(TOOLKIT_ENV, fmt or target or "shell", env), output)
     return int(ExitCode.OK)

@@ -21,6 +21,7 @@ from cudaship.records.binary import (
     Import,
     ImportedSymbol,
     ImportKind,
+    LinkerScript,
     Machine,
 )
 from cudaship.records.buffer import Buffer
@@ -34,6 +35,8 @@ def detect_format(buf: Buffer) -> FileFormat | None:
     # A fat Mach-O magic followed by a Java class version is no binary, and no PTX either.
     if fmt is None and head[:4] not in MACHO_FAT_MAGICS and _looks_like_ptx(buf):
         return FileFormat.PTX
+    if fmt is None and _looks_like_linker_script(buf):
+        return FileFormat.LINKER_SCRIPT
     return fmt
 
 
@@ -41,6 +44,13 @@ def _looks_like_ptx(buf: Buffer) -> bool:
     from cudaship.binary.ptx import looks_like_ptx  # the reader a format needs, when met: start-up time
 
     return looks_like_ptx(buf)
+
+
+def _looks_like_linker_script(buf: Buffer) -> bool:
+    # the reader a format needs, when met: start-up time
+    from cudaship.binary.ldscript import looks_like_linker_script
+
+    return looks_like_linker_script(buf)
 
 
 def inspect_buffer(
@@ -97,6 +107,7 @@ class _Partial:
         self.containers: tuple[FatbinContainer, ...] = ()
         self.device_code: tuple[DeviceCode, ...] = ()
         self.error: str | None = None
+        self.linker_script: LinkerScript | None = None
 
     def report(self) -> FileReport:
         return FileReport(
@@ -110,6 +121,7 @@ class _Partial:
             device_code=self.device_code,
             error=self.error,
             notes=tuple(self.notes),
+            linker_script=self.linker_script,
         )
 
 
@@ -134,6 +146,10 @@ def _read_into(
         _scan_device_code(
             state, buf, None, details=details, toolkit=toolkit
         )  # static libraries may carry relocatable code
+    elif fmt is FileFormat.LINKER_SCRIPT:
+        from cudaship.binary.ldscript import read_linker_script  # the reader a format needs, when met
+
+        state.linker_script = read_linker_script(buf)
     else:
         _read_device_file(state, buf, details=details)
 

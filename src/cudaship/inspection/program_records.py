@@ -116,6 +116,19 @@ class ProgramInfo:
 
 
 @dataclass(frozen=True)
+class ImportLibraryRecord:
+    """An import library a Windows cross compile linked, and how it was obtained (``provenance.json``'s
+    ``import_libraries``): given by the user, or made by cudaship from torch's declarations."""
+
+    library: str  #: ``torch_cuda.lib``
+    dll: str  #: ``torch_cuda.dll``
+    how: str  #: ``made`` or ``given``
+    source: str  #: ``torch 2.11.0+cu130: include/.../{c/shim.h, generated/c_shim_cuda.h}`` or the given path
+    sha256: str
+    names: tuple[str, ...] = ()  #: the names it provides, sorted
+
+
+@dataclass(frozen=True)
 class Provenance:
     """``provenance.json``: how a program was exported. Written by ``program export``; read by check, run."""
 
@@ -135,6 +148,8 @@ class Provenance:
     reference: str | None = None  #: reference inputs/outputs file, relative
     exported_program: str | None = None  #: the torch.export program (eager at run time), relative
     created: str | None = None  #: ISO 8601, UTC
+    #: Windows cross compile: the import libraries linked and how each was obtained
+    import_libraries: tuple[ImportLibraryRecord, ...] = ()
     schema: int = 1
 
 

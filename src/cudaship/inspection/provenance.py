@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from cudaship.errors import ProgramError
-from cudaship.inspection.program_records import Provenance
+from cudaship.inspection.program_records import ImportLibraryRecord, Provenance
 from cudaship.loaders import load_json
 from cudaship.safe_read import read_regular
 from cudaship.schema import Table
@@ -45,6 +45,10 @@ def parse_provenance(text: str, label: str) -> Provenance:
             continue  # a key this cudaship does not know is left alone: a newer one may have written it
         if f.name == "device_code_archs":
             values[f.name] = root.strings(f.name, single=False)
+        elif f.name == "import_libraries":
+            values[f.name] = tuple(
+                _import_library(row) for row in root.rows(f.name, what="a list of objects")
+            )
         else:
             values[f.name] = root.string(f.name)
     for key in ("package", "reference", "exported_program"):  # names of files in the directory
@@ -58,6 +62,17 @@ def parse_provenance(text: str, label: str) -> Provenance:
     if "/" in package or "\\" in package or ":" in package or package.startswith("."):  # ":": C:x on Windows
         raise ProgramError(f"key 'package' must name a file in the directory, not {package!r}", path=label)
     return Provenance(**values)
+
+
+def _import_library(row: Table) -> ImportLibraryRecord:
+    return ImportLibraryRecord(
+        library=row.text("library"),
+        dll=row.text("dll"),
+        how=row.text("how"),
+        source=row.text("source"),
+        sha256=row.text("sha256"),
+        names=tuple(row.strings("names", single=False)) if "names" in row else (),
+    )
 
 
 def provenance_present(directory: Path) -> bool:

@@ -158,6 +158,9 @@ def summary_line(report: FileReport, archs: ArchIndex | None = None) -> str:
     """
     if report.error is not None and not report.device_code and report.host is None:
         return "unreadable"
+    if report.linker_script is not None:
+        names = " ".join(report.linker_script.inputs) or "nothing"
+        return f"GNU ld linker script (link time only, never loaded): names {names}"
     code = report.device_code
     if archs is None:
         archs = ArchIndex(code)

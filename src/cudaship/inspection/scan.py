@@ -55,6 +55,8 @@ from cudaship.wheel.archive import WheelArchive
 from cudaship.wheel.metadata import (
     MAX_METADATA_BYTES,
     MAX_RECORD_BYTES,
+    MAX_SYMLINKS_BYTES,
+    SYMLINKS_FILE,
     RecordVerifier,
     b64_digest,
     find_dist_info,
@@ -72,6 +74,7 @@ from cudaship.wheel.records import (
     RecordProblem,
     WheelFile,
 )
+from cudaship.wheel.variant import MAX_VARIANT_JSON, VARIANT_JSON
 
 __all__ = [
     "DeclaredFor",
@@ -326,11 +329,13 @@ def _start_audit(
             ("METADATA", MAX_METADATA_BYTES),
             ("WHEEL", MAX_METADATA_BYTES),
             ("RECORD", MAX_RECORD_BYTES),
+            (VARIANT_JSON, MAX_VARIANT_JSON),
+            (SYMLINKS_FILE, MAX_SYMLINKS_BYTES),  # wheel-axle-runtime's links, made at install time
         ):
             member = archive.get(f"{dist_dir}/{leaf}")
             if member is not None:
                 meta[member.name] = archive.read(member, limit)
-        dist = read_dist_info(dist_dir, meta)
+        dist = read_dist_info(dist_dir, meta, filename)
     except WheelError as e:
         raise e.with_path(label) from None
     except ArchiveError as e:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from cudaship.errors import KnowledgeError
@@ -85,9 +86,29 @@ def group_for(capability: Arch | str) -> GpuGroup | None:
     return None
 
 
+def machine_gpus(machine: str) -> tuple[GpuGroup, ...]:
+    """The capability groups with a GPU that wheels of ``machine`` (``x86_64``, ``aarch64``) run on
+    (``machines`` in gpus.toml), oldest first: the one rule of which GPUs a wheel is judged against, read by
+    ``audit``'s coverage (:func:`train_gpus`) and by ``gpus``' default rows (:func:`default_capabilities`)."""
+    return tuple(g for g in gpu_groups() if machine in g.machines)
+
+
+def default_capabilities(machines: Iterable[str | None]) -> tuple[Arch, ...]:
+    """The default rows of ``gpus`` for inputs built for ``machines``: each shown capability with a GPU on one
+    of them (:func:`machine_gpus`), so an x86_64 or Windows wheel is never judged against an Arm-only GPU
+    (Thor 11.0, GB10 12.1) nor a Tegra one (Jetson Orin 8.7, served by JetPack's own CUDA). Every shown
+    capability (7.5 to 12.1) when no machine is known (a bare cubin, PTX or fatbin; a ``py3-none-any``
+    wheel) or one is not a machine CUDA wheels target."""
+    wanted = set(machines)
+    if not wanted or any(m is None or m not in cuda_machines() for m in wanted):
+        return shown_capabilities()
+    on = {g.arch for m in wanted for g in machine_gpus(m or "")}
+    return tuple(g.arch for g in gpu_groups() if g.shown and g.arch in on)
+
+
 def train_gpus(train: Train, machine: str) -> tuple[GpuGroup, ...]:
     """The GPUs a build of ``train`` runs on for a wheel of ``machine`` (``x86_64``, ``aarch64``), as
-    capability groups, oldest first: each capability with a GPU on that machine (``machines``, from
+    capability groups, oldest first: each capability with a GPU on that machine (:func:`machine_gpus`, from
     ``from_train`` on) whose SM the train's nvcc compiles for (releases.toml ``sms``). Empty for a machine
     no CUDA driver serves. UnknownTrainError when the data does not know the train."""
 
@@ -95,8 +116,8 @@ def train_gpus(train: Train, machine: str) -> tuple[GpuGroup, ...]:
     line = train.line
     return tuple(
         g
-        for g in gpu_groups()
-        if machine in g.machines and g.arch.sm in sms and (g.from_train is None or line >= g.from_train)
+        for g in machine_gpus(machine)
+        if g.arch.sm in sms and (g.from_train is None or line >= g.from_train)
     )
 
 

@@ -239,6 +239,15 @@ def _row_majors() -> dict[str, frozenset[int]]:
     return {project: frozenset(majors) for project, majors in found.items()}
 
 
+def is_toolkit_component(project: str) -> bool:
+    """``project`` is one of NVIDIA's CUDA component wheels (``nvidia-nvtx-cu12``, ``nvidia-cuda-opencl``):
+    a ``[pypi].cuda_versioned`` project or one a component row names, with or without its ``-cuXY``
+    suffix. Its files are the CUDA toolkit's, headers and tools included."""
+    name = _canonical(project)
+    bare = re.sub(r"-cu[0-9]+$", "", name)
+    return any(n in _cuda_versioned() or n in _row_majors() for n in (name, bare))
+
+
 def _canonical(project: str) -> str:
     return re.sub(r"[-_.]+", "-", project).lower()
 

@@ -19,6 +19,11 @@ def _runtime(kind: str) -> tuple[str, dict[str, frozenset[str]]]:
     return name, libraries
 
 
+def runtime_name(kind: str) -> str:
+    """The distribution that loads a program of ``kind``: ``torch`` (pt2), ``executorch`` (pte)."""
+    return _runtime(kind)[0]
+
+
 def runtime_providing(kind: str, library: str, platform: str) -> str | None:
     """The runtime (``torch``) that provides ``library`` to a program of ``kind`` (``pt2``, ``pte``) on
     ``platform`` (``linux``, ``windows``), or None."""

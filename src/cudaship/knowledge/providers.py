@@ -23,6 +23,7 @@ from packaging.version import InvalidVersion, Version
 from cudaship.errors import KnowledgeError
 from cudaship.knowledge import _data
 from cudaship.knowledge.libraries import components, library_file, pypi_package
+from cudaship.knowledge.nvidia_wheels import files_of
 from cudaship.once import once
 from cudaship.schema import Table
 
@@ -290,11 +291,11 @@ def known_distribution(name: str, spec: SpecifierSet, os: str) -> KnownDistribut
                 continue
             if pkg is not None and pkg.project == name:
                 files.extend(_component_files(comp, major, osl, None))
+    files.extend(files_of(name, osl))  # the checked rows: nvidia-cudnn-cu12 8.x ships libcudnn.so.8 too
     if not files:
         return None
-    return KnownDistribution(
-        name, "(any version)", (), tuple(sorted(set(files))), (), "nvidia_libraries.toml"
-    )
+    source = "nvidia_libraries.toml, repair_providers.toml"
+    return KnownDistribution(name, "(any version)", (), tuple(sorted(set(files))), (), source)
 
 
 def builds_providing(project: str, basename: str, os: str) -> Build | None:

@@ -8,6 +8,7 @@ on the full path, others on the base name.
 from __future__ import annotations
 
 import fnmatch
+import re
 from dataclasses import dataclass
 from enum import Enum
 
@@ -100,3 +101,53 @@ def _distribution() -> dict[str, DistributionLibrary]:
 def distribution_library(name: str) -> DistributionLibrary | None:
     """The distribution library ``name`` (an ELF SONAME as imported), if the table lists it."""
     return _distribution().get(name.replace("\\", "/").rsplit("/", 1)[-1].lower())
+
+
+_POLICY_FILE = "linux_policies.toml"
+
+
+@dataclass(frozen=True)
+class LinuxPolicy:
+    """The policy a Linux platform tag claims (data/linux_policies.toml): its name and the libraries it lets a
+    wheel import without shipping them."""
+
+    name: str  #: ``manylinux_2_28``, ``manylinux2014``, ``musllinux_1_2``
+    allowed: frozenset[str]
+
+    def allows(self, soname: str) -> bool:
+        return soname.replace("\\", "/").rsplit("/", 1)[-1] in self.allowed
+
+
+@once
+def _policies() -> dict[str, tuple[tuple[tuple[int, ...], tuple[str, ...], frozenset[str]], ...]]:
+    out: dict[str, tuple[tuple[tuple[int, ...], tuple[str, ...], frozenset[str]], ...]] = {}
+    for family in ("manylinux", "musllinux"):
+        rows = []
+        for row in _data.document(_POLICY_FILE).rows(family, required=True):
+            since = tuple(int(x) for x in row.text("from").split("."))
+            aliases = row.strings("aliases", single=False)
+            rows.append((since, aliases, frozenset(row.strings("libraries", single=False))))
+        out[family] = tuple(sorted(rows))
+    return out
+
+
+_POLICY_TAG = re.compile(r"^(manylinux|musllinux)_(\d+)_(\d+)_|^(manylinux\d+)_")
+
+
+def linux_policy(platform_tag: str) -> LinuxPolicy | None:
+    """The policy a platform tag claims (``manylinux_2_28_x86_64``, ``manylinux2014_x86_64``,
+    ``musllinux_1_2_aarch64``); None for a tag that claims none (``linux_x86_64``, any other OS)."""
+    match = _POLICY_TAG.match(platform_tag.lower())
+    if match is None:
+        return None
+    tables = _policies()
+    if match.group(4):  # a legacy alias
+        for _since, aliases, allowed in tables["manylinux"]:
+            if match.group(4) in aliases:
+                return LinuxPolicy(match.group(4), allowed)
+        return None
+    family, version = match.group(1), (int(match.group(2)), int(match.group(3)))
+    rows = [allowed for since, _aliases, allowed in tables[family] if since <= version]
+    if not rows:
+        return None
+    return LinuxPolicy(f"{family}_{version[0]}_{version[1]}", rows[-1])

@@ -40,6 +40,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from cudaship import words
 from cudaship.binary.elf import read_elf
 from cudaship.binary.magic import binary_format
 from cudaship.containment import DEFAULT_MEMORY, Containment, DeadlinePassed
@@ -602,7 +603,9 @@ def observe(
         if share_imports and os.name == "posix":
             for before, numbers in _forkable(probes).items():
                 members = [(n, probes[n]) for n in numbers]
-                started(f"{', '.join(step.label for step in before)} (then {len(members)} probes)")
+                started(
+                    f"{', '.join(step.label for step in before)} (then {words.count(len(members), 'probe')})"
+                )
                 forked = _run_forked(
                     python, before, members, children_env, workdir, timeout, count, method, dll_dirs, elf, run
                 )
@@ -619,7 +622,8 @@ def observe(
         if len(bare_imports) > BATCH_ABOVE:
             batches = _batches(bare_imports, MAX_IMPORT_INTERPRETERS)
             notes.append(
-                f"{len(bare_imports)} top-level modules imported in {len(batches)} interpreters, one module "
+                f"{words.count(len(bare_imports), 'top-level module')} imported in "
+                f"{words.count(len(batches), 'interpreter')}, one module "
                 f"after another in each (more than {BATCH_ABOVE}: one interpreter each is not started)"
             )
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from cudaship.errors import CudashipError, NoGpuError, ProgramError, UsageError
+from cudaship.errors import CudashipError, KnowledgeError, NoGpuError, ProgramError, UsageError
 from cudaship.hashing import sha256_file
 from cudaship.inspection.program import find_package, read_program
 from cudaship.inspection.program_records import ProgramInfo, Provenance, TrainAnswer, train_answer
@@ -27,8 +27,8 @@ from cudaship.inspection.provenance import provenance_present, read_provenance
 from cudaship.knowledge.archs import Arch, parse_arch
 from cudaship.knowledge.driver import parse_driver
 from cudaship.knowledge.gpus import capability_of, group_for
-from cudaship.knowledge.platforms import platform_from_tag
-from cudaship.knowledge.program_runtimes import is_compiler_runtime
+from cudaship.knowledge.platforms import normalize_machine, os_of, platform_from_tag
+from cudaship.knowledge.program_runtimes import is_compiler_runtime, runtime_name
 from cudaship.knowledge.releases import minor_compat_floor
 from cudaship.knowledge.runs_on import Verdict, runs_on
 from cudaship.knowledge.trains import Train, parse_train
@@ -58,9 +58,15 @@ def target_from_wheel(path: Path) -> Target:
 
 
 def gpu_capability(text: str) -> tuple[str, str | None]:
-    """``--gpu 8.6`` / ``--gpu A10G`` → (``8.6``, a GPU label or None)."""
+    """``--gpu 8.6`` → (``8.6``, ``8.6 Ampere (A10G, A10)``); ``--gpu "RTX 3090"`` → (``8.6``, ``RTX 3090
+    (8.6 Ampere)``): a GPU named is echoed as named (issue 32, class 15), a capability with its group's
+    names."""
     arch = capability_of(text)
     group = group_for(arch)
+    named = " ".join(text.split())
+    if named != arch.capability:
+        head = f"{arch.capability} {group.generation}" if group and group.generation else arch.capability
+        return arch.capability, f"{named} ({head})"
     return arch.capability, (group.label if group else None)
 
 
@@ -95,7 +101,9 @@ def _arch_note(info: ProgramInfo) -> str | None:
     return "arch-specific device code: " + "; ".join(parts)
 
 
-def check_arch(info: ProgramInfo, capability: str, train: Train | None) -> CheckResult:
+def check_arch(
+    info: ProgramInfo, capability: str, train: Train | None, gpu_label: str | None = None
+) -> CheckResult:
     groups = _device_groups(info)
     if info.device != "cuda" and not groups:
         return skipped(FAMILY, "arch", "a CPU program: no device code")
@@ -110,7 +118,7 @@ def check_arch(info: ProgramInfo, capability: str, train: Train | None) -> Check
         elif verdict.verdict.value == "jit":
             jit += 1
     archs = " ".join((*info.sass, *info.ptx))
-    gpu = _gpu_label(capability)
+    gpu = gpu_label or _gpu_label(capability)
     if failing:
         more = f" (and {len(failing) - 1} more)" if len(failing) > 1 else ""
         return failed(
@@ -244,6 +252,8 @@ def check_program(
     except (ProgramError, OSError) as e:
         items.append(failed(FAMILY, "package", str(e) if isinstance(e, ProgramError) else f"{e}"))
     items.append(_check_reference(directory, prov))
+    if here:
+        target = _here_runtime(target, info)
     answer = info.train if info is not None else train_answer(None, prov)
     exported_train = _train_of(answer)
     program_platform = (
@@ -267,7 +277,7 @@ def check_program(
     items.append(_check_train(prov, info, exported_train, target))
     if info is not None:
         if target.capability is not None:
-            items.append(check_arch(info, target.capability, exported_train))
+            items.append(check_arch(info, target.capability, exported_train, target.gpu))
         else:
             note = _arch_note(info)
             message = "no GPU given (--gpu or --here)"
@@ -279,11 +289,61 @@ def check_program(
         elif info.device == "cuda":
             items.append(skipped(FAMILY, "driver", "no driver given (--driver or --here)"))
         items.append(_check_libstdcxx(info))
+        declared = _check_import_libraries(info, prov)
+        if declared is not None:
+            items.append(declared)
     return CheckReport(str(directory), prov, info, target, tuple(items))
 
 
 def _with(target: Target, **changes: str | None) -> Target:
     return replace(target, **changes)
+
+
+def this_platform() -> str | None:
+    """This machine's platform label (``linux-x86_64``), None on a machine CUDA wheels do not target."""
+    import platform as _platform
+    import sys
+
+    try:
+        return f"{os_of(sys.platform)}-{normalize_machine(_platform.machine())}"
+    except KnowledgeError:
+        return None
+
+
+def installed_runtime(kind: str, path: list[str] | None = None) -> tuple[str, str | None] | None:
+    """The runtime of a ``kind`` program (pt2: torch) installed in this Python (``path``: where to look,
+    default ``sys.path``), as (``torch 2.11.0+cu130``, its CUDA train ``13.0`` from the ``+cuXYZ`` local
+    version, None for a CPU or untagged build); None when it is not installed. Read from its dist-info, never
+    imported."""
+    import sys
+    from importlib import metadata
+
+    name = runtime_name(kind)
+    found = next(iter(metadata.distributions(name=name, path=path if path else sys.path)), None)
+    if found is None:
+        return None
+    version = found.version
+    local = version.partition("+")[2].split(".")[0]
+    train: str | None = None
+    if local.lower().startswith("cu"):
+        try:
+            train = parse_train(local).version
+        except CudashipError:
+            train = None
+    return f"{name} {version}", train
+
+
+def _here_runtime(target: Target, info: ProgramInfo | None) -> Target:
+    """``--here``: this machine's platform and the train of the runtime installed here, where not given
+    (issue 32, class 15: ``--here`` knows both)."""
+    if target.platform is None:
+        target = _with(target, platform=this_platform())
+    if target.train is None and info is not None:
+        runtime = installed_runtime(info.kind.value)
+        if runtime is not None and runtime[1] is not None:
+            label, train = runtime
+            target = _with(target, train=train, train_source=f"{label} installed here", runtime=label)
+    return target
 
 
 def _here(target: Target) -> Target:
@@ -387,6 +447,43 @@ def runtime_problems(info: ProgramInfo, cxx: str | None = None) -> list[str]:
                     "posix flavour)"
                 )
     return problems
+
+
+def _check_import_libraries(info: ProgramInfo, prov: Provenance | None) -> CheckResult | None:
+    """A Windows wrapper linked against import libraries cudaship made (``provenance.json``'s
+    ``import_libraries``) imports, from each of their DLLs, only names that library provides: names the
+    exporting torch declares, so names its ``torch_cuda.dll`` exports. None when no import library is
+    recorded (a Linux program, an older export)."""
+    records = prov.import_libraries if prov is not None else ()
+    if not records:
+        return None
+    problems: list[str] = []
+    said: list[str] = []
+    for record in records:
+        imported = sorted(
+            {
+                symbol.name
+                for m in info.libraries
+                if m.report is not None and m.report.host is not None
+                for i in m.report.host.imports
+                if i.library.lower() == record.dll.lower()
+                for symbol in i.symbols
+                if symbol.name is not None
+            }
+        )
+        undeclared = [name for name in imported if name not in set(record.names)]
+        origin = f"{record.library} {record.how} ({record.source})"
+        if undeclared:
+            problems.append(
+                f"the wrapper imports {undeclared[0]}"
+                + (f" and {count(len(undeclared) - 1, 'more name')}" if len(undeclared) > 1 else "")
+                + f" from {record.dll}, which {origin} does not provide: loading fails on Windows"
+            )
+        else:
+            said.append(f"{count(len(imported), 'name')} imported from {record.dll}, all in {origin}")
+    if problems:
+        return failed(FAMILY, "import libraries", "; ".join(problems))
+    return passed(FAMILY, "import libraries", "; ".join(said))
 
 
 def _check_libstdcxx(info: ProgramInfo) -> CheckResult:

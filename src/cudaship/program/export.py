@@ -209,25 +209,42 @@ def _quiet(_phase: str) -> None:
 @contextmanager
 def torch_warnings(recorded: list[str]) -> Iterator[None]:
     """Warnings torch issues inside the block (its ``FutureWarning`` about an API it changes, ...) go into
-    ``recorded`` as ``FutureWarning: <first line>``, each once, instead of onto stderr, where they read as
-    cudaship's own; any other warning is shown as Python would."""
+    ``recorded`` as ``torch: FutureWarning: <first line>``, each once, instead of onto stderr, where they read
+    as cudaship's own; any other warning is shown as Python would, each once.
+
+    Each warning is handled as it is issued and nothing else is kept: recording them all
+    (``catch_warnings(record=True)``) held every repeat of a warning issued in a loop, and an export of the
+    test model with torch 2.13 (CPU) grew to 16 GB and spent minutes showing them afterwards."""
     numpy_missing = importlib.util.find_spec("numpy") is None
-    with warnings.catch_warnings(record=True) as caught:
+    seen: set[tuple[str, str, str, int]] = set()
+    with warnings.catch_warnings():
         warnings.simplefilter("default")
         if numpy_missing:  # a note of its own (import_torch)
             warnings.filterwarnings("ignore", message=f".*{_NUMPY_WARNING}")
-        try:
-            yield
-        finally:
-            for w in caught:
-                parts = Path(w.filename).parts
-                if "torch" not in parts and "torchgen" not in parts and not w.filename.startswith("<"):
-                    warnings.showwarning(w.message, w.category, w.filename, w.lineno)
-                    continue
-                first = (str(w.message).strip().splitlines() or [""])[0]
-                text = f"torch: {w.category.__name__}: {first}"
+        python_shows = warnings.showwarning
+
+        def show(
+            message: Warning | str,
+            category: type[Warning],
+            filename: str,
+            lineno: int,
+            file: Any = None,
+            line: str | None = None,
+        ) -> None:
+            parts = Path(filename).parts
+            if "torch" in parts or "torchgen" in parts or filename.startswith("<"):
+                first = (str(message).strip().splitlines() or [""])[0]
+                text = f"torch: {category.__name__}: {first}"
                 if text not in recorded:
                     recorded.append(text)
+                return
+            key = (str(message), category.__name__, filename, lineno)
+            if key not in seen:
+                seen.add(key)
+                python_shows(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show  # restored by catch_warnings
+        yield
     if numpy_missing:  # for the whole process, as import_torch says
         warnings.filterwarnings("ignore", message=f".*{_NUMPY_WARNING}")
 
@@ -293,7 +310,14 @@ def _export_program(
                     "aot_inductor.cross_target_platform (AOTInductor's Windows cross compile)"
                 )
             chain = windows_toolchain(
-                cxx, windows_cuda, windows_torch, cuda_train, Path(work), cuda=device == "cuda"
+                cxx,
+                windows_cuda,
+                windows_torch,
+                cuda_train,
+                Path(work),
+                cuda=device == "cuda",
+                torch_dir=Path(torch.__file__).parent,
+                torch_version=str(torch.__version__),
             )
         elif target == _host_target() and sys.platform.startswith("linux"):
             chain = linux_toolchain(cxx, Path(work))
@@ -391,6 +415,7 @@ def _export(
         reference=REFERENCE_NAME,
         exported_program=EAGER_NAME,
         created=datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
+        import_libraries=tuple(getattr(chain, "import_libraries", ())),
     )
     write_provenance(out_dir, prov)
     return ExportResult(out_dir, prov, info, export_s, (), self_check(info, target, chain.cxx), tuple(notes))

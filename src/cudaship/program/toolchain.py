@@ -40,6 +40,8 @@ from cudaship import envvars
 from cudaship.binary.pe import read_pe
 from cudaship.errors import ProgramError, UsageError
 from cudaship.inspection.dispatch import inspect_buffer
+from cudaship.inspection.program_records import ImportLibraryRecord
+from cudaship.program.import_libs import given_library, made_torch_cuda
 from cudaship.program.records import libstdcxx_copy
 
 #: the cross compiler torch's Windows cross compile runs, by this name, from PATH
@@ -71,6 +73,8 @@ class Toolchain:
     config: dict[str, object] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     probes: int = 0  #: compilers built with (the work done, for tests)
+    #: Windows: the import libraries linked and how each was obtained (provenance.json)
+    import_libraries: list[ImportLibraryRecord] = field(default_factory=list)
 
 
 def static_libstdcxx(cxx: str, workdir: Path) -> int | None:
@@ -199,9 +203,13 @@ def windows_toolchain(
     env: Mapping[str, str] | None = None,
     *,
     cuda: bool = True,
+    torch_dir: Path | None = None,
+    torch_version: str = "",
 ) -> Toolchain:
     """Everything torch's Windows cross compile needs, checked; one-line errors naming the fix. ``cuda``:
-    a CUDA program (needs the Windows CUDA libraries and ``torch_cuda.lib``)."""
+    a CUDA program (needs the Windows CUDA libraries and ``torch_cuda.lib``). ``torch_dir``: the exporting
+    torch's package directory, whose shim headers and ``libtorch_cuda.so`` make ``torch_cuda.lib`` when
+    ``--windows-torch`` has none (:mod:`cudaship.program.import_libs`)."""
     env = envvars.snapshot(_READS) if env is None else env
     target = "--target-platform windows-x86_64"
     # 1. the cross compiler, under the name torch runs
@@ -246,22 +254,45 @@ def windows_toolchain(
     # 2. the Windows CUDA libraries, of torch's CUDA major
     if cuda:
         _windows_cuda(chain, windows_cuda, cuda_train, dlltool, workdir, env)
-    # 3. the Windows torch import libraries
-    wanted = WINDOWS_TORCH_LIBS if cuda else tuple(n for n in WINDOWS_TORCH_LIBS if "cuda" not in n)
+    # 3. the Windows torch import libraries: torch.lib and torch_cpu.lib as PyPI's (CPU) win_amd64 wheel has
+    # them; torch_cuda.lib given, or made from the exporting torch's declarations
+    wanted = [n for n in WINDOWS_TORCH_LIBS if "cuda" not in n]
     if windows_torch is None:
         raise UsageError(
-            f"{target} needs the import libraries of a Windows torch of the same train "
-            f"({', '.join(wanted)} from torch/lib of its win_amd64 wheel): pass --windows-torch DIR"
+            f"{target} needs the import libraries of a Windows torch of the same version "
+            f"({', '.join(wanted)} from torch/lib of its win_amd64 wheel, which PyPI serves): pass "
+            "--windows-torch DIR"
         )
     missing = [name for name in wanted if not (windows_torch / name).is_file()]
     if missing:
         raise UsageError(
-            f"--windows-torch {windows_torch}: no {', '.join(missing)} (torch/lib of a CUDA win_amd64 torch "
-            "wheel holds them; a CPU wheel has no torch_cuda.lib)"
+            f"--windows-torch {windows_torch}: no {', '.join(missing)} (torch/lib of a win_amd64 torch wheel "
+            "holds them)"
         )
+    shim_path = windows_torch
+    if cuda:
+        given = windows_torch / "torch_cuda.lib"
+        if given.is_file():
+            chain.import_libraries.append(given_library(given, "torch_cuda.dll"))
+        else:
+            if torch_dir is None:
+                raise UsageError(
+                    f"--windows-torch {windows_torch}: no torch_cuda.lib, and no torch to make it from "
+                    "(a CUDA win_amd64 torch wheel holds it)"
+                )
+            shim_path = workdir / "windows-torch"
+            shim_path.mkdir(parents=True, exist_ok=True)
+            for name in wanted:
+                shutil.copyfile(windows_torch / name, shim_path / name)
+            made = made_torch_cuda(torch_dir, torch_version, dlltool, shim_path)
+            chain.import_libraries.append(made)
+            chain.notes.append(
+                f"torch_cuda.lib made from {made.source} ({len(made.names)} names, checked against "
+                "libtorch_cuda.so's exports)"
+            )
     chain.config = {
         "aot_inductor.cross_target_platform": "windows",
-        "aot_inductor.aoti_shim_library_path": str(windows_torch),
+        "aot_inductor.aoti_shim_library_path": str(shim_path),
         # torch refuses weights inside the DLL for a Windows target (torch/_inductor/utils.py)
         "aot_inductor.package_constants_in_so": False,
         "aot_inductor.package_constants_on_disk_format": "binary_blob",

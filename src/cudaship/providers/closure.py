@@ -28,6 +28,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
+from cudaship import words
 from cudaship.errors import CudashipError
 from cudaship.providers.constraints import Constraints
 from cudaship.providers.http import IndexUnavailable, NotCached
@@ -167,7 +168,8 @@ class RequirementIndex:
                     break
             if spent:
                 note = (
-                    f"{len(self._per_extra)} requirements compare 'extra' otherwise than with == or !=; "
+                    f"{words.count(len(self._per_extra), 'requirement')} compare 'extra' otherwise than with "
+                    "== or !=; "
                     f"their markers were evaluated {MAX_PER_EXTRA_EVALUATIONS} times, the rest left out"
                 )
                 if note not in self.notes:

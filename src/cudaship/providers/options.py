@@ -34,6 +34,8 @@ class ProviderOptions:
     constraints: Constraints = Constraints()  # noqa: RUF009 (frozen: one shared empty value is safe)
     #: the index's files uploaded after this are ignored (``--exclude-newer``; PEP 700 upload times)
     exclude_newer: dt.datetime | None = None
+    #: a replay: the date the replayed report resolved at, recorded again (None: the time the audit starts)
+    resolved_at: str | None = None
 
     def sources(self, client: Client) -> list[Source]:
         out: list[Source] = []

@@ -23,6 +23,9 @@ class FileFormat(str, Enum):
     PTX = "ptx"
     COFF_IMPORT_LIBRARY = "coff-import-library"  #: an ``!<arch>`` archive naming DLLs (an import library)
     STATIC_LIBRARY = "static-library"  #: an ``!<arch>`` archive of objects naming no DLL (Linux ``.a``, ...)
+    #: a GNU ld linker script (``INPUT(...)``, ``GROUP(...)``): text for the link editor's ``-lfoo``, never
+    #: loaded at run time (glibc's ``libc.so``, a wheel's ``libfoo.so`` naming ``libfoo.so.1``)
+    LINKER_SCRIPT = "linker-script"
 
 
 class Machine(str, Enum):
@@ -200,6 +203,20 @@ class ImportLibraryMember:
     dll: str
     symbol: str | None
     ordinal: int | None = None
+
+
+@dataclass(frozen=True)
+class LinkerScript:
+    """Facts read from a GNU ld linker script: the files it hands to the link editor, as written.
+
+    ``inputs`` are the operands of ``INPUT`` and ``GROUP`` (those inside ``AS_NEEDED(...)`` too), in order;
+    a name may be a file name (looked up beside the script, then on the search path), an absolute path (on
+    the machine that links) or ``-lname``.
+    """
+
+    inputs: tuple[str, ...]
+    as_needed: tuple[str, ...] = ()  #: the inputs that sit inside ``AS_NEEDED(...)``
+    output_format: str | None = None  #: ``OUTPUT_FORMAT(elf64-x86-64)``'s first operand
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from cudaship.records.binary import DeviceCode, FatbinContainer, FileFormat, HostBinary
+from cudaship.records.binary import DeviceCode, FatbinContainer, FileFormat, HostBinary, LinkerScript
 
 
 class RuntimeLinkage(str, Enum):
@@ -74,3 +74,4 @@ class FileReport:
     device_code: tuple[DeviceCode, ...] = ()
     error: str | None = None
     notes: tuple[str, ...] = field(default=())
+    linker_script: LinkerScript | None = None  #: what a GNU ld linker script names (format LINKER_SCRIPT)

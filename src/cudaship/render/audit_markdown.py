@@ -29,7 +29,7 @@ def render(report: AuditReport, style: Style) -> str:
     if report.policy_default:
         policy += " (built-in default checks)"
     mark = "❌" if summary.failed else ("⚠️" if summary.warnings else "✅")
-    out += [f"{mark} **{summary.line()}** · policy: {policy}", ""]
+    out += [f"{mark} **{report.summary_line()}** · policy: {policy}", ""]
     if report.resolution is not None and (report.resolution.projects or report.resolution.constraints):
         out += [_cell(report.resolution.line), ""]
     for wheel in report.wheels:
@@ -40,6 +40,8 @@ def render(report: AuditReport, style: Style) -> str:
         if f.train:
             inferred = f.train_source and not (f.local and f.train_source.startswith("local tag"))
             facts.append(f"train {f.train}" + (f" ({f.train_source})" if inferred else ""))
+        if not f.cuda_code:
+            facts.append("no CUDA code")
         facts.append(wheel.summary.line())
         out += [" · ".join(_cell(x) for x in facts), ""]
         if wheel.load is not None:

@@ -50,7 +50,7 @@ def render(report: AuditReport, style: Style) -> str:
     console.print()
     summary = report.summary
     mark = "bold red" if summary.failed else ("bold yellow" if summary.warnings else "bold green")
-    console.print(f"[{mark}]{escape(summary.line())}[/]")
+    console.print(f"[{mark}]{escape(report.summary_line())}[/]")
     return buffer.getvalue()
 
 
@@ -63,6 +63,8 @@ def _wheel(console: Console, wheel: WheelAudit, verbose: bool) -> None:
         f"train {f.train}" if f.train else None,
     ]
     bits.append(f"{count(f.files, 'file')}, {f.native_files} native")
+    if not f.cuda_code:
+        bits.append("no CUDA code")
     console.print(f"[bold]{escape(f.filename)}[/]  ({escape(' · '.join(b for b in bits if b))})")
     if f.train_source and not (f.local and f.train_source.startswith("local tag")):
         console.print(f"  train: {escape(f.train_source)}")

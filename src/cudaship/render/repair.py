@@ -59,6 +59,8 @@ def _text_wheel(w: WheelRepair, dry_run: bool) -> list[str]:
         lines.append(f"             for {', '.join(q.libraries)}: {q.why}")
     for u in p.unread:
         lines.append(f"  unread     {u.member}: {u.reason} (not read, so copied unchanged)")
+    for f in p.record_fixes:
+        lines.append(f"  RECORD     {f.member}: {f.problem} (row rewritten from the member)")
     for note in p.notes:
         lines.append(f"  note       {note}")
     if not p.changed:
@@ -80,6 +82,8 @@ def _text_wheel(w: WheelRepair, dry_run: bool) -> list[str]:
             lines.append(f"  copied     {w.output} (nothing changed: the input's bytes)")
         else:
             lines.append(f"  written    {w.output}")
+        if w.verification is not None:
+            lines.append(f"  verified   read back: {w.verification.checked} claims of this report hold")
     return lines
 
 
@@ -129,6 +133,8 @@ def _markdown_wheel(w: WheelRepair, dry_run: bool) -> list[str]:
         rows.append(("requires", f"`{q.text}`", f"for {', '.join(q.libraries)}: {q.why}"))
     for u in p.unread:
         rows.append(("unread", f"`{u.member}`", f"{u.reason} (not read, so copied unchanged)"))
+    for f in p.record_fixes:
+        rows.append(("RECORD", f"`{f.member}`", f"{f.problem} (row rewritten from the member)"))
     if rows:
         lines += ["| change | where | what |", "|---|---|---|"]
         lines += [f"| {a} | {cell(b)} | {cell(c)} |" for a, b, c in rows]
@@ -145,6 +151,8 @@ def _markdown_wheel(w: WheelRepair, dry_run: bool) -> list[str]:
             f"Size: {w.size_before:,} → {w.size_after:,} bytes; uncompressed {w.uncompressed_before:,} → "
             f"{w.uncompressed_after:,}. Written to `{cell(w.output or '')}`."
         )
+        if w.verification is not None:
+            lines.append(f"Read back: {w.verification.checked} claims of this report hold.")
     lines.append("")
     return lines
 
@@ -169,6 +177,7 @@ def _json_wheel(w: WheelRepair) -> dict[str, Any]:
         }
         doc["output"] = w.output
         doc["unchanged_copy"] = w.unchanged_copy
+        doc["verification"] = fields(w.verification) if w.verification is not None else None
     return doc
 
 

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from cudaship.analysis.gpus import GpuReport
     from cudaship.checks.environment import EnvReport
     from cudaship.checks.records import AuditReport
+    from cudaship.checks.variant_props import PropertiesReport
+    from cudaship.checks.variant_release import ReleaseReport
     from cudaship.ci.archs import TrainArchs
     from cudaship.ci.cmake import CMakePlan
     from cudaship.ci.env import BuildEnv
@@ -180,6 +182,18 @@ def _repair(fmt: str) -> Renderer[RepairReport]:
     return repair.FORMATS[fmt]
 
 
+def _variant_properties(fmt: str) -> Renderer[PropertiesReport]:
+    from cudaship.render import variant
+
+    return variant.FORMATS[fmt]
+
+
+def _variant_release(fmt: str) -> Renderer[ReleaseReport]:
+    from cudaship.render import variant
+
+    return variant.RELEASE_FORMATS[fmt]
+
+
 INSPECT: Command[InspectReport] = Command("inspect", ("text", "json"), _inspect)
 GPUS: Command[GpuReport] = Command("gpus", ("text", "json", "markdown", "html"), _gpus)
 AUDIT: Command[AuditReport] = Command("audit", ("text", "json", "junit", "markdown", "sarif"), _audit)
@@ -199,6 +213,11 @@ PROGRAM_CHECK: Command[CheckReport] = Command("program check", ("text", "json", 
 PROGRAM_RUN: Command[RunReport] = Command("program run", ("text", "json", "markdown"), _program_run)
 PROGRAM_EXPORT: Command[ExportResult] = Command("program export", ("text", "json"), _program_export)
 REPAIR: Command[RepairReport] = Command("repair", ("text", "json", "markdown"), _repair)
+VARIANT_PROPERTIES: Command[PropertiesReport] = Command(
+    "variant properties", ("text", "args", "json"), _variant_properties
+)
+VARIANT_MAKE: Command[PropertiesReport] = Command("variant make", ("text", "json"), _variant_properties)
+VARIANT_RELEASE: Command[ReleaseReport] = Command("variant release", ("text", "json"), _variant_release)
 
 #: every command, by the name the CLI knows it by
 COMMANDS: dict[str, Formats] = {
@@ -220,6 +239,9 @@ COMMANDS: dict[str, Formats] = {
         PROGRAM_RUN,
         PROGRAM_EXPORT,
         REPAIR,
+        VARIANT_PROPERTIES,
+        VARIANT_MAKE,
+        VARIANT_RELEASE,
     )
 }
 

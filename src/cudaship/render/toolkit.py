@@ -81,9 +81,16 @@ def json(view: ToolkitView | ToolkitCatalog, style: Style) -> str:
     return dumps(_view_json(view))
 
 
+def _comments(env: ToolkitEnv) -> list[str]:
+    """The notes of what was left out, as ``#`` lines (shell and dotenv both read them as comments)."""
+    return [f"# cudaship: {' '.join(note.split())}" for note in env.notes]
+
+
 def env_shell(env: ToolkitEnv, style: Style) -> str:
-    lines = [f"export {k}={shlex.quote(v)}" for k, v in env.variables.items()]
-    lines.append(f'export PATH={shlex.quote(os.pathsep.join(env.bins))}{os.pathsep}"$PATH"')
+    lines = _comments(env)
+    lines += [f"export {k}={shlex.quote(v)}" for k, v in env.variables.items()]
+    if env.bins:  # never an empty PATH entry (which a shell reads as the current directory)
+        lines.append(f'export PATH={shlex.quote(os.pathsep.join(env.bins))}{os.pathsep}"$PATH"')
     return "\n".join(lines) + "\n"
 
 
@@ -91,8 +98,10 @@ def env_dotenv(env: ToolkitEnv, style: Style) -> str:
     for key, value in env.variables.items():
         if "\n" in value or "\r" in value:
             raise ToolkitError(f"{key} holds a newline; cannot write it as NAME=value")
-    path = os.pathsep.join([*env.bins, env.path] if env.path else env.bins)
-    return "".join(f"{k}={v}\n" for k, v in {**env.variables, "PATH": path}.items())
+    values = dict(env.variables)
+    if env.bins:  # nothing to put on PATH: PATH is not written, so it stays as it is
+        values["PATH"] = os.pathsep.join([*env.bins, env.path] if env.path else env.bins)
+    return "".join(f"{line}\n" for line in _comments(env)) + "".join(f"{k}={v}\n" for k, v in values.items())
 
 
 FORMATS: Mapping[str, Renderer[ToolkitView | ToolkitCatalog]] = {"text": text, "json": json}

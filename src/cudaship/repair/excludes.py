@@ -7,6 +7,7 @@ import shlex
 from collections.abc import Iterable
 
 from cudaship.errors import UsageError
+from cudaship.knowledge.libraries import OS
 from cudaship.knowledge.repair import provided_names
 
 TOOLS = ("auditwheel", "delvewheel")
@@ -14,14 +15,14 @@ TOOLS = ("auditwheel", "delvewheel")
 
 def exclude_flags(tool: str, majors: Iterable[int]) -> tuple[str, ...]:
     """The arguments that keep ``tool`` from vendoring the libraries NVIDIA wheels provide for the CUDA
-    ``majors``: auditwheel takes one ``--exclude SONAME`` each, delvewheel one ``--exclude`` with the DLL
-    names joined by ``;`` (its path separator on Windows)."""
-    if tool == "auditwheel":
-        names = sorted({n for m in majors for n in provided_names(m, "linux")}, key=str.lower)
+    ``majors``: one ``--exclude NAME`` per library for both. auditwheel takes a SONAME per ``--exclude``;
+    delvewheel (1.9.0 and later: ``action='append'``) splits each value on the path separator of the host it
+    runs on (``;`` on Windows, ``:`` elsewhere), so one name per flag works on every host, where a joined list
+    works on one kind of host only."""
+    if tool in TOOLS:
+        os_name: OS = "linux" if tool == "auditwheel" else "windows"
+        names = sorted({n for m in majors for n in provided_names(m, os_name)}, key=str.lower)
         return tuple(arg for name in names for arg in ("--exclude", name))
-    if tool == "delvewheel":
-        dlls = sorted({n for m in majors for n in provided_names(m, "windows")}, key=str.lower)
-        return ("--exclude", ";".join(dlls)) if dlls else ()
     raise UsageError(f"--print-excludes: unknown tool {tool!r} (known: {', '.join(TOOLS)})")
 
 

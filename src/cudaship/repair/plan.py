@@ -1,7 +1,10 @@
 """What a repair changes, decided over the audit's view of a wheel (:class:`AuditContext`): pure, no bytes.
 
-1. **De-vendor.** A shipped library whose name (auditwheel's hash removed) an NVIDIA wheel provides for the
-   wheel's CUDA major is removed, unless the wheel is that provider itself.
+1. **De-vendor.** A shipped library whose SONAME or name (auditwheel's hash removed; a copy named by its
+   full version, ``libcudart-<hash>.so.11.8.89``, is the file it was copied from, ``libcudart.so.11.0``)
+   an NVIDIA wheel checked for the wheel's platform ships for the wheel's CUDA major is removed, unless the
+   wheel is that provider itself. Every other CUDA library stays, with the reason
+   (:func:`~cudaship.knowledge.repair.unprovided`).
 2. **DT_NEEDED.** Every entry naming a removed copy (by its SONAME or file name) is set back to the library's
    own name.
 3. **RUNPATH.** Each remaining ELF that needs a library an NVIDIA wheel provides gets ``$ORIGIN``-relative
@@ -26,7 +29,7 @@ from packaging.utils import canonicalize_name
 from cudaship.checks import closure
 from cudaship.checks.context import AuditContext
 from cudaship.knowledge.libraries import identify
-from cudaship.knowledge.repair import Provision, provision
+from cudaship.knowledge.repair import Provision, provision, unhashed, unprovided
 from cudaship.records.binary import FileFormat, HostBinary, ImportKind
 from cudaship.records.files import FileReport
 from cudaship.records.findings import Status
@@ -147,10 +150,14 @@ class _Linux:
         train = ctx.train
         self.major = train.major if train is not None else None
         self.minor = train.minor if train is not None else None
+        self.machine = ctx.platform.machine
         self._member_of = {installed: member for member, installed in ctx.installed.items()}
 
     def provision(self, name: str) -> Provision | None:
-        return provision(name, "linux", self.major, self.minor)
+        return provision(name, "linux", self.major, self.minor, self.machine)
+
+    def unprovided(self, name: str) -> str | None:
+        return unprovided(name, "linux", self.major, self.machine)
 
     def member(self, installed: str) -> str:
         return self._member_of.get(installed, installed)
@@ -177,9 +184,12 @@ def _devendor(ctx: AuditContext, linux: _Linux) -> _Vendored:
         base = posixpath.basename(path)
         name = host.soname or base
         p = linux.provision(name) or linux.provision(base)
-        if p is None:
-            continue
         member = linux.member(path)
+        if p is None:
+            why = linux.unprovided(name) or linux.unprovided(base)
+            if why is not None:  # a CUDA library that stays: say why (CUDA 10, NVRTC's builtins, no version)
+                out.kept.append(Kept(member, unhashed(name, "linux"), why))
+            continue
         if canonicalize_name(p.project) == project or posixpath.dirname(path) == p.directory:
             out.kept.append(Kept(member, p.library, f"the wheel is {p.project}, the library's provider"))
             continue

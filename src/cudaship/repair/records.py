@@ -73,6 +73,15 @@ class Unread:
 
 
 @dataclass(frozen=True)
+class RecordFix:
+    """A RECORD row that disagreed with the wheel's members, rewritten by ``--fix-record``."""
+
+    member: str
+    kind: str  #: the problem: "hash", "size", "missing", "unlisted", "unhashed", "duplicate"
+    problem: str  #: the reader's one line: what RECORD said against what the member is
+
+
+@dataclass(frozen=True)
 class AddedRequirement:
     text: str  #: the Requires-Dist line's value
     libraries: tuple[str, ...]  #: the libraries it provides to the wheel
@@ -94,17 +103,40 @@ class RepairPlan:
     pe_edits: tuple[PeEdit, ...] = ()
     bootstraps: tuple[Bootstrap, ...] = ()
     unread: tuple[Unread, ...] = ()  #: native members no edit looked at, as their readers failed on them
+    #: RECORD rows that disagreed with the members, rewritten from the members (``--fix-record`` only)
+    record_fixes: tuple[RecordFix, ...] = ()
     #: the CUDA majors of the wheel's variants (``libfoo_cuda118.so`` ... ``_cuda132.so``), each built for
     #: its own: what ``--print-excludes`` covers for a wheel without one train
     variant_majors: tuple[int, ...] = ()
 
     @property
     def changed(self) -> bool:
-        return bool(self.removed or self.edits or self.requirements or self.pe_edits or self.bootstraps)
+        return bool(
+            self.removed
+            or self.edits
+            or self.requirements
+            or self.pe_edits
+            or self.bootstraps
+            or self.record_fixes
+        )
 
     @property
     def bytes_removed(self) -> int:
         return sum(r.size for r in self.removed)
+
+
+@dataclass(frozen=True)
+class Verification:
+    """The written wheel read back (:mod:`cudaship.repair.verify`) and each claim of the report checked
+    against it: members removed, kept (bytes unchanged), edited, requirements added, bootstraps added,
+    RECORD, METADATA."""
+
+    checked: int  #: claims checked
+    failed: tuple[str, ...] = ()  #: each claim that does not hold, one line each
+
+    @property
+    def holds(self) -> bool:
+        return not self.failed
 
 
 @dataclass(frozen=True)
@@ -121,6 +153,9 @@ class WheelRepair:
     uncompressed_after: int | None = None
     unchanged_copy: bool = False  #: nothing to change: the output is the input's bytes
     error: str | None = None
+    #: the written wheel read back before it was placed (None: nothing was written); a claim that failed
+    #: leaves nothing placed, and ``error`` names it
+    verification: Verification | None = None
 
 
 @dataclass(frozen=True)
@@ -133,3 +168,8 @@ class RepairReport:
     @property
     def failed(self) -> bool:
         return any(w.error for w in self.wheels)
+
+    @property
+    def unverified(self) -> bool:
+        """A written wheel did not match its report (so it was not placed): a bug, exit 70."""
+        return any(w.verification is not None and not w.verification.holds for w in self.wheels)

@@ -2,12 +2,15 @@
 
 The input is never written. The output goes to ``<directory>/<the input's file name>`` through a temporary
 file created exclusively (unpredictable name, ``O_EXCL|O_NOFOLLOW``) in that directory, renamed into place
-only when complete (no partial wheel on failure; a link at the output name is replaced, not followed). A
-wheel with nothing to change is copied byte for byte, so repairing a repaired wheel gives the same bytes.
+only when complete and read back (:mod:`.verify`: every claim of the plan holds in what was written, else
+nothing is placed: :class:`Unverified`, exit 70). No partial wheel on failure; a link at the output name is
+replaced, not followed. A wheel with nothing to change is copied byte for byte, so repairing a repaired wheel
+gives the same bytes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -20,19 +23,29 @@ from cudaship.checks.table import default_policy
 from cudaship.errors import ArchiveError, CudashipError, WheelError
 from cudaship.inspection.scan import scan
 from cudaship.records.files import ContainerKind
-from cudaship.repair import elfedit, windows
+from cudaship.repair import elfedit, verify, windows
 from cudaship.repair.plan import plan_repair
-from cudaship.repair.records import RepairPlan, WheelRepair
+from cudaship.repair.records import RecordFix, RepairPlan, Verification, WheelRepair
 from cudaship.repair.zipwrite import DEFLATED, STORED, Entry, write_zip
 from cudaship.wheel.metadata import b64_digest
 from cudaship.wheel.write import record_bytes, with_requirements
 
 
 def plan_wheel(
-    path: Path, *, workers: int | None = None, drop_unused: bool = False
+    path: Path, *, workers: int | None = None, drop_unused: bool = False, fix_record: bool = False
 ) -> tuple[RepairPlan, int]:
     """The plan for the wheel at ``path`` and its uncompressed size. Raises :class:`CudashipError` (with the
-    path) for a wheel repair cannot rewrite faithfully."""
+    path) for a wheel repair cannot rewrite faithfully. A RECORD that disagrees with the members is refused,
+    unless ``fix_record``: then the plan names each disagreeing row, and the output's RECORD is the members'
+    (as for every repaired wheel)."""
+    plan, uncompressed, _ = _plan(path, workers=workers, drop_unused=drop_unused, fix_record=fix_record)
+    return plan, uncompressed
+
+
+def _plan(
+    path: Path, *, workers: int | None, drop_unused: bool, fix_record: bool = False
+) -> tuple[RepairPlan, int, verify.Source]:
+    """:func:`plan_wheel`, and what the read established about the input for :mod:`.verify`."""
     scanned = scan(path, workers=workers)
     if scanned.kind is not ContainerKind.WHEEL:
         raise WheelError("not a wheel (repair reads wheels only)", path=str(path))
@@ -44,17 +57,29 @@ def plan_wheel(
     named = [p for p in scanned.record_problems if p.kind == "name"]
     if named:  # before the others: such a name is also unlisted, or forged RECORD's row
         raise WheelError(f"member {named[0].message} (repair refuses such a wheel)", path=str(path))
-    if scanned.record_problems:
+    if scanned.record_problems and not fix_record:
         first = scanned.record_problems[0]
         raise WheelError(
             f"RECORD disagrees with the wheel ({first.message}); repair rewrites RECORD only for a wheel "
-            "that matches it",
+            "that matches it (--fix-record rewrites it from the members, naming each row it changes)",
             path=str(path),
         )
     ctx = AuditContext(
         scan=scanned, policy=default_policy(), platform=scanned.platform, notes=list(scanned.platform_notes)
     )
-    return plan_repair(ctx, drop_unused=drop_unused), scanned.uncompressed_size
+    plan = plan_repair(ctx, drop_unused=drop_unused)
+    wrong = {p.path for p in scanned.record_problems}
+    if scanned.record_problems:
+        fixes = tuple(RecordFix(p.path, p.kind, p.message) for p in scanned.record_problems)
+        plan = dataclasses.replace(plan, record_fixes=fixes)
+    source = verify.Source(
+        path,
+        scanned.dist.directory,
+        tuple(m.name for m in scanned.members),
+        # the rows --fix-record rewrites say nothing true of the input's bytes: not compared with the output
+        {e.path: e for e in scanned.dist.record if e.path not in wrong},
+    )
+    return plan, scanned.uncompressed_size, source
 
 
 def repair_wheel(
@@ -64,13 +89,16 @@ def repair_wheel(
     dry_run: bool = False,
     workers: int | None = None,
     drop_unused: bool = False,
+    fix_record: bool = False,
 ) -> WheelRepair:
     """Repair one wheel into ``directory`` (the plan only when ``dry_run``); a problem becomes the result's
     ``error``, never an exception."""
     label = str(path)
     try:
         size = path.stat().st_size
-        plan, uncompressed = plan_wheel(path, workers=workers, drop_unused=drop_unused)
+        plan, uncompressed, source = _plan(
+            path, workers=workers, drop_unused=drop_unused, fix_record=fix_record
+        )
     except OSError as e:
         return WheelRepair(label, None, error=f"{label}: {e.strerror or e}")
     except CudashipError as e:
@@ -82,15 +110,41 @@ def repair_wheel(
         if _same_file(target, path):
             raise CudashipError("the output would replace the input: give -w another directory", path=label)
         directory.mkdir(parents=True, exist_ok=True)
-        after = _write(path, plan, target)
+        after, checked = _write(path, plan, target, source, workers)
         out_size = target.stat().st_size
     except OSError as e:
         return WheelRepair(label, plan, size, uncompressed, error=f"{label}: {e.strerror or e}")
+    except Unverified as e:
+        return WheelRepair(
+            label, plan, size, uncompressed, error=str(e.with_path(label)), verification=e.verification
+        )
     except CudashipError as e:
         return WheelRepair(label, plan, size, uncompressed, error=str(e.with_path(label)))
     return WheelRepair(
-        label, plan, size, uncompressed, str(target), out_size, after, unchanged_copy=not plan.changed
+        label,
+        plan,
+        size,
+        uncompressed,
+        str(target),
+        out_size,
+        after,
+        unchanged_copy=not plan.changed,
+        verification=checked,
     )
+
+
+class Unverified(WheelError):
+    """The written wheel does not hold a claim of its report (:mod:`.verify`): it was not placed. A bug in
+    the writer (or in patchelf), never bad input: exit 70."""
+
+    def __init__(self, target: Path, verification: Verification) -> None:
+        more = len(verification.failed) - 1
+        tail = f" (and {more} more)" if more > 0 else ""
+        super().__init__(
+            f"the repaired wheel does not match its report, so it was not written to {target}: "
+            f"{verification.failed[0]}{tail}"
+        )
+        self.verification = verification
 
 
 def _same_file(target: Path, path: Path) -> bool:
@@ -102,10 +156,14 @@ def _same_file(target: Path, path: Path) -> bool:
         return False
 
 
-def _write(path: Path, plan: RepairPlan, target: Path) -> int:
-    """Write the repaired wheel to ``target``; its uncompressed size. The bytes go to a file created
-    exclusively under an unpredictable name in ``target``'s directory (:func:`safe_write.new_file`), renamed
-    into place only when complete: whatever is at ``target`` (a link included) is replaced, never written
+def _write(
+    path: Path, plan: RepairPlan, target: Path, source: verify.Source, workers: int | None
+) -> tuple[int, Verification]:
+    """Write the repaired wheel to ``target``; its uncompressed size and its verification. The bytes go to a
+    file created exclusively under an unpredictable name in ``target``'s directory
+    (:func:`safe_write.new_file`), read back and checked against every claim of the plan
+    (:func:`verify.verify_written`), and renamed into place only when complete and every claim holds
+    (else :class:`Unverified`): whatever is at ``target`` (a link included) is replaced, never written
     through; on failure only that temporary file is removed."""
     with safe_write.new_file(target, error=WheelError) as out:
         if not plan.changed:
@@ -119,8 +177,12 @@ def _write(path: Path, plan: RepairPlan, target: Path) -> int:
                     write_zip(out.file, entries)
             except ArchiveError as e:
                 raise WheelError(e.message) from None
+        out.file.flush()
+        checked = verify.verify_written(out.tmp, str(target), plan, source, workers=workers)
+        if not checked.holds:
+            raise Unverified(target, checked)
         out.place()
-    return total
+    return total, checked
 
 
 def _uncompressed(path: Path) -> int:

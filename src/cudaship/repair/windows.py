@@ -13,8 +13,7 @@ import posixpath
 from cudaship.binary.pe import import_name_offsets
 from cudaship.checks.context import AuditContext
 from cudaship.errors import CudashipError
-from cudaship.knowledge.libraries import identify, pypi_package
-from cudaship.knowledge.repair import Provision, provision, unhashed
+from cudaship.knowledge.repair import Provision, provision, unhashed, unprovided
 from cudaship.records.binary import FileFormat
 from cudaship.repair.judged import follow
 from cudaship.repair.records import Bootstrap, Kept, PeEdit, Removed, RepairPlan
@@ -29,6 +28,7 @@ def plan_windows(ctx: AuditContext, label: str) -> RepairPlan:
     scan = ctx.scan
     train = ctx.train
     major, minor = (train.major, train.minor) if train else (None, None)
+    machine = ctx.platform.machine
     member_of = {installed: member for member, installed in ctx.installed.items()}
     facts = {m.name: m for m in scan.members}
     files = set(ctx.installed.values())
@@ -39,15 +39,11 @@ def plan_windows(ctx: AuditContext, label: str) -> RepairPlan:
             continue
         base = posixpath.basename(path)
         plain = unhashed(base, "windows")
-        p = provision(base, "windows", major, minor)
+        p = provision(base, "windows", major, minor, machine)
         if p is None:
-            found = identify(plain)
-            if found is not None and not found.driver and found.os == "windows":
-                majors = found.cuda_majors or ((major,) if major else ())
-                wheels = [pypi_package(found.component, m, "windows") for m in majors]
-                if not any(wheels):
-                    why = f"NVIDIA publishes no Windows wheel for {found.description}"
-                    kept.append(Kept(member_of.get(path, path), plain, why))
+            why = unprovided(base, "windows", major, machine)
+            if why is not None:
+                kept.append(Kept(member_of.get(path, path), plain, why))
             continue
         removable[path] = p
 
@@ -91,7 +87,7 @@ def plan_windows(ctx: AuditContext, label: str) -> RepairPlan:
             name = own or imp.library
             if name.lower() in shipped:
                 continue
-            p = provision(name, "windows", major, minor)
+            p = provision(name, "windows", major, minor, machine)
             init = _init_of(path)
             if p is None:
                 continue

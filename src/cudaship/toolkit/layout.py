@@ -101,15 +101,25 @@ def finish(root: Path, platform: Platform) -> dict[str, str]:
     return links
 
 
-def env_vars(root: Path, platform: Platform) -> tuple[dict[str, str], list[str]]:
-    """(variables, PATH entries to prepend) for a toolkit at ``root``."""
+def env_vars(root: Path, platform: Platform) -> tuple[dict[str, str], list[str], list[str]]:
+    """(variables, PATH entries to prepend, notes) for a toolkit at ``root``. Only what is there is
+    exported: a ``bin`` (or ``bin/x64``) that does not exist is not put on PATH, and ``CUDACXX`` is set only
+    when the platform's ``nvcc`` is a file; each thing left out gets a note saying what and why."""
     root_text = str(root)
     if platform.is_windows and os.name == "nt":  # pragma: no cover - Windows host
         root_text = str(PureWindowsPath(root))
-    bins = [str(root / "bin")]
-    if platform.is_windows and (root / "bin" / "x64").is_dir():
+    notes: list[str] = []
+    bins: list[str] = []
+    if (root / "bin").is_dir():
+        bins.append(str(root / "bin"))
+    else:
+        notes.append(f"PATH: left out {root / 'bin'}: it does not exist (no component here has programs)")
+    if platform.is_windows and (root / "bin" / "x64").is_dir():  # CUDA 13's DLLs; CUDA 12 keeps them in bin
         bins.append(str(root / "bin" / "x64"))
     variables = {"CUDA_HOME": root_text, "CUDA_PATH": root_text}
-    if (root / "bin" / "nvcc").exists() or (root / "bin" / "nvcc.exe").exists():
-        variables["CUDACXX"] = str(root / "bin" / ("nvcc.exe" if platform.is_windows else "nvcc"))
-    return variables, bins
+    nvcc = root / "bin" / ("nvcc.exe" if platform.is_windows else "nvcc")
+    if nvcc.is_file():
+        variables["CUDACXX"] = str(nvcc)
+    else:
+        notes.append(f"CUDACXX: not set: {nvcc} does not exist (this toolkit has no nvcc component)")
+    return variables, bins, notes

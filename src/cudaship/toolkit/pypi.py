@@ -112,6 +112,23 @@ def _metadata_requirements(wheel: Path) -> list[Requirement]:
     return requirements
 
 
+def _check_published(component: str, release: str) -> toolkit_data.SourceName:
+    """The PyPI name of ``component`` in ``release``; ToolkitError when there is none or its package lacks
+    what the component provides (``bin/nvcc``)."""
+    name = toolkit_data.source_name(component, "pypi", release)
+    if name is None:
+        raise ToolkitError(
+            f"component {component} is not published on PyPI for CUDA {release}; try --source redist"
+        )
+    if name.lacks:
+        why = f" ({name.note})" if name.note else ""
+        raise ToolkitError(
+            f"component {component} cannot be assembled from PyPI for CUDA {release}: {name.name} lacks "
+            f"{', '.join(name.lacks)}{why}; use --source redist (NVIDIA's archives, or --mirror URL|DIR)"
+        )
+    return name
+
+
 def plan(
     release: str,
     platform: Platform,
@@ -120,7 +137,13 @@ def plan(
     options: PipOptions,
     observer: Observer,
 ) -> tuple[list[Artifact], list[str]]:
-    """Download the wheels for ``components`` of ``release``; (artifacts, notes about skipped components)."""
+    """Download the wheels for ``components`` of ``release``; (artifacts, notes about skipped components).
+
+    A component that cannot come from PyPI in ``release`` (none published, or its package ``lacks`` what the
+    component provides: the CUDA 11/12 nvcc wheels hold no ``bin/nvcc``) is refused from the data alone,
+    before pip asks any index."""
+    for component in components:
+        _check_published(component, release)
     meta_dir = cache_dir / "meta"
     meta_req = Requirement(f"{METAPACKAGE}=={release}")
     _pip_download([str(meta_req)], meta_dir, None, options, observer)
@@ -135,20 +158,10 @@ def plan(
     owner: dict[str, str] = {}
     notes: list[str] = []
     for component in components:
-        name = toolkit_data.source_name(component, "pypi", release)
-        if name is None:
-            raise ToolkitError(
-                f"component {component} is not published on PyPI for CUDA {release}; try --source redist"
-            )
+        name = _check_published(component, release)
         if name.included_in is not None:
             notes.append(f"{component} is part of {name.included_in} in CUDA {release}")
             continue
-        if name.lacks:
-            why = f" ({name.note})" if name.note else ""
-            raise ToolkitError(
-                f"component {component} cannot be assembled from PyPI for CUDA {release}: {name.name} lacks "
-                f"{', '.join(name.lacks)}{why}; use --source redist (NVIDIA's archives, or --mirror URL|DIR)"
-            )
         if name.note:
             observer.warning(f"{component}: {name.note}")
         extra = name.extra or component

@@ -199,6 +199,8 @@ class ToolkitEnv:
     bins: tuple[str, ...]
     #: the PATH the directories go before, in the forms that write it out whole (dotenv); the caller reads it
     path: str = ""
+    #: what was left out and why (a ``bin`` that does not exist, ``CUDACXX`` without an nvcc): comment lines
+    notes: tuple[str, ...] = ()
 
 
 class Observer:

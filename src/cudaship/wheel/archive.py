@@ -24,6 +24,7 @@ from cudaship.errors import ArchiveError, WheelError
 from cudaship.records.buffer import Buffer
 from cudaship.records.files import WheelInfo
 from cudaship.wheel.records import DistInfo, RecordProblem
+from cudaship.wheel.variant import MAX_VARIANT_JSON, VARIANT_JSON, split_label
 
 __all__ = [
     "MAGIC_BYTES",
@@ -173,10 +174,16 @@ class WheelArchive:
             return None
 
     def read_dist_info(self) -> DistInfo:
-        """The wheel's ``.dist-info`` (METADATA, WHEEL, RECORD) parsed by :mod:`cudaship.wheel.metadata`, the
-        directory matched to the file name when there are several; a missing or malformed one raises
-        :class:`WheelError`."""
-        from cudaship.wheel.metadata import MAX_RECORD_BYTES, find_dist_info, read_dist_info  # start-up time
+        """The wheel's ``.dist-info`` (METADATA, WHEEL, RECORD, a variant's ``variant.json``,
+        wheel-axle-runtime's ``symlinks.txt``) parsed by :mod:`cudaship.wheel.metadata`, the directory matched
+        to the file name when there are several; a missing or malformed one raises :class:`WheelError`."""
+        from cudaship.wheel.metadata import (  # start-up time
+            MAX_RECORD_BYTES,
+            MAX_SYMLINKS_BYTES,
+            SYMLINKS_FILE,
+            find_dist_info,
+            read_dist_info,
+        )
 
         directory = find_dist_info((m.name for m in self.members()), self.path.name)
         read: dict[str, bytes] = {}
@@ -184,11 +191,13 @@ class WheelArchive:
             ("METADATA", MAX_METADATA_SIZE),
             ("WHEEL", MAX_METADATA_SIZE),
             ("RECORD", MAX_RECORD_BYTES),
+            (VARIANT_JSON, MAX_VARIANT_JSON),
+            (SYMLINKS_FILE, MAX_SYMLINKS_BYTES),
         ):
             data = self.data_member(f"{directory}/{name}", limit)
             if data is not None:
                 read[f"{directory}/{name}"] = data
-        return read_dist_info(directory, read)
+        return read_dist_info(directory, read, self.path.name)
 
     def record_problems(self, dist: DistInfo) -> tuple[RecordProblem, ...]:
         """Every member streamed once against ``dist``'s RECORD
@@ -227,7 +236,7 @@ def wheel_info(filename: str, archive: WheelArchive | None = None) -> WheelInfo:
     version = ""
     tags: list[str] = []
     try:
-        dist, ver, _build, tagset = parse_wheel_filename(filename)
+        dist, ver, _build, tagset = parse_wheel_filename(_without_label(filename))
         name, version = str(dist), str(ver)
         tags = sorted(str(t) for t in tagset)
     except (InvalidWheelFilename, InvalidVersion):
@@ -248,6 +257,14 @@ def wheel_info(filename: str, archive: WheelArchive | None = None) -> WheelInfo:
                 tags = sorted(set(declared_tags))
     local = lenient_local_tag(version) if version else None
     return WheelInfo(filename=filename, name=name, version=version, local=local, tags=tuple(tags))
+
+
+def _without_label(filename: str) -> str:
+    """``filename`` without a variant label (a malformed one is left for the file-name parser to refuse)."""
+    try:
+        return split_label(filename)[0]
+    except WheelError:
+        return filename
 
 
 def is_wheel(path: Path) -> bool:

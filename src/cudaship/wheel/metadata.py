@@ -33,11 +33,13 @@ from cudaship.wheel.names import name_problem
 from cudaship.wheel.records import (
     DeclaredRequirement,
     DistInfo,
+    InstallLink,
     Metadata,
     RecordEntry,
     RecordProblem,
     WheelFile,
 )
+from cudaship.wheel.variant import VARIANT_JSON, split_label, wheel_variant
 
 #: Largest METADATA and WHEEL read (inspect and audit alike); real METADATA with a long description is a few
 #: hundred KiB.
@@ -130,6 +132,14 @@ def parse_metadata(data: bytes, *, strict: bool = True) -> Metadata:
 _INVALID = "\0invalid"  #: :func:`_local_tag` of a version that does not parse
 
 
+def metadata_fields(data: bytes) -> tuple[tuple[tuple[str, str], ...], str]:
+    """METADATA's header fields (name, value as written, in order) and its body, as the email-header parser
+    every METADATA reader uses splits them (UTF-8; an undecodable byte read as U+FFFD)."""
+    message = _headers(data)
+    body = message.get_payload()
+    return tuple((k, str(v)) for k, v in message.items()), body if isinstance(body, str) else ""
+
+
 def _local_tag(version: str) -> str | None:
     """The local tag of a PEP 440 version (``cu132``), None when it has none, :data:`_INVALID` when the
     version does not parse."""
@@ -189,7 +199,9 @@ def parse_wheel_file(data: bytes) -> WheelFile:
 
 
 def tags_from_filename(filename: str) -> tuple[str, ...]:
-    """The compressed tag set of a wheel file name, expanded (``py3-none-a.b`` → two tags)."""
+    """The compressed tag set of a wheel file name, expanded (``py3-none-a.b`` → two tags); a variant label
+    (``-cu129`` after the platform tag) is not a tag. A malformed label is a WheelError."""
+    filename, _label = split_label(filename)
     stem = filename[:-4] if filename.endswith(".whl") else filename
     parts = stem.split("-")
     if len(parts) < 5:
@@ -425,9 +437,41 @@ def find_dist_info(names: Iterable[str], wheel_filename: str | None = None) -> s
     raise WheelError(f"several .dist-info directories in the wheel: {', '.join(dirs)}")
 
 
-def read_dist_info(directory: str, read: Mapping[str, bytes]) -> DistInfo:
+#: wheel-axle-runtime's list of links to make at install time, in the ``.dist-info`` directory.
+SYMLINKS_FILE = "symlinks.txt"
+#: Largest ``symlinks.txt`` read (a line per link; real ones list tens).
+MAX_SYMLINKS_BYTES = 4 << 20
+
+
+def parse_symlinks(data: bytes) -> tuple[InstallLink, ...]:
+    """wheel-axle-runtime's ``symlinks.txt``: CSV rows ``link path, target, is-directory (0/1)``, paths
+    ``/``-separated, the link path relative to site-packages (or ``<name>.data/<scheme>/<path>``), the target
+    as given to ``os.symlink`` (``write_symlinks_file`` / ``read_symlinks_file`` in
+    ``wheel_axle/runtime/_symlinks.py`` of github.com/karellen/wheel-axle-runtime). A row that is not three
+    fields, an empty path, an absolute one or a flag other than 0/1 raises :class:`WheelError`."""
+    if len(data) > MAX_SYMLINKS_BYTES:
+        raise WheelError(f"{SYMLINKS_FILE} is {len(data)} bytes, over the {MAX_SYMLINKS_BYTES} byte limit")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise WheelError(f"{SYMLINKS_FILE} is not UTF-8 text: {e}") from None
+    links: list[InstallLink] = []
+    for lineno, row in enumerate(csv.reader(io.StringIO(text)), 1):
+        if not row:
+            continue
+        if len(row) != 3 or row[2] not in ("0", "1") or not row[0] or not row[1]:
+            raise WheelError(f"{SYMLINKS_FILE} line {lineno}: not 'link path,target,0|1'")
+        if row[0].startswith("/") or ".." in row[0].split("/"):
+            raise WheelError(f"{SYMLINKS_FILE} line {lineno}: link path {row[0]!r} leaves the install root")
+        links.append(InstallLink(row[0], row[1], row[2] == "1"))
+    return tuple(links)
+
+
+def read_dist_info(directory: str, read: Mapping[str, bytes], filename: str | None = None) -> DistInfo:
     """Parse the dist-info files given as ``{member path: bytes}`` (METADATA, WHEEL, RECORD must be
-    present)."""
+    present; ``symlinks.txt`` is read when given). With the wheel's ``filename``, its variant too: the label
+    there and ``variant.json`` (in ``read`` when the wheel has one;
+    :func:`cudaship.wheel.variant.wheel_variant`)."""
 
     def get(name: str) -> bytes:
         path = f"{directory}/{name}"
@@ -439,9 +483,14 @@ def read_dist_info(directory: str, read: Mapping[str, bytes]) -> DistInfo:
         metadata = parse_metadata(get("METADATA"))
         wheel = parse_wheel_file(get("WHEEL"))
         record = parse_record(get("RECORD"))
+        links_data = read.get(f"{directory}/{SYMLINKS_FILE}")
+        links = parse_symlinks(links_data) if links_data is not None else ()
     except WheelError as e:
         raise WheelError(f"{directory}: {e.message}") from None
-    return DistInfo(directory, metadata, wheel, record, f"{directory}/RECORD")
+    variant = None
+    if filename is not None:
+        variant = wheel_variant(filename, directory, read.get(f"{directory}/{VARIANT_JSON}"))
+    return DistInfo(directory, metadata, wheel, record, f"{directory}/RECORD", variant, links)
 
 
 def install_path(member: str, dist_info: str) -> str | None:

@@ -1,7 +1,8 @@
-"""The records of a wheel's ``.dist-info`` (METADATA, WHEEL, RECORD) and of what its Python code loads itself.
+"""The records of a wheel's ``.dist-info`` (METADATA, WHEEL, RECORD, ``variant.json``) and of what its Python
+code loads itself.
 
-Parsing lives in :mod:`cudaship.wheel.metadata` and :mod:`cudaship.wheel.pyloads`; checks and renderers read
-these records and never the parsers.
+Parsing lives in :mod:`cudaship.wheel.metadata`, :mod:`cudaship.wheel.variant` and
+:mod:`cudaship.wheel.pyloads`; checks and renderers read these records and never the parsers.
 """
 
 from __future__ import annotations
@@ -50,14 +51,30 @@ class RecordProblem:
 
 
 @dataclass(frozen=True)
+class InstallLink:
+    """A symbolic link a wheel has made at install time (wheel-axle-runtime's ``.dist-info/symlinks.txt``):
+    ``path`` as the wheel names it (relative to site-packages, or ``<name>.data/<scheme>/...``), ``target``
+    as ``os.symlink`` receives it (relative to the link's directory), ``directory`` for a link to a
+    directory."""
+
+    path: str
+    target: str
+    directory: bool = False
+
+
+@dataclass(frozen=True)
 class DistInfo:
-    """The three files of a wheel's ``.dist-info`` directory, parsed."""
+    """The three files of a wheel's ``.dist-info`` directory, parsed (and the links it makes at install time,
+    when it ships wheel-axle-runtime's ``symlinks.txt``)."""
 
     directory: str  #: ``name-1.0.dist-info``
     metadata: Metadata
     wheel: WheelFile
     record: tuple[RecordEntry, ...]
     record_path: str
+    #: a variant wheel's label (from its file name) and ``variant.json``; None for a non-variant wheel
+    variant: WheelVariant | None = None
+    links: tuple[InstallLink, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -100,3 +117,95 @@ class LibraryList:
 
     file: str
     names: tuple[str, ...]
+
+
+# --- wheel variants (PEP 825; docs/formats.md section 8) ----------------------------------------------------
+
+
+@dataclass(frozen=True, order=True)
+class VariantProperty:
+    """``namespace :: feature :: value``."""
+
+    namespace: str
+    feature: str
+    value: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.namespace} :: {self.feature} :: {self.value}"
+
+
+@dataclass(frozen=True)
+class VariantDescription:
+    """One variant: its label and its properties (sorted; none for the null variant)."""
+
+    label: str
+    properties: tuple[VariantProperty, ...]
+
+    @property
+    def is_null(self) -> bool:
+        return not self.properties
+
+    def values(self, namespace: str, feature: str) -> tuple[str, ...]:
+        """The values given for ``namespace :: feature``, in file order."""
+        return tuple(p.value for p in self.properties if (p.namespace, p.feature) == (namespace, feature))
+
+    def namespaces(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(p.namespace for p in self.properties))
+
+
+@dataclass(frozen=True)
+class VariantProvider:
+    """One ``providers`` entry: the plugin that says which values a machine supports."""
+
+    namespace: str
+    requires: tuple[str, ...] = ()
+    enable_if: str | None = None
+    plugin_api: str | None = None
+    optional: bool = False
+    install_time: bool = True
+
+
+@dataclass(frozen=True)
+class VariantPriorities:
+    """``default-priorities``: namespaces, then features per namespace, then values per feature; best
+    first."""
+
+    namespaces: tuple[str, ...]
+    features: tuple[tuple[str, tuple[str, ...]], ...] = ()  #: (namespace, features)
+    values: tuple[tuple[str, str, tuple[str, ...]], ...] = ()  #: (namespace, feature, values)
+
+    def features_of(self, namespace: str) -> tuple[str, ...]:
+        return next((f for ns, f in self.features if ns == namespace), ())
+
+    def values_of(self, namespace: str, feature: str) -> tuple[str, ...]:
+        return next((v for ns, f, v in self.values if (ns, f) == (namespace, feature)), ())
+
+
+@dataclass(frozen=True)
+class VariantMetadata:
+    """A ``variant.json`` (one variant) or an index's ``{name}-{version}-variants.json`` (all of a
+    release)."""
+
+    source: str  #: the file, as messages name it
+    schema: str | None
+    priorities: VariantPriorities
+    providers: tuple[VariantProvider, ...]
+    variants: tuple[VariantDescription, ...]
+
+    def variant(self, label: str) -> VariantDescription | None:
+        return next((v for v in self.variants if v.label == label), None)
+
+
+@dataclass(frozen=True)
+class WheelVariant:
+    """What makes a wheel a variant wheel: the label in its file name and its ``variant.json``."""
+
+    label: str
+    metadata: VariantMetadata
+
+    @property
+    def description(self) -> VariantDescription:
+        found = self.metadata.variant(self.label)
+        assert found is not None  # the reader refuses a variant.json without the file name's label
+        return found

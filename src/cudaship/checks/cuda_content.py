@@ -1,0 +1,68 @@
+"""Whether a wheel carries CUDA code at all, and the first piece of evidence that it does.
+
+CUDA code is any of: being one of NVIDIA's CUDA toolkit component wheels (nvidia_libraries.toml: their
+headers and tools are the toolkit's); device code (a fatbin, cubin or PTX, in a library or on its own); a
+native file that imports, dlopens by name or links statically a CUDA library or the driver
+(:mod:`cudaship.analysis.linkage`, :func:`cudaship.knowledge.libraries.is_cuda_library`); a shipped CUDA
+library itself; Python code or a shipped list that loads a CUDA library by name; CUDA sources or headers
+(``.cu``, ``.cuh``: header-only libraries, kernels compiled at run time). A wheel that ships no native file
+counts as using CUDA when it declares a CUDA distribution (``data/cuda_claims.toml`` ``[[requirements]]``:
+a meta-package, a pure-Python layer on top of them).
+
+The audit shows a wheel without any as "no CUDA code" (its first line and its summary), and the consistency
+family fails one whose name or version claims CUDA (:mod:`cudaship.knowledge.cuda_claims`).
+"""
+
+from __future__ import annotations
+
+import posixpath
+
+from cudaship.checks.context import AuditContext
+from cudaship.knowledge.cuda_claims import is_cuda_distribution
+from cudaship.knowledge.libraries import is_cuda_library, is_toolkit_component
+from cudaship.records.files import DriverAccess, RuntimeLinkage
+
+_SOURCES = (".cu", ".cuh")
+
+
+def cuda_evidence(ctx: AuditContext) -> str | None:
+    """The first thing showing that the wheel carries CUDA code, in words; None when nothing does."""
+    project = ctx.scan.dist.metadata.name
+    if project and is_toolkit_component(project):  # headers and tools of the toolkit (nvidia-nvtx-cu12)
+        return f"{project} is a CUDA toolkit component wheel (knowledge/data/nvidia_libraries.toml)"
+    reports = ctx.reports
+    for path, report in sorted(reports.items()):
+        if report.device_code:
+            return f"device code in {path}"
+    for path, report in sorted(reports.items()):
+        if is_cuda_library(posixpath.basename(path)):
+            return f"ships the CUDA library {path}"
+        host = report.host
+        if host is None:
+            continue
+        for imp in host.imports:
+            if is_cuda_library(imp.library):
+                return f"{path} imports {imp.library}"
+        for name in host.embedded_library_names:
+            if is_cuda_library(name):
+                return f"{path} loads {name} by name"
+        link = report.linkage
+        static = link is not None and link.runtime is not RuntimeLinkage.NONE
+        if static or (link is not None and link.driver is not DriverAccess.NONE):
+            return f"{path} links the CUDA runtime or reaches the driver"
+    for loads in ctx.scan.python_loads:
+        for text in loads.strings:
+            if is_cuda_library(text):
+                return f"{loads.file} loads {text}"
+    for listed in ctx.scan.library_lists:
+        for name in listed.names:
+            if is_cuda_library(name):
+                return f"{listed.file} lists {name}"
+    for path in ctx.files:
+        if path.lower().endswith(_SOURCES):
+            return f"CUDA source {path}"
+    if not ctx.libraries:
+        for req in ctx.declared:
+            if is_cuda_distribution(req.name):
+                return f"requires {req.text}"
+    return None
