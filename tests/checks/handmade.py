@@ -31,7 +31,15 @@ from cudaship.records.binary import (
 from cudaship.records.files import CudaLinkage, DriverAccess, FileReport, RuntimeLinkage
 from cudaship.records.findings import CheckResult
 from cudaship.wheel.metadata import install_path
-from cudaship.wheel.records import DistInfo, Metadata, RecordEntry, RecordProblem, WheelFile, WheelVariant
+from cudaship.wheel.records import (
+    DistInfo,
+    Metadata,
+    PythonLoads,
+    RecordEntry,
+    RecordProblem,
+    WheelFile,
+    WheelVariant,
+)
 
 TAGS = {
     "linux": "cp312-cp312-manylinux_2_28_x86_64",
@@ -142,6 +150,7 @@ def context(
     unreadable: Iterable[tuple[str, str]] = (),
     train: Train | None = None,
     variant: WheelVariant | None = None,
+    python: Iterable[PythonLoads] = (),
 ) -> AuditContext:
     """A context for one hand-built wheel: ``libs`` (native files by path in the wheel), other ``files``,
     METADATA fields and a policy (a :class:`Policy`, an ``[audit]`` mapping, or None for the default)."""
@@ -174,6 +183,7 @@ def context(
         platform=target,
         platform_notes=notes,
         declared=declared_requirements(dist, target),
+        python_loads=tuple(python),
     )
     if policy is None:
         policy = default_policy()

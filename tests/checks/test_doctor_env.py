@@ -64,5 +64,53 @@ def test_cupy_finds_its_cuda_libraries_at_run_time(cupy_nvrtc_env: Path) -> None
     assert nvrtc.how is How.RUNTIME and (nvrtc.target or "").endswith("nvidia/cuda_nvrtc/lib/libnvrtc.so.12")
     unresolved = {f.subject.library: f for f in report.findings if f.rule == "unresolved"}
     assert "libnvrtc.so.12" not in unresolved
-    assert unresolved["libcublas.so.12"].severity is Severity.ERROR
+    # cuBLAS comes with cupy's [ctk] extra, not installed here: an optional component (issue 32, class 13)
+    assert unresolved["libcublas.so.12"].severity is Severity.NOTE
     assert "cuda-pathfinder" in unresolved["libcublas.so.12"].reason
+
+
+def test_cupy_optional_components_one_severity_with_the_audit(
+    cupy_nvrtc_env: Path, cupy_linux_wheel: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 32, class 13: doctor --env said "WILL NOT LOAD: 6 errors" for cupy's components that only its
+    [ctk] extra installs, where the audit of the same wheel calls them notes. One mechanism, one severity:
+    each is a note naming the extra, in both, and the environment loads."""
+    import json
+
+    from cudaship.cli.main import main
+    from cudaship.records.judgement import Met, severity
+
+    report = doctor_env([str(cupy_nvrtc_env)], system=False)
+    assert not [f for f in report.findings if f.severity is Severity.ERROR]
+    extra = {f.subject.library: f for f in report.findings if "cupy-cuda12x[ctk]" in f.reason}
+    assert {"libcublas.so.12", "libcufft.so.11", "libcurand.so.10", "libcusolver.so.11"} <= set(extra)
+    assert main(["audit", str(cupy_linux_wheel), "-f", "json"]) == 0
+    imports = json.loads(capsys.readouterr().out)["wheels"][0]["imports"]
+    audit_met = {i["library"]: Met(i["met"]) for i in imports if i["library"] in extra}
+    for library, finding in extra.items():
+        assert finding.severity is severity(audit_met[library]), library
+
+
+def test_variants_for_another_environment_are_notes_as_in_the_audit(
+    torch_cu12_env: Path, bnb_env: Path, bitsandbytes_linux_wheel: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 32, class 13: bitsandbytes beside a CUDA 12 torch: its _cuda12x variants load, the _cuda118 and
+    _cuda13x ones do not (their CUDA libraries are another environment's). doctor --env said 9 warnings;
+    the audit calls the same imports variants, notes. One mechanism, one severity."""
+    import json
+
+    from cudaship.cli.main import main
+    from cudaship.records.judgement import Met, severity
+
+    report = doctor_env([str(torch_cu12_env), str(bnb_env)], system=False)
+    variants = [f for f in report.findings if "libbitsandbytes_cuda1" in (f.subject.file or "")]
+    assert {f.subject.file.rsplit("/", 1)[-1] for f in variants if f.subject.file} >= {
+        "libbitsandbytes_cuda118.so",
+        "libbitsandbytes_cuda130.so",
+    }
+    assert {f.severity for f in variants} == {Severity.NOTE}
+    assert all("for another environment" in f.reason for f in variants)
+    assert main(["audit", str(bitsandbytes_linux_wheel), "-f", "json"]) == 0
+    imports = json.loads(capsys.readouterr().out)["wheels"][0]["imports"]
+    (cublas11,) = {i["met"] for i in imports if i["library"] == "libcublas.so.11"}
+    assert severity(Met(cublas11)) is Severity.NOTE

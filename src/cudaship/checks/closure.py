@@ -22,6 +22,7 @@ from packaging.utils import canonicalize_name
 
 from cudaship.analysis.loader import is_extension_module
 from cudaship.checks.context import AuditContext, canonical_imports
+from cudaship.checks.judgement import judge, vendored_copies
 from cudaship.checks.policy import DEFAULT_CUDA_PATTERNS, name_match
 from cudaship.checks.records import StaticImport
 from cudaship.checks.resolve import Resolution, Via, resolve
@@ -30,6 +31,7 @@ from cudaship.providers.closure import wheel_extras
 from cudaship.records.binary import FileFormat, Import, ImportKind
 from cudaship.records.files import FileReport
 from cudaship.records.findings import CheckResult, Finding, Status, failed, passed, verdict
+from cudaship.records.judgement import Met
 from cudaship.words import agree, count, cut_list
 
 FAMILY = "closure"
@@ -74,6 +76,7 @@ _CONDITIONAL = {
     Via.PACKAGE_PRELOAD: "package_preload",
     Via.HOST: "undeclared_host",
     Via.DISTRIBUTION: "distribution_library",
+    Via.COMPUTED: "computed_path",
 }
 
 
@@ -97,8 +100,19 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         for imp in canonical_imports(report):
             res = resolve(ctx, path, report, imp)
             resolved.append((imp, res))
+            judged = judge(res)
             ctx.static_imports.append(
-                StaticImport(path, imp.library, res.ok, res.via.value, res.target, res.detail, res.extra)
+                StaticImport(
+                    path,
+                    imp.library,
+                    res.ok,
+                    res.via.value,
+                    res.target,
+                    res.detail,
+                    res.extra,
+                    judged.met.value,
+                    judged.certain,
+                )
             )
             if not res.ok:
                 findings.append(
@@ -171,6 +185,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
             if r is not None:
                 results.append(r)
     results.extend(_cause_results(causes))
+    results.extend(_vendored(ctx))
     results.extend(_build_paths(ctx))
     results.extend(_required_extras(ctx))
     loaded = _loaded_by_name(ctx)
@@ -191,6 +206,7 @@ _CAUSE_TITLES = {
     "undeclared_host": "closure: undeclared host package",
     "loaded_first": "closure: needs a sibling loaded first:",
     "distribution_library": "closure: needs the system library",
+    "computed_path": "closure: library paths computed at run time by",
 }
 
 
@@ -202,7 +218,13 @@ def _cause_results(causes: dict[tuple[str, str], list[Finding]]) -> list[CheckRe
         files = sorted({f.file for f in evidence if f.file})
         shown = cut_list(files, 4, where="each in the evidence")
         first = evidence[0].message.split(": ", 1)[1]
-        if rule == "package_preload":
+        if rule == "computed_path":
+            reason = (
+                f"uncertain: {count(len(evidence), 'import')} of {shown} are installed by requirements off "
+                f"the search path, and {cause} builds library paths at run time, which the static model "
+                "cannot compute; run `cudaship audit --load` for the loader's answer"
+            )
+        elif rule == "package_preload":
             reason = (
                 f"{count(len(evidence), 'import')} of {shown} found only because "
                 f"the package's Python code loads them first: {first}"
@@ -263,7 +285,11 @@ def _follow_dependencies(
         for i, si in enumerate(ctx.static_imports):
             if si.file == p and si.library == library:
                 ctx.static_imports[i] = dataclasses.replace(
-                    si, ok=False, via=Via.UNRESOLVED.value, detail=f"{why} (a shipped dependency)"
+                    si,
+                    ok=False,
+                    via=Via.UNRESOLVED.value,
+                    detail=f"{why} (a shipped dependency)",
+                    met=Met.MISSING.value,
                 )
     for root, dependents in by_root.items():
         key = root if root in kept else copies.get(root, root)
@@ -345,6 +371,31 @@ def _merge_copies(items: list[tuple[str, CheckResult]], copies: dict[str, str]) 
             first,
             reason=f"{first.reason} — the same in {count(len(others), 'copy')}: " + ", ".join(others),
             evidence=tuple(evidence),
+        )
+    return out
+
+
+def _vendored(ctx: AuditContext) -> list[CheckResult]:
+    """A shipped copy of a library an NVIDIA wheel provides (torchvision's libcudart and libnvjpeg): a
+    warning naming the wheel and the bytes depending on it would save; the same rule ``cudaship repair``
+    removes copies by (:func:`cudaship.checks.judgement.vendored_copies`), so the audit says what the repair
+    does (issue 32, class 11)."""
+    total = ctx.scan.uncompressed_size or 0
+    out = []
+    for copy in vendored_copies(ctx):
+        p = copy.provision
+        share = f", {100 * copy.size / total:.1f}% of the wheel's uncompressed size" if total else ""
+        out.append(
+            failed(
+                FAMILY,
+                f"closure: vendored copy of {p.library} in {copy.member}",
+                f"{copy.member} is a copy of {p.library}, which the NVIDIA wheel {p.project} provides "
+                f"({p.directory}): depending on it saves {copy.size:,} bytes uncompressed{share} "
+                f"({copy.compressed_size:,} compressed); `cudaship repair` removes the copy and declares "
+                f"{p.requirement_name}",
+                [Finding(f"a copy of {p.library} ({p.project})", file=copy.path, symbol=p.library)],
+                rule="vendored_nvidia",
+            )
         )
     return out
 

@@ -5,7 +5,9 @@ Rules (each finding, a failed :class:`~cudaship.records.findings.CheckResult` of
 made by :func:`~cudaship.records.findings.judged`, carries one as its name and rule):
 
 * ``unresolved`` (error): an import the loader finds nowhere; a note when the importing library is loaded
-  only on demand (a package's documented optional feature), a warning for a Windows delay-load import.
+  only on demand (a package's documented optional feature) or when the importer's distribution installs the
+  library under an extra (an optional component, ``cupy-cuda12x[ctk]``: the audit's judgement of the same
+  import, :mod:`cudaship.records.judgement`), a warning for a Windows delay-load import.
 * ``missing-version`` (error): the file picked does not define a symbol version the importer needs
   (``version `GLIBC_2.34' not found``).
 * ``missing-symbol`` (error): the file picked defines the version but not the versioned symbol
@@ -38,6 +40,7 @@ from cudaship.analysis.loader import DEFAULT_DIRS, LD_CACHE, How, LinuxLoader, W
 from cudaship.analysis.summary import Summary
 from cudaship.checks.confirm import ConfirmReport
 from cudaship.checks.confirm import findings as confirm_findings
+from cudaship.checks.judgement import extra_providing
 from cudaship.inspection.environment import (
     Environment,
     InstalledDistribution,
@@ -50,9 +53,11 @@ from cudaship.inspection.environment import (
 )
 from cudaship.knowledge.component_minimums import violations
 from cudaship.knowledge.providers import conventions_for
+from cudaship.knowledge.variants import recognise
 from cudaship.probe.records import ProbeResult
 from cudaship.records.binary import ImportKind, Machine
 from cudaship.records.findings import CheckResult, Severity, Status, judged
+from cudaship.records.judgement import Judgement, Met
 
 #: Missing symbols named in one finding before the rest are counted.
 MAX_SYMBOLS = 5
@@ -135,7 +140,43 @@ def check_environment(env: Environment, graph: LoadGraph) -> list[CheckResult]:
                 findings.append(_shadowed(owners, edge, graph))
     findings += _duplicates(owners, graph)
     findings += _components(env)
-    return findings
+    return _other_environments(owners, findings)
+
+
+def _other_environments(owners: _Owners, findings: list[CheckResult]) -> list[CheckResult]:
+    """A CUDA variant (``libbitsandbytes_cuda118.so`` of ``_cuda*.so``; :mod:`cudaship.knowledge.variants`)
+    whose imports are not found while a CUDA sibling's all are: the variant for another environment, judged
+    as the audit judges it (the one judgement's :class:`Met` ``variant``: a note), never a warning or an
+    error of this environment (issue 32, class 13). A group none of whose CUDA members loads keeps its
+    findings."""
+    unresolved = [f for f in findings if f.name == "unresolved" and f.subject.file]
+    if not unresolved:
+        return findings
+    failing = {f.subject.file for f in unresolved}
+    variants = recognise(owners.by_path)
+    severity = Judgement(Met.VARIANT).severity or Severity.NOTE
+    out: list[CheckResult] = []
+    for f in findings:
+        v = variants.get(f.subject.file or "") if f in unresolved else None
+        served = (
+            sorted(
+                posixpath.basename(p)
+                for p, w in variants.items()
+                if w.group == v.group and w.is_cuda and p not in failing
+            )
+            if v is not None and v.is_cuda
+            else []
+        )
+        if v is not None and served and f.severity is not severity:
+            shown = ", ".join(served[:3]) + (" and more" if len(served) > 3 else "")
+            f = replace(
+                f,
+                severity=severity,
+                reason=f"{f.reason}; the {v.label} variant, for another environment ({shown} load here), as "
+                "the audit judges it",
+            )
+        out.append(f)
+    return out
 
 
 def _unresolved(owners: _Owners, edge: Edge) -> CheckResult:
@@ -151,9 +192,24 @@ def _unresolved(owners: _Owners, edge: Edge) -> CheckResult:
             f"; {owners.label(edge.importer)} loads CUDA libraries itself through {edge.runtime_lookup}, "
             "and no installed distribution has this one"
         )
+    owner = owners.by_path.get(edge.importer)
+    extra = (
+        extra_providing(
+            owner.dist.requires_dist, edge.name, "windows" if edge.name.lower().endswith(".dll") else "linux"
+        )
+        if owner is not None
+        else None
+    )
     if demand is not None:
         severity = Severity.NOTE
         message += f"; this library is loaded only by {demand}"
+    elif extra is not None and owner is not None:
+        # the one judgement (records/judgement.py), as the audit judges the same import: met by an extra
+        severity = Judgement(Met.EXTRA).severity or Severity.NOTE
+        message += (
+            f"; an optional component: {owner.dist.name}[{extra}] installs it "
+            f"(pip install '{owner.dist.name}[{extra}]'), as the audit judges it (an extra)"
+        )
     elif edge.kind is ImportKind.DELAY:
         severity = Severity.WARNING
         message += "; a delay-load import: fails on the first call into it, not at load"

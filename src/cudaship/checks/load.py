@@ -40,7 +40,7 @@ from cudaship.knowledge.libraries import is_driver
 from cudaship.knowledge.providers import conventions_for
 from cudaship.knowledge.variants import recognise
 from cudaship.oracle.records import Observation, ProbeResult, StepKind
-from cudaship.records.findings import CheckResult, Finding, failed, passed, skipped
+from cudaship.records.findings import CheckResult, Finding, Severity, Status, failed, passed, skipped
 
 FAMILY = "load"
 FAILURE, DISAGREEMENT, PRELOADED, ON_DEMAND, INSTALL, VARIANT, EXTRA, RUNTIME = (
@@ -124,11 +124,16 @@ def _missing(message: str | None) -> str | None:
 
 
 def _no_driver(obs: Observation, message: str | None) -> bool:
-    """Whether ``message`` is the loader not finding the NVIDIA driver's library where there is neither a
-    driver nor a stub: then nothing about the library is known here."""
-
+    """Whether ``message`` is the loader not finding one of the NVIDIA driver's libraries where there is no
+    driver: then nothing about the library is known here. The toolkit stub stands in for ``libcuda.so.1``
+    only: with it, a library that needs NVML (``libnvidia-ml.so.1``) still fails for want of the driver, not
+    of anything the wheel could ship (issue 32, class 9)."""
     missing = _missing(message)
-    return obs.driver == "absent" and obs.stub_libcuda is None and missing is not None and is_driver(missing)
+    if missing is None or not is_driver(missing):
+        return False
+    if obs.driver == "absent" and obs.stub_libcuda is None:
+        return True
+    return obs.driver == "stub" and not missing.startswith("libcuda.so")
 
 
 def _static_failures(per_file: dict[str, list[StaticImport]]) -> dict[str, str]:
@@ -695,3 +700,31 @@ def on_demand_lookup(
         return None
 
     return lookup
+
+
+def overruled(checks: Sequence[CheckResult], load: LoadCheck) -> tuple[CheckResult, ...]:
+    """The audit's checks once the real loader has answered: a closure error for a library the loader loaded
+    with every DT_NEEDED satisfied is contradicted by the one certain answer there is. It becomes a warning
+    that says so (the static model's gap, still worth fixing in the model), never an error that the loader
+    disproves (issue 32, class 9). Pure: records in, records out."""
+    rows: dict[str, list[LoadComparison]] = {}
+    for c in load.comparisons:
+        rows.setdefault(c.file, []).append(c)
+    loaded = {f for f, rs in rows.items() if rs and all(r.loader.startswith("loaded ") for r in rs)}
+    out: list[CheckResult] = []
+    for check in checks:
+        lib = check.name[len("closure: ") :] if check.name.startswith("closure: ") else None
+        if (
+            lib in loaded
+            and check.family == "closure"
+            and check.status is Status.FAIL
+            and check.severity is Severity.ERROR
+        ):
+            check = dataclasses.replace(
+                check,
+                severity=Severity.WARNING,
+                reason=f"{check.reason}; but the real loader loaded {lib} with every import satisfied "
+                "(audit --load): the loader's answer stands, the static model's is a warning",
+            )
+        out.append(check)
+    return tuple(out)

@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from cudaship.knowledge.providers import Convention, conventions_for, development_extras
+from cudaship.knowledge.providers import (
+    Convention,
+    conventions_for,
+    development_extras,
+    preload_picks,
+    preloads_for,
+)
 from cudaship.providers.closure import wheel_extras
 from cudaship.providers.options import ProviderOptions, closure_for, target_python
 from cudaship.providers.records import Closure, Fetched, Provided, Reached, Target
@@ -193,6 +199,12 @@ def wheel_providers(ctx: AuditContext) -> WheelProviders:
             continue
         for c in conv:
             dll_dirs.extend(c.dll_directories)
+        # what its import loads by path, by version (the [[preloads]] rows doctor --env simulates), from
+        # whichever requirement installs the file: torch's glob maps the extension's own cuBLAS first
+        # (issue 32, class 4)
+        for row in preloads_for(r.dist.name, r.dist.version):
+            for f in preload_picks(files, row):
+                preloaded.setdefault(posixpath.basename(f).lower(), (files[f][0], r))
         # its own libraries, and those of what it requires (reached through the same requirement of ours)
         for other in closure.reached:
             if other is not r and (

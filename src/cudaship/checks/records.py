@@ -49,6 +49,10 @@ class StaticImport:
     target: str | None = None  #: the installed path (site-packages relative) for shipped / required files
     detail: str = ""
     extra: str | None = None  #: the wheel's extra under which the provider is installed (None: always)
+    #: how the need is met, the one judgement's word (:class:`cudaship.records.judgement.Met`)
+    met: str = "missing"
+    #: whether the static model can compute it (False: the package's code decides at run time; see --load)
+    certain: bool = True
 
 
 @dataclass(frozen=True)

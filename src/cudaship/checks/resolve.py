@@ -78,6 +78,9 @@ class Via(str, Enum):
     #: a library outside the manylinux policy that the distributions install by default (libgomp.so.1): the
     #: user's system provides it (knowledge/data/distribution_libraries.toml)
     DISTRIBUTION = "distribution"
+    #: installed by a requirement off the search path, where the package's own code builds library paths at
+    #: run time (importlib.metadata into an environment variable its native code loads): uncertain
+    COMPUTED = "computed"
     ALLOWED = "allowed"  #: the policy allows it unresolved
     UNRESOLVED = "unresolved"
 
@@ -100,6 +103,9 @@ class Resolution:
     #: what a conditional resolution depends on, shared by every import it serves: the undeclared host
     #: package, the Python file that preloads, the sibling that must be loaded first
     cause: str | None = None
+    #: the static model cannot compute the answer: the package's own code builds the path at run time
+    #: (:mod:`cudaship.checks.judgement`: a warning naming ``audit --load``, never an error)
+    uncertain: bool = False
 
     @property
     def ok(self) -> bool:
@@ -418,6 +424,72 @@ def _on_demand(ctx: AuditContext, q: _Lookup) -> Resolution | None:
     if what is None:
         return None
     return Resolution(Via.ON_DEMAND, None, f"{q.path} is loaded only by {what}", f"needed only by {what}")
+
+
+def _optional_plugin(ctx: AuditContext, q: _Lookup) -> Resolution | None:
+    """8b. A plugin (a library no shipped library needs and that Python does not import: its host loads it by
+    name when the feature is asked for) whose dependency only one of the wheel's extras installs, off the
+    plugin's search path: an optional component, a note naming the extra, not an error (issue 32, class 2).
+    The extra's package brings and loads its libraries (TensorRT's ``import tensorrt``) before the feature
+    that loads the plugin is used."""
+    provided = ctx.providers.named(q.name)
+    if provided is None or not provided.reached.extra or ctx.needed_by.get(q.path):
+        return None
+    report = q.report
+    if report.host is not None and is_extension_module(q.path, report.host.exports):
+        return None
+    extra = provided.reached.extra
+    note = (
+        f"an optional plugin: {posixpath.basename(q.path)} is loaded by name for a feature, and "
+        f"{posixpath.basename(q.name)} comes with {_own(ctx)}[{extra}]"
+    )
+    return Resolution(
+        Via.OPTIONAL,
+        provided.path,
+        f"{q.name} ← {provided.reached.label()} at {provided.path}, off the search path; {note}",
+        note,
+        extra,
+    )
+
+
+def _computed_at_run_time(ctx: AuditContext, q: _Lookup) -> Resolution | None:
+    """8a. Installed by a requirement off the search path, and the package's own Python code builds library
+    paths at run time (``importlib.metadata`` into an environment variable its native holder dlopens): the
+    static model cannot compute that path, so the verdict is uncertain (a warning naming ``audit --load``,
+    never an error; issue 32, class 3)."""
+    call, where = next(
+        (
+            (c, ctx.installed.get(loads.file, loads.file))
+            for loads in ctx.scan.python_loads
+            for c in loads.calls
+            if c.kind == "computed"
+        ),
+        (None, ""),
+    )
+    if call is None:
+        return None
+    why = (
+        f"uncertain: {where} line {call.line} builds library paths at run time ({call.mechanism}); "
+        "`audit --load` runs the real loader"
+    )
+    shipped = ctx.by_name.get(posixpath.basename(q.name).lower(), [])
+    if shipped and preloaded_by_package(ctx, q.name, shipped[0], q.pe) is None:
+        # the package's own library, off the search path: its code may compute that path too
+        detail = f"{q.name} shipped at {shipped[0]}, off the search path; {why}"
+        return Resolution(Via.COMPUTED, shipped[0], detail, why, cause=where, uncertain=True)
+    provided = ctx.providers.named(q.name)
+    if provided is None:
+        return None
+    note = _with_extra(ctx, provided, why)
+    return Resolution(
+        Via.COMPUTED,
+        provided.path,
+        f"{q.name} ← {provided.reached.label()} at {provided.path}, off the search path; {note}",
+        note,
+        provided.reached.extra,
+        cause=where,
+        uncertain=True,
+    )
 
 
 def _not_found(ctx: AuditContext, q: _Lookup) -> Resolution:
@@ -776,4 +848,6 @@ _STEPS: tuple[Callable[[AuditContext, _Lookup], Resolution | None], ...] = (
     _other_build,
     _package_preload,
     _on_demand,
+    _computed_at_run_time,
+    _optional_plugin,
 )

@@ -40,13 +40,23 @@ from cudaship.checks.policy import Policy
 from cudaship.config import ProjectConfig
 from cudaship.errors import PolicyError
 from cudaship.knowledge.arch_table import ArchTable
+from cudaship.records import judgement
 from cudaship.records.findings import CheckResult, Severity
+from cudaship.records.judgement import Met
 from cudaship.schema import Table
 
 CheckFn = Callable[[AuditContext], list[CheckResult]]
 SectionParser = Callable[[Table], "policy.Section | None"]
 
 ERROR, WARNING, NOTE = Severity.ERROR, Severity.WARNING, Severity.NOTE
+
+
+def _judged(met: Met, *, certain: bool = True, optional: bool = False) -> Severity:
+    """A closure rule's default severity, from the one judgement's rule (docs/design.md, "One judgement"):
+    the rule's mechanism as a :class:`Met`, and whether the static model is certain of it."""
+    found = judgement.severity(met, certain=certain, optional=optional)
+    assert found is not None, f"{met} passes: no rule needed"
+    return found
 
 
 def _load_run(ctx: AuditContext) -> list[CheckResult]:
@@ -172,7 +182,7 @@ FAMILIES: tuple[Family, ...] = (
         rules=(
             Rule(
                 "variant",
-                NOTE,
+                _judged(Met.VARIANT),
                 "a variant's imports do not resolve but a sibling's do: it is for another environment",
             ),
             Rule(
@@ -183,32 +193,47 @@ FAMILIES: tuple[Family, ...] = (
             ),
             Rule(
                 "package_preload",
-                WARNING,
+                _judged(Met.PRELOADED, certain=False),
                 "an import found only because the package's own Python code loads it first (ctypes.CDLL, "
                 "a load_library() helper, os.add_dll_directory) from a declared requirement",
                 "closure: preloaded by the package's Python code in ",
             ),
             Rule(
                 "undeclared_host",
-                WARNING,
+                _judged(Met.HOST),
                 "a library of a host package the wheel does not declare (torch): users install and import "
                 "it first",
                 "closure: undeclared host package ",
             ),
             Rule(
                 "loaded_first",
-                WARNING,
+                _judged(Met.SHIPPED, certain=False),
                 "a library no shipped library loads (a Python module) needs one shipped off its search "
                 "path: it loads only when that one is already loaded",
                 "closure: needs a sibling loaded first: ",
             ),
             Rule(
                 "distribution_library",
-                WARNING,
+                _judged(Met.SYSTEM, certain=False),
                 "an import outside the manylinux policy off the import path (a helper executable), or "
                 "under a tag naming no policy (linux_x86_64) when the distributions install it by default: "
                 "the message names the system package",
                 "closure: needs the system library ",
+            ),
+            Rule(
+                "computed_path",
+                _judged(Met.REQUIREMENT, certain=False),
+                "uncertain: imports installed by requirements off the search path while the package's code "
+                "builds library paths at run time (importlib.metadata into an environment variable); "
+                "`audit --load` decides",
+                "closure: library paths computed at run time by ",
+            ),
+            Rule(
+                "vendored_nvidia",
+                WARNING,
+                "a shipped copy of a library an NVIDIA wheel provides (the bytes depending on it saves); "
+                "`cudaship repair` removes it",
+                "closure: vendored copy of ",
             ),
             Rule(
                 "dependency",

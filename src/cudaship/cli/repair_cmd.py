@@ -114,8 +114,11 @@ def _print_excludes(tool: str, wheels: tuple[Path, ...], output: str | None, job
             plan, _ = plan_wheel(path, workers=jobs)
         except CudashipError as e:
             raise e.with_path(str(path)) from None
-        if plan.major is None:
+        if plan.major is not None:
+            majors.add(plan.major)
+        elif plan.variant_majors:  # variants, each built for its own CUDA major: exclude every major's names
+            majors.update(plan.variant_majors)
+        else:
             raise CudashipError(f"no CUDA train: {plan.train}", path=str(path))
-        majors.add(plan.major)
     write_report(command_line(exclude_flags(tool, majors)), output)
     return ExitCode.OK

@@ -12,10 +12,13 @@ NVIDIA's and a few major packages install.
 from __future__ import annotations
 
 import fnmatch
+import posixpath
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
 from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
 
 from cudaship.errors import KnowledgeError
 from cudaship.knowledge import _data
@@ -142,12 +145,43 @@ def _preloads() -> tuple[Preload, ...]:
 
 def preloads_for(project: str, version: str) -> tuple[Preload, ...]:
     """The preload rows of ``project`` (canonical name) that apply to ``version`` (local versions such as
-    ``2.11.0+cu130`` included)."""
-    return tuple(
-        p
-        for p in _preloads()
-        if fnmatch.fnmatchcase(project, p.project) and p.versions.contains(version, prereleases=True)
-    )
+    ``2.11.0+cu130`` included). A version that is none (the knowledge table's ``(CUDA 13)``: what ``pip
+    install`` brings today) gets the first row of the project, the newest releases'."""
+    rows = [p for p in _preloads() if fnmatch.fnmatchcase(project, p.project)]
+    try:
+        Version(version)
+    except InvalidVersion:
+        return tuple(rows[:1])
+    return tuple(p for p in rows if p.versions.contains(version, prereleases=True))
+
+
+def preload_picks(files: Iterable[str], preload: Preload) -> tuple[str, ...]:
+    """The files of one site-packages (relative paths) that ``preload``'s entries load, in order: per entry,
+    the first glob matching a file, its first match in name order (the package globs the directory): what
+    ``doctor --env`` simulates (:mod:`cudaship.analysis.envload`) and the audit credits to a required host's
+    import (:mod:`cudaship.checks.providers`)."""
+    by_dir: dict[str, list[str]] = {}
+    for f in files:
+        by_dir.setdefault(posixpath.dirname(f), []).append(f)
+    dirs = sorted(by_dir)
+    out: list[str] = []
+    for alternatives in preload.files:
+        for pattern in alternatives:
+            head, tail = posixpath.split(pattern)
+            wanted = (
+                [d for d in dirs if fnmatch.fnmatchcase(d, head)] if any(c in head for c in "*?[") else [head]
+            )
+            matches = sorted(
+                f
+                for d in wanted
+                for f in by_dir.get(d, ())
+                if fnmatch.fnmatchcase(posixpath.basename(f), tail)
+            )
+            if matches:
+                if matches[0] not in out:
+                    out.append(matches[0])
+                break
+    return tuple(out)
 
 
 @once

@@ -44,11 +44,12 @@ from cudaship.checks.records import LoadCheck, WheelAudit
 from cudaship.containment import DEFAULT_MEMORY, Containment, DeadlinePassed
 from cudaship.errors import CudashipError, OracleError
 from cudaship.inspection.environment import SameContent
+from cudaship.knowledge.hosts import hosts as known_hosts
 from cudaship.knowledge.platforms import machine_of, os_of
 from cudaship.knowledge.providers import conventions_for
 from cudaship.oracle.install import InstallOptions, LoadEnvironment, prepare
 from cudaship.oracle.observe import DEFAULT_TIMEOUT, child_environment, observe
-from cudaship.oracle.records import Probe, ProbeResult
+from cudaship.oracle.records import Probe, ProbeResult, Step, StepKind
 from cudaship.records.binary import FileFormat
 from cudaship.records.findings import CheckResult
 from cudaship.safe_read import open_regular
@@ -133,6 +134,26 @@ def auxiliary(module: str, packages: frozenset[str]) -> bool:
     a note naming the module, not an error. When a wheel has no public package, its modules are its API."""
     top = module.split(".", 1)[0]
     return top.startswith("_") or top not in packages or top in _AUXILIARY_PACKAGES
+
+
+def main_modules(tops: tuple[str, ...], packages: frozenset[str], project: str | None) -> tuple[str, ...]:
+    """The top-level modules that are the wheel's API (their failure is the package failing): the public
+    packages (:func:`auxiliary`); and when one of them is named after the project (``cupy`` of
+    cupy-cuda12x, ``bitsandbytes``), only those and the packages named after them (``cupyx``): a stray
+    helper package installed beside it (``build_tools``, ``benchmarks``) is imported alone and its failure
+    is a note (issue 32, class 9)."""
+    main = tuple(m for m in tops if not auxiliary(m, packages)) or tops
+    own = canonicalize_name(project or "").replace("-", "_")
+
+    def named(module: str) -> bool:
+        top = module.split(".", 1)[0].lower()
+        return bool(own) and (own == top or own.startswith(top + "_") or top.startswith(own))
+
+    stems = [m.split(".", 1)[0].lower() for m in main if named(m)]
+    if not stems:
+        return main
+    # the project's packages and those named after them (cupy's cupyx, torch's torchgen)
+    return tuple(m for m in main if any(m.split(".", 1)[0].lower().startswith(s) for s in stems))
 
 
 def _elf_kind(path: str) -> str | None:
@@ -322,15 +343,12 @@ def _load_contained(
         libs[rel] = real
     tops = top_level_modules(installed, top_txt)
     package_names = frozenset(p.split("/", 1)[0] for p in installed if "/" in p)
-    main = tuple(m for m in tops if not auxiliary(m, package_names)) or tops
+    main = main_modules(tops, package_names, project)
     aux = tuple(m for m in tops if m not in main)
     texts = _init_texts(audit.path, main)
     calls = _loader_calls(main, project, requires, lambda m: texts.get(m, ""))
-    probes: list[Probe] = [Probe.import_(m) for m in tops]
-    for rel in sorted(libs):
-        probes.append(Probe.dlopen(libs[rel], after_imports=main, calls=calls))
-        if main:
-            probes.append(Probe.dlopen(libs[rel]))
+    first = host_modules(hosts)
+    probes = plan_probes(tops, main, libs, calls, first)
     children_env = child_environment()
     if env.pythonpath:
         children_env["PYTHONPATH"] = env.pythonpath
@@ -359,7 +377,7 @@ def _load_contained(
     inputs = load_family.LoadInputs(
         installed=libs,
         sites=env.sites,
-        top_level=main,
+        top_level=(*first, *main),
         auxiliary=aux,
         calls=tuple(c.replace(":", ".") + "()" for c in calls),
         not_probed=not_probed,
@@ -375,6 +393,34 @@ def _load_contained(
     return _with(audit, policy, check, results)
 
 
+def host_modules(projects: tuple[str, ...]) -> tuple[str, ...]:
+    """The modules users import first for the undeclared host packages ``projects`` (canonical names; the
+    hosts table, knowledge/data/hosts.toml): ``torch`` for torch."""
+    by_project: dict[str, str] = {canonicalize_name(h.project): h.module for h in known_hosts()}
+    wanted = [canonicalize_name(p) for p in projects]
+    return tuple(dict.fromkeys(by_project[p] for p in wanted if p in by_project))
+
+
+def plan_probes(
+    tops: tuple[str, ...],
+    main: tuple[str, ...],
+    libs: dict[str, str],
+    calls: tuple[str, ...],
+    hosts: tuple[str, ...] = (),
+) -> list[Probe]:
+    """The children to run: ``import M`` for each top-level module, each after importing the undeclared host
+    packages' modules first (``import torch`` before a torch extension: its users do; issue 32, class 9);
+    per library, ``dlopen`` after those and the package's own imports and loader calls, and ``dlopen`` alone.
+    Pure: names in, probes out."""
+    first = tuple(Step(StepKind.IMPORT, h) for h in hosts)
+    probes: list[Probe] = [Probe.import_(m, before=first) for m in tops]
+    for rel in sorted(libs):
+        probes.append(Probe.dlopen(libs[rel], after_imports=(*hosts, *main), calls=calls))
+        if main or hosts:
+            probes.append(Probe.dlopen(libs[rel]))
+    return probes
+
+
 def _requirement_names(requires: tuple[str, ...]) -> tuple[str, ...]:
     out = []
     for text in requires:
@@ -387,7 +433,9 @@ def _requirement_names(requires: tuple[str, ...]) -> tuple[str, ...]:
 
 def _with(audit: WheelAudit, policy: Policy, check: LoadCheck, results: list[CheckResult]) -> WheelAudit:
     judged = tuple(with_severity(r, policy) for r in results)
-    return dataclasses.replace(audit, checks=(*audit.checks, *judged), load=check)
+    # a static error the loader disproves is not an error (issue 32, class 9)
+    own = load_family.overruled(audit.checks, check)
+    return dataclasses.replace(audit, checks=(*own, *judged), load=check)
 
 
 __all__ = ["LoadOptions", "load_audit", "platform_skip", "top_level_modules"]

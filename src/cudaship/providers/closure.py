@@ -351,6 +351,19 @@ def wheel_extras(requires_dist: Sequence[str], provides_extra: Sequence[str] = (
     return list(dict.fromkeys(names))
 
 
+def _conflicting_extras(roots: Sequence[_Job], reached: dict[str, Reached]) -> list[str]:
+    """The wheel's extras with a requirement of their own that excludes the version the closure took for its
+    project (another extra's, or the unconditional one's), in the order of Requires-Dist."""
+    out: list[str] = []
+    for job in roots:
+        if job.extra is None or job.extra in out or not job.req.specifier:
+            continue
+        took = reached.get(canonicalize_name(job.req.name))
+        if took is not None and not job.req.specifier.contains(took.dist.version, prereleases=True):
+            out.append(job.extra)
+    return out
+
+
 def resolve_closure(
     requires_dist: Sequence[str],
     target: Target,
@@ -360,9 +373,16 @@ def resolve_closure(
     fallback: Source | None = None,
     own_name: str | None = None,
     constraints: Constraints | None = None,
+    split: bool = True,
 ) -> Closure:
     """The distributions the wheel's requirements install on ``target``, breadth first; ``extras``: the
-    wheel's extras whose requirements are followed too (None: every extra its markers name)."""
+    wheel's extras whose requirements are followed too (None: every extra its markers name).
+
+    Extras that pip never installs together (one per CUDA major: ``pkg[cu12]`` asks for
+    ``cuda-toolkit[nvrtc]==12.*``, ``pkg[cu13]`` for ``==13.*``) would get one version of the project they
+    share, the first's. With ``split``, an extra whose own requirement excludes the version the closure took
+    is resolved on its own and what it installs is added, under that extra (issue 32, class 1): each
+    major's libraries are credited to its own extra."""
     env = marker_environment(target.os, target.machine, target.python)
     r = _Resolver(sources, fallback, target, env)
     if constraints:
@@ -373,6 +393,7 @@ def resolve_closure(
         _Job(req, (_short(req),), extra, 1) for req, extra, _text in root.select(root_extras)
     ]
     r.notes.extend(root.notes)
+    roots = list(level)
     seen_names = {canonicalize_name(own_name)} if own_name else set()
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         while level:
@@ -430,9 +451,26 @@ def resolve_closure(
             f"{'project' if len(undated) == 1 else 'projects'} ({shown}): the index gives no upload time "
             "for their files (PEP 700), so the newest were taken whatever their date"
         )
+    taken = list(r.reached.values())
+    if split:
+        for extra in _conflicting_extras(roots, r.reached):
+            own = resolve_closure(
+                requires_dist,
+                target,
+                sources,
+                extras=[extra],
+                fallback=fallback,
+                own_name=own_name,
+                constraints=constraints,
+                split=False,
+            )
+            have = {(x.dist.name, x.dist.version) for x in taken}
+            taken += [
+                x for x in own.reached if x.extra is not None and (x.dist.name, x.dist.version) not in have
+            ]
     return Closure(
         target=target,
-        reached=tuple(r.reached.values()),
+        reached=tuple(taken),
         unresolved=tuple(r.unresolved),
         notes=(*r.notes, *r.missed_notes()),
         unreadable=(*left_out, *r.unreadable),

@@ -11,7 +11,9 @@
    entries into those wheels' directories, at its own depth; entries that find the wheel's own remaining
    libraries (or anything outside it, such as another package's directory) stay; absolute paths (a build
    machine's) and entries into directories left holding nothing go.
-4. **Requirements.** Each NVIDIA wheel a remaining library needs and no declared requirement names is added,
+4. **Requirements.** Each NVIDIA wheel a remaining library needs, that the audit judges required (shipped,
+   a requirement or missing: :mod:`cudaship.repair.judged`; an extra, a host, a variant or a preload is left
+   alone with a note), and no declared requirement names is added,
    with the platform marker and the version range of :func:`cudaship.knowledge.repair.provision`;
    ``cuda-toolkit`` extras of one range are merged into one requirement.
 """
@@ -31,6 +33,7 @@ from cudaship.knowledge.repair import Provision, provision, unhashed, unprovided
 from cudaship.records.binary import FileFormat, HostBinary, ImportKind
 from cudaship.records.files import FileReport
 from cudaship.records.findings import Status
+from cudaship.repair.judged import follow
 from cudaship.repair.records import ElfEdit, Kept, Removed, RepairPlan, Unread
 from cudaship.repair.requirements import covered, declared_cover, merge_requirements, one_major
 from cudaship.repair.windows import plan_windows
@@ -77,7 +80,8 @@ def plan_repair(ctx: AuditContext, *, drop_unused: bool = False) -> RepairPlan:
         for member, report in sorted(ctx.scan.reports.items())
         if report.error is not None
     )
-    return replace(_plan(ctx, drop_unused), unread=unread)
+    majors = tuple(sorted({v.train.major for v in ctx.variants.values() if v.train is not None}))
+    return replace(_plan(ctx, drop_unused), unread=unread, variant_majors=majors)
 
 
 def _plan(ctx: AuditContext, drop_unused: bool) -> RepairPlan:
@@ -98,6 +102,7 @@ def _plan(ctx: AuditContext, drop_unused: bool) -> RepairPlan:
     own_dir, emptied = _own_directories(remaining, vendored.provided)
     unused = unused_cuda(ctx) if drop_unused else {}
     names, extras = declared_cover(ctx)
+    audit = follow(ctx)  # the audit's classification decides what becomes a requirement
     edits: list[ElfEdit] = []
     needs: dict[str, tuple[Provision, list[str]]] = {}
     seen = {p.major for p in vendored.provided.values()}  # the CUDA majors of what the libraries need
@@ -111,11 +116,12 @@ def _plan(ctx: AuditContext, drop_unused: bool) -> RepairPlan:
         after = [vendored.renamed.get(n, n) for n in needed]
         siblings = _sibling_dirs(after, own_dir)  # directories of the shipped libraries it needs
         wanted: list[str] = []
+        original = {vendored.renamed.get(n, n): n for n in needed}
         for lib, p in _provided(after, own_dir, linux):
             seen.add(p.major)
             if p.directory not in wanted:
                 wanted.append(p.directory)
-            if not covered(p, names, extras):
+            if not covered(p, names, extras) and audit.required(path, original.get(lib, lib)):
                 needs.setdefault(p.requirement, (p, []))[1].append(lib)
         if wanted or replace or drop:
             edit = _edit(
@@ -133,7 +139,7 @@ def _plan(ctx: AuditContext, drop_unused: bool) -> RepairPlan:
         tuple(vendored.kept),
         tuple(edits),
         merge_requirements(needs),
-        (),
+        audit.notes(),
     )
 
 

@@ -105,6 +105,9 @@ class RepairPlan:
     unread: tuple[Unread, ...] = ()  #: native members no edit looked at, as their readers failed on them
     #: RECORD rows that disagreed with the members, rewritten from the members (``--fix-record`` only)
     record_fixes: tuple[RecordFix, ...] = ()
+    #: the CUDA majors of the wheel's variants (``libfoo_cuda118.so`` ... ``_cuda132.so``), each built for
+    #: its own: what ``--print-excludes`` covers for a wheel without one train
+    variant_majors: tuple[int, ...] = ()
 
     @property
     def changed(self) -> bool:

@@ -15,6 +15,7 @@ from cudaship.checks.context import AuditContext
 from cudaship.errors import CudashipError
 from cudaship.knowledge.repair import Provision, provision, unhashed, unprovided
 from cudaship.records.binary import FileFormat
+from cudaship.repair.judged import follow
 from cudaship.repair.records import Bootstrap, Kept, PeEdit, Removed, RepairPlan
 from cudaship.repair.requirements import covered, declared_cover, merge_requirements, one_major
 from cudaship.wheel import bootstrap
@@ -74,6 +75,7 @@ def plan_windows(ctx: AuditContext, label: str) -> RepairPlan:
     dirs: dict[str, set[str]] = {}  # __init__.py -> directories
     needs: dict[str, tuple[Provision, list[str]]] = {}
     names_declared, extras = declared_cover(ctx)
+    audit = follow(ctx)  # the audit's classification decides what is required (repair/judged.py)
     seen = {p.major for p in removable.values()}
     for path, report in sorted(ctx.libraries.items()):
         if report.host is None or report.format is not FileFormat.PE or path in removable:
@@ -90,7 +92,7 @@ def plan_windows(ctx: AuditContext, label: str) -> RepairPlan:
             if p is None:
                 continue
             seen.add(p.major)
-            if init not in files:
+            if init not in files or not audit.required(path, imp.library):
                 continue
             rel = posixpath.relpath(p.directory, posixpath.dirname(init))
             if rel not in existing.get(member_of.get(init, init), set()):
@@ -108,7 +110,7 @@ def plan_windows(ctx: AuditContext, label: str) -> RepairPlan:
         tuple(kept),
         (),
         merge_requirements(needs),
-        (),
+        audit.notes(),
         tuple(PeEdit(m, tuple(sorted(set(r)))) for m, r in sorted(renames.items())),
         bootstraps,
     )

@@ -3,8 +3,10 @@
 A package may load the native libraries its extension needs from its own Python code, before importing the
 extension: ``ctypes.CDLL(path, mode=RTLD_GLOBAL)`` / ``cdll.LoadLibrary`` / ``ctypes.WinDLL`` over names,
 paths or globs, ``os.add_dll_directory`` (Windows), a ``load_library()`` helper of another package, over a
-shipped JSON or text list of library names. glibc then matches the extension's DT_NEEDED against the loaded
-object's SONAME; Windows reuses a loaded DLL of the same name.
+shipped JSON or text list of library names; or it computes library paths at run time (``importlib.metadata``
+into an environment variable its native code reads: a ``computed`` call, which the audit calls
+uncertain). glibc then matches the extension's DT_NEEDED against the loaded object's SONAME; Windows reuses a
+loaded DLL of the same name.
 
 :func:`python_loads` reads one ``.py`` member: only a file that names one of those mechanisms is read
 (a byte search first), with regular expressions (linear in its size; :mod:`ast` was measured at 0.8 s for
@@ -40,7 +42,15 @@ _LOADERS = {
 #: a file is read only when it holds one of these: ctypes' loaders come from ``ctypes``, the helpers are
 #: ``load_library``, the DLL directory is ``add_dll_directory`` (three byte searches: torch's 47 MiB of
 #: Python in 0.07 s of one core)
-_TRIGGERS = (b"ctypes", b"load_library", b"dll_dir")
+_TRIGGERS = (b"ctypes", b"load_library", b"dll_dir", b"importlib")
+#: a file that reads a distribution's files through importlib.metadata ...
+_METADATA = re.compile(rb"importlib[._]metadata|\bimportlib_metadata\b")
+#: ... and hands what it builds to native code through an environment variable: a path computed at run time
+#: that the package's native holder loads (issue 32, class 3)
+_ENV_SET = re.compile(
+    rb"os\.environ\s*\[\s*(?:'([^'\n]{1,128})'|\"([^\"\n]{1,128})\"|[A-Za-z_]\w*)\s*\]\s*=(?!=)"
+    rb"|os\.environ\.(?:setdefault|update)\s*\(|os\.putenv\s*\("
+)
 _LIBRARY_NAME = re.compile(rb"(?:lib[\w.+-]*\.so(?:\.\d+)*|[\w.+-]+\.(?:dll|dylib))", re.IGNORECASE)
 
 
@@ -97,6 +107,7 @@ def python_loads(name: str, data: bytes) -> PythonLoads | None:
         calls.append(LoadCall(line, kind, mechanism, path[:-1] if kind == "helper" else ()))
         if len(calls) >= MAX_STRINGS:
             break
+    calls += _computed(data)
     if not calls:
         return None
     strings: dict[str, None] = {}
@@ -112,6 +123,27 @@ def python_loads(name: str, data: bytes) -> PythonLoads | None:
         if len(dotted) >= MAX_STRINGS:
             break
     return PythonLoads(name, tuple(calls), tuple(strings), tuple(dotted))
+
+
+def _computed(data: bytes) -> list[LoadCall]:
+    """``computed`` calls: each environment variable the file sets when it also reads a distribution's files
+    through ``importlib.metadata`` (a library path built at run time for native code to load; the static
+    model cannot compute it)."""
+    if _METADATA.search(data) is None:
+        return []
+    out: list[LoadCall] = []
+    for m in _ENV_SET.finditer(data):
+        line = data.count(b"\n", 0, m.start()) + 1
+        named = m.group(1) or m.group(2)
+        what = (
+            f'os.environ["{named.decode("utf-8", "replace")}"]'
+            if named
+            else m.group(0).decode("ascii", "replace")
+        )
+        out.append(LoadCall(line, "computed", f"{what.rstrip(' =(')} set from importlib.metadata"))
+        if len(out) >= 16:
+            break
+    return out
 
 
 def library_list(name: str, data: bytes) -> LibraryList | None:

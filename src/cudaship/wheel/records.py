@@ -94,7 +94,8 @@ class DeclaredRequirement:
 @dataclass(frozen=True)
 class LoadCall:
     line: int
-    #: ``dlopen`` (loads a file), ``directory`` (adds a DLL directory), ``helper`` (a package's loader)
+    #: ``dlopen`` (loads a file), ``directory`` (adds a DLL directory), ``helper`` (a package's loader),
+    #: ``computed`` (sets an environment variable from importlib.metadata: a path built at run time)
     kind: str
     mechanism: str  #: as written: ``ctypes.CDLL(..., RTLD_GLOBAL)``, ``nvidia.cublas.load_library()``
     scope: tuple[str, ...] = ()  #: the dotted module a helper belongs to (``nvidia``, ``cublas``)

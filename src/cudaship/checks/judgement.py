@@ -1,0 +1,147 @@
+"""The audit's resolutions as the one judgement (:mod:`cudaship.records.judgement`): how each import is met,
+whether the static model is certain of it, and so its severity. ``audit``'s closure family, ``repair``'s
+plan and the JSON report (``imports[].met`` / ``certain``) read it from here, so they cannot disagree."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from cudaship.checks.context import AuditContext, canonical_imports
+from cudaship.checks.resolve import Resolution, Via, resolve
+from cudaship.knowledge.libraries import OS
+from cudaship.knowledge.providers import toolkit_extras
+from cudaship.knowledge.repair import Provision, provision
+from cudaship.records.binary import FileFormat
+from cudaship.records.judgement import Judgement, Met
+
+_EXTRA = re.compile(r"""\bextra\s*==\s*['"]([^'"]+)['"]""")
+
+#: Via -> how the need is met, before the extra is taken into account.
+_MET: dict[Via, Met] = {
+    Via.SHIPPED: Met.SHIPPED,
+    Via.LOADED: Met.SHIPPED,
+    Via.REQUIREMENT: Met.REQUIREMENT,
+    Via.OPTIONAL: Met.EXTRA,
+    Via.RUNTIME: Met.REQUIREMENT,
+    Via.PRELOADED: Met.PRELOADED,
+    Via.PACKAGE_PRELOAD: Met.PRELOADED,
+    Via.BUILD: Met.VARIANT,
+    Via.ON_DEMAND: Met.VARIANT,
+    Via.HOST: Met.HOST,
+    Via.DRIVER: Met.DRIVER,
+    Via.SYSTEM: Met.SYSTEM,
+    Via.PYTHON: Met.SYSTEM,
+    Via.DISTRIBUTION: Met.SYSTEM,
+    Via.ALLOWED: Met.SYSTEM,
+    Via.COMPUTED: Met.REQUIREMENT,
+    Via.PROGRAM_RUNTIME: Met.HOST,
+    Via.UNRESOLVED: Met.MISSING,
+}
+
+#: Resolutions that hold only through something the static model reads but cannot compute: the package's
+#: own Python code loading first, the user's distribution, a sibling loaded first (when it says so), a path
+#: the package builds at run time.
+_UNCERTAIN = frozenset({Via.PACKAGE_PRELOAD, Via.DISTRIBUTION, Via.COMPUTED})
+
+
+def judge(res: Resolution) -> Judgement:
+    """The judgement of one resolved import."""
+    met = _MET[res.via]
+    if res.extra and met not in (Met.HOST, Met.MISSING):
+        met = Met.EXTRA
+    certain = not (res.via in _UNCERTAIN or (res.via is Via.LOADED and res.note is not None) or res.uncertain)
+    return Judgement(met, certain, optional=res.via is Via.ON_DEMAND)
+
+
+def judged_imports(ctx: AuditContext) -> dict[tuple[str, str], tuple[Resolution, Judgement]]:
+    """(installed path, import name lower-cased) -> the audit's resolution and judgement of that import, for
+    every import of every shipped library: what ``repair`` reads so it follows the audit's classification."""
+    out: dict[tuple[str, str], tuple[Resolution, Judgement]] = {}
+    for path, report in sorted(ctx.libraries.items()):
+        if report.host is None:
+            continue
+        for imp in canonical_imports(report):
+            res = resolve(ctx, path, report, imp)
+            out.setdefault((path, imp.library.lower()), (res, judge(res)))
+    return out
+
+
+#: CUDA majors whose NVIDIA wheels an extra may name (``cuda-toolkit[cublas]==12.*``, ``nvidia-cublas-cu12``)
+_MAJORS = (11, 12, 13)
+
+
+def extra_providing(requires_dist: Iterable[str], library: str, os: OS) -> str | None:
+    """The extra of a distribution (its Requires-Dist) whose requirements install the NVIDIA wheel that
+    provides ``library`` (``cupy-cuda12x[ctk]`` for libcublas.so.12: ``cuda-toolkit[cublas,...]==12.*``;
+    ``pkg[cu13]`` for libnvrtc.so.13); None when no extra does. What ``doctor --env`` names for a library
+    the environment lacks, judged as the audit judges it (an extra, a note)."""
+    for text in requires_dist:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            continue
+        extra = _EXTRA.search(str(req.marker)) if req.marker is not None else None
+        if extra is None:
+            continue
+        name = canonicalize_name(req.name)
+        for major in _MAJORS:
+            p = provision(library, os, major)
+            if p is None:
+                continue
+            if name == canonicalize_name(p.project):
+                return extra.group(1)
+            if name != "cuda-toolkit" or not any(
+                p.project in toolkit_extras(major).get(e.lower(), ()) for e in req.extras
+            ):
+                continue
+            if not req.specifier or req.specifier.contains(f"{major}.0", prereleases=True):
+                return extra.group(1)
+    return None
+
+
+@dataclass(frozen=True)
+class VendoredCopy:
+    """A shipped library an NVIDIA wheel provides: what ``repair`` removes, and what the audit warns about."""
+
+    path: str  #: installed path
+    member: str  #: the wheel member
+    provision: Provision
+    size: int  #: uncompressed bytes saved by depending on the NVIDIA wheel instead
+    compressed_size: int
+
+
+def vendored_copies(ctx: AuditContext) -> tuple[VendoredCopy, ...]:
+    """The shipped libraries (a copy's auditwheel/delvewheel hash removed) that an NVIDIA wheel provides for
+    the wheel's CUDA train (or the one major the name belongs to), unless the wheel is that provider itself
+    or ships it in the provider's own directory: the rule ``repair`` de-vendors by (issue 32, class 11)."""
+    train = ctx.train
+    major, minor = (train.major, train.minor) if train is not None else (None, None)
+    if ctx.os not in ("linux", "windows"):
+        return ()
+    os: OS = "linux" if ctx.os == "linux" else "windows"
+    want = FileFormat.ELF if os == "linux" else FileFormat.PE
+    sizes = {m.name: m for m in ctx.scan.members}
+    member_of = {installed: member for member, installed in ctx.installed.items()}
+    project = canonicalize_name(ctx.scan.dist.metadata.name or "")
+    out: list[VendoredCopy] = []
+    for path, report in sorted(ctx.libraries.items()):
+        host = report.host
+        if host is None or report.format is not want:
+            continue
+        base = posixpath.basename(path)
+        p = (provision(host.soname, os, major, minor) if host.soname else None) or provision(
+            base, os, major, minor
+        )
+        if p is None or canonicalize_name(p.project) == project or posixpath.dirname(path) == p.directory:
+            continue
+        member = member_of.get(path, path)
+        facts = sizes.get(member)
+        size, packed = (facts.size, facts.compressed_size) if facts else (0, 0)
+        out.append(VendoredCopy(path, member, p, size, packed))
+    return tuple(out)
