@@ -375,44 +375,6 @@ def plan(
 
 # ---------------------------------------------------------------------------------------------- probes
 
-
-def check_compiler(result: CMakePlan, host_os: str) -> None:
-    """The ``CMAKE_CUDA_COMPILER`` that ``result`` sets must be a file that exists and, for a build on this
-    host (``host_os``, POSIX), one that can run (an executable bit): else one ToolkitError naming the path and
-    what to do, never a configuration that points CMake at nothing. :func:`plan` stays pure; this probe
-    looks at the disk."""
-    entry = result.entry("CMAKE_CUDA_COMPILER")
-    if entry is None:
-        return
-    compiler = Path(entry.value)
-    toolkit = result.toolkit
-    where = f"the toolkit from {toolkit.source}" if toolkit is not None else "the toolkit"
-    if not compiler.exists():
-        problem = f"does not exist: {where} has no CUDA compiler"
-    elif not compiler.is_file():
-        problem = f"is not a file: {where} has no CUDA compiler"
-    elif result.os == host_os and os.name == "posix" and not os.access(compiler, os.X_OK):
-        raise ToolkitError(
-            "CMAKE_CUDA_COMPILER would name this file, but it cannot run (no executable bit): "
-            "chmod +x it, or reinstall the toolkit",
-            path=entry.value,
-        )
-    else:
-        return
-    if toolkit is not None and toolkit.cudaship_toolkit:
-        todo = (
-            f"add it with `cudaship toolkit install {result.train} --platform {result.platform} -c default "
-            f"--dest {toolkit.root.as_posix()}` (--source redist: NVIDIA's CUDA 11 and 12 nvcc wheels carry "
-            "no nvcc)"
-        )
-    else:
-        todo = "pass --toolkit with a toolkit that has one"
-    raise ToolkitError(
-        f"CMAKE_CUDA_COMPILER would name this file, but it {problem}; {todo}, or set CUDACXX",
-        path=entry.value,
-    )
-
-
 Which = Callable[[str], "str | None"]
 Runner = Callable[[list[str]], "str | None"]
 

@@ -53,6 +53,8 @@ def _header(report: DoctorReport) -> str:
 
 def text(report: DoctorReport, style: Style) -> str:
     result = report.probe
+    if result is None:
+        return f"no GPU to check against: {report.no_gpu}\n"
     lines = [_driver_line(result), *(_gpu_line(g) for g in result.gpus)]
     lines += [f"note: {n}" for n in result.notes]
     lines += ["", _header(report)]
@@ -103,6 +105,19 @@ def _file(c: Checked, result: ProbeResult) -> dict[str, Any]:
 
 def json(report: DoctorReport, style: Style) -> str:
     result = report.probe
+    if result is None:  # no driver or no GPU: the fact, with nothing checked
+        return dumps(
+            {
+                "schema": SCHEMA_VERSION,
+                "driver": {"version": None, "cuda": None, "sources": []},
+                "gpus": [],
+                "no_gpu": report.no_gpu,
+                "notes": [],
+                "scanned_environment": False,
+                "files": [],
+            },
+            ascii=False,
+        )
     drv = result.driver
     doc = {
         "schema": SCHEMA_VERSION,
@@ -122,6 +137,7 @@ def json(report: DoctorReport, style: Style) -> str:
             }
             for g in result.gpus
         ],
+        "no_gpu": None,
         "notes": list(result.notes),
         "scanned_environment": report.scanned_environment,
         "files": [_file(c, result) for c in report.checked],
