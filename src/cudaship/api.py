@@ -80,7 +80,7 @@ def gpus(
 ) -> GpuReport:
     """``cudaship gpus``: per GPU, whether each input runs on it (SASS, PTX JIT or not), and the driver it
     needs. ``gpus``: GPU names or compute capabilities (``"H100"``, ``"RTX 4090"``, ``"8.6"``; default: every
-    capability from 7.5 to 12.1); ``driver``: a driver version (``"580.65"``) or the CUDA release it supports
+    capability from 7.0 to 12.1); ``driver``: a driver version (``"580.65"``) or the CUDA release it supports
     (``"13.0"``) to judge under.
 
     Raises :class:`InputError` when an input cannot be read; :class:`~cudaship.errors.KnowledgeError` for a

@@ -83,10 +83,10 @@ def test_json_markdown_and_html_say_it_too(capsys: pytest.CaptureFixture[str], t
 
 
 def test_require_without_gpu_takes_every_row_shown(capsys: pytest.CaptureFixture[str]) -> None:
-    """The default rows (7.5 to 12.1): the example has no SASS for 10.x nor 11.0 and its PTX is 12.0."""
+    """The default rows (7.0 to 12.1): the example has no SASS for 7.0, 10.x nor 11.0 and its PTX is 12.0."""
     code, doc = as_json(capsys, "--require", EXAMPLE)
     assert code == ExitCode.FINDINGS
-    assert doc["required"]["unmet"] == ["10.0", "10.3", "11.0"]
+    assert doc["required"]["unmet"] == ["7.0", "10.0", "10.3", "11.0"]
 
 
 @pytest.mark.slow

@@ -375,7 +375,7 @@ def gpu_report(
     asked: Sequence[tuple[Arch, str]] = (),
     required: bool = False,
 ) -> GpuReport:
-    """Verdicts for every file of an inspect run, per wheel and overall (default rows: 7.5 to 12.1).
+    """Verdicts for every file of an inspect run, per wheel and overall (default rows: 7.0 to 12.1).
     ``asked``: the GPU names the user gave, shown in their rows; ``required``: ``--require``."""
     caps = tuple(capabilities) if capabilities is not None else shown_capabilities()
     files = tuple(file_verdicts(f, caps, driver) for f in report.files)

@@ -102,7 +102,7 @@ def command(
     output: str | None,
     jobs: int | None,
 ) -> int:
-    """Tell which GPUs (compute capabilities 7.5 to 12.1) each PATH runs on, and with which driver.
+    """Tell which GPUs (compute capabilities 7.0 to 12.1) each PATH runs on, and with which driver.
 
     PATH is a library, program, device-code file, wheel or directory, as for cudaship inspect. For each
     library with device code and for each wheel as a whole (it runs on a GPU only where every such library
