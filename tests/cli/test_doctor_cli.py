@@ -150,10 +150,10 @@ def test_doctor_report_on_a_described_machine(
     assert (code, err) == (1, "")
     assert "driver: 595.45.04, supports CUDA 13.2 and older" in out
     assert (
-        "GPU 0: NVIDIA A10G, compute capability 8.6 (Ampere), 24 GiB, memory pools: no (cudaMallocAsync"
+        "GPU 0: NVIDIA A10G, compute capability 8.6 (Ampere), 24.0 GiB, memory pools: no (cudaMallocAsync"
         in out
     )
-    assert "GPU 1: NVIDIA H100 80GB HBM3, compute capability 9.0 (Hopper), 24 GiB, memory pools: yes" in out
+    assert "GPU 1: NVIDIA H100 80GB HBM3, compute capability 9.0 (Hopper), 24.0 GiB, memory pools: yes" in out
     assert "GPU 0 (8.6): WILL NOT RUN: sm_90a runs only on 9.0" in out
     assert "GPU 1 (9.0): runs natively: sm_90a (built for it)" in out
     code, out, _ = run(capsys, "doctor", "--format", "json", str(lib), str(nvcc_build("multi_arch")))

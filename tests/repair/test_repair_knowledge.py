@@ -84,4 +84,5 @@ def test_exclude_flags() -> None:
 
 
 def test_pypi_limit() -> None:
-    assert pypi_file_limit() == 100_000_000
+    """100 MiB: warehouse/constants.py's MAX_FILESIZE = 100 * ONE_MIB (it was 100,000,000 here, issue 35)."""
+    assert pypi_file_limit() == 100 * 1024 * 1024

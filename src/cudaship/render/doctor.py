@@ -11,7 +11,7 @@ from cudaship.knowledge.runs_on import VerdictKind
 from cudaship.probe.records import GpuInfo, ProbeResult
 from cudaship.render.jsonify import dumps
 from cudaship.render.style import Renderer, Style
-from cudaship.words import count
+from cudaship.words import count, size
 
 SCHEMA_VERSION = 1
 
@@ -25,7 +25,7 @@ _WORD = {
 def _gpu_line(gpu: GpuInfo) -> str:
     generation = gpu.capability.generation
     cap = f"{gpu.capability.capability} ({generation})" if generation else gpu.capability.capability
-    memory = f", {gpu.memory_bytes / 2**30:.0f} GiB" if gpu.memory_bytes else ""
+    memory = f", {size(gpu.memory_bytes)}" if gpu.memory_bytes else ""
     pools = {True: "yes", False: "no (cudaMallocAsync falls back to cudaMalloc)", None: "unknown"}[
         gpu.memory_pools
     ]
