@@ -5,6 +5,11 @@ traceback), and no process of the command left behind.
 The command runs as the console script does, in a session of its own, and the SIGINT goes to its whole
 process group, as a terminal sends it: to the command, its fork server and every worker. Waits are bounded by
 counting polls, never by a clock.
+
+The SIGINT is sent only once the audit cannot finish without it: a ``sitecustomize`` on the command's
+``PYTHONPATH`` (a hook of the test, nothing of cudaship's) makes each worker starting a batch of members say
+so in a file and then wait for ever, so the command waits on its workers until Ctrl-C ends them. Before, the
+test sent it when the workers were merely there, and under load the whole audit could finish first (exit 0).
 """
 
 from __future__ import annotations
@@ -24,6 +29,27 @@ from tests.cli.test_exit import REPO
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc")]
 
 POLL = 0.05
+
+#: The test's hook, imported by every Python process of the command at start-up (the command, the fork server;
+#: forked workers inherit it): a worker process that starts a batch notes it and never finishes it.
+HOOK = """
+import multiprocessing, os, pathlib, time
+from cudaship.archive import pool
+
+_read_batch = pool.read_batch
+
+
+def read_batch(*args, **kwargs):
+    if multiprocessing.parent_process() is None:  # the command itself: as it is
+        return _read_batch(*args, **kwargs)
+    pathlib.Path(os.environ["TEST_GATE"], f"worker-{os.getpid()}").write_text("reading a batch")
+    while True:  # until the command ends this worker
+        time.sleep(1)
+
+
+read_batch.__module__, read_batch.__qualname__ = _read_batch.__module__, _read_batch.__qualname__
+pool.read_batch = read_batch
+"""
 #: polls before giving up: the workers start within a second or two on a loaded machine
 POLLS = 1200
 
@@ -51,8 +77,19 @@ def _group(pgid: int) -> list[int]:
         pytest.param("--no-progress", id="forked"),  # no other thread: workers forked from the command
     ],
 )
-def test_ctrl_c_during_audit_is_one_line_and_exit_130(progress: str, bitsandbytes_linux_wheel: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "CUDASHIP_PROCESSES": "always"}
+def test_ctrl_c_during_audit_is_one_line_and_exit_130(
+    progress: str, bitsandbytes_linux_wheel: Path, tmp_path: Path
+) -> None:
+    hook, gate = tmp_path / "hook", tmp_path / "gate"
+    hook.mkdir()
+    gate.mkdir()
+    (hook / "sitecustomize.py").write_text(HOOK)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(hook), str(REPO / "src")]),
+        "CUDASHIP_PROCESSES": "always",
+        "TEST_GATE": str(gate),
+    }
     env.pop("CUDASHIP_TRAIN", None)
     command = [sys.executable, "-c", "from cudaship.cli.main import entry; entry()"]
     child = subprocess.Popen(
@@ -64,11 +101,12 @@ def test_ctrl_c_during_audit_is_one_line_and_exit_130(progress: str, bitsandbyte
         start_new_session=True,
     )
     try:
-        for _ in range(POLLS):  # working: its worker processes are there
-            if len([p for p in _group(child.pid) if p != child.pid]) >= 2 or child.poll() is not None:
+        for _ in range(POLLS):  # working, and it cannot finish: a worker holds a batch it will never return
+            if any(gate.iterdir()) or child.poll() is not None:
                 break
             time.sleep(POLL)
-        assert child.poll() is None, "the audit ended before it could be interrupted"
+        assert child.poll() is None, f"the audit ended before a worker read: {child.communicate()}"
+        assert any(gate.iterdir()), "no worker process started reading"
         assert len(_group(child.pid)) >= 3
         info = []  # for a failure: which process printed what
         for pid in _group(child.pid):
