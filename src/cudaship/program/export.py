@@ -23,6 +23,7 @@ import platform as _platform
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 import warnings
@@ -206,28 +207,42 @@ def _quiet(_phase: str) -> None:
     pass
 
 
+def _torchs(filename: str) -> bool:
+    """Whether a warning issued at ``filename`` during an export is torch's: in torch's own files, in code
+    it generates (``<eval_with_key>``), or in the standard library on its behalf (``copyreg.py``, when torch
+    pickles a tree spec: only torch calls into it there)."""
+    parts = Path(filename).parts
+    if "torch" in parts or "torchgen" in parts or filename.startswith("<"):
+        return True
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    return Path(filename).parent == stdlib
+
+
 @contextmanager
 def torch_warnings(recorded: list[str]) -> Iterator[None]:
     """Warnings torch issues inside the block (its ``FutureWarning`` about an API it changes, ...) go into
     ``recorded`` as ``FutureWarning: <first line>``, each once, instead of onto stderr, where they read as
-    cudaship's own; any other warning is shown as Python would."""
+    cudaship's own; any other warning is shown as Python would.
+
+    The warnings are sorted after the recording block has ended: shown inside it, a warning that is not
+    torch's was recorded again and the loop over them never ended (a user model's warning, or torch's own
+    through copyreg.py, hung ``program export`` after its last phase, issue 35)."""
     numpy_missing = importlib.util.find_spec("numpy") is None
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("default")
-        if numpy_missing:  # a note of its own (import_torch)
-            warnings.filterwarnings("ignore", message=f".*{_NUMPY_WARNING}")
-        try:
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            if numpy_missing:  # a note of its own (import_torch)
+                warnings.filterwarnings("ignore", message=f".*{_NUMPY_WARNING}")
             yield
-        finally:
-            for w in caught:
-                parts = Path(w.filename).parts
-                if "torch" not in parts and "torchgen" not in parts and not w.filename.startswith("<"):
-                    warnings.showwarning(w.message, w.category, w.filename, w.lineno)
-                    continue
-                first = (str(w.message).strip().splitlines() or [""])[0]
-                text = f"torch: {w.category.__name__}: {first}"
-                if text not in recorded:
-                    recorded.append(text)
+    finally:
+        for w in caught:
+            if not _torchs(w.filename):
+                warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+                continue
+            first = (str(w.message).strip().splitlines() or [""])[0]
+            text = f"torch: {w.category.__name__}: {first}"
+            if text not in recorded:
+                recorded.append(text)
     if numpy_missing:  # for the whole process, as import_torch says
         warnings.filterwarnings("ignore", message=f".*{_NUMPY_WARNING}")
 
