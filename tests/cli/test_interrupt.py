@@ -19,6 +19,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -133,3 +134,54 @@ def test_ctrl_c_during_audit_is_one_line_and_exit_130(
         time.sleep(POLL)
         left = _group(child.pid)
     assert left == []
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="POSIX threads")
+def test_ctrl_c_taken_by_another_thread_still_ends_the_wait_on_a_worker() -> None:
+    """The kernel gives a process's SIGINT to any thread that does not block it (an audit's requirements
+    thread): Python's flag is set, but the main thread waiting on a worker's batch was not woken, and Ctrl-C
+    waited for the batch to end (found by the test above once its worker never ended: it hung under load).
+    Here the signal goes to a helper thread while the main thread waits on a future nobody completes; it must
+    raise KeyboardInterrupt before the helper gives up and completes it."""
+    from concurrent.futures import Future
+
+    from cudaship.archive.pool import wait_interruptibly
+
+    future: Future[int] = Future()
+    released = threading.Event()
+    main = threading.main_thread().ident
+    assert main == threading.get_ident()
+
+    calling = threading.Event()  # set just before the main thread calls the wait
+
+    def waiting() -> bool:  # the main thread is in that call, inside Condition.wait, blocked on its lock
+        frame = sys._current_frames().get(main) if calling.is_set() else None  # type: ignore[arg-type]
+        code = frame.f_code if frame is not None else None
+        return code is not None and code.co_name == "wait" and "threading" in code.co_filename
+
+    def helper() -> None:
+        for _ in range(POLLS):
+            if waiting():
+                break
+            time.sleep(POLL)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # taken by this thread, not the main one
+        for _ in range(100):  # a few seconds for the main thread to answer, counted in polls
+            if not waiting():
+                return
+            time.sleep(POLL)
+        released.set()
+        future.set_result(0)  # the old wait ends only now
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    thread = threading.Thread(target=helper)
+    try:
+        thread.start()
+        with pytest.raises(KeyboardInterrupt):
+            calling.set()
+            wait_interruptibly(future)
+        assert not released.is_set(), "Ctrl-C was seen only once the batch ended"
+    finally:
+        if not future.done():
+            future.set_result(0)
+        thread.join()
+        signal.signal(signal.SIGINT, previous)

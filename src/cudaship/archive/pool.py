@@ -683,6 +683,23 @@ def read_batch(
     return [read(archive, member, budget, None, *a) for member, a in zip(members, args, strict=True)]
 
 
+#: Seconds between two looks for Ctrl-C by a thread waiting on a worker process's batch: the kernel may give a
+#: SIGINT to any thread that does not block it (the requirements thread of an audit), and then Python's flag
+#: is set but a wait on a lock is not woken; the waiting thread sees the flag at its next look. A batch can
+#: take minutes (a 500 MB library), so waiting it out was not an answer to Ctrl-C.
+INTERRUPT_POLL = 0.25
+
+
+def wait_interruptibly(future: Future[_T]) -> _T:
+    """``future.result()``, looking for a pending Ctrl-C every :data:`INTERRUPT_POLL` seconds meanwhile
+    (in the main thread a KeyboardInterrupt is raised at the next look, whichever thread took the signal)."""
+    from concurrent.futures import wait  # start-up time, as in Workers.dispatch
+
+    while not wait([future], timeout=INTERRUPT_POLL).done:
+        pass
+    return future.result()
+
+
 class _BatchItem(Generic[_T]):
     """One member's result, out of a batch read on a worker process (:meth:`Workers.dispatch`)."""
 
@@ -702,7 +719,7 @@ class _BatchItem(Generic[_T]):
         from concurrent.futures import BrokenExecutor  # start-up time, as in Workers.dispatch
 
         try:
-            out = self._batch.result()
+            out = wait_interruptibly(self._batch)
         except BrokenExecutor:
             return self._failed(self._member, WORKER_DIED)
         if isinstance(out, str):
