@@ -145,7 +145,7 @@ def test_ctrl_c_taken_by_another_thread_still_ends_the_wait_on_a_worker() -> Non
     raise KeyboardInterrupt before the helper gives up and completes it."""
     from concurrent.futures import Future
 
-    from cudaship.archive.pool import wait_interruptibly
+    from cudaship.waits import wait_interruptibly
 
     future: Future[int] = Future()
     released = threading.Event()

@@ -41,6 +41,7 @@ from cudaship.errors import ArchiveError
 from cudaship.pages import read_only_map
 from cudaship.records.buffer import Buffer
 from cudaship.safe_read import file_size
+from cudaship.waits import wait_interruptibly
 
 #: Decompressed members held in memory at once (all workers together); a member that does not fit waits for
 #: others to finish (when small) or goes to an anonymous temporary file, mapped (see :data:`SPILL_SIZE`).
@@ -681,23 +682,6 @@ def read_batch(
         return e.message
     budget = WorkerBudget(large_in_memory)
     return [read(archive, member, budget, None, *a) for member, a in zip(members, args, strict=True)]
-
-
-#: Seconds between two looks for Ctrl-C by a thread waiting on a worker process's batch: the kernel may give a
-#: SIGINT to any thread that does not block it (the requirements thread of an audit), and then Python's flag
-#: is set but a wait on a lock is not woken; the waiting thread sees the flag at its next look. A batch can
-#: take minutes (a 500 MB library), so waiting it out was not an answer to Ctrl-C.
-INTERRUPT_POLL = 0.25
-
-
-def wait_interruptibly(future: Future[_T]) -> _T:
-    """``future.result()``, looking for a pending Ctrl-C every :data:`INTERRUPT_POLL` seconds meanwhile
-    (in the main thread a KeyboardInterrupt is raised at the next look, whichever thread took the signal)."""
-    from concurrent.futures import wait  # start-up time, as in Workers.dispatch
-
-    while not wait([future], timeout=INTERRUPT_POLL).done:
-        pass
-    return future.result()
 
 
 class _BatchItem(Generic[_T]):
