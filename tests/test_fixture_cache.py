@@ -179,6 +179,32 @@ def test_an_environment_is_kept_without_its_wheels(tmp_path: Path, monkeypatch: 
     assert (old.parent / "complete").read_text() == envs._key((cached,))
 
 
+def test_a_variant_environment_records_only_the_disk_it_adds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A variant environment is its base hard-linked plus one project replaced: what the run's summary counts
+    for it is the disk it adds, not its apparent size (issue 35: 29.5 GB printed for 8.8 GB on disk)."""
+    import json
+    import os
+
+    from tests.fixtures import envs
+
+    monkeypatch.setenv("CUDASHIP_TEST_CACHE", str(tmp_path / "cache"))
+    events = tmp_path / "events.jsonl"
+    monkeypatch.setenv(EVENTS, str(events))
+    big = os.urandom(1 << 20)  # 1 MiB per project, not sparse
+    members = {"PKG/lib/libdemo.so": big, "PKG-1.0.dist-info/METADATA": b"Name: x\n"}
+    monkeypatch.setattr(wheel_fixtures.subprocess, "run", _pip_writing(members, []))
+    pins = tuple(wheel_fixtures.RealWheel(p, "1.0", "manylinux_2_17_x86_64") for p in ("demo-a", "demo-b"))
+    base = envs.build_env("base", pins)
+    variant = envs.variant_env("variant", base, pins[1])
+    assert (variant / "demo_a" / "lib" / "libdemo.so").stat().st_nlink == 2  # shared with the base
+    lines = map(json.loads, events.read_text().splitlines())
+    made = {e["what"]: e["bytes"] for e in lines if e["kind"] == "env"}
+    assert made["base"] >= 2 << 20
+    assert 1 << 20 <= made["variant"] < (1 << 20) + (256 << 10)  # its own demo-b, not demo-a again
+
+
 def test_skip_big_skips_instead_of_downloading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """CUDASHIP_TEST_SKIP_BIG=1: a big wheel not cached is a skip naming it, with no download; a small one is
     downloaded as usual, a big one already cached is used, and an environment needing a big one downloads

@@ -97,6 +97,49 @@ def test_scripts_test_ends_with_the_time_of_each_phase(status: int) -> None:
     ), lines[-1]
 
 
+def _head() -> str:
+    """scripts/test's own set-up: the clock, ``say``, ``phase`` and the trap for a failing step."""
+    setup = r"(started|phase_started|phases)=|(say|phase)\(\)|trap .* ERR$"
+    return "\n".join(line for line in SCRIPT.splitlines() if re.match(setup, line))
+
+
+def test_scripts_test_relays_pips_lines_with_the_time() -> None:
+    """pip's "Collecting" and "Successfully installed" lines were printed bare, on stdout (issue 35: each line
+    scripts/test prints starts with "scripts/test: [N s]", as the README says)."""
+    start = SCRIPT.index('say "installing cudaship and its test extras')
+    block = SCRIPT[start : SCRIPT.index("phase pip", start)]
+    pip = ".venv/bin/python -m pip install --progress-bar off -e '.[test]'"
+    assert pip in block
+    fake = "printf 'Collecting foo\\n  Downloading foo.whl\\nSuccessfully installed foo-1.0\\n'"
+    done = subprocess.run(
+        ["bash", "-c", f"set -euo pipefail\n{_head()}\n{block.replace(pip, fake)}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert all(re.match(r"scripts/test: \[\d+ s\] ", line) for line in lines), lines
+    assert [line.split("] ", 1)[1] for line in lines[1:]] == [
+        "  pip: Collecting foo",
+        "  pip: Successfully installed foo-1.0",
+    ]
+
+
+def test_a_failing_step_ends_with_a_line_of_its_own() -> None:
+    """A set-up step that fails (venv, pip) stops scripts/test (set -e) with a timed line naming it."""
+    done = subprocess.run(
+        ["bash", "-c", f"set -euo pipefail\n{_head()}\nsay starting\nsh -c 'exit 4'\nsay 'not reached'"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 4
+    lines = done.stderr.splitlines()
+    assert all(re.match(r"scripts/test: \[\d+ s\] ", line) for line in lines), lines
+    assert lines[-1].endswith("""stopped: "sh -c 'exit 4'" failed with status 4"""), lines
+
+
 @pytest.mark.parametrize("failing", ["", "ruff check", "ruff format", "mypy"])
 def test_scripts_test_checks_lint_format_and_types_before_pytest(failing: str) -> None:
     """The habits run before the tests (issue 26): ruff check, ruff format --check and mypy --strict, each run

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cudaship.words import agree, count, cut_list, plural_of
+from cudaship.words import agree, byte_count, count, cut_list, plural_of, size
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "cudaship"
 
@@ -80,3 +80,34 @@ def test_no_message_counts_by_hand() -> None:
             if _HAND_WRITTEN.search(code) and not _MEASURES.search(code):
                 offenders.append(f"{rel}:{number}: {line.strip()}")
     assert offenders == [], "use cudaship.words.count / agree / cut_list:\n" + "\n".join(offenders)
+
+
+def test_byte_counts_and_sizes() -> None:
+    assert byte_count(1) == "1 byte"
+    assert byte_count(501_816) == "501,816 bytes"
+    assert size(812) == "812 bytes"
+    assert size(14_540) == "14.2 KiB"
+    assert size(100 * 1024 * 1024) == "100.0 MiB"
+    assert size(150_109_880_320) == "139.8 GiB"
+    assert size(2_000 * 2**30) == "2,000.0 GiB"
+
+
+#: A size written by hand into a report or a message of the layers that make them (issue 35: "24.8 kB",
+#: "140 GiB", "(501816 bytes)" and "1.2 MiB" side by side): decimal units, a unit after a computed number,
+#: or a byte count without separators.
+_SIZE_BY_HAND = re.compile(r"\b(?:MB|GB|kB|KB|KiB|MiB|GiB)\b|\{[^{}:]*\}\s*bytes\b|\{[^{}]*\}\s*B\b")
+#: The layers that write reports and messages a person reads at the end of a run.
+_REPORTING = ("render/", "checks/", "cli/", "oracle/run.py", "http.py")
+
+
+def test_no_report_formats_a_size_by_hand() -> None:
+    offenders = []
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC).as_posix()
+        if not rel.startswith(_REPORTING):
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("  #", 1)[0]
+            if ('f"' in code or "f'" in code) and _SIZE_BY_HAND.search(code):
+                offenders.append(f"{rel}:{number}: {line.strip()}")
+    assert offenders == [], "use cudaship.words.byte_count / size:\n" + "\n".join(offenders)

@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 
 from cudaship import __version__
 from cudaship.errors import CudashipError
+from cudaship.words import size
 
 USER_AGENT = f"cudaship/{__version__}"
 #: Socket timeout of a request when the caller names none (seconds).
@@ -273,8 +274,7 @@ class Stream:
                 return
             received += len(chunk)
             if received > limit:
-                shown = f"{limit >> 20} MiB" if limit and limit % (1 << 20) == 0 else f"{limit} bytes"
-                raise TooLarge(f"{self.url}: answer larger than {shown}, not read further", received)
+                raise TooLarge(f"{self.url}: answer larger than {size(limit)}, not read further", received)
             yield chunk
 
     def read(self, limit: int) -> bytes:

@@ -140,6 +140,40 @@ def write_bytes(
         raise
 
 
+def check_writable(path: str | os.PathLike[str], *, error: type[CudashipError] = UsageError) -> None:
+    """Raise ``error`` when :func:`write_bytes` could not write ``path``, before a command does any work: a
+    directory, socket or link to nothing there; a missing directory, or one that is not a directory or not
+    writable, to create the file (or its temporary file) in. A device or FIFO is only checked for write
+    permission (opening a FIFO would wait for its reader)."""
+    label = os.fspath(path)
+    try:
+        os.lstat(label)
+    except NotADirectoryError:
+        raise error(f"cannot write: {Path(label).parent} is not a directory", path=label) from None
+    except OSError:
+        pass  # nothing there (or a problem _resolve words)
+    target, info = _resolve(Path(label), error, "write")
+    if info is not None:
+        _refuse_kind(info, error, label, "write")
+        if not stat.S_ISREG(info.st_mode):
+            if not os.access(target, os.W_OK):
+                raise error("cannot write: permission denied", path=label)
+            return
+    directory = target.parent
+    try:
+        where = os.stat(directory)
+    except FileNotFoundError:
+        raise error(f"cannot write: the directory {directory} does not exist", path=label) from None
+    except NotADirectoryError:
+        raise error(f"cannot write: {directory} is not a directory", path=label) from None
+    except OSError as e:
+        raise error(f"cannot write: {directory}: {e.strerror or e}", path=label) from None
+    if not stat.S_ISDIR(where.st_mode):
+        raise error(f"cannot write: {directory} is not a directory", path=label)
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise error(f"cannot write: the directory {directory} is not writable", path=label)
+
+
 def write_text(path: str | os.PathLike[str], text: str, *, error: type[CudashipError] = UsageError) -> None:
     """Write ``text`` (UTF-8, ``\\n`` line ends) to ``path`` by the rules of this module."""
     write_bytes(path, text.encode("utf-8"), error=error)

@@ -1,5 +1,6 @@
-"""Counted nouns and cut lists for every message and report: one place decides "1 file" / "2 files" and what
-"... and 3 more" says, so no renderer or check writes ``{n} files`` or ``file(s)`` itself.
+"""Counted nouns, cut lists and sizes for every message and report: one place decides "1 file" / "2 files",
+what "... and 3 more" says and how a number of bytes reads (``501,816 bytes``, ``14.2 MiB``), so no renderer
+or check writes ``{n} files``, ``file(s)``, ``MB`` or ``KiB`` itself.
 
 Pure functions of their arguments; English only.
 """
@@ -29,6 +30,24 @@ def count(n: int, noun: str, plural: str | None = None) -> str:
     """``1 file``, ``0 files``, ``2 native libraries``: the number and ``noun`` agreeing with it (``plural``
     where the regular form of :func:`plural_of` is wrong: ``count(2, "child", "children")``)."""
     return f"{n} {noun if n == 1 else (plural or plural_of(noun))}"
+
+
+def byte_count(n: int) -> str:
+    """An exact number of bytes, with thousands separators: ``1 byte``, ``501,816 bytes``."""
+    return f"{n:,} {'byte' if n == 1 else 'bytes'}"
+
+
+#: The one unit family of sizes: binary (1 KiB = 1,024 bytes), as the Linux tools and PyPI's own limits count.
+_UNITS = (("GiB", 30), ("MiB", 20), ("KiB", 10))
+
+
+def size(n: int) -> str:
+    """A size to read at a glance, in binary units with one decimal: ``812 bytes``, ``14.2 KiB``, ``3.1 MiB``,
+    ``1,204.5 GiB`` (below 1 KiB, the exact :func:`byte_count`)."""
+    for unit, shift in _UNITS:
+        if abs(n) >= 1 << shift:
+            return f"{n / (1 << shift):,.1f} {unit}"
+    return byte_count(n)
 
 
 def agree(n: int, singular: str, plural: str) -> str:

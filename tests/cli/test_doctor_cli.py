@@ -44,8 +44,28 @@ def _no_override(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CUDASHIP_LIBCUDA", raising=False)
 
 
+@pytest.mark.parametrize("argv", [[], ["some.so"]], ids=["plain", "with-path"])
+def test_json_without_a_driver_is_the_report_saying_so(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, argv: list[str]
+) -> None:
+    """``doctor -f json`` with no driver writes the JSON report, the driver's absence its fact (issue 35: it
+    wrote nothing), then the same line on stderr and exit 3; a driver library that is not there stands for a
+    machine without one, whether or not this one has a driver."""
+    monkeypatch.setenv("CUDASHIP_LIBCUDA", str(tmp_path / "libcuda.so.1"))
+    for output in (None, tmp_path / "d.json"):
+        where = ["-o", str(output)] if output else []
+        code, out, err = run(capsys, "doctor", "--format", "json", *where, *argv)
+        assert code == ExitCode.NO_GPU == 3
+        doc = json.loads(output.read_text() if output else out)
+        assert doc["no_gpu"] == f"no NVIDIA driver on this machine: cannot load {tmp_path / 'libcuda.so.1'}"
+        assert doc["schema"] == 1 and doc["gpus"] == [] and doc["files"] == []
+        assert doc["driver"] == {"version": None, "cuda": None, "sources": []}
+        assert err == f"cudaship: error: {doc['no_gpu']}\n"
+        assert (out == "") == (output is not None)
+
+
 @pytest.mark.skipif(HAS_DRIVER, reason="this machine has an NVIDIA driver")
-@pytest.mark.parametrize("argv", [[], ["--format", "json"], ["some.so"]], ids=["plain", "json", "with-path"])
+@pytest.mark.parametrize("argv", [[], ["some.so"]], ids=["plain", "with-path"])
 def test_no_driver_is_one_line_and_exit_3(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
     code, out, err = run(capsys, "doctor", *argv)
     assert code == ExitCode.NO_GPU == 3
@@ -130,10 +150,10 @@ def test_doctor_report_on_a_described_machine(
     assert (code, err) == (1, "")
     assert "driver: 595.45.04, supports CUDA 13.2 and older" in out
     assert (
-        "GPU 0: NVIDIA A10G, compute capability 8.6 (Ampere), 24 GiB, memory pools: no (cudaMallocAsync"
+        "GPU 0: NVIDIA A10G, compute capability 8.6 (Ampere), 24.0 GiB, memory pools: no (cudaMallocAsync"
         in out
     )
-    assert "GPU 1: NVIDIA H100 80GB HBM3, compute capability 9.0 (Hopper), 24 GiB, memory pools: yes" in out
+    assert "GPU 1: NVIDIA H100 80GB HBM3, compute capability 9.0 (Hopper), 24.0 GiB, memory pools: yes" in out
     assert "GPU 0 (8.6): WILL NOT RUN: sm_90a runs only on 9.0" in out
     assert "GPU 1 (9.0): runs natively: sm_90a (built for it)" in out
     code, out, _ = run(capsys, "doctor", "--format", "json", str(lib), str(nvcc_build("multi_arch")))

@@ -143,3 +143,40 @@ def test_a_pyvenv_cfg_that_is_a_fifo_is_refused_not_read(
     err = capsys.readouterr().err
     assert code == ExitCode.BAD_INPUT
     assert err == f"cudaship: error: {root / 'pyvenv.cfg'}: not a regular file (a FIFO)\n"
+
+
+@pytest.mark.parametrize(
+    "order",
+    [
+        ["--env", "--require-gpu", "SITE"],
+        ["--require-gpu", "--env", "SITE"],
+        ["SITE", "--env", "--require-gpu"],
+        ["--env", "SITE", "--require-gpu"],
+        ["--env", "--no-system", "SITE"],
+    ],
+    ids=["env-flag-then-dir", "flag-env-dir", "dir-first", "env-dir-flag", "env-other-option-dir"],
+)
+def test_env_and_its_directory_in_any_order(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, order: list[str]
+) -> None:
+    """``--env`` takes an optional value: ``doctor --env --require-gpu DIR`` was refused ("give no PATH with
+    it", issue 35); options and DIR go in any order, as with any click command."""
+    site = tmp_path / "site-packages"
+    (site / "demo-1.0.dist-info").mkdir(parents=True)
+    (site / "demo-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n")
+    (site / "demo-1.0.dist-info" / "RECORD").write_text("demo-1.0.dist-info/METADATA,,\n")
+    argv = [str(site) if a == "SITE" else a for a in order]
+    code = main(["doctor", "--no-system", "--format", "json", *argv])
+    out, err = capsys.readouterr()
+    assert code == (ExitCode.NO_GPU if "--require-gpu" in order else ExitCode.OK), err
+    doc = json.loads(out)
+    assert [d["name"] for d in doc["environment"]["distributions"]] == ["demo"]
+    assert [Path(s) for s in doc["environment"]["sites"]] == [site.resolve()]
+
+
+def test_env_with_a_path_besides_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code = main(["doctor", "--env", str(tmp_path), "other.so"])
+    assert code == ExitCode.BAD_INPUT
+    assert capsys.readouterr().err == (
+        "cudaship: error: --env checks one environment: give it no PATH besides (--env DIR)\n"
+    )

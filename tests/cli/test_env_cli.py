@@ -144,6 +144,37 @@ def test_check_guard(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.Mon
 
 
 @pytest.mark.parametrize(
+    ("name", "syntax"),
+    [("TORCH_CUDA_ARCH_LIST", "torch"), ("CMAKE_CUDA_ARCHITECTURES", "cmake")],
+    ids=["torch-only", "cmake-only"],
+)
+def test_check_takes_one_build_systems_variable(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, name: str, syntax: str
+) -> None:
+    """A torch-only build sets only TORCH_CUDA_ARCH_LIST (a CMake-only one only CMAKE_CUDA_ARCHITECTURES):
+    that variable is enough, and the guard says which one it checked (issue 35: it failed for the other
+    being unset)."""
+    lists = expected("cu130", "x86_64")
+    monkeypatch.setenv(name, getattr(lists, syntax))
+    other = next(n for n in ("TORCH_CUDA_ARCH_LIST", "CMAKE_CUDA_ARCHITECTURES") if n != name)
+    code, out, err = run(capsys, "env", "--train", "cu130", "--machine", "x86_64", "--check")
+    assert (code, out) == (0, ""), err
+    lines = err.splitlines()
+    assert lines[0].startswith(f"cudaship: env: {name} is the list of train cu130 on x86_64 (checked: ")
+    assert lines[1].startswith(f"cudaship: env: {other} is unset (not checked: only ")
+    assert len(lines) == 2
+
+
+def test_check_with_neither_variable_fails(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "env", "--train", "cu130", "--machine", "x86_64", "--check")
+    assert code == 1
+    assert "TORCH_CUDA_ARCH_LIST is unset (nothing checked)" in err
+    assert err.splitlines()[-1].startswith(
+        "cudaship: env: set TORCH_CUDA_ARCH_LIST or CMAKE_CUDA_ARCHITECTURES to the list of train cu130"
+    )
+
+
+@pytest.mark.parametrize(
     ("argv", "code", "message"),
     [
         pytest.param([], 5, "no CUDA train given", id="no-train"),

@@ -83,11 +83,11 @@ def test_json_markdown_and_html_say_it_too(capsys: pytest.CaptureFixture[str], t
 
 
 def test_require_without_gpu_takes_every_row_shown(capsys: pytest.CaptureFixture[str]) -> None:
-    """The default rows of an x86_64 library (7.5 to 12.0, no Arm-only GPU): the example has no SASS for 10.x
-    and its PTX is 12.0."""
+    """The default rows of an x86_64 library (7.0 to 12.0, no Arm-only GPU): the example has no SASS for 7.0
+    nor 10.x and its PTX is 12.0."""
     code, doc = as_json(capsys, "--require", EXAMPLE)
     assert code == ExitCode.FINDINGS
-    assert doc["required"]["unmet"] == ["10.0", "10.3"]
+    assert doc["required"]["unmet"] == ["7.0", "10.0", "10.3"]
 
 
 @pytest.mark.slow

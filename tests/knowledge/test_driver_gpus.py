@@ -95,10 +95,10 @@ def test_unknown_gpu() -> None:
         capability_of("Voodoo 5")
 
 
-def test_shown_rows_span_7_5_to_12_1() -> None:
+def test_shown_rows_span_7_0_to_12_1() -> None:
     caps = [a.capability for a in shown_capabilities()]
-    assert caps[0] == "7.5" and caps[-1] == "12.1"
-    assert "7.0" not in caps
+    assert caps[0] == "7.0" and caps[-1] == "12.1"
+    assert "7.2" not in caps and "6.1" not in caps  # Xavier runs JetPack's CUDA; Pascal is not a default row
     group = group_for(Arch(9, 0, "a"))
     assert group is not None and group.generation == "Hopper" and "H200" in group.names
     assert group.label == "9.0 Hopper (H100, H200)"
@@ -178,3 +178,19 @@ def test_unknown_gpu_message_suggests_and_hides_files() -> None:
         capability_of("RTX")  # a word of many capabilities' names
     message = caught.value.message
     assert "did you mean" in message and "toml" not in message
+
+
+def test_volta_is_a_default_row_while_cuda_12_builds_for_it() -> None:
+    """7.0 (V100) was left out of the default ``gpus`` rows and docs/gpus.md's table although the newest CUDA
+    12 release still compiles for sm_70 (issue 35): the rows start there, and the docs name the rows shown."""
+    from pathlib import Path
+
+    from cudaship.knowledge.releases import releases
+
+    newest_12 = max((r for r in releases() if r.train.major == 12), key=lambda r: r.train)
+    assert 70 in newest_12.sms
+    shown = [a.capability for a in shown_capabilities()]
+    volta = group_for("7.0")
+    assert shown[0] == "7.0" and volta is not None and "V100" in volta.names
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "gpus.md").read_text()
+    assert f"Rows are the compute capabilities {shown[0]} to {shown[-1]}" in " ".join(doc.split())

@@ -90,7 +90,9 @@ def _a_month_later(cache: Path) -> None:
 
 #: what differs between two runs that resolve alike: when each ran, how its pins were given (files, a
 #: report, a date), and what the index cost (requests, bytes, cache hits; offline from the cache or not)
-_COST = re.compile(r" \((?:\d+ requests?, [\d,]+ KiB fetched, \d+ from the cache|no network)\)")
+_COST = re.compile(
+    r" \((?:\d+ requests?, [\d,.]+ (?:bytes|KiB|MiB|GiB) fetched, \d+ from the cache|no network)\)"
+)
 
 
 def _comparable(report: dict[str, Any]) -> dict[str, Any]:

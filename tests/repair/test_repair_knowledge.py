@@ -88,7 +88,7 @@ def test_exclude_flags() -> None:
 
 
 def test_pypi_limit() -> None:
-    assert pypi_file_limit() == 100_000_000
+    assert pypi_file_limit() == 100 * 1024 * 1024  # MAX_FILESIZE = 100 * ONE_MIB in warehouse
 
 
 # issue 31: the provider of a library is chosen by the train's CUDA major and the library's own file, from

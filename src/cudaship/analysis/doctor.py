@@ -36,11 +36,12 @@ class Checked:
 class DoctorReport:
     """What ``doctor`` found: the machine, and the files checked against it."""
 
-    probe: ProbeResult
+    probe: ProbeResult | None  #: None: no driver or no GPU, and ``no_gpu`` says why (nothing was checked)
     checked: tuple[Checked, ...]
     #: native files of installed packages looked at; None when the user named the paths
     scanned: int | None = None
     unreadable: int = 0  #: of those scanned, how many could not be read
+    no_gpu: str | None = None  #: why the machine could not be probed (no driver, no GPU): exit 3
 
     @property
     def scanned_environment(self) -> bool:
@@ -57,6 +58,12 @@ class DoctorReport:
     def runs_nowhere(self) -> bool:
         """Some file will not run on some GPU of this machine."""
         return any(cv.verdict.status is Status.FAIL for c in self.checked for cv in c.verdicts.verdicts)
+
+
+def without_gpu(reason: str) -> DoctorReport:
+    """The report of a machine with no NVIDIA driver or no GPU: that fact, and no file checked (a verdict
+    needs a GPU to be about)."""
+    return DoctorReport(None, (), no_gpu=reason)
 
 
 def check(report: FileReport, result: ProbeResult, distribution: str | None = None) -> Checked:

@@ -41,6 +41,7 @@ from cudaship.errors import ArchiveError
 from cudaship.pages import read_only_map
 from cudaship.records.buffer import Buffer
 from cudaship.safe_read import file_size
+from cudaship.waits import wait_interruptibly
 
 #: Decompressed members held in memory at once (all workers together); a member that does not fit waits for
 #: others to finish (when small) or goes to an anonymous temporary file, mapped (see :data:`SPILL_SIZE`).
@@ -702,7 +703,7 @@ class _BatchItem(Generic[_T]):
         from concurrent.futures import BrokenExecutor  # start-up time, as in Workers.dispatch
 
         try:
-            out = self._batch.result()
+            out = wait_interruptibly(self._batch)
         except BrokenExecutor:
             return self._failed(self._member, WORKER_DIED)
         if isinstance(out, str):

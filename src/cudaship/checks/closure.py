@@ -32,7 +32,7 @@ from cudaship.records.binary import FileFormat, Import, ImportKind
 from cudaship.records.files import FileReport
 from cudaship.records.findings import CheckResult, Finding, Status, failed, passed, verdict
 from cudaship.records.judgement import Met
-from cudaship.words import agree, count, cut_list
+from cudaship.words import agree, count, cut_list, size
 
 FAMILY = "closure"
 
@@ -512,7 +512,7 @@ def _providers_line(ctx: AuditContext) -> str:
     c = p.closure
     fetched = p.fetched
     cost = (
-        f"{count(fetched.requests, 'request')}, {fetched.bytes / 1024:.0f} KiB fetched, "
+        f"{count(fetched.requests, 'request')}, {size(fetched.bytes)} fetched, "
         f"{fetched.cache_hits} from the cache"
         if fetched.requests or fetched.cache_hits
         else "no network"

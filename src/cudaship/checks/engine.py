@@ -31,6 +31,7 @@ from cudaship.records.files import ContainerKind
 from cudaship.records.findings import CheckResult, Finding, Severity, failed
 from cudaship.records.platform import TargetPlatform
 from cudaship.safe_read import file_size
+from cudaship.waits import wait_interruptibly
 from cudaship.wheel.records import DistInfo
 
 #: the rule of a family's own failure to run (an unreadable input it needed, a bug): always an error
@@ -269,7 +270,7 @@ def audit_wheels(
             wheels = ThreadPoolExecutor(min(count, len(paths)), thread_name_prefix="cudaship-wheel")
             try:
                 futures = [wheels.submit(one, path, size) for path, size in zip(paths, sizes, strict=True)]
-                outcomes = [future.result() for future in futures]
+                outcomes = [wait_interruptibly(future) for future in futures]  # Ctrl-C at once
             except KeyboardInterrupt:  # Ctrl-C: the wheels not started are dropped, the workers end (pool)
                 wheels.shutdown(wait=False, cancel_futures=True)
                 raise

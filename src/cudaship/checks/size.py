@@ -16,7 +16,7 @@ from cudaship.checks.context import AuditContext
 from cudaship.knowledge.repair import provision, pypi_file_limit
 from cudaship.records.binary import DeviceCodeKind, FileFormat
 from cudaship.records.findings import CheckResult, Finding, passed, verdict
-from cudaship.words import count
+from cudaship.words import count, size
 
 FAMILY = "size"
 
@@ -30,15 +30,6 @@ class LibrarySize:
     ptx: int
     host: int
     provider: str | None  #: the NVIDIA project that would provide it, when one does
-
-
-def _mb(n: int) -> str:
-    """Bytes in decimal units (PyPI's limit is 100 MB = 100,000,000 bytes)."""
-    if n >= 10**6:
-        return f"{n / 1e6:,.1f} MB"
-    if n >= 10**3:
-        return f"{n / 1e3:,.1f} kB"
-    return f"{n} B"
 
 
 def library_sizes(ctx: AuditContext) -> list[LibrarySize]:
@@ -83,11 +74,11 @@ def library_sizes(ctx: AuditContext) -> list[LibrarySize]:
 
 
 def _describe(lib: LibrarySize) -> str:
-    parts = [f"{_mb(lib.size)} ({_mb(lib.compressed)} compressed)", f"host {_mb(lib.host)}"]
+    parts = [f"{size(lib.size)} ({size(lib.compressed)} compressed)", f"host {size(lib.host)}"]
     if lib.sass:
-        parts.append("SASS " + ", ".join(f"{arch} {_mb(n)}" for arch, n in lib.sass))
+        parts.append("SASS " + ", ".join(f"{arch} {size(n)}" for arch, n in lib.sass))
     if lib.ptx:
-        parts.append(f"PTX {_mb(lib.ptx)}")
+        parts.append(f"PTX {size(lib.ptx)}")
     return "; ".join(parts)
 
 
@@ -102,9 +93,9 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         passed(
             FAMILY,
             "size: what the wheel weighs",
-            f"members {_mb(wheel)} compressed, {_mb(uncompressed)} uncompressed; "
+            f"members {size(wheel)} compressed, {size(uncompressed)} uncompressed; "
             f"{count(len(libs), 'native file')}"
-            + (f"; about {_mb(wheel - saved)} after cudaship repair" if vendored else ""),
+            + (f"; about {size(wheel - saved)} after cudaship repair" if vendored else ""),
             evidence,
         )
     ]
@@ -114,14 +105,14 @@ def run(ctx: AuditContext) -> list[CheckResult]:
             "size: CUDA libraries an NVIDIA wheel provides",
             [
                 Finding(
-                    f"{_mb(lib.size)} ({_mb(lib.compressed)} compressed) that {lib.provider} installs: "
+                    f"{size(lib.size)} ({size(lib.compressed)} compressed) that {lib.provider} installs: "
                     "cudaship repair removes it and declares that wheel",
                     file=lib.path,
                 )
                 for lib in vendored
             ],
             "none shipped",
-            f"{len(vendored)} shipped, {_mb(saved)} compressed",
+            f"{len(vendored)} shipped, {size(saved)} compressed",
             rule="vendored",
         )
     )
@@ -130,30 +121,30 @@ def run(ctx: AuditContext) -> list[CheckResult]:
         verdict(
             FAMILY,
             "size: PyPI's file-size limit",
-            [Finding(f"the wheel's members take {_mb(wheel)} compressed, over PyPI's default {_mb(limit)}")]
+            [Finding(f"the wheel's members take {size(wheel)} compressed, over PyPI's default {size(limit)}")]
             if wheel > limit
             else [],
-            f"{_mb(wheel)}, under PyPI's default {_mb(limit)} per file",
-            f"over PyPI's default {_mb(limit)} per file: the upload needs a limit increase for the project",
+            f"{size(wheel)}, under PyPI's default {size(limit)} per file",
+            f"over PyPI's default {size(limit)} per file: the upload needs a limit increase for the project",
             rule="pypi_limit",
         )
     )
     budget = ctx.policy.size
     if budget.total is not None:
-        over = [Finding(f"{_mb(wheel)} compressed, over the budget of {_mb(budget.total)}")]
+        over = [Finding(f"{size(wheel)} compressed, over the budget of {size(budget.total)}")]
         results.append(
             verdict(
                 FAMILY,
                 "size: budget for the wheel",
                 over if wheel > budget.total else [],
-                f"{_mb(wheel)}, within {_mb(budget.total)}",
+                f"{size(wheel)}, within {size(budget.total)}",
                 rule="budget",
             )
         )
     if budget.library is not None:
         cap = budget.library
         findings = [
-            Finding(f"{_mb(lib.size)} uncompressed, over the budget of {_mb(cap)}", file=lib.path)
+            Finding(f"{size(lib.size)} uncompressed, over the budget of {size(cap)}", file=lib.path)
             for lib in libs
             if lib.size > cap
         ]
@@ -162,7 +153,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
                 FAMILY,
                 "size: budget per library",
                 findings,
-                f"every library within {_mb(cap)}",
+                f"every library within {size(cap)}",
                 rule="budget",
             )
         )
@@ -173,7 +164,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
             for arch, n in lib.sass:
                 per_arch[arch] = per_arch.get(arch, 0) + n
         findings = [
-            Finding(f"SASS for {arch}: {_mb(n)} over the wheel, over the budget of {_mb(cap)}", arch=arch)
+            Finding(f"SASS for {arch}: {size(n)} over the wheel, over the budget of {size(cap)}", arch=arch)
             for arch, n in sorted(per_arch.items())
             if n > cap
         ]
@@ -182,7 +173,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
                 FAMILY,
                 "size: budget per arch",
                 findings,
-                f"{count(len(per_arch), 'arch', 'archs')}, each within {_mb(cap)}",
+                f"{count(len(per_arch), 'arch', 'archs')}, each within {size(cap)}",
                 rule="budget",
             )
         )

@@ -340,7 +340,7 @@ FAMILIES: tuple[Family, ...] = (
         section=policy.parse_size,
         rules=(
             Rule("vendored", NOTE, "a shipped CUDA library that an NVIDIA wheel provides (cudaship repair)"),
-            Rule("pypi_limit", NOTE, "the wheel is over PyPI's default file-size limit (100 MB)"),
+            Rule("pypi_limit", NOTE, "the wheel is over PyPI's default file-size limit (100 MiB)"),
             Rule("budget", ERROR, "over a budget of [audit.size]: total, library or arch"),
         ),
     ),

@@ -70,18 +70,42 @@ class EnvMismatch:
     found: str | None
 
 
-def check_env(env: BuildEnv, environ: Mapping[str, str] | None = None) -> list[EnvMismatch]:
-    """The guarded variables whose list in ``environ`` is not the row's list (missing counts as a mismatch).
+#: The build system each guarded variable is for: a build reads its own, so each is enough for its own build.
+BUILD_SYSTEM = {"TORCH_CUDA_ARCH_LIST": "torch builds", "CMAKE_CUDA_ARCHITECTURES": "CMake builds"}
+
+
+@dataclass(frozen=True)
+class EnvCheck:
+    """What ``env --check`` found: the guarded variables that are set (``checked``, each compared with the
+    row's list), those not set (``unset``: not this build's system, so not compared) and the mismatches."""
+
+    checked: tuple[str, ...]
+    unset: tuple[str, ...]
+    mismatches: tuple[EnvMismatch, ...]
+
+    @property
+    def ok(self) -> bool:
+        """At least one build system's variable is set, and every one set is the row's list."""
+        return bool(self.checked) and not self.mismatches
+
+
+def check_env(env: BuildEnv, environ: Mapping[str, str] | None = None) -> EnvCheck:
+    """Each guarded variable that ``environ`` sets, compared with the row's list; an unset one is not a
+    mismatch (a torch-only build sets only ``TORCH_CUDA_ARCH_LIST``), but none set at all fails the check.
 
     Lists are compared parsed, so ``8.0 8.6`` and ``8.0;8.6`` are the same list; an unparsable value differs.
     """
     expected = env.as_dict()
-    mismatches = []
+    checked, unset, mismatches = [], [], []
     for name in GUARDED:
         found = envvars.get(name, environ)
-        if found is None or not _same_list(found, env.archs, _SYNTAX[name]):
+        if found is None:
+            unset.append(name)
+            continue
+        checked.append(name)
+        if not _same_list(found, env.archs, _SYNTAX[name]):
             mismatches.append(EnvMismatch(name, expected[name], found))
-    return mismatches
+    return EnvCheck(tuple(checked), tuple(unset), tuple(mismatches))
 
 
 _SYNTAX = {"TORCH_CUDA_ARCH_LIST": "torch", "CMAKE_CUDA_ARCHITECTURES": "cmake"}

@@ -12,11 +12,13 @@ from typing import Any, TypeVar
 import click
 
 from cudaship import envvars
+from cudaship.errors import UsageError
 from cudaship.knowledge.platforms import cuda_machines
 from cudaship.knowledge.releases import require_train
 from cudaship.knowledge.trains import Train
 from cudaship.render.style import Style
 from cudaship.render.table import formats
+from cudaship.safe_write import check_writable
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -69,12 +71,22 @@ def train_option(
     )
 
 
+def _writable_output(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``-o FILE`` checked when the command line is read, before any work: a report that cannot be written
+    is one line and exit 2 at once, not after the whole read (:func:`cudaship.safe_write.check_writable`)."""
+    if value is not None and value != "-":
+        check_writable(value, error=UsageError)
+    return value
+
+
 def output_option() -> Callable[[F], F]:
+    """``-o/--output FILE``: the report's file, its directory checked before any work (exit 2, one line)."""
     return click.option(
         "-o",
         "--output",
         type=click.Path(dir_okay=False, writable=True, allow_dash=True),
         default=None,
+        callback=_writable_output,
         help="Write the report to FILE instead of standard output.",
     )
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from cudaship.cli.common import format_option, output_option
-from cudaship.errors import UsageError
+from cudaship.errors import NoGpuError, UsageError
 from cudaship.exitcodes import ExitCode
 from cudaship.probe.gpus import probe
 from cudaship.render.escape import line
@@ -150,9 +150,13 @@ def command(
     --confirm, the real loader is asked too: each distribution's modules are imported in fresh children and
     every DT_NEEDED mapped there is compared with the simulation's pick (docs/doctor-env.md).
     """
+    if env == "" and len(paths) == 1:
+        # ``--env`` takes an optional value, so click reads ``--env --require-gpu DIR`` (or ``DIR --env``) as
+        # --env without one and DIR as a PATH: the one PATH is the environment, in whatever order it came
+        env, paths = paths[0], ()
     if env is not None:
         if paths:
-            raise UsageError("--env checks an environment: give no PATH with it")
+            raise UsageError("--env checks one environment: give it no PATH besides (--env DIR)")
         from cudaship.cli.doctor_env import ConfirmOptions, run_env  # start-up: only doctor --env
 
         return run_env(
@@ -179,9 +183,18 @@ def command(
         raise UsageError("--confirm and --confirm-only go with --env")
     if fmt.lower() not in formats("doctor"):
         raise UsageError(f"--format {fmt.lower()} is available with --env")
-    from cudaship.analysis.doctor import doctor_environment, doctor_paths  # start-up: the walk, the probe
+    from cudaship.analysis.doctor import doctor_environment, doctor_paths, without_gpu  # start-up: the walk
 
-    result = probe()
+    try:
+        result = probe()
+    except NoGpuError as e:
+        if fmt.lower() != "json":
+            raise  # text: the one line, exit 3
+        # JSON: the report still, with the missing driver or GPU as its fact (a CI step parses it), then the
+        # same line on stderr and the same exit status
+        write_report(render(DOCTOR, fmt, without_gpu(str(e))), output)
+        click.echo(f"cudaship: error: {e}", err=True)
+        return int(e.exit_code)
     report = doctor_paths(paths, result) if paths else doctor_environment(result)
     write_report(render(DOCTOR, fmt, report), output)
     for item in report.failed:

@@ -22,6 +22,7 @@ from cudaship.render.escape import line
 from cudaship.render.output import write_report
 from cudaship.render.style import Style
 from cudaship.render.table import DOCTOR_ENV, render
+from cudaship.words import size
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ def _confirm(report: EnvReport, env: str, options: ConfirmOptions) -> EnvReport:
     paths |= {e.target for e in report.graph.edges if e.target is not None}
     realpaths = {p: os.path.realpath(p) for p in paths}
     confirmed = compare(report.env, report.graph, planned, observation, realpaths, timeout=options.timeout)
-    memory = f"{options.memory / (1 << 30):g} GiB" if options.memory else "none"
+    memory = size(options.memory) if options.memory else "none"
     deadline = f"{options.deadline:g} s" if options.deadline else "none"
     honest = RAN_CODE.format(memory=memory, deadline=deadline)
     confirmed = replace(confirmed, ran_code=honest, notes=(honest, *confirmed.notes))

@@ -8,7 +8,7 @@ import click
 
 from cudaship import envvars
 from cudaship.ci.archs import arch_table
-from cudaship.ci.env import BuildEnv, build_env, check_env
+from cudaship.ci.env import BUILD_SYSTEM, GUARDED, BuildEnv, build_env, check_env
 from cudaship.cli.arch_list_cmd import NoTrainError
 from cudaship.cli.common import (
     format_option,
@@ -69,8 +69,8 @@ def _write_file(env: BuildEnv, path: Path) -> None:
 @click.option(
     "--check",
     is_flag=True,
-    help="Do not write: exit 1 if this environment's TORCH_CUDA_ARCH_LIST or CMAKE_CUDA_ARCHITECTURES "
-    "is not the row's list.",
+    help="Do not write: exit 1 if a build variable this environment sets (TORCH_CUDA_ARCH_LIST for torch "
+    "builds, CMAKE_CUDA_ARCHITECTURES for CMake builds) is not the row's list, or neither is set.",
 )
 def command(
     train: str | None,
@@ -92,17 +92,24 @@ def command(
     if check:
         if targets or fmt or output:
             raise UsageError("--check does not write: drop --write/--format/-o")
-        mismatches = check_env(env)
-        for m in mismatches:
-            found = "unset" if m.found is None else repr(m.found)
+        result = check_env(env)
+        row = f"train {env.train} on {env.machine}"
+        for m in result.mismatches:
+            click.echo(f"cudaship: env: {m.name} is {m.found!r}, but {row} builds {m.expected!r}", err=True)
+        right = [n for n in result.checked if n not in {m.name for m in result.mismatches}]
+        for name in right:
+            why = f"checked: {BUILD_SYSTEM[name]} read it"
+            click.echo(f"cudaship: env: {name} is the list of {row} ({why})", err=True)
+        for name in result.unset:
+            what = f"not checked: only {BUILD_SYSTEM[name]} read it" if result.checked else "nothing checked"
+            click.echo(f"cudaship: env: {name} is unset ({what})", err=True)
+        if not result.checked:
             click.echo(
-                f"cudaship: env: {m.name} is {found}, but train {env.train} on {env.machine} builds "
-                f"{m.expected!r}",
+                f"cudaship: env: set {' or '.join(GUARDED)} to the list of {row}: a build without one builds "
+                "its own default list",
                 err=True,
             )
-        if not mismatches:
-            click.echo(f"cudaship: env: the arch lists are {env.train}'s on {env.machine}", err=True)
-        return int(ExitCode.FINDINGS if mismatches else ExitCode.OK)
+        return int(ExitCode.OK if result.ok else ExitCode.FINDINGS)
 
     if fmt is None and (output is not None or not targets):
         fmt = "shell"

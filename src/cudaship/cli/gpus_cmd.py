@@ -102,7 +102,7 @@ def command(
     output: str | None,
     jobs: int | None,
 ) -> int:
-    """Tell which GPUs (the compute capabilities 7.5 to 12.1 of the inputs' machine) each PATH runs on.
+    """Tell which GPUs (the compute capabilities 7.0 to 12.1 of the inputs' machine) each PATH runs on.
 
     PATH is a library, program, device-code file, wheel or directory, as for cudaship inspect. For each
     library with device code and for each wheel as a whole (it runs on a GPU only where every such library

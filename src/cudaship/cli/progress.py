@@ -17,19 +17,9 @@ from typing import TextIO, TypeVar
 from cudaship.inspection.walk import InspectObserver
 from cudaship.render.escape import line
 from cudaship.render.escape import text as shown_escaped
+from cudaship.words import size
 
 _Self = TypeVar("_Self", bound="ByteProgress")
-
-
-def _size(nbytes: int) -> str:
-    """``812 bytes``, ``14.2 KiB``, ``3.1 MiB``, ``1.20 GiB``."""
-    if nbytes < 1024:
-        return f"{nbytes} bytes"
-    if nbytes < 1 << 20:
-        return f"{nbytes / 1024:.1f} KiB"
-    if nbytes < 1 << 30:
-        return f"{nbytes / (1 << 20):.1f} MiB"
-    return f"{nbytes / (1 << 30):.2f} GiB"
 
 
 class ByteProgress:
@@ -80,7 +70,7 @@ class ByteProgress:
         if not self._plain:
             self._progress.stop()
         elif exc_type is None:
-            self._line(f"done, {_size(self._read)} read")
+            self._line(f"done, {size(self._read)} read")
 
     def label(self, text: str, *, restart: bool = False) -> None:
         """Show ``text`` (its tail when long); ``restart`` also empties the bar for a new unit of work (a
@@ -105,7 +95,7 @@ class ByteProgress:
     def planned(self, total_bytes: int) -> None:
         if self._plain:
             self._total = total_bytes
-            self._line(f"{_size(total_bytes)} to read")
+            self._line(f"{size(total_bytes)} to read")
         else:
             self._progress.update(self._task, total=total_bytes or None)
 
@@ -122,7 +112,7 @@ class ByteProgress:
             if step <= self._step:
                 return
             self._step = step
-            self._line(f"{step * 100 // self.STEPS}% of {_size(self._total)} ({self._shown})")
+            self._line(f"{step * 100 // self.STEPS}% of {size(self._total)} ({self._shown})")
 
 
 class InspectProgress(ByteProgress, InspectObserver):

@@ -23,7 +23,7 @@ from cudaship.toolkit import download, layout
 from cudaship.toolkit import install as installer
 from cudaship.toolkit.extract import ExtractLimits
 from cudaship.toolkit.records import Observer, Platform, Source, ToolkitCatalog, ToolkitEnv, ToolkitView
-from cudaship.words import count
+from cudaship.words import byte_count, count
 
 from .common import cache_dir_option, format_option, output_option, platform_option
 
@@ -99,7 +99,7 @@ class _Progress(Observer):
         if self.bar is not None:
             self.tasks[filename] = self.bar.add_task(filename, total=total, completed=already)
         elif not self.quiet:
-            resumed = f" (resuming at {already} bytes)" if already else ""
+            resumed = f" (resuming at {byte_count(already)})" if already else ""
             self._say(f"cudaship: toolkit: downloading {filename}{resumed}")
 
     def download_progress(self, filename: str, done: int) -> None:

@@ -73,7 +73,7 @@ def gpu_groups() -> tuple[GpuGroup, ...]:
 
 
 def shown_capabilities() -> tuple[Arch, ...]:
-    """The capabilities of the default ``gpus`` table (7.5 to 12.1), oldest first."""
+    """The capabilities of the default ``gpus`` table (7.0 to 12.1), oldest first."""
     return tuple(g.arch for g in gpu_groups() if g.shown)
 
 

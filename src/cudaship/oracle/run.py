@@ -56,6 +56,7 @@ from cudaship.safe_read import open_regular
 from cudaship.wheel.archive import WheelArchive
 from cudaship.wheel.metadata import install_path, parse_metadata
 from cudaship.wheel.toplevel import top_level_modules
+from cudaship.words import size
 
 #: Seconds the whole ``audit --load`` of one wheel may take (``--load-deadline``): pip and every child.
 DEFAULT_DEADLINE = 3600.0
@@ -289,7 +290,7 @@ def load_audit(
 
 def ran_code(options: LoadOptions) -> str:
     """:data:`RAN_CODE` with the limits of this run."""
-    memory = f"{options.memory / (1 << 30):g} GiB" if options.memory else "none"
+    memory = size(options.memory) if options.memory else "none"
     deadline = f"{options.deadline:g} s" if options.deadline else "none"
     return RAN_CODE.format(memory=memory, deadline=deadline)
 

@@ -23,6 +23,7 @@ import platform as _platform
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 import warnings
@@ -206,6 +207,17 @@ def _quiet(_phase: str) -> None:
     pass
 
 
+def _torchs(filename: str) -> bool:
+    """Whether a warning issued at ``filename`` during an export is torch's: in torch's own files, in code
+    it generates (``<eval_with_key>``), or in the standard library on its behalf (``copyreg.py``, when torch
+    pickles a tree spec: only torch calls into it there)."""
+    parts = Path(filename).parts
+    if "torch" in parts or "torchgen" in parts or filename.startswith("<"):
+        return True
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    return Path(filename).parent == stdlib
+
+
 @contextmanager
 def torch_warnings(recorded: list[str]) -> Iterator[None]:
     """Warnings torch issues inside the block (its ``FutureWarning`` about an API it changes, ...) go into
@@ -231,8 +243,7 @@ def torch_warnings(recorded: list[str]) -> Iterator[None]:
             file: Any = None,
             line: str | None = None,
         ) -> None:
-            parts = Path(filename).parts
-            if "torch" in parts or "torchgen" in parts or filename.startswith("<"):
+            if _torchs(filename):
                 first = (str(message).strip().splitlines() or [""])[0]
                 text = f"torch: {category.__name__}: {first}"
                 if text not in recorded:

@@ -11,7 +11,7 @@ from cudaship.knowledge.runs_on import VerdictKind
 from cudaship.probe.records import GpuInfo, ProbeResult
 from cudaship.render.jsonify import dumps
 from cudaship.render.style import Renderer, Style
-from cudaship.words import count
+from cudaship.words import count, size
 
 SCHEMA_VERSION = 1
 
@@ -25,7 +25,7 @@ _WORD = {
 def _gpu_line(gpu: GpuInfo) -> str:
     generation = gpu.capability.generation
     cap = f"{gpu.capability.capability} ({generation})" if generation else gpu.capability.capability
-    memory = f", {gpu.memory_bytes / 2**30:.0f} GiB" if gpu.memory_bytes else ""
+    memory = f", {size(gpu.memory_bytes)}" if gpu.memory_bytes else ""
     pools = {True: "yes", False: "no (cudaMallocAsync falls back to cudaMalloc)", None: "unknown"}[
         gpu.memory_pools
     ]
@@ -53,6 +53,8 @@ def _header(report: DoctorReport) -> str:
 
 def text(report: DoctorReport, style: Style) -> str:
     result = report.probe
+    if result is None:
+        return f"no GPU to check against: {report.no_gpu}\n"
     lines = [_driver_line(result), *(_gpu_line(g) for g in result.gpus)]
     lines += [f"note: {n}" for n in result.notes]
     lines += ["", _header(report)]
@@ -103,6 +105,19 @@ def _file(c: Checked, result: ProbeResult) -> dict[str, Any]:
 
 def json(report: DoctorReport, style: Style) -> str:
     result = report.probe
+    if result is None:  # no driver or no GPU: the fact, with nothing checked
+        return dumps(
+            {
+                "schema": SCHEMA_VERSION,
+                "driver": {"version": None, "cuda": None, "sources": []},
+                "gpus": [],
+                "no_gpu": report.no_gpu,
+                "notes": [],
+                "scanned_environment": False,
+                "files": [],
+            },
+            ascii=False,
+        )
     drv = result.driver
     doc = {
         "schema": SCHEMA_VERSION,
@@ -122,6 +137,7 @@ def json(report: DoctorReport, style: Style) -> str:
             }
             for g in result.gpus
         ],
+        "no_gpu": None,
         "notes": list(result.notes),
         "scanned_environment": report.scanned_environment,
         "files": [_file(c, result) for c in report.checked],

@@ -20,7 +20,7 @@ from cudaship.records.binary import DeviceCodeKind, HostBinary, ImportKind
 from cudaship.records.files import ContainerKind, FileReport
 from cudaship.render.console import text_console
 from cudaship.render.style import Style
-from cudaship.words import count
+from cudaship.words import byte_count, count
 
 _KIND = {
     DeviceCodeKind.SASS: "SASS",
@@ -83,7 +83,7 @@ def _wheel_header(console: Console, wheel: WheelReport) -> None:
 def _file(console: Console, f: FileReport, style: Style) -> None:
     # a wheel member is shown under its wheel's header, by its path inside the wheel
     fmt = f.format.value if f.format else "?"
-    console.print(Text(f.path, style="bold cyan") + Text(f"  [{fmt}, {f.size:,} bytes]"))
+    console.print(Text(f.path, style="bold cyan") + Text(f"  [{fmt}, {byte_count(f.size)}]"))
     if f.error is not None:
         console.print(Text(f"  error: {f.error}", style="bold red"))
     host = f.host

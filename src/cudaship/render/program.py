@@ -40,7 +40,7 @@ def render_inspect(info: ProgramInfo) -> str:
     )
     lines.append("  CUDA train    " + info.train.phrase)
     for m in info.libraries:
-        lines.append(f"  library       {m.name} ({m.size} bytes)")
+        lines.append(f"  library       {m.name} ({words.byte_count(m.size)})")
         if m.report is not None and m.report.host is not None:
             imports = ", ".join(i.library for i in m.report.host.imports)
             lines.append(f"    imports     {imports or '(none)'}")

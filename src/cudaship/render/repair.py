@@ -11,15 +11,9 @@ from cudaship.render.escape import markdown_cell as cell
 from cudaship.render.jsonify import dumps, fields
 from cudaship.render.style import Renderer, Style
 from cudaship.repair.records import RepairReport, WheelRepair
+from cudaship.words import byte_count, size
 
 SCHEMA_VERSION = 1
-
-
-def _bytes(n: int) -> str:
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n >= 1 << shift:
-            return f"{n / (1 << shift):.1f} {unit}"
-    return f"{n} B"
 
 
 def _change(before: int, after: int) -> str:
@@ -35,7 +29,7 @@ def _text_wheel(w: WheelRepair, dry_run: bool) -> list[str]:
     lines = [f"{p.filename}", f"  platform   {p.os}; CUDA train {p.train}"]
     for r in p.removed:
         lines.append(
-            f"  removed    {r.member} ({r.library}, {_bytes(r.size)}, {_bytes(r.compressed_size)} "
+            f"  removed    {r.member} ({r.library}, {size(r.size)}, {size(r.compressed_size)} "
             f"compressed): {r.project} installs it in {r.directory}"
         )
     lines += [f"  kept       {k.member} ({k.library}): {k.reason}" for k in p.kept]
@@ -69,13 +63,13 @@ def _text_wheel(w: WheelRepair, dry_run: bool) -> list[str]:
         lines.append(f"  error      {w.error}")
     elif dry_run:
         lines.append(
-            f"  size       {w.size_before:,} bytes ({_bytes(w.uncompressed_before)} uncompressed); "
-            f"{_bytes(p.bytes_removed)} uncompressed to remove (dry run: nothing written)"
+            f"  size       {byte_count(w.size_before)} ({size(w.uncompressed_before)} uncompressed); "
+            f"{size(p.bytes_removed)} uncompressed to remove (dry run: nothing written)"
         )
     elif w.size_after is not None and w.uncompressed_after is not None:
         change = _change(w.size_before, w.size_after)
         lines.append(
-            f"  size       {w.size_before:,} -> {w.size_after:,} bytes{change}; "
+            f"  size       {w.size_before:,} -> {byte_count(w.size_after)}{change}; "
             f"uncompressed {w.uncompressed_before:,} -> {w.uncompressed_after:,}"
         )
         if w.unchanged_copy:
@@ -108,7 +102,7 @@ def _markdown_wheel(w: WheelRepair, dry_run: bool) -> list[str]:
             (
                 "removed",
                 f"`{r.member}`",
-                f"{r.library}, {r.size:,} bytes: {r.project} installs it in {r.directory}",
+                f"{r.library}, {byte_count(r.size)}: {r.project} installs it in {r.directory}",
             )
         )
     for k in p.kept:
@@ -145,10 +139,10 @@ def _markdown_wheel(w: WheelRepair, dry_run: bool) -> list[str]:
     if w.error:
         lines.append(f"**error:** {cell(w.error)}")
     elif dry_run:
-        lines.append(f"Dry run: nothing written; {p.bytes_removed:,} uncompressed bytes to remove.")
+        lines.append(f"Dry run: nothing written; {byte_count(p.bytes_removed)} uncompressed to remove.")
     elif w.size_after is not None:
         lines.append(
-            f"Size: {w.size_before:,} → {w.size_after:,} bytes; uncompressed {w.uncompressed_before:,} → "
+            f"Size: {w.size_before:,} → {byte_count(w.size_after)}; uncompressed {w.uncompressed_before:,} → "
             f"{w.uncompressed_after:,}. Written to `{cell(w.output or '')}`."
         )
         if w.verification is not None:
