@@ -257,6 +257,13 @@ VARIABLES: tuple[Variable, ...] = (
         "a file path (set by GitHub Actions)",
     ),
     Variable("GITHUB_WORKSPACE", "the Action", "where the wheel patterns are matched", "a directory"),
+    Variable("GITHUB_JOB", "the Action", "the job's id, part of the default artifact name", "a job id"),
+    Variable(
+        "INPUT_ARTIFACT_NAME",
+        "the Action",
+        "the `artifact-name` input",
+        "a name, or empty: `cudaship-reports-JOB-WHEEL-DIGEST`",
+    ),
     Variable("INPUT_WHEELS", "the Action", "the `wheels` input", "glob patterns (default `dist/*.whl`)"),
     Variable("INPUT_POLICY", "the Action", "the `policy` input", "a policy file, or empty"),
     Variable("INPUT_REPORT_DIR", "the Action", "the `report-dir` input", "a directory"),

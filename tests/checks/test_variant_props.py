@@ -146,7 +146,7 @@ def test_device_code_no_machine_picks_is_a_note_with_its_size() -> None:
     note = results[UNADMITTED]
     assert (note.status, note.severity, note.rule) == (Status.FAIL, Severity.NOTE, "unadmitted")
     # sm_80 runs on no 9.x GPU; compute_90 is never JIT-compiled where sm_90 runs
-    assert note.evidence[0].message == f"{LIB}: sm_80 compute_90 (200 B)"
+    assert note.evidence[0].message == f"{LIB}: sm_80 compute_90 (200 bytes)"
     assert audit([lib(*CODE)], HONEST)[UNADMITTED].status is Status.PASS
 
 

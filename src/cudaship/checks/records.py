@@ -210,7 +210,7 @@ class AuditReport:
         if not without:
             return line
         if len(without) == len(self.wheels):
-            where = "the wheel" if len(without) == 1 else f"any of the {len(without)} wheels"
+            where = "the wheel" if len(without) == 1 else f"any of the {words.count(len(without), 'wheel')}"
         else:
             where = ", ".join(without)
         return f"{line} · no CUDA code in {where}"

@@ -34,6 +34,7 @@ import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from cudaship import words
 from cudaship.checks.context import AuditContext
 from cudaship.errors import KnowledgeError
 from cudaship.knowledge.arch_names import Arch
@@ -103,11 +104,7 @@ def _size(entries: Iterable[DeviceCode]) -> int:
 
 
 def _mb(n: int) -> str:
-    if n >= 10**6:
-        return f"{n / 1e6:,.1f} MB"
-    if n >= 10**3:
-        return f"{n / 1e3:,.1f} kB"
-    return f"{n} B"
+    return words.size(n)
 
 
 def _name(path: str) -> str:

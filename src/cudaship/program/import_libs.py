@@ -30,6 +30,7 @@ from cudaship.binary.coff_importlib import read_import_library
 from cudaship.binary.elf import read_elf
 from cudaship.errors import BinaryFormatError, ProgramError
 from cudaship.inspection.program_records import ImportLibraryRecord
+from cudaship.words import count
 
 #: where a torch installation (or wheel) keeps the C shim headers, relative to the ``torch`` package
 SHIM_HEADERS = "include/torch/csrc/inductor/aoti_torch"
@@ -179,8 +180,8 @@ def make_import_library(dll: str, names: tuple[str, ...], dlltool: str, output: 
     got = {m.symbol for m in made.members}
     if set(made.dlls) != {dll} or got != set(names):
         raise ProgramError(
-            f"{dlltool} wrote an import library that does not say what was asked ({len(got)} names for "
-            f"{', '.join(made.dlls) or 'no DLL'}; asked {len(names)} for {dll})",
+            f"{dlltool} wrote an import library that does not say what was asked ({count(len(got), 'name')} "
+            f"for {', '.join(made.dlls) or 'no DLL'}; asked {count(len(names), 'name')} for {dll})",
             path=str(output),
         )
     return hashlib.sha256(data).hexdigest()

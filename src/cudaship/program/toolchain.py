@@ -43,6 +43,7 @@ from cudaship.inspection.dispatch import inspect_buffer
 from cudaship.inspection.program_records import ImportLibraryRecord
 from cudaship.program.import_libs import given_library, made_torch_cuda
 from cudaship.program.records import libstdcxx_copy
+from cudaship.words import count
 
 #: the cross compiler torch's Windows cross compile runs, by this name, from PATH
 MINGW_CXX = "x86_64-w64-mingw32-g++"
@@ -287,7 +288,7 @@ def windows_toolchain(
             made = made_torch_cuda(torch_dir, torch_version, dlltool, shim_path)
             chain.import_libraries.append(made)
             chain.notes.append(
-                f"torch_cuda.lib made from {made.source} ({len(made.names)} names, checked against "
+                f"torch_cuda.lib made from {made.source} ({count(len(made.names), 'name')}, checked against "
                 "libtorch_cuda.so's exports)"
             )
     chain.config = {
