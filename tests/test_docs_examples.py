@@ -83,8 +83,10 @@ NOT_EXAMPLES = {
     "paths, wheels,  ──▶ inspection.scan": "a diagram of the layers",
     "#0  std::codecvt<char16_t": "a cuda-gdb backtrace captured on the lent H200 machine",
     "exec /opt/gcc/bin/g++-real": "one line of a compiler wrapper found on the lent H200 machine",
-    "A (link_libtorch, as export runs it)": "linker errors of torch's Windows cross compile captured on the "
-    "lent H200 machine",
+    "python -c \"import zipfile; z = zipfile.ZipFile('torch-2.14.1": "commands on the 555 MB torch wheel; "
+    "tests/program/test_import_libs.py checks the same facts (nm -D against the shim headers) on every run",
+    '"import_libraries": [': "an excerpt of provenance.json; tests/program/test_import_libs.py writes such a "
+    "record and reads it back",
     "[tool.cibuildwheel.linux]": "cibuildwheel's configuration, not cudaship's (docs/ci.md, repair)",
     "nvidia :: cuda_version_lower_bound :: 12.8": "the property syntax of a variant.json (docs/variants.md)",
     "variant: nvidia :: ": "audit findings on the variant wheels tests/checks/test_variant_wheels.py and "
@@ -394,7 +396,7 @@ def check_error_lines(
             )
             assert code == ExitCode.BAD_INPUT and err.strip() == line
         elif "libtext.so: not a binary cudaship reads" in line:
-            (tmp_path / "libtext.so").write_text("INPUT(libreal.so)\n")
+            (tmp_path / "libtext.so").write_text("just some text\n")  # INPUT(...) is a linker script: read
             code, _, err = run_cli(["inspect", "libtext.so"], capsys)
             assert code == ExitCode.BAD_INPUT and err.strip() == line
         elif "truncated.dll: PE: section .text" in line:
