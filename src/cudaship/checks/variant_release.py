@@ -26,13 +26,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cudaship.analysis.variant_pick import order
+from cudaship.analysis.variant_pick import default_drivers, pick
 from cudaship.checks.context import AuditContext
 from cudaship.checks.variant_props import FAMILY, device_libraries, known_capabilities
 from cudaship.knowledge.arch_names import Arch
-from cudaship.knowledge.releases import published_trains
 from cudaship.knowledge.runs_on import runs_on
-from cudaship.knowledge.variant_provider import cuda_text, nvidia, supported_values
+from cudaship.knowledge.variant_provider import cuda_text
 from cudaship.records.findings import CheckResult, Finding, failed, passed, skipped
 from cudaship.wheel.records import VariantDescription, VariantMetadata, VariantPriorities
 from cudaship.words import count
@@ -66,12 +65,6 @@ class ReleaseReport:
     @property
     def ok(self) -> bool:
         return not any(c.is_error for c in self.checks)
-
-
-def default_drivers() -> tuple[tuple[int, int], ...]:
-    """The CUDA versions a driver may report, for the grid: every published release from 11.0."""
-    lo = nvidia().cuda_majors[0]
-    return tuple((t.major, t.minor) for t in published_trains() if t.major >= lo)
 
 
 def _description(ctx: AuditContext) -> VariantDescription:
@@ -164,19 +157,16 @@ def release(
     first = next(iter(by_label.values()), wheels[0] if wheels else None)
     caps = tuple(capabilities) if capabilities is not None else (known_capabilities(first) if first else ())
     cudas = tuple(drivers) if drivers is not None else default_drivers()
-    ns = nvidia().namespace
     variants = list(descriptions.values())
     picks: list[Pick] = []
     for cap in caps:
         for cuda in cudas:
-            supported = {(ns, f): v for f, v in supported_values(cuda, cap).items()}
-            ranked = order(variants, priorities, supported)
-            if not ranked:
+            best = pick(variants, priorities, cap, cuda)
+            if best is None:
                 picks.append(
                     Pick(cap.capability, cuda_text(cuda), None, None, "no variant fits and no null variant")
                 )
                 continue
-            best = ranked[0]
             picked = by_label.get(best.label)
             if best.is_null:
                 picks.append(
