@@ -170,3 +170,37 @@ def provider_machine(
     cap = forced.capability or (max(c.base for c in capabilities) if capabilities else None)
     cuda = forced.cuda or driver_cuda
     return ProviderMachine(cap, cuda, forced.forced)
+
+
+NULL = "null"
+
+
+@dataclass(frozen=True)
+class VariantPick:
+    """What one GPU gets, under one driver or a range of drivers that all get the same variant."""
+
+    capability: str  #: "9.0"
+    cuda: (
+        str | None
+    )  #: the CUDA version the driver reports ("12.8"), the lowest of the range; None: no driver
+    cuda_to: str | None  #: the highest of the range (None: one driver)
+    label: str | None  #: the variant installed; None: nothing (no variant fits and there is no null variant)
+    wheel: str | None  #: the picked variant's wheel, when it was given
+    runs: bool | None  #: None: not judged (the null variant, nothing picked, or its wheel not given)
+    reason: str
+
+    @property
+    def fits(self) -> bool:
+        """A variant other than the null one is installed."""
+        return self.label is not None and self.label != NULL
+
+
+@dataclass(frozen=True)
+class VariantRelease:
+    """One release's variants and what the machines asked get."""
+
+    release: str  #: "torch 2.9.0"
+    labels: tuple[str, ...]
+    index: str | None  #: the ``*-variants.json`` read, when one was
+    machine: str | None  #: doctor: this machine as the provider sees it (``GPU 9.0, driver for CUDA 12.8``)
+    picks: tuple[VariantPick, ...]

@@ -9,6 +9,7 @@ import click
 from cudaship.exitcodes import ExitCode
 from cudaship.render.output import write_report
 from cudaship.render.table import VARIANT_MAKE, VARIANT_PROPERTIES, VARIANT_RELEASE, render
+from cudaship.wheel.records import VariantMetadata
 
 from .common import driver_option, format_option, gpu_option, jobs_option, output_option
 
@@ -160,3 +161,19 @@ def release_command(
     )
     write_report(render(VARIANT_RELEASE, fmt, report), output)
     return ExitCode.OK if report.ok else ExitCode.FINDINGS
+
+
+def variant_index(paths: tuple[str, ...]) -> tuple[tuple[str, ...], VariantMetadata | None]:
+    """``paths`` without an index's ``{name}-{version}-variants.json`` (given among the inputs of ``gpus`` and
+    ``doctor``), and that file read (one at most)."""
+    from cudaship.errors import UsageError
+    from cudaship.safe_read import read_regular
+    from cudaship.wheel.variant import MAX_VARIANT_JSON, parse_variant_json
+
+    indexes = [p for p in paths if str(p).endswith("-variants.json")]
+    if len(indexes) > 1:
+        raise UsageError(f"one index *-variants.json at a time: {', '.join(indexes)}")
+    if not indexes:
+        return paths, None
+    rest = tuple(p for p in paths if p not in indexes)
+    return rest, parse_variant_json(read_regular(Path(indexes[0]), MAX_VARIANT_JSON), indexes[0])

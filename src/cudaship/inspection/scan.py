@@ -505,7 +505,7 @@ def _start_inspect(
         try:
             variant = archive.variant()
         except CudashipError as e:
-            variant_error = e.message
+            variant_error = str(e)  # with the wheel's path
     if archive is not None and error is None:
         members = archive.members()
         candidates = [m for m in members if m.size != 0 and not is_text_name(m.name)]
