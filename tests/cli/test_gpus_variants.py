@@ -14,6 +14,9 @@ import jsonschema  # type: ignore[import-untyped]
 import pytest
 
 from cudaship.cli.main import main
+from cudaship.knowledge.archs import parse_arch
+from cudaship.knowledge.driver import parse_driver
+from cudaship.probe.records import GpuInfo, ProbeResult
 from tests.cli.test_gpus_cli import schema
 from tests.fixtures.variant_wheels import make_variant, variant_document
 
@@ -120,3 +123,81 @@ def test_a_malformed_variant_is_one_line_exit_2(
     assert len(err) == 1 and str(bad) in err[0] and "variant.json" in err[0], err
     # inspect reads on: it does not pick a variant
     assert main(["inspect", str(bad)]) == 0
+
+
+# --- doctor: the variant this machine gets ------------------------------------------------------------------
+
+
+def _machine(cap: str, driver: str) -> ProbeResult:
+    return ProbeResult(
+        driver=parse_driver(driver),
+        gpus=(GpuInfo(0, "GPU", parse_arch(cap), 24 * 2**30, True),),
+        sources=("cuda-driver-api (libcuda.so.1)",),
+    )
+
+
+@pytest.fixture
+def no_override(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    for name in ("NV_VARIANT_PROVIDER_FORCE_SM_ARCH", "NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("CUDASHIP_LIBCUDA", raising=False)
+    return monkeypatch
+
+
+def test_doctor_says_which_variant_this_machine_gets_and_that_it_runs(
+    release: tuple[Path, Path], no_override: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cu13, null = release
+    no_override.setattr("cudaship.cli.doctor_cmd.probe", lambda: _machine("9.0", "595.45.04"))
+    assert main(["doctor", str(cu13), str(null)]) == 0
+    out = capsys.readouterr().out
+    assert "this machine as the NVIDIA provider sees it: GPU 9.0, driver for CUDA 13.2" in out
+    assert "  9.0   CUDA 13.2        cu13         yes " in out
+    # a driver for CUDA 12.8: no variant fits, the null one is installed
+    no_override.setattr("cudaship.cli.doctor_cmd.probe", lambda: _machine("9.0", "570.124.06"))
+    # (exit 1: doctor still judges every library given, and the CUDA 13 ones do not run on this driver)
+    assert main(["doctor", "-f", "json", str(cu13), str(null)]) == 1
+    (rel,) = json.loads(capsys.readouterr().out)["variant_releases"]
+    ((p),) = rel["picks"]
+    assert (p["gpu"], p["cuda"], p["variant"], p["fits"], p["runs"]) == ("9.0", "12.8", "null", False, None)
+
+
+def test_doctor_catches_a_lying_variant_picked_here(
+    synthetic_wheel: Callable[[str], Path],
+    tmp_path: Path,
+    no_override: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    lying = make_variant(synthetic_wheel("linux"), tmp_path, "cu13", {"nvidia": LYING})
+    no_override.setattr("cudaship.cli.doctor_cmd.probe", lambda: _machine("9.0", "570.124.06"))
+    assert main(["doctor", str(lying)]) == 1
+    out = capsys.readouterr().out
+    assert "  9.0   CUDA 12.8        cu13         NO   " in out
+
+
+def test_doctor_without_a_gpu_says_so_and_the_override_variables_stand_for_one(
+    release: tuple[Path, Path],
+    tmp_path: Path,
+    no_override: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cu13, null = release
+    no_override.setenv("CUDASHIP_LIBCUDA", str(tmp_path / "libcuda.so.1"))  # a machine without a driver
+    # text: the one line, exit 3, as doctor says it
+    assert main(["doctor", str(cu13), str(null)]) == 3
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("cudaship: error: no NVIDIA driver on this machine")
+    # JSON: the report says so, and that an installer here gets the null variant
+    assert main(["doctor", "-f", "json", str(cu13), str(null)]) == 3
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["no_gpu"].startswith("no NVIDIA driver on this machine")
+    ((p),) = doc["variant_releases"][0]["picks"]
+    assert (p["variant"], p["runs"]) == ("null", None)
+    assert p["reason"].startswith("no NVIDIA driver or GPU here: the provider reports nothing")
+    # the provider's override variables stand for the GPU and the driver, as they do for it
+    no_override.setenv("NV_VARIANT_PROVIDER_FORCE_SM_ARCH", "12.0")
+    no_override.setenv("NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION", "13.0")
+    assert main(["doctor", str(cu13), str(null)]) == 0
+    out = capsys.readouterr().out
+    assert "GPU 12.0, driver for CUDA 13.0 (NV_VARIANT_PROVIDER_FORCE_SM_ARCH set, " in out
+    assert "  12.0  CUDA 13.0        cu13         yes " in out
