@@ -3,9 +3,9 @@ its built-in NVIDIA provider) installs an honest and a lying variant set from a 
 provider's override variables forcing the GPU and the driver; cudaship's "which variant here" answer (``gpus
 --gpu X --driver Y``, ``variant release --here``) names the same variant, and says whether it runs.
 
-uv 0.13.9 reads only the ``$schema`` versions it knows (``peps/825/v0.1.1``, ``peps/850/v0.2.0``) and refuses
-a provider with ``enable-if``: the variant.json here is written that way
-(docs/variants.md says what was found).
+uv 0.13.9 refuses a provider with ``enable-if`` ("data did not match any variant of untagged enum
+ProviderKind"), which ``cudaship variant make`` and the NVIDIA provider's README write: the variant.json here
+leaves it out (docs/variants.md says what was found).
 Skipped when uv cannot be downloaded from PyPI."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from tests.fixtures.wheels import RealWheel, fetch
 pytestmark = pytest.mark.slow
 
 UV = RealWheel("uv", "0.13.9", "manylinux_2_17_x86_64")
-UV_SCHEMA = "https://variants-schema.wheelnext.dev/peps/825/v0.1.1.json"
+UV_SCHEMA = variant_wheels.SCHEMA  # v0.0.3, as variantlib and cudaship write it
 UV_PROVIDER = {
     "requires": ["nvidia-variant-provider>=0.0.1,<1.0.0"],
     "plugin-api": "nvidia_variant_provider.plugin:NvidiaVariantPlugin",
