@@ -80,7 +80,7 @@ def test_without_a_driver_each_row_gets_ranges_of_drivers(
     out = capsys.readouterr().out
     assert "variants of " in out and ": cu13, null" in out
     assert "  9.0   CUDA 13.0-" in out
-    assert "no variant fits 1 of 2 rows (the null variant or nothing installed)" in out
+    assert "no variant fits 1 of the 2 lines above (the null variant or nothing installed)" in out
 
 
 def test_a_lying_lower_bound_is_picked_where_it_cannot_run(

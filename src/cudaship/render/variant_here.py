@@ -34,8 +34,8 @@ def lines(releases: Sequence[VariantRelease]) -> list[str]:
         unfit = [p for p in r.picks if not p.fits]
         if unfit:
             out.append(
-                f"  no variant fits {len(unfit)} of {len(r.picks)} "
-                f"{'row' if len(r.picks) == 1 else 'rows'} (the null variant or nothing installed)"
+                f"  no variant fits {len(unfit)} of the {len(r.picks)} lines above "
+                "(the null variant or nothing installed)"
             )
         out.append("")
     return out
