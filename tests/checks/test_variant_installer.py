@@ -32,11 +32,6 @@ from tests.fixtures.wheels import RealWheel, fetch
 pytestmark = pytest.mark.slow
 
 UV = RealWheel("uv", "0.13.9", "manylinux_2_17_x86_64")
-UV_SCHEMA = variant_wheels.SCHEMA  # v0.0.3, as variantlib and cudaship write it
-UV_PROVIDER = {
-    "requires": ["nvidia-variant-provider>=0.0.1,<1.0.0"],
-    "plugin-api": "nvidia_variant_provider.plugin:NvidiaVariantPlugin",
-}
 FORCE_SM = "NV_VARIANT_PROVIDER_FORCE_SM_ARCH"
 FORCE_CUDA = "NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION"
 
@@ -49,13 +44,14 @@ HONEST = {
 LYING = {**HONEST, "cuda_version_lower_bound": ["12.0"], "cuda_version_upper_bound": ["13"]}
 
 
+_DOCUMENT = variant_wheels.variant_document
+
+
 def _document(label: str, properties: dict[str, dict[str, list[str]]] | None) -> dict[str, Any]:
-    return {
-        "$schema": UV_SCHEMA,
-        "default-priorities": {"namespace": ["nvidia"]},
-        "providers": {"nvidia": UV_PROVIDER},
-        "variants": {label: properties or {}},
-    }
+    """The suite's variant.json (schema v0.0.3, as variantlib and cudaship write it) without ``enable-if``."""
+    doc = _DOCUMENT(label, properties)
+    doc["providers"]["nvidia"] = {k: v for k, v in doc["providers"]["nvidia"].items() if k != "enable-if"}
+    return doc
 
 
 @pytest.fixture(scope="module")
