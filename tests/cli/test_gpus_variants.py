@@ -81,6 +81,10 @@ def test_without_a_driver_each_row_gets_ranges_of_drivers(
     assert "variants of " in out and ": cu13, null" in out
     assert "  9.0   CUDA 13.0-" in out
     assert "no variant fits 1 of the 2 lines above (the null variant or nothing installed)" in out
+    assert main(["gpus", str(cu13), str(null), "--gpu", "9.0", "-f", "markdown"]) == 0
+    out = capsys.readouterr().out
+    assert "### Variants of executorch 1.6.0+cu130: cu13, null" in out
+    assert "| 9.0 | CUDA 13.0-" in out and "| `cu13` | yes | sm_90 (built for it) |" in out
 
 
 def test_a_lying_lower_bound_is_picked_where_it_cannot_run(

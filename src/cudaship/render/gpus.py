@@ -199,6 +199,7 @@ def markdown(report: GpuReport, style: Style) -> str:
     lines += ["", "🟢 native SASS · 🟡 JIT from PTX (first launch compiles) · 🔴 does not run"]
     for failed in report.failed:
         lines.append(f"\n**error:** `{cell(failed.label)}`: {cell(failed.error or '')}")
+    lines += variant_here.markdown(report.variants)
     required = requirement_lines(report)
     if required:
         lines += [

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cudaship.analysis.variant_pick import VariantPick, VariantRelease
+from cudaship.render.escape import markdown_cell as cell
 
 
 def _driver(p: VariantPick) -> str:
@@ -38,6 +39,21 @@ def lines(releases: Sequence[VariantRelease]) -> list[str]:
                 "(the null variant or nothing installed)"
             )
         out.append("")
+    return out
+
+
+def markdown(releases: Sequence[VariantRelease]) -> list[str]:
+    out: list[str] = []
+    for r in releases:
+        index = f" (index `{cell(r.index)}`)" if r.index else ""
+        out += ["", f"### Variants of {cell(r.release)}: {cell(', '.join(r.labels) or 'none')}{index}", ""]
+        if r.machine is not None:
+            out += [f"This machine as the NVIDIA provider sees it: {cell(r.machine)}", ""]
+        out += ["| GPU | driver | variant | runs | why |", "|---|---|---|---|---|"]
+        for p in r.picks:
+            runs = "-" if p.runs is None else ("yes" if p.runs else "**no**")
+            label = f"`{cell(p.label)}`" if p.label is not None else "(nothing)"
+            out.append(f"| {p.capability} | {_driver(p)} | {label} | {runs} | {cell(p.reason)} |")
     return out
 
 
