@@ -87,6 +87,27 @@ def test_without_a_driver_each_row_gets_ranges_of_drivers(
     assert "| 9.0 | CUDA 13.0-" in out and "| `cu13` | yes | sm_90 (built for it) |" in out
 
 
+def test_a_variant_that_runs_is_judged_once_per_gpu_row(
+    release: tuple[Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Drivers are judged in ascending order and a newer driver runs what an older one runs: cu13, picked
+    under five drivers (CUDA 13.0 to 13.4) of one row, is judged once, not five times."""
+    import cudaship.analysis.variant_here as here
+
+    calls: list[str] = []
+    judge = here._judge
+
+    def counting(*args: Any) -> tuple[bool, str]:
+        calls.append(args[2].capability)
+        return judge(*args)
+
+    monkeypatch.setattr(here, "_judge", counting)
+    cu13, null = release
+    _code, doc = gpus_json(capsys, str(cu13), str(null), "--gpu", "9.0")
+    assert picks(doc)[1][3:] == ("cu13", True)
+    assert calls == ["9.0"]
+
+
 def test_a_lying_lower_bound_is_picked_where_it_cannot_run(
     synthetic_wheel: Callable[[str], Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -86,6 +86,7 @@ def _one(
     cap: Arch,
     cuda: tuple[int, int] | None,
     driver: Driver | None,
+    runs_from: dict[tuple[str, Arch], str] | None = None,
 ) -> VariantPick:
     descriptions, priorities = release_variants([w.variant for w in variants if w.variant], index)
     cuda_shown = cuda_text(cuda) if cuda is not None else None
@@ -104,7 +105,12 @@ def _one(
         return VariantPick(
             cap.capability, cuda_shown, None, best.label, None, None, "its wheel was not given"
         )
+    known = runs_from.get((wheel.path, cap)) if runs_from is not None else None
+    if known is not None:
+        return VariantPick(cap.capability, cuda_shown, None, best.label, name, True, known)
     ok, why = _judge(report, wheel, cap, driver)
+    if ok and runs_from is not None:
+        runs_from[(wheel.path, cap)] = why
     return VariantPick(cap.capability, cuda_shown, None, best.label, name, ok, why)
 
 
@@ -127,8 +133,11 @@ def gpus_variants(
                 picks.append(_one(report, wheels, idx, cap, cuda, driver))
                 continue
             row: list[VariantPick] = []
+            # drivers in ascending order: a wheel that runs with one runs with every newer one (drivers run
+            # the code and runtimes of older CUDA releases), so it is judged once per GPU from there on
+            runs_from: dict[tuple[str, Arch], str] = {}
             for cuda in default_drivers():
-                p = _one(report, wheels, idx, cap, cuda, _driver(cuda))
+                p = _one(report, wheels, idx, cap, cuda, _driver(cuda), runs_from)
                 last = row[-1] if row else None
                 if last is not None and (last.label, last.runs, last.reason) == (p.label, p.runs, p.reason):
                     row[-1] = VariantPick(
