@@ -26,14 +26,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cudaship.analysis.variant_pick import default_drivers, pick
+from cudaship.analysis.variant_pick import default_drivers, pick, release_variants
 from cudaship.checks.context import AuditContext
 from cudaship.checks.variant_props import FAMILY, device_libraries, known_capabilities
 from cudaship.knowledge.arch_names import Arch
 from cudaship.knowledge.runs_on import runs_on
 from cudaship.knowledge.variant_provider import cuda_text
 from cudaship.records.findings import CheckResult, Finding, failed, passed, skipped
-from cudaship.wheel.records import VariantDescription, VariantMetadata, VariantPriorities
+from cudaship.wheel.records import VariantDescription, VariantMetadata
 from cudaship.words import count
 
 RULE = "release"
@@ -111,15 +111,15 @@ def release(
             other = by_label[variant.label].scan.filename
             findings.append(Finding(f"{ctx.scan.filename} and {other} are both variant {variant.label!r}"))
         by_label.setdefault(variant.label, ctx)
-    descriptions: dict[str, VariantDescription] = {}
-    priorities: VariantPriorities | None = index.priorities if index is not None else None
-    if index is not None:
-        descriptions = {v.label: v for v in index.variants}
+    listed = {v.label: v for v in index.variants} if index is not None else {}
+    merged, priorities = release_variants(
+        [c.scan.dist.variant for c in by_label.values() if c.scan.dist.variant is not None], index
+    )
+    descriptions = {d.label: d for d in merged}
     for label, ctx in by_label.items():
         variant = ctx.scan.dist.variant
         assert variant is not None
-        mine = variant.description
-        if label in descriptions and descriptions[label].properties != mine.properties:
+        if label in listed and listed[label].properties != variant.description.properties:
             findings.append(
                 Finding(
                     f"{ctx.scan.filename}'s variant.json and the index's {index.source if index else ''} "
@@ -128,12 +128,9 @@ def release(
                     file=ctx.scan.filename,
                 )
             )
-        if index is not None and label not in descriptions:
+        if index is not None and label not in listed:
             findings.append(Finding(f"the index does not list {ctx.scan.filename}'s variant {label!r}"))
-        descriptions.setdefault(label, mine)
-        if priorities is None:
-            priorities = variant.metadata.priorities
-        elif variant.metadata.priorities != priorities:
+        if variant.metadata.priorities != priorities:
             findings.append(
                 Finding(
                     f"{ctx.scan.filename}'s default-priorities differ from the release's",
