@@ -11,12 +11,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cudaship.analysis.gpus import FileVerdicts, file_verdicts
+from cudaship.analysis.variant_here import machine_variants, variant_wheels
+from cudaship.analysis.variant_pick import VariantRelease, forced_machine, provider_machine
 from cudaship.inspection.walk import inspect_file, inspect_paths
 from cudaship.knowledge.runs_on import Verdict
 from cudaship.probe.environment import installed_native_files
 from cudaship.probe.records import GpuInfo, ProbeResult
 from cudaship.records.files import FileReport
 from cudaship.records.findings import Status
+from cudaship.wheel.records import VariantMetadata
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,8 @@ class DoctorReport:
     scanned: int | None = None
     unreadable: int = 0  #: of those scanned, how many could not be read
     no_gpu: str | None = None  #: why the machine could not be probed (no driver, no GPU): exit 3
+    #: variant wheels among the paths: per release, the variant this machine gets and whether it runs here
+    variants: tuple[VariantRelease, ...] = ()
 
     @property
     def scanned_environment(self) -> bool:
@@ -56,8 +61,10 @@ class DoctorReport:
 
     @property
     def runs_nowhere(self) -> bool:
-        """Some file will not run on some GPU of this machine."""
-        return any(cv.verdict.status is Status.FAIL for c in self.checked for cv in c.verdicts.verdicts)
+        """Some file, or the variant an installer picks here, will not run on some GPU of this machine."""
+        return any(
+            cv.verdict.status is Status.FAIL for c in self.checked for cv in c.verdicts.verdicts
+        ) or any(p.runs is False for r in self.variants for p in r.picks)
 
 
 def without_gpu(reason: str) -> DoctorReport:
@@ -71,10 +78,35 @@ def check(report: FileReport, result: ProbeResult, distribution: str | None = No
     return Checked(file_verdicts(report, caps, result.driver), distribution)
 
 
-def doctor_paths(paths: Sequence[str | os.PathLike[str]], result: ProbeResult) -> DoctorReport:
-    """Check the files at ``paths`` (walked and opened as ``inspect`` does) against the probed machine."""
+def doctor_paths(
+    paths: Sequence[str | os.PathLike[str]], result: ProbeResult, index: VariantMetadata | None = None
+) -> DoctorReport:
+    """Check the files at ``paths`` (walked and opened as ``inspect`` does) against the probed machine; for
+    variant wheels among them (and ``index``, a release's ``*-variants.json``), the variant an installer picks
+    here (the NVIDIA provider's view: the highest GPU and the driver's CUDA version, its override variables
+    over them) and whether it runs on every GPU here."""
     inspected = inspect_paths(paths)
-    return DoctorReport(result, tuple(check(r, result) for r in inspected.files))
+    variants: tuple[VariantRelease, ...] = ()
+    if index is not None or variant_wheels(inspected):
+        caps = sorted({g.capability for g in result.gpus})
+        cuda = result.driver.cuda
+        machine = provider_machine(forced_machine(), caps, (cuda.major, cuda.minor) if cuda else None)
+        variants = machine_variants(inspected, machine, caps, result.driver, index)
+    return DoctorReport(result, tuple(check(r, result) for r in inspected.files), variants=variants)
+
+
+def without_gpu_variants(
+    paths: Sequence[str | os.PathLike[str]], reason: str, index: VariantMetadata | None = None
+) -> DoctorReport:
+    """A machine with no NVIDIA driver or no GPU (``reason``): nothing checked, but for variant wheels among
+    ``paths`` the variant an installer picks here (none of the provider's values without a driver, so the
+    null variant; its override variables stand for the GPU and driver when set, as they do for it)."""
+    inspected = inspect_paths(paths)
+    variants: tuple[VariantRelease, ...] = ()
+    if index is not None or variant_wheels(inspected):
+        machine = forced_machine()
+        variants = machine_variants(inspected, machine, [], None, index)
+    return DoctorReport(None, (), no_gpu=reason, variants=variants)
 
 
 def doctor_environment(result: ProbeResult) -> DoctorReport:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from cudaship.analysis.variant_pick import VariantRelease
 from cudaship.inspection.report import InspectReport
 from cudaship.knowledge.archs import Arch
 from cudaship.knowledge.driver import Driver, driver_key
@@ -121,6 +122,8 @@ class GpuReport:
     asked: tuple[tuple[Arch, str], ...] = ()
     #: ``--require``: the rows (the GPUs asked, else the default ones) under the driver given are required
     required: bool = False
+    #: variant wheels among the inputs: per release, which variant each row gets (and whether it runs)
+    variants: tuple[VariantRelease, ...] = ()
 
     @property
     def failed(self) -> tuple[FileVerdicts, ...]:

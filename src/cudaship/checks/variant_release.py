@@ -26,15 +26,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cudaship.analysis.variant_pick import order
+from cudaship.analysis.variant_pick import default_drivers, pick, release_variants
 from cudaship.checks.context import AuditContext
 from cudaship.checks.variant_props import FAMILY, device_libraries, known_capabilities
 from cudaship.knowledge.arch_names import Arch
-from cudaship.knowledge.releases import published_trains
 from cudaship.knowledge.runs_on import runs_on
-from cudaship.knowledge.variant_provider import cuda_text, nvidia, supported_values
+from cudaship.knowledge.variant_provider import cuda_text
 from cudaship.records.findings import CheckResult, Finding, failed, passed, skipped
-from cudaship.wheel.records import VariantDescription, VariantMetadata, VariantPriorities
+from cudaship.wheel.records import VariantDescription, VariantMetadata
 from cudaship.words import count
 
 RULE = "release"
@@ -66,12 +65,6 @@ class ReleaseReport:
     @property
     def ok(self) -> bool:
         return not any(c.is_error for c in self.checks)
-
-
-def default_drivers() -> tuple[tuple[int, int], ...]:
-    """The CUDA versions a driver may report, for the grid: every published release from 11.0."""
-    lo = nvidia().cuda_majors[0]
-    return tuple((t.major, t.minor) for t in published_trains() if t.major >= lo)
 
 
 def _description(ctx: AuditContext) -> VariantDescription:
@@ -118,15 +111,15 @@ def release(
             other = by_label[variant.label].scan.filename
             findings.append(Finding(f"{ctx.scan.filename} and {other} are both variant {variant.label!r}"))
         by_label.setdefault(variant.label, ctx)
-    descriptions: dict[str, VariantDescription] = {}
-    priorities: VariantPriorities | None = index.priorities if index is not None else None
-    if index is not None:
-        descriptions = {v.label: v for v in index.variants}
+    listed = {v.label: v for v in index.variants} if index is not None else {}
+    merged, priorities = release_variants(
+        [c.scan.dist.variant for c in by_label.values() if c.scan.dist.variant is not None], index
+    )
+    descriptions = {d.label: d for d in merged}
     for label, ctx in by_label.items():
         variant = ctx.scan.dist.variant
         assert variant is not None
-        mine = variant.description
-        if label in descriptions and descriptions[label].properties != mine.properties:
+        if label in listed and listed[label].properties != variant.description.properties:
             findings.append(
                 Finding(
                     f"{ctx.scan.filename}'s variant.json and the index's {index.source if index else ''} "
@@ -135,12 +128,9 @@ def release(
                     file=ctx.scan.filename,
                 )
             )
-        if index is not None and label not in descriptions:
+        if index is not None and label not in listed:
             findings.append(Finding(f"the index does not list {ctx.scan.filename}'s variant {label!r}"))
-        descriptions.setdefault(label, mine)
-        if priorities is None:
-            priorities = variant.metadata.priorities
-        elif variant.metadata.priorities != priorities:
+        if variant.metadata.priorities != priorities:
             findings.append(
                 Finding(
                     f"{ctx.scan.filename}'s default-priorities differ from the release's",
@@ -164,19 +154,16 @@ def release(
     first = next(iter(by_label.values()), wheels[0] if wheels else None)
     caps = tuple(capabilities) if capabilities is not None else (known_capabilities(first) if first else ())
     cudas = tuple(drivers) if drivers is not None else default_drivers()
-    ns = nvidia().namespace
     variants = list(descriptions.values())
     picks: list[Pick] = []
     for cap in caps:
         for cuda in cudas:
-            supported = {(ns, f): v for f, v in supported_values(cuda, cap).items()}
-            ranked = order(variants, priorities, supported)
-            if not ranked:
+            best = pick(variants, priorities, cap, cuda)
+            if best is None:
                 picks.append(
                     Pick(cap.capability, cuda_text(cuda), None, None, "no variant fits and no null variant")
                 )
                 continue
-            best = ranked[0]
             picked = by_label.get(best.label)
             if best.is_null:
                 picks.append(

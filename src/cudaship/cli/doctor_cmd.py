@@ -183,19 +183,33 @@ def command(
         raise UsageError("--confirm and --confirm-only go with --env")
     if fmt.lower() not in formats("doctor"):
         raise UsageError(f"--format {fmt.lower()} is available with --env")
-    from cudaship.analysis.doctor import doctor_environment, doctor_paths, without_gpu  # start-up: the walk
+    from cudaship.analysis.doctor import (  # start-up: the walk
+        doctor_environment,
+        doctor_paths,
+        without_gpu,
+        without_gpu_variants,
+    )
+    from cudaship.analysis.variant_pick import forced_machine
+    from cudaship.cli.variant_cmd import variant_index
 
+    paths, index = variant_index(paths)
     try:
         result = probe()
     except NoGpuError as e:
+        forced = forced_machine()
+        answer = without_gpu_variants(paths, str(e), index) if paths or index else without_gpu(str(e))
+        if answer.variants and forced.capability is not None and forced.cuda is not None:
+            # the provider's override variables stand for the GPU and the driver, as they do for it
+            write_report(render(DOCTOR, fmt, answer), output)
+            return int(ExitCode.FINDINGS if answer.runs_nowhere else ExitCode.OK)
         if fmt.lower() != "json":
             raise  # text: the one line, exit 3
         # JSON: the report still, with the missing driver or GPU as its fact (a CI step parses it), then the
         # same line on stderr and the same exit status
-        write_report(render(DOCTOR, fmt, without_gpu(str(e))), output)
+        write_report(render(DOCTOR, fmt, answer), output)
         click.echo(f"cudaship: error: {e}", err=True)
         return int(e.exit_code)
-    report = doctor_paths(paths, result) if paths else doctor_environment(result)
+    report = doctor_paths(paths, result, index) if paths or index else doctor_environment(result)
     write_report(render(DOCTOR, fmt, report), output)
     for item in report.failed:
         click.echo(line(f"cudaship: error: {item.verdicts.label}: {item.verdicts.error}"), err=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from cudaship.analysis.gpus import gpu_report
+from cudaship.analysis.variant_here import with_variants
 from cudaship.cli.common import (
     details_option,
     driver_option,
@@ -17,6 +18,7 @@ from cudaship.cli.common import (
     show_progress,
 )
 from cudaship.cli.progress import InspectProgress
+from cudaship.cli.variant_cmd import variant_index
 from cudaship.errors import KnowledgeError, UsageError
 from cudaship.exitcodes import ExitCode
 from cudaship.inspection.walk import inspect_paths
@@ -109,9 +111,15 @@ def command(
     does), each capability gets a verdict: native (SASS for it), jit (PTX compiled by the driver at the first
     launch) or no, with the reason, and the minimum driver needed and why. An x86_64 or Windows input is
     judged only against x86_64 GPUs, an aarch64 one only against Arm ones (as audit judges).
+
+    Given variant wheels of a release (PEP 825; and/or the index's NAME-VERSION-variants.json as a PATH), a
+    section says which variant an installer picks for each GPU row (under --driver, else under every driver
+    from CUDA 11.0, as ranges), as the NVIDIA provider and PEP 825's ordering decide, whether it runs, and
+    where no variant fits.
     """
     capabilities, asked = _capabilities(gpus)
     parsed_driver = _driver(driver, "linux")
+    paths, index = variant_index(paths)
     with quick_gil_handover():
         if show_progress(progress):
             with InspectProgress("reading") as bar:
@@ -121,6 +129,7 @@ def command(
     report = gpu_report(
         inspected, capabilities=capabilities, driver=parsed_driver, asked=asked, required=require
     )
+    report = with_variants(report, inspected, index)
     write_report(render(GPUS, fmt, report), output)
     for failed in report.failed:
         click.echo(line(f"cudaship: error: {failed.label}: {failed.error}"), err=True)

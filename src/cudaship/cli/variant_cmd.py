@@ -6,11 +6,10 @@ from pathlib import Path
 
 import click
 
-from cudaship.errors import CudashipError
 from cudaship.exitcodes import ExitCode
-from cudaship.knowledge.arch_names import Arch
 from cudaship.render.output import write_report
 from cudaship.render.table import VARIANT_MAKE, VARIANT_PROPERTIES, VARIANT_RELEASE, render
+from cudaship.wheel.records import VariantMetadata
 
 from .common import driver_option, format_option, gpu_option, jobs_option, output_option
 
@@ -137,7 +136,21 @@ def release_command(
     if here:
         if gpus or driver:
             raise UsageError("variant release: --here or --gpu/--driver, not both")
-        caps, cudas = _this_machine()
+        from cudaship.analysis.variant_pick import forced_machine, provider_machine
+
+        forced = forced_machine()
+        machine = forced
+        if forced.capability is None or forced.cuda is None:  # the driver only when the variables leave it
+            from cudaship.probe.gpus import probe
+
+            found = probe()  # NoGpuError (exit 3) without a driver or a GPU
+            cuda = found.driver.cuda
+            machine = provider_machine(
+                forced, [g.capability for g in found.gpus], (cuda.major, cuda.minor) if cuda else None
+            )
+        if machine.capability is None or machine.cuda is None:
+            raise UsageError("variant release --here: the driver does not say which CUDA version it supports")
+        caps, cudas = [machine.capability], [machine.cuda]
     report = release(contexts, index, capabilities=caps, drivers=cudas)
     report = ReleaseReport(
         report.wheels,
@@ -150,29 +163,17 @@ def release_command(
     return ExitCode.OK if report.ok else ExitCode.FINDINGS
 
 
-def _this_machine() -> tuple[list[Arch], list[tuple[int, int]]]:
-    """This machine as the NVIDIA provider sees it: the highest GPU capability and the CUDA version the driver
-    reports, each overridden by the provider's variable when set (no driver asked when both are)."""
-    from cudaship import envvars
+def variant_index(paths: tuple[str, ...]) -> tuple[tuple[str, ...], VariantMetadata | None]:
+    """``paths`` without an index's ``{name}-{version}-variants.json`` (given among the inputs of ``gpus`` and
+    ``doctor``), and that file read (one at most)."""
     from cudaship.errors import UsageError
-    from cudaship.knowledge.archs import parse_arch
-    from cudaship.knowledge.driver import parse_driver
+    from cudaship.safe_read import read_regular
+    from cudaship.wheel.variant import MAX_VARIANT_JSON, parse_variant_json
 
-    forced_cuda = envvars.get("NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION")
-    forced_sm = envvars.get("NV_VARIANT_PROVIDER_FORCE_SM_ARCH")
-    found = None
-    if not forced_cuda or not forced_sm:
-        from cudaship.probe.gpus import probe  # the driver only when asked
-
-        found = probe()  # NoGpuError (exit 3) without a driver or a GPU
-    try:
-        cap = parse_arch(forced_sm).base if forced_sm else None
-        cuda = parse_driver(forced_cuda).cuda if forced_cuda else None
-    except CudashipError as e:
-        raise UsageError(f"NV_VARIANT_PROVIDER_FORCE_*: {e.message}") from None
-    if found is not None:
-        cap = cap or max(g.capability for g in found.gpus)
-        cuda = cuda or found.driver.cuda
-    if cap is None or cuda is None:
-        raise UsageError("variant release --here: the driver does not say which CUDA version it supports")
-    return [cap], [(cuda.major, cuda.minor)]
+    indexes = [p for p in paths if str(p).endswith("-variants.json")]
+    if len(indexes) > 1:
+        raise UsageError(f"one index *-variants.json at a time: {', '.join(indexes)}")
+    if not indexes:
+        return paths, None
+    rest = tuple(p for p in paths if p not in indexes)
+    return rest, parse_variant_json(read_regular(Path(indexes[0]), MAX_VARIANT_JSON), indexes[0])

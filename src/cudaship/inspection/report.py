@@ -15,6 +15,7 @@ from cudaship.exitcodes import ExitCode
 from cudaship.knowledge.archs import sort_arch_names
 from cudaship.records.binary import DeviceCode, DeviceCodeKind
 from cudaship.records.files import ContainerKind, FileReport, RuntimeLinkage, WheelInfo
+from cudaship.wheel.records import WheelVariant
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,10 @@ class WheelReport:
     cuda_train: str | None = None
     train_evidence: str | None = None
     notes: tuple[str, ...] = ()
+    #: a variant wheel's label and ``variant.json`` (None for a non-variant wheel), and why a malformed one
+    #: could not be read (``inspect`` reads on; ``gpus`` and ``doctor`` refuse it when they pick a variant)
+    variant: WheelVariant | None = None
+    variant_error: str | None = None
 
 
 @dataclass(frozen=True)

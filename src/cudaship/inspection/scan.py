@@ -73,6 +73,7 @@ from cudaship.wheel.records import (
     PythonLoads,
     RecordProblem,
     WheelFile,
+    WheelVariant,
 )
 from cudaship.wheel.variant import MAX_VARIANT_JSON, VARIANT_JSON
 
@@ -172,6 +173,11 @@ class ScannedWheel:
     #: :attr:`Purpose.INSPECT`: the reports of the native members, in archive order, a member that could not
     #: be unpacked as a report with its one-line problem as the error
     files: tuple[FileReport, ...] = ()
+    #: :attr:`Purpose.INSPECT`: the wheel's variant (label and ``variant.json``), None for a non-variant;
+    #: why it could not be read (a malformed ``variant.json``): ``inspect`` reads on, ``gpus`` and ``doctor``
+    #: refuse the wheel when they answer which variant a machine gets
+    variant: WheelVariant | None = None
+    variant_error: str | None = None
 
     @property
     def uncompressed_size(self) -> int:
@@ -493,6 +499,13 @@ def _start_inspect(
         info = archive.info()
     except CudashipError as e:  # not opened, or the archive itself is damaged: reported
         error = e.message
+    variant: WheelVariant | None = None
+    variant_error: str | None = None
+    if archive is not None and error is None:
+        try:
+            variant = archive.variant()
+        except CudashipError as e:
+            variant_error = str(e)  # with the wheel's path
     if archive is not None and error is None:
         members = archive.members()
         candidates = [m for m in members if m.size != 0 and not is_text_name(m.name)]
@@ -532,6 +545,8 @@ def _start_inspect(
             info=info,
             error=error,
             files=tuple(sorted(files, key=lambda f: f.path)),  # by path, not the zip's order
+            variant=variant,
+            variant_error=variant_error,
         )
 
     return ScanJob(collect, closing)

@@ -192,7 +192,14 @@ def _wheel_report(wheel: _Wheel, hooks: InspectObserver, pool: Workers) -> Wheel
         with pool.hooks_lock:
             hooks.done(failure)
         files = (*files, failure)
-    return WheelReport(path=wheel.item.label, info=scanned.info, error=scanned.error, files=files)
+    return WheelReport(
+        path=wheel.item.label,
+        info=scanned.info,
+        error=scanned.error,
+        files=files,
+        variant=scanned.variant,
+        variant_error=scanned.variant_error,
+    )
 
 
 def _read_file(item: _Input, details: bool, hooks: InspectObserver, pool: Workers) -> FileReport:

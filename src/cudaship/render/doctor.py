@@ -9,6 +9,7 @@ from typing import Any
 from cudaship.analysis.doctor import Checked, DoctorReport
 from cudaship.knowledge.runs_on import VerdictKind
 from cudaship.probe.records import GpuInfo, ProbeResult
+from cudaship.render import variant_here
 from cudaship.render.jsonify import dumps
 from cudaship.render.style import Renderer, Style
 from cudaship.words import count, size
@@ -54,7 +55,10 @@ def _header(report: DoctorReport) -> str:
 def text(report: DoctorReport, style: Style) -> str:
     result = report.probe
     if result is None:
-        return f"no GPU to check against: {report.no_gpu}\n"
+        head = f"no GPU to check against: {report.no_gpu}\n"
+        if report.variants:
+            head += "\n" + "\n".join(variant_here.lines(report.variants)).rstrip() + "\n"
+        return head
     lines = [_driver_line(result), *(_gpu_line(g) for g in result.gpus)]
     lines += [f"note: {n}" for n in result.notes]
     lines += ["", _header(report)]
@@ -77,7 +81,9 @@ def text(report: DoctorReport, style: Style) -> str:
                 lines.append(
                     f"      needs driver {verdict.min_driver} or newer ({verdict.min_driver_reason})"
                 )
-    return "\n".join(lines) + "\n"
+    if report.variants:
+        lines += ["", *variant_here.lines(report.variants)]
+    return "\n".join(lines).rstrip() + "\n"
 
 
 def _file(c: Checked, result: ProbeResult) -> dict[str, Any]:
@@ -115,6 +121,7 @@ def json(report: DoctorReport, style: Style) -> str:
                 "notes": [],
                 "scanned_environment": False,
                 "files": [],
+                "variant_releases": variant_here.to_json(report.variants),
             },
             ascii=False,
         )
@@ -141,6 +148,7 @@ def json(report: DoctorReport, style: Style) -> str:
         "notes": list(result.notes),
         "scanned_environment": report.scanned_environment,
         "files": [_file(c, result) for c in report.checked],
+        "variant_releases": variant_here.to_json(report.variants),
     }
     return dumps(doc, ascii=False)
 

@@ -12,7 +12,7 @@ from html import escape
 from cudaship.analysis.gpus import CapabilityVerdict, FileVerdicts, GpuReport, GroupVerdicts
 from cudaship.knowledge.gpus import group_for
 from cudaship.knowledge.runs_on import VerdictKind
-from cudaship.render import gpus_json
+from cudaship.render import gpus_json, variant_here
 from cudaship.render.escape import markdown_cell as cell
 from cudaship.render.style import Renderer, Style
 from cudaship.words import agree, count
@@ -151,6 +151,8 @@ def text(report: GpuReport, style: Style) -> str:
         lines.extend(f"  {short_label(report, f)}: {f.no_kernels}, nothing to launch" for f in empty)
     for failed in report.failed:
         lines.append(f"error: {failed.label}: {failed.error}")
+    if report.variants:
+        lines.extend(["", *variant_here.lines(report.variants)])
     required = requirement_lines(report)
     if required:
         lines.extend(["", *required])
@@ -197,6 +199,7 @@ def markdown(report: GpuReport, style: Style) -> str:
     lines += ["", "🟢 native SASS · 🟡 JIT from PTX (first launch compiles) · 🔴 does not run"]
     for failed in report.failed:
         lines.append(f"\n**error:** `{cell(failed.label)}`: {cell(failed.error or '')}")
+    lines += variant_here.markdown(report.variants)
     required = requirement_lines(report)
     if required:
         lines += [

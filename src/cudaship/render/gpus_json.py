@@ -9,6 +9,7 @@ from typing import Any
 from cudaship import __version__
 from cudaship.analysis.gpus import CapabilityVerdict, FileVerdicts, GpuReport, GroupVerdicts
 from cudaship.knowledge.gpus import group_for
+from cudaship.render import variant_here
 from cudaship.render.jsonify import pick
 
 #: 2: a wheel's verdicts count variants (alternatives, one loaded) by their best and do not let a library no
@@ -90,6 +91,7 @@ def to_json(report: GpuReport) -> dict[str, Any]:
         "files": [_file(f) for f in report.files],
         "wheels": [_group(w) for w in report.wheels],
         "overall": _group(report.overall),
+        "variant_releases": variant_here.to_json(report.variants),
         "required": None
         if not report.required
         else {

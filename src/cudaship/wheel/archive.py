@@ -23,8 +23,8 @@ from cudaship.archive.zip import ZipArchive, ZipFile, ZipMember
 from cudaship.errors import ArchiveError, WheelError
 from cudaship.records.buffer import Buffer
 from cudaship.records.files import WheelInfo
-from cudaship.wheel.records import DistInfo, RecordProblem
-from cudaship.wheel.variant import MAX_VARIANT_JSON, VARIANT_JSON, split_label
+from cudaship.wheel.records import DistInfo, RecordProblem, WheelVariant
+from cudaship.wheel.variant import MAX_VARIANT_JSON, VARIANT_JSON, split_label, wheel_variant
 
 __all__ = [
     "MAGIC_BYTES",
@@ -172,6 +172,24 @@ class WheelArchive:
             return find_dist_info(m.name for m in self.members())
         except WheelError:
             return None
+
+    def variant(self) -> WheelVariant | None:
+        """The wheel's variant (its file name's label and ``.dist-info/variant.json``), read alone: None for a
+        non-variant wheel; a malformed one raises :class:`WheelError` naming the wheel and the problem."""
+        from cudaship.wheel.metadata import find_dist_info  # start-up time
+
+        try:
+            _base, label = split_label(self.path.name)
+            try:
+                directory = find_dist_info((m.name for m in self.members()), self.path.name)
+            except WheelError:
+                if label is None:
+                    return None  # not a variant; the dist-info's problem is not this reader's
+                raise
+            data = self.data_member(f"{directory}/{VARIANT_JSON}", MAX_VARIANT_JSON)
+            return wheel_variant(self.path.name, directory, data)
+        except WheelError as e:
+            raise WheelError(e.message, path=self._label) from None
 
     def read_dist_info(self) -> DistInfo:
         """The wheel's ``.dist-info`` (METADATA, WHEEL, RECORD, a variant's ``variant.json``,
