@@ -6,6 +6,7 @@ and a malformed variant is one line, exit 2."""
 from __future__ import annotations
 
 import json
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -209,6 +210,10 @@ def test_make_writes_the_honest_variant(
     (made,) = tmp_path.glob("*.whl")
     assert made.name == linux.name[: -len(".whl")] + "-cu130.whl" == doc["wheel"]
     assert doc["label"] == "cu130" and doc["properties"] == _properties(linux, capsys)
+    # a provider entry uv 0.13.9 takes (it refuses one with enable-if: docs/variants.md)
+    with zipfile.ZipFile(made) as z:
+        written = json.loads(next(z.read(n) for n in z.namelist() if n.endswith(".dist-info/variant.json")))
+    assert set(written["providers"]["nvidia"]) == {"requires", "plugin-api"}
     report = audit_wheels([made], default_policy())
     variant = {c.name: c for c in report.checks if c.family == "variant"}
     assert len(variant) == 10 and all(c.status is Status.PASS for c in variant.values())

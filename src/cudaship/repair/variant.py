@@ -54,7 +54,10 @@ def make_variant(
             "no CUDA runtime and no device code: nothing to declare (this is a null variant)", path=str(path)
         )
     p = nvidia()
-    provider = VariantProvider(p.namespace, (p.requires,), p.enable_if, p.plugin_api)
+    # no ``enable-if``: uv 0.13.9, the one installer on PyPI that implements variants, refuses a provider
+    # entry with one ("data did not match any variant of untagged enum ProviderKind", docs/variants.md); the
+    # provider plugin itself answers nothing on a platform it does not serve
+    provider = VariantProvider(p.namespace, (p.requires,), None, p.plugin_api)
     data = variant_json_bytes(chosen, tuple(j.property for j in report.justified), (provider,))
     base, _ = split_label(path.name)
     target = directory / f"{base[: -len('.whl')]}-{chosen}.whl"
