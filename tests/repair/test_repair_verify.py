@@ -183,7 +183,9 @@ def test_skipped_removal_is_refused(
 ) -> None:
     original = run._entries
     monkeypatch.setattr(
-        run, "_entries", lambda archive, plan: original(archive, dataclasses.replace(plan, removed=()))
+        run,
+        "_entries",
+        lambda archive, plan, work: original(archive, dataclasses.replace(plan, removed=()), work),
     )
     _refused(auditwheel_vendored, tmp_path / "out", capsys, "is reported removed but is in the wheel")
 
