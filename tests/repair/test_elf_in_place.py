@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from cudaship.cli.main import main
-from cudaship.repair import elfedit, elfinplace, zipwrite
+from cudaship.repair import elfedit, zipwrite
 from tests.repair.rebuild import rebuild
 
 EXT = f"cudemo/_ext{__import__('sysconfig').get_config_var('EXT_SUFFIX')}"
@@ -91,6 +91,8 @@ def test_a_search_path_is_removed_in_place(gcc_library: Path) -> None:
 
 @needs_tools
 def test_strings_that_do_not_fit_fall_back_to_patchelf(gcc_library: Path) -> None:
+    from cudaship.repair import elfinplace
+
     longer = "$ORIGIN/../../nvidia/cuda_runtime/lib:$ORIGIN/../../nvidia/cublas/lib:$ORIGIN"
     with pytest.raises(elfinplace.DoesNotFit, match="the new strings need"):
         elfinplace.patches(gcc_library.read_bytes(), ((OLD, "libalongname.so"),), (longer,))
