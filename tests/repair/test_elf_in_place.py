@@ -105,6 +105,29 @@ def test_strings_that_do_not_fit_fall_back_to_patchelf(gcc_library: Path) -> Non
     assert dyn["RUNPATH"] == [longer]
 
 
+@needs_tools
+def test_a_name_whose_bytes_a_symbol_shares_is_not_overwritten(tmp_path: Path) -> None:
+    """ld merges a string into the tail of a longer one: DT_NEEDED ``dep_impl`` points into the symbol name
+    ``my_dep_impl``. Writing over it would rename the symbol, so nothing is freed and patchelf edits."""
+    from cudaship.repair import elfinplace
+
+    (tmp_path / "dep.c").write_text("int dep(void) { return 1; }\n")
+    (tmp_path / "user.c").write_text("int dep(void);\nint my_dep_impl(void) { return dep(); }\n")
+    cc = ["gcc", "-shared", "-fPIC", "-o"]
+    subprocess.run(
+        [*cc, str(tmp_path / "dep_impl"), str(tmp_path / "dep.c"), "-Wl,-soname,dep_impl"], check=True
+    )
+    library = tmp_path / "libuser.so"
+    subprocess.run([*cc, str(library), str(tmp_path / "user.c"), str(tmp_path / "dep_impl")], check=True)
+    data = library.read_bytes()
+    assert data.count(b"\0my_dep_impl\0") >= 1 and b"\0dep_impl\0" not in data  # shared, as ld wrote it
+    with pytest.raises(elfinplace.DoesNotFit, match="frees 0"):
+        elfinplace.patches(data, (("dep_impl", "zz_new"),), None)
+    assert elfedit.edit_file(library, (("dep_impl", "zz_new"),), None) == elfedit.PATCHELF
+    assert _dynamic(library)["NEEDED"][0] == "zz_new"
+    assert " my_dep_impl" in _readelf(library, "--dyn-syms")
+
+
 def _repair_json(wheel: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
     code = main(["repair", str(wheel), "-w", str(out), "-f", "json"])
     captured = capsys.readouterr()

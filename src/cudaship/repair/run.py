@@ -206,10 +206,12 @@ class _Work:
     fd: int
     scratch: Path
     edited: list[EditedSize] = field(default_factory=list)
+    unpacked: int = 0  #: members unpacked so far (each file's name)
 
     def unpack(self, archive: ZipArchive, member: ZipMember) -> Path:
         """``member``'s bytes in a file of the scratch directory, streamed (never whole in memory)."""
-        target = self.scratch / f"{len(list(self.scratch.iterdir()))}"
+        self.unpacked += 1
+        target = self.scratch / f"member-{self.unpacked}"
         with open(target, "wb") as f:
             for chunk in archive.chunks(member):
                 f.write(chunk)
