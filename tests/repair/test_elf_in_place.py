@@ -128,6 +128,34 @@ def test_a_name_whose_bytes_a_symbol_shares_is_not_overwritten(tmp_path: Path) -
     assert " my_dep_impl" in _readelf(library, "--dyn-syms")
 
 
+@needs_tools
+def test_corrupt_tables_give_an_answer_or_a_format_error(gcc_library: Path) -> None:
+    """Bytes flipped in the headers, .dynamic, .dynstr and the version tables: every answer is a
+    DoesNotFit, a BinaryFormatError, or writes that lie inside the file (never an IndexError, never a
+    write past the end)."""
+    from cudaship.errors import BinaryFormatError
+    from cudaship.repair import elfinplace
+
+    data = gcc_library.read_bytes()
+    rng = random.Random(31)
+    answers = {"fits": 0, "does not fit": 0, "format error": 0}
+    for _ in range(300):
+        bad = bytearray(data)
+        for _ in range(rng.randint(1, 8)):
+            at = rng.randrange(0, min(len(bad), 0x1000)) if rng.random() < 0.5 else rng.randrange(len(bad))
+            bad[at] = rng.randrange(256)
+        try:
+            found = elfinplace.patches(bytes(bad), ((OLD, "libalongname.so"),), ("$ORIGIN/../lib",))
+        except elfinplace.DoesNotFit:
+            answers["does not fit"] += 1
+        except BinaryFormatError:
+            answers["format error"] += 1
+        else:
+            answers["fits"] += 1
+            assert all(at >= 0 and at + len(chunk) <= len(bad) for at, chunk in found.writes)
+    assert answers["fits"] and sum(answers.values()) == 300
+
+
 def _repair_json(wheel: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
     code = main(["repair", str(wheel), "-w", str(out), "-f", "json"])
     captured = capsys.readouterr()
