@@ -176,17 +176,15 @@ def _write(
             total = _uncompressed(path)
         else:
             try:
+                opened = ZipFile(path)
                 with (
-                    ZipFile(path) as archive,
+                    opened as archive,
                     tempfile.TemporaryDirectory(dir=target.parent, prefix=".cudaship-repair-") as tmp,
                 ):
-                    fd = os.open(path, os.O_RDONLY)
-                    try:
-                        work = _Work(fd, Path(tmp), edited)
-                        entries, total = _entries(archive, plan, work)
-                        write_zip(out.file, entries)
-                    finally:
-                        os.close(fd)
+                    # raw copies are read from the very file the archive maps (not the path opened again)
+                    work = _Work(opened.fileno(), Path(tmp), edited)
+                    entries, total = _entries(archive, plan, work)
+                    write_zip(out.file, entries)
             except ArchiveError as e:
                 raise WheelError(e.message) from None
         out.file.flush()
