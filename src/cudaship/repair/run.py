@@ -14,6 +14,8 @@ import dataclasses
 import hashlib
 import os
 import shutil
+import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudaship import safe_write
@@ -25,8 +27,8 @@ from cudaship.inspection.scan import scan
 from cudaship.records.files import ContainerKind
 from cudaship.repair import elfedit, verify, windows
 from cudaship.repair.plan import plan_repair
-from cudaship.repair.records import RecordFix, RepairPlan, Verification, WheelRepair
-from cudaship.repair.zipwrite import DEFLATED, STORED, Entry, write_zip
+from cudaship.repair.records import EditedSize, RecordFix, RepairPlan, Verification, WheelRepair
+from cudaship.repair.zipwrite import COPY, DEFLATED, STORED, Entry, Span, write_zip
 from cudaship.wheel.metadata import b64_digest
 from cudaship.wheel.write import record_bytes, with_requirements
 
@@ -110,7 +112,7 @@ def repair_wheel(
         if _same_file(target, path):
             raise CudashipError("the output would replace the input: give -w another directory", path=label)
         directory.mkdir(parents=True, exist_ok=True)
-        after, checked = _write(path, plan, target, source, workers)
+        after, checked, edited = _write(path, plan, target, source, workers)
         out_size = target.stat().st_size
     except OSError as e:
         return WheelRepair(label, plan, size, uncompressed, error=f"{label}: {e.strerror or e}")
@@ -130,6 +132,7 @@ def repair_wheel(
         after,
         unchanged_copy=not plan.changed,
         verification=checked,
+        edited=edited,
     )
 
 
@@ -158,22 +161,29 @@ def _same_file(target: Path, path: Path) -> bool:
 
 def _write(
     path: Path, plan: RepairPlan, target: Path, source: verify.Source, workers: int | None
-) -> tuple[int, Verification]:
+) -> tuple[int, Verification, tuple[EditedSize, ...]]:
     """Write the repaired wheel to ``target``; its uncompressed size and its verification. The bytes go to a
     file created exclusively under an unpredictable name in ``target``'s directory
     (:func:`safe_write.new_file`), read back and checked against every claim of the plan
     (:func:`verify.verify_written`), and renamed into place only when complete and every claim holds
     (else :class:`Unverified`): whatever is at ``target`` (a link included) is replaced, never written
     through; on failure only that temporary file is removed."""
+    edited: list[EditedSize] = []
     with safe_write.new_file(target, error=WheelError) as out:
         if not plan.changed:
             with path.open("rb") as src:
-                shutil.copyfileobj(src, out.file, 1 << 20)
+                shutil.copyfileobj(src, out.file, COPY)
             total = _uncompressed(path)
         else:
             try:
-                with ZipFile(path) as archive:
-                    entries, total = _entries(archive, plan)
+                opened = ZipFile(path)
+                with (
+                    opened as archive,
+                    tempfile.TemporaryDirectory(dir=target.parent, prefix=".cudaship-repair-") as tmp,
+                ):
+                    # raw copies are read from the very file the archive maps (not the path opened again)
+                    work = _Work(opened.fileno(), Path(tmp), edited)
+                    entries, total = _entries(archive, plan, work)
                     write_zip(out.file, entries)
             except ArchiveError as e:
                 raise WheelError(e.message) from None
@@ -182,7 +192,36 @@ def _write(
         if not checked.holds:
             raise Unverified(target, checked)
         out.place()
-    return total, checked
+    return total, checked, tuple(edited)
+
+
+@dataclass
+class _Work:
+    """Where the writer reads and spills: the input's descriptor (raw copies are read from it, not from the
+    map), a scratch directory beside the output (edited libraries are unpacked there, edited as files,
+    and deflated from there), and each library's edit as it is made."""
+
+    fd: int
+    scratch: Path
+    edited: list[EditedSize] = field(default_factory=list)
+    unpacked: int = 0  #: members unpacked so far (each file's name)
+
+    def unpack(self, archive: ZipArchive, member: ZipMember) -> Path:
+        """``member``'s bytes in a file of the scratch directory, streamed (never whole in memory)."""
+        self.unpacked += 1
+        target = self.scratch / f"member-{self.unpacked}"
+        with open(target, "wb") as f:
+            for chunk in archive.chunks(member):
+                f.write(chunk)
+        return target
+
+
+def _file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(COPY):
+            digest.update(chunk)
+    return "sha256=" + b64_digest(digest.digest())
 
 
 def _uncompressed(path: Path) -> int:
@@ -201,7 +240,10 @@ def _dist_info(plan_filename: str, names: list[str]) -> str:
     return found[0]
 
 
-def _entries(archive: ZipArchive, plan: RepairPlan) -> tuple[list[Entry], int]:
+def _entries(archive: ZipArchive, plan: RepairPlan, work: _Work) -> tuple[list[Entry], int]:
+    """The entries of the repaired wheel, in the input's order, and its uncompressed size. Nothing large is
+    held: an unchanged member is a :class:`Span` of the input file, an edited library or DLL a file of the
+    scratch directory; only METADATA and ``__init__.py`` files are edited in memory."""
     members = list(archive.files())
     dist = _dist_info(plan.filename, [m.name for m in members])
     record_path = f"{dist}/RECORD"
@@ -217,25 +259,28 @@ def _entries(archive: ZipArchive, plan: RepairPlan) -> tuple[list[Entry], int]:
     for m in members:
         if m.name in removed or m.name in skip:
             continue
-        if (
-            m.name in edits
-            or m.name in pe_edits
-            or m.name in bootstraps
-            or (m.name == metadata and plan.requirements)
-        ):
-            data = _whole(archive, m)
-            if m.name == metadata:
-                data = with_requirements(data, tuple(r.text for r in plan.requirements))
-            elif m.name in pe_edits:
-                data = windows.rename_imports(data, pe_edits[m.name].replace_imports)
-            elif m.name in bootstraps:
-                data = windows.with_bootstrap(data, bootstraps[m.name].directories, m.name)
+        if m.name in edits or m.name in pe_edits:
+            unpacked = work.unpack(archive, m)
+            if m.name in pe_edits:
+                windows.rename_imports_file(unpacked, pe_edits[m.name].replace_imports)
             else:
                 e = edits[m.name]
                 runpath = e.runpath_after if e.runpath_changed else None
-                data = elfedit.edit(
-                    data, e.replace_needed, runpath, rpath=e.was_rpath, remove_needed=e.remove_needed
+                how = elfedit.edit_file(
+                    unpacked, e.replace_needed, runpath, rpath=e.was_rpath, remove_needed=e.remove_needed
                 )
+                work.edited.append(EditedSize(m.name, how, m.size, unpacked.stat().st_size))
+            size = unpacked.stat().st_size
+            entries.append(Entry(m.name, m.mode, path=unpacked))
+            record.append((m.name, _file_digest(unpacked), size))
+            total += size
+            continue
+        if m.name in bootstraps or (m.name == metadata and plan.requirements):
+            data = _whole(archive, m)
+            if m.name == metadata:
+                data = with_requirements(data, tuple(r.text for r in plan.requirements))
+            else:
+                data = windows.with_bootstrap(data, bootstraps[m.name].directories, m.name)
             entries.append(Entry(m.name, m.mode, data=data))
             record.append((m.name, "sha256=" + b64_digest(hashlib.sha256(data).digest()), len(data)))
             total += len(data)
@@ -245,12 +290,14 @@ def _entries(archive: ZipArchive, plan: RepairPlan) -> tuple[list[Entry], int]:
         if m.method in (STORED, DEFLATED):
             for chunk in archive.chunks(m):  # verifies the CRC the copy carries, and hashes for RECORD
                 digest.update(chunk)
-            raw = memoryview(archive.buf)[m.data_offset : m.data_offset + m.compressed_size]
+            raw = Span(work.fd, m.data_offset, m.compressed_size)
             entries.append(Entry(m.name, m.mode, raw=raw, method=m.method, crc=m.crc, size=m.size))
         else:
-            data = _whole(archive, m)
-            digest.update(data)
-            entries.append(Entry(m.name, m.mode, data=data))
+            unpacked = work.unpack(archive, m)
+            with open(unpacked, "rb") as f:
+                while chunk := f.read(COPY):
+                    digest.update(chunk)
+            entries.append(Entry(m.name, m.mode, path=unpacked))
         record.append((m.name, "sha256=" + b64_digest(digest.digest()), m.size))
         total += m.size
     record.append((record_path, "", ""))

@@ -8,6 +8,8 @@ package's ``__init__.py`` gets a few lines that add the NVIDIA wheel's DLL direc
 
 from __future__ import annotations
 
+import mmap
+import os
 import posixpath
 
 from cudaship.binary.pe import import_name_offsets
@@ -140,6 +142,27 @@ def rename_imports(data: bytes, renames: tuple[tuple[str, str], ...]) -> bytes:
     if missing:
         raise CudashipError(f"no import named {missing[0]} to rename")
     return bytes(out)
+
+
+def rename_imports_file(path: os.PathLike[str] | str, renames: tuple[tuple[str, str], ...]) -> None:
+    """:func:`rename_imports` on the PE file at ``path``, in place (read through a map, written at the few
+    name offsets: the file is never whole in memory)."""
+    with open(path, "r+b") as f, mmap.mmap(f.fileno(), 0) as m:
+        wanted = {old.lower(): new for old, new in renames}
+        done: set[str] = set()
+        for name, offset in import_name_offsets(m):
+            new = wanted.get(name.lower())
+            if new is None:
+                continue
+            raw = new.encode("ascii")
+            if len(raw) > len(name.encode("ascii", "replace")) or offset + len(name) > len(m):
+                raise CudashipError(f"import {name}: the name {new} does not fit in its place")
+            m[offset : offset + len(name)] = raw + b"\0" * (len(name) - len(raw))
+            done.add(name.lower())
+        m.flush()
+    missing = sorted(set(wanted) - done)
+    if missing:
+        raise CudashipError(f"no import named {missing[0]} to rename")
 
 
 def with_bootstrap(source: bytes, directories: tuple[str, ...], label: str = "__init__.py") -> bytes:
