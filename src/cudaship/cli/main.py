@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import difflib
 import gc
 import importlib
@@ -164,7 +165,23 @@ GC_THRESHOLD = 100_000
 
 def entry() -> None:  # pragma: no cover - console script (tests/cli/test_exit.py runs it in a subprocess)
     gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
-    exit_now(main())
+    code = main()
+    if code == 130:
+        exit_aborted()
+    exit_now(code)
+
+
+def exit_aborted() -> NoReturn:
+    """End an interrupted command (exit 130) at once: the command has unwound and its workers are gone, so
+    the ``atexit`` functions run (temporary files) and the process ends without the interpreter's shutdown.
+    That shutdown would run ``concurrent.futures``' own exit hook, which wakes an executor's manager thread
+    through a pipe the interrupted pool may already have closed: ``OSError: [Errno 9] Bad file descriptor``
+    and a traceback after ``cudaship: aborted`` (seen once under load on a clean machine, the fork-server
+    case of tests/cli/test_interrupt.py)."""
+    with contextlib.suppress(Exception):
+        atexit._run_exitfuncs()
+    _flushed()
+    os._exit(130)
 
 
 def exit_now(code: int) -> NoReturn:
