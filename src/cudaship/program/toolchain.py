@@ -41,7 +41,7 @@ from cudaship.binary.pe import read_pe
 from cudaship.errors import ProgramError, UsageError
 from cudaship.inspection.dispatch import inspect_buffer
 from cudaship.inspection.program_records import ImportLibraryRecord
-from cudaship.program.import_libs import given_library, made_torch_cuda
+from cudaship.program.import_libs import given_library, made_torch_cuda, make_import_library
 from cudaship.program.records import libstdcxx_copy
 from cudaship.words import count
 
@@ -360,18 +360,7 @@ def _private_cuda_home(source: Path, dll: Path, dlltool: str, workdir: Path) -> 
     exports = read_pe(dll.read_bytes()).exports
     if not exports:
         raise ProgramError(f"{dll}: exports nothing; not a CUDA runtime DLL")
-    definition = home / "lib" / "x64" / "cudart.def"
-    definition.write_text(f"LIBRARY {dll.name}\nEXPORTS\n" + "".join(f"    {name}\n" for name in exports))
-    done = subprocess.run(
-        [dlltool, "-d", str(definition), "-l", str(home / "lib" / "x64" / "libcudart.a"), "-D", dll.name],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    if done.returncode != 0:
-        first = (done.stderr or done.stdout).strip().splitlines()
-        raise ProgramError(f"{dlltool}: making libcudart.a failed: {first[0] if first else done.returncode}")
+    make_import_library(dll.name, tuple(exports), dlltool, home / "lib" / "x64" / "libcudart.a")
     return home
 
 
