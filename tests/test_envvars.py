@@ -39,9 +39,12 @@ INDIRECT = {
     ("ci/action_steps.py", "path_var"): set(),  # _append's callers name it: LITERAL_READS
     ("program/export.py", "k"): set(),  # saves the toolchain variables export itself sets, to restore them
     ("program/export.py", "key"): set(),  # ... and restores them
+    # the NVIDIA variant provider's override variables, named in knowledge/data/variant_providers.toml
+    ("analysis/variant_pick.py", "p.force_sm_arch"): {"NV_VARIANT_PROVIDER_FORCE_SM_ARCH"},
+    ("analysis/variant_pick.py", "p.force_driver"): {"NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION"},
 }
 INDIRECT_READ = re.compile(
-    r"\b(?:environ|env|envvars)(?:\.get\(\s*|\[\s*)([a-z_][a-z0-9_]*|[A-Z_]+_ENV)\s*[,)\]]"
+    r"\b(?:environ|env|envvars)(?:\.get\(\s*|\[\s*)([a-z_][a-z0-9_.]*|[A-Z_]+_ENV)\s*[,)\]]"
 )
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from cudaship.analysis.variant_pick import VariantPick, VariantRelease
 from cudaship.render.escape import markdown_cell as cell
+from cudaship.words import count
 
 
 def _driver(p: VariantPick) -> str:
@@ -35,7 +36,7 @@ def lines(releases: Sequence[VariantRelease]) -> list[str]:
         unfit = [p for p in r.picks if not p.fits]
         if unfit:
             out.append(
-                f"  no variant fits {len(unfit)} of the {len(r.picks)} lines above "
+                f"  no variant fits {len(unfit)} of the {count(len(r.picks), 'line')} above "
                 "(the null variant or nothing installed)"
             )
         out.append("")
