@@ -87,6 +87,8 @@ NOT_EXAMPLES = {
     "tests/program/test_import_libs.py checks the same facts (nm -D against the shim headers) on every run",
     '"import_libraries": [': "an excerpt of provenance.json; tests/program/test_import_libs.py writes such a "
     "record and reads it back",
+    "apt-get install --reinstall -y mingw-w64": "the commands of a measured clean-clone run of the suite "
+    "(the suite itself: ./scripts/test)",
     "[tool.cibuildwheel.linux]": "cibuildwheel's configuration, not cudaship's (docs/ci.md, repair)",
     "nvidia :: cuda_version_lower_bound :: 12.8": "the property syntax of a variant.json (docs/variants.md)",
     "variant: nvidia :: ": "audit findings on the variant wheels tests/checks/test_variant_wheels.py and "
