@@ -233,3 +233,15 @@ def test_export_report_with_problems(windows_export: Path, capsys: pytest.Captur
     jsonschema.Draft202012Validator(JSON_SCHEMA).validate(data)
     assert data["passed"] is False and data["problems"] == list(problems)
     assert data["provenance"]["target_platform"] == "windows-x86_64"
+
+
+def test_the_wrapper_decides_the_platform_over_aoti_platform(
+    tmp_path: Path, nvcc_build: Callable[[str], Path]
+) -> None:
+    """torch 2.11's cross compile on the H200 wrote AOTI_PLATFORM "linux" beside its PE wrapper (issue 33):
+    the program is for Windows, and the note says why the metadata is not taken."""
+    wrapper = pe_wrapper(tmp_path / "build", static_runtime=True)
+    metadata = {**METADATA, "AOTI_PLATFORM": "linux"}
+    info = read_program(make_pt2(tmp_path / "x.pt2", wrapper, [nvcc_build("cubin_sm90a")], metadata))
+    assert info.platform == "windows"
+    assert any(n.startswith("AOTI_PLATFORM says linux, but the wrapper is a PE DLL") for n in info.notes)

@@ -97,7 +97,17 @@ def read_pt2(buf: Buffer, path: str = "<buffer>", *, details: bool = False) -> P
     capability = metadata.get("AOTI_COMPUTE_CAPABILITY")
     if capability and capability.isdigit() and len(capability) >= 2:
         capability = f"{capability[:-1]}.{capability[-1]}"
-    platform = metadata.get("AOTI_PLATFORM") or _platform_from_libraries(members)
+    # the wrapper's own format decides: torch 2.11's Windows cross compile records the exporting host's
+    # AOTI_PLATFORM ("linux") beside a PE wrapper (seen on the H200, issue 33)
+    recorded = metadata.get("AOTI_PLATFORM")
+    built = _platform_from_libraries(members)
+    platform = built or recorded
+    if built and recorded and built != recorded:
+        kind = "a PE DLL" if built == "windows" else "ELF"
+        notes.append(
+            f"AOTI_PLATFORM says {recorded}, but the wrapper is {kind}: "
+            f"a program for {built} (a cross compile records the exporting machine's platform)"
+        )
     machine = metadata.get("AOTI_MACHINE") or _machine_from_libraries(members)
     return ProgramInfo(
         path=path,
@@ -144,7 +154,10 @@ def _inspect_member(archive: ZipArchive, info: ZipMember, details: bool) -> File
 
 
 def _platform_from_libraries(members: list[ProgramMember]) -> str | None:
+    """The platform the host libraries are built for (cubins are ELF files too: not host libraries)."""
     for m in members:
+        if m.role not in (MemberRole.WRAPPER, MemberRole.LIBRARY):
+            continue
         if m.report is not None and m.report.format is FileFormat.ELF:
             return "linux"
         if m.report is not None and m.report.format is FileFormat.PE:
