@@ -89,6 +89,8 @@ NOT_EXAMPLES = {
     "record and reads it back",
     "apt-get install --reinstall -y mingw-w64": "the commands of a measured clean-clone run of the suite "
     "(the suite itself: ./scripts/test)",
+    "model.pt2: AOTInductor package": "program inspect of the Windows package exported on the lent H200 "
+    "(tests/program/test_windows_program.py and test_import_libs.py check such lines on packages built here)",
     "[tool.cibuildwheel.linux]": "cibuildwheel's configuration, not cudaship's (docs/ci.md, repair)",
     "nvidia :: cuda_version_lower_bound :: 12.8": "the property syntax of a variant.json (docs/variants.md)",
     "variant: nvidia :: ": "audit findings on the variant wheels tests/checks/test_variant_wheels.py and "
