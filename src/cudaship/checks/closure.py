@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import posixpath
 import re
-from collections import Counter
 
 from packaging.utils import canonicalize_name
 
@@ -25,7 +24,7 @@ from cudaship.checks.context import AuditContext, canonical_imports
 from cudaship.checks.judgement import judge, vendored_copies
 from cudaship.checks.policy import DEFAULT_CUDA_PATTERNS, name_match
 from cudaship.checks.records import StaticImport
-from cudaship.checks.resolve import Resolution, Via, resolve
+from cudaship.checks.resolve import Resolution, Via, resolve, via_counts
 from cudaship.knowledge.libraries import identify
 from cudaship.providers.closure import wheel_extras
 from cudaship.records.binary import FileFormat, Import, ImportKind
@@ -142,8 +141,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
                     notes.setdefault(res.note, []).append(imp.library)
             elif res.via is Via.SHIPPED and res.target is not None and ctx.policy.closure.exports:
                 findings.extend(_missing_exports(path, imp, res.target, exports.get(res.target, frozenset())))
-        counts = Counter(res.via for _imp, res in resolved)  # in the canonical order of the kinds (Via)
-        summary = ", ".join(_via_count(counts[via], via.value) for via in Via if counts[via]) or "no imports"
+        summary = via_counts((res.via for _imp, res in resolved), _via_count) or "no imports"
         name = f"closure: {path}"
         if findings:
             per_path.append((path, verdict(FAMILY, name, findings, "")))
@@ -491,9 +489,9 @@ _VIA_PHRASE = {
 }
 
 
-def _via_count(n: int, via: str) -> str:
+def _via_count(n: int, via: Via) -> str:
     """``3 from another build of a requirement``, ``7 from the system``, ``2 shipped``."""
-    return f"{n} {_VIA_PHRASE.get(via, via)}"
+    return f"{n} {_VIA_PHRASE.get(via.value, via.value)}"
 
 
 def _resolve_reason(n: int, summary: str) -> str:

@@ -85,12 +85,13 @@ class Via(str, Enum):
     UNRESOLVED = "unresolved"
 
 
-def via_counts(vias: Iterable[Via]) -> str:
+def via_counts(vias: Iterable[Via], phrase: Callable[[int, Via], str] | None = None) -> str:
     """``1 driver, 2 system``: how many imports resolve each way, in the canonical order of the kinds (the
     order :class:`Via` declares them, docs/json-schema.md), whatever order the binary lists its imports in;
-    empty for none."""
+    empty for none. ``phrase`` words one count (default: the number and the kind's value)."""
     counts = Counter(vias)
-    return ", ".join(f"{counts[via]} {via.value}" for via in Via if counts[via])
+    word = phrase or (lambda n, via: f"{n} {via.value}")
+    return ", ".join(word(counts[via], via) for via in Via if counts[via])
 
 
 @dataclass(frozen=True)
