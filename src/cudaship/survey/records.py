@@ -47,6 +47,7 @@ class WheelOutcome:
 #: in every column (unknown or not applicable).
 ROW_TYPES: tuple[tuple[str, str], ...] = (
     # the wheel
+    ("wheel_key", "str"),  #: :attr:`WheelRef.key`: what a resumed run skips
     ("project", "str"),
     ("version", "str"),
     ("filename", "str"),
