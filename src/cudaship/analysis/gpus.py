@@ -151,10 +151,16 @@ def _build_cuda(report: FileReport) -> Train | None:
 
 
 def file_verdicts(
-    report: FileReport, capabilities: Sequence[Arch], driver: Driver | None = None
+    report: FileReport,
+    capabilities: Sequence[Arch],
+    driver: Driver | None = None,
+    *,
+    platform: str | None = None,
 ) -> FileVerdicts:
-    """Verdicts for one inspected file (none when it carries no device code)."""
-    platform = "windows" if report.format is FileFormat.PE else "linux"
+    """Verdicts for one inspected file (none when it carries no device code); ``platform``: whose driver
+    minimums apply (``linux``, ``windows``; default: the file's own, Windows for a PE file)."""
+    if platform is None:
+        platform = "windows" if report.format is FileFormat.PE else "linux"
     build = _build_cuda(report)
     verdicts: tuple[CapabilityVerdict, ...] = ()
     no_kernels = kernel_free(report.device_code)

@@ -469,8 +469,39 @@ def file_directory(source: IO[bytes], *, limits: ArchiveLimits = DEFAULT_LIMITS)
     """The central directory of the zip archive readable from ``source``: any seekable file, such as a remote
     wheel fetched in ranges, of which only the directory is read. Its entries' local headers are not read
     (``data_offset`` is -1): :func:`file_member` reads one member's."""
-    infos, _start = _directory(source, limits, _reason)
-    return tuple(_entry(info, -1, None) for info in infos)
+    return file_directory_at(source, limits=limits)[0]
+
+
+def file_directory_at(
+    source: IO[bytes], *, limits: ArchiveLimits = DEFAULT_LIMITS
+) -> tuple[tuple[ZipMember, ...], int | None]:
+    """:func:`file_directory`, and where the central directory starts (None when :mod:`zipfile` does not say):
+    the end of the last member's bytes, for a reader that fetches members by their own ranges."""
+    infos, start = _directory(source, limits, _reason)
+    return tuple(_entry(info, -1, None) for info in infos), None if start is None else int(start)
+
+
+def local_member(buf: Buffer, member: ZipMember, base: int) -> ZipMember:
+    """``member`` of :func:`file_directory` as held in ``buf``, which holds the archive's bytes from offset
+    ``base`` on (a range fetched on its own): its local header read and checked as :class:`ZipArchive` checks
+    a local archive's, its offsets made relative to ``buf``. What is wrong with the header is the member's
+    :attr:`~ZipMember.problem`; data running past ``buf`` is not (a head read needs only the first bytes:
+    the caller that needs the whole member checks ``data_offset + compressed_size <= len(buf)``)."""
+    start = member.header_offset - base
+    if start < 0 or start + _LOCAL_HEADER.size > len(buf):
+        return member._replace(header_offset=max(start, 0), data_offset=0, problem="local header not fetched")
+    fields = _LOCAL_HEADER.unpack_from(buf, start)
+    if fields[0] != _LOCAL_MAGIC:
+        return member._replace(header_offset=start, data_offset=0, problem="bad local header signature")
+    name_len, extra_len = int(fields[9]), int(fields[10])
+    name_at = start + _LOCAL_HEADER.size
+    local_name = bytes(buf[name_at : name_at + name_len])
+    encoding = "ascii" if local_name.isascii() else "utf-8" if member.flags & 0x800 else "cp437"
+    if len(local_name) != name_len or local_name.decode(encoding, errors="replace") != member.name:
+        return member._replace(
+            header_offset=start, data_offset=0, problem="the local header names another file"
+        )
+    return member._replace(header_offset=start, data_offset=name_at + name_len + extra_len, problem=None)
 
 
 def _directory(

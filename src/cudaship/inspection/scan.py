@@ -85,6 +85,7 @@ __all__ = [
     "ScanObserver",
     "ScannedWheel",
     "Workers",
+    "assemble",
     "declared_requirements",
     "scan",
     "start",
@@ -178,6 +179,10 @@ class ScannedWheel:
     #: refuse the wheel when they answer which variant a machine gets
     variant: WheelVariant | None = None
     variant_error: str | None = None
+    #: members this scan did not read (``cudaship survey`` fetches only the dist-info, the members that may
+    #: be native and the Python files, and takes a native member's facts from its cache by RECORD's hash):
+    #: RECORD's hashes and sizes of these are not verified (the ``record`` family says so)
+    unfetched: tuple[str, ...] = ()
 
     @property
     def uncompressed_size(self) -> int:
@@ -379,12 +384,12 @@ def _start_audit(
 
     def collect() -> ScannedWheel:
         results = done + [p.result() for p in pending]
-        return _audited(label, filename, dist, dist_dir, infos, verifier, results, platform, platform_notes)
+        return assemble(label, filename, dist, dist_dir, infos, verifier, results, platform, platform_notes)
 
     return ScanJob(collect, closing)
 
 
-def _audited(
+def assemble(
     label: str,
     filename: str,
     dist: DistInfo,
@@ -394,8 +399,17 @@ def _audited(
     results: list[MemberResult],
     platform: TargetPlatform,
     platform_notes: tuple[str, ...],
+    *,
+    unfetched: Sequence[str] = (),
+    known: dict[str, FileReport] | None = None,
 ) -> ScannedWheel:
-    reports: dict[str, FileReport] = {}
+    """The record of a wheel read for :attr:`Purpose.AUDIT` from its members' results (``results``: each
+    member hashed, and read when native or a Python file). A reader that did not read every member (the
+    survey) names the others in ``unfetched`` (in the wheel, unverified, never "missing") and gives the
+    reports it has without reading (``known``, by member name)."""
+    reports: dict[str, FileReport] = dict(known or {})
+    for name in unfetched:
+        verifier.not_read(name)
     python: list[PythonLoads] = []
     lists: list[LibraryList] = []
     unreadable: list[tuple[str, str]] = []
@@ -433,6 +447,7 @@ def _audited(
         declared=declared_requirements(dist, platform),
         python_loads=tuple(sorted(python, key=lambda p: p.file)),
         library_lists=tuple(sorted(lists, key=lambda p: p.file)),
+        unfetched=tuple(sorted(unfetched)),
     )
 
 

@@ -12,30 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
-from enum import Enum
-from pathlib import PurePath
-from typing import TypeAlias
 
-#: a value :func:`json.dumps` writes as it is
-JSON: TypeAlias = bool | int | float | str | list["JSON"] | dict[str, "JSON"] | None
+from cudaship.records.codec import JSON, to_json
 
-
-def to_json(value: object) -> JSON:
-    """``value`` (a record, or anything in one) as plain JSON values."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, Enum):
-        return to_json(value.value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return fields(value)
-    if isinstance(value, (list, tuple)):
-        return [to_json(v) for v in value]
-    if isinstance(value, Mapping):
-        return {str(k): to_json(v) for k, v in value.items()}
-    if isinstance(value, PurePath):
-        return str(value)
-    raise TypeError(f"no JSON for {type(value).__name__}")
+__all__ = ["JSON", "dumps", "fields", "pick", "to_json"]
 
 
 def fields(record: object) -> dict[str, JSON]:

@@ -404,6 +404,15 @@ class RecordVerifier:
         """``path`` is in the wheel but could not be read (reported elsewhere): not "missing"."""
         self._named(path)
 
+    def not_read(self, path: str) -> None:
+        """``path`` is in the wheel (its archive's directory says) but was not read (a survey reads only some
+        members): its name and its listing in RECORD are checked, its hash and size cannot be."""
+        self._named(path)
+        if path not in self._by_path and not _NO_HASH_OK.match(path):
+            self._problems.append(
+                RecordProblem("unlisted", path, f"{path} is in the wheel but not in RECORD")
+            )
+
     def problems(self) -> tuple[RecordProblem, ...]:
         missing = [
             RecordProblem("missing", path, f"{path} is listed in RECORD but not in the wheel")
