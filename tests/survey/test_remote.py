@@ -95,6 +95,9 @@ def options(tmp_path: Path, **kw: object) -> SurveyOptions:
     return SurveyOptions(cache_dir=str(tmp_path / "survey-cache"), **kw)  # type: ignore[arg-type]
 
 
+LOADER = b"import ctypes, os\nctypes.CDLL(os.path.join(os.path.dirname(__file__), 'libmulti.so'))\n"
+
+
 @pytest.fixture
 def big_data_wheel(tmp_path: Path, nvcc_build: Callable[[str], Path]) -> Path:
     """Two nvcc-built libraries, a tool not native by its name, a Python file that loads one of them, a
@@ -102,7 +105,7 @@ def big_data_wheel(tmp_path: Path, nvcc_build: Callable[[str], Path]) -> Path:
     (tmp_path / "wheels").mkdir(exist_ok=True)
     lib = nvcc_build("multi_arch").read_bytes()
     files = {
-        "pkg/__init__.py": b"import ctypes, os\nctypes.CDLL(os.path.join(os.path.dirname(__file__), 'libmulti.so'))\n",
+        "pkg/__init__.py": LOADER,
         "pkg/libmulti.so": lib,
         "pkg/data/weights.bin": noise(3 << 20),
         "pkg/include/kernels.h": b"int f(void);\n" * 1000,
