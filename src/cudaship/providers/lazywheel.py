@@ -132,6 +132,11 @@ class RangeFile(SeekableReader):
             )
         self._store(lo, body)
 
+    def held(self, start: int, end: int) -> bytes | None:
+        """Bytes ``start`` to ``end`` when already fetched (nothing is fetched); else None."""
+        with self._lock:
+            return self._covering(start, end)
+
     def whole(self) -> bytes | None:
         """The whole file, when every byte of it has been fetched (a wheel no larger than :data:`TAIL`); else
         None."""

@@ -49,7 +49,7 @@ from cudaship.errors import ArchiveError, WheelError
 from cudaship.http import Retry, Unavailable, deadline_in, open_url
 from cudaship.inspection.member import MemberResult, scan_member
 from cudaship.providers.http import Client
-from cudaship.providers.lazywheel import RangeFile
+from cudaship.providers.lazywheel import TAIL, RangeFile
 from cudaship.records.buffer import Buffer
 from cudaship.records.codec import from_json, to_json
 from cudaship.records.files import FileReport
@@ -263,10 +263,26 @@ class _HttpSource(_Source):
             sink = Sink(hi - lo, MemoryBudget(SPAN_MEMORY), spill_size=0)
             sink.write(whole[lo:hi])
             return sink
-        return RANGE_RETRY.run(lambda: self._attempt(lo, hi), deadline=self.deadline)
+        # the end of the file was fetched with the directory: only what lies before it is asked for
+        tail_lo = max(lo, self.size - TAIL)
+        held = self.raw.held(tail_lo, hi) if hi > tail_lo else None
+        ask = tail_lo if held is not None else hi
+        if ask == lo and held is not None:
+            sink = Sink(hi - lo, MemoryBudget(SPAN_MEMORY), spill_size=0)
+            sink.write(held)
+            return sink
+        sink = RANGE_RETRY.run(lambda: self._attempt(lo, ask, hi - lo), deadline=self.deadline)
+        if held is not None:
+            try:
+                sink.write(held)
+            except BaseException:
+                sink.close()
+                raise
+        return sink
 
-    def _attempt(self, lo: int, hi: int) -> Sink:
-        sink = Sink(hi - lo, MemoryBudget(SPAN_MEMORY), spill_size=0)
+    def _attempt(self, lo: int, hi: int, total: int) -> Sink:
+        """Bytes ``lo`` to ``hi`` by one request, into a sink of ``total`` bytes (the rest: the caller)."""
+        sink = Sink(total, MemoryBudget(SPAN_MEMORY), spill_size=0)
         try:
             self.requests += 1
             with open_url(
