@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -292,3 +293,20 @@ def test_a_real_cuda_runtime_wheel_and_a_wheel_vendoring_it(
     assert second.cached_members == 1 and served.bytes < len(data) // 2
     assert vrow["vendored_nvidia"] == "nvidia-cuda-runtime"
     assert vrow["library_sha256"] == rows[cudart]["library_sha256"]
+
+
+def test_a_member_not_fetched_is_still_checked_against_record_by_name(tmp_path: Path) -> None:
+    """A member the survey does not fetch (data) is unverified, not "missing"; one RECORD does not list is
+    still "unlisted": the central directory says so without its bytes."""
+    wheel = build_wheel(tmp_path, "pkg", "1.0", {"pkg/data/a.bin": noise(1000), "pkg/__init__.py": b""})
+    plain = survey_wheel(file_ref(wheel), options(tmp_path))
+    assert plain.rows[0]["audit_failed"] == []
+    with zipfile.ZipFile(wheel, "a") as zf:
+        zf.writestr("pkg/data/unlisted.bin", noise(200_000, seed=3))  # only its head is fetched
+    (row,) = survey_wheel(file_ref(wheel), options(tmp_path)).rows
+    assert "record: hashes and sizes" in row["audit_failed"]
+    read = read_wheel(file_ref(wheel), options(tmp_path))
+    audit = audit_scanned(scanned_wheel(read), default_policy())
+    record = next(c for c in audit.checks if c.name == "record: hashes and sizes")
+    assert [f.message for f in record.evidence] == ["pkg/data/unlisted.bin is in the wheel but not in RECORD"]
+    assert "pkg/data/unlisted.bin" in read.unfetched
