@@ -79,7 +79,9 @@ ROW_TYPES: tuple[tuple[str, str], ...] = (
     ("ptx_isa", "list[str]"),  #: PTX ISA versions, ``8.8`` ...
     ("arch_bytes", "list[arch]"),  #: bytes of device code per arch and kind
     ("compressed", "bool"),  #: any fatbin entry compressed
-    ("min_driver_linux", "str"),  #: the oldest driver that runs this library's code on some supported GPU
+    #: the driver ``cudaship gpus`` names for this library on the default GPUs of the wheel's machine (the
+    #: newest any of its verdicts needs); None for another OS's file or a library without device code
+    ("min_driver_linux", "str"),
     ("min_driver_windows", "str"),
     ("vendored_nvidia", "str"),  #: the NVIDIA wheel providing this vendored copy
     ("error", "str"),  #: why this library (or the whole wheel) could not be read

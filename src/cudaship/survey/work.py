@@ -180,7 +180,7 @@ def _wheel_columns(
         row["cuda_code"] = cuda_evidence(ctx) is not None
         if audited:
             row["audit_verdict"] = "error"
-            row["audit_failed"] = [audit_error] if audit_error else []
+            row["audit_failed"] = [f"error: {audit_error}"] if audit_error else []
     return row
 
 
