@@ -218,6 +218,11 @@ def _unreadable(
         return http_ref(served, nvcc_wheel), SurveyOptions(cache_dir=opts.cache_dir, hosts=("pypi.org",))
     if kind == "file missing":
         return WheelRef("x", "1", "x.whl", (tmp_path / "nothing.whl").as_uri()), opts
+    if kind == "deadline":
+        return http_ref(served, nvcc_wheel), SurveyOptions(cache_dir=opts.cache_dir, deadline_s=0.0)
+    if kind == "wrong size":  # the index says it is larger than the file served
+        ref = http_ref(served, nvcc_wheel)
+        return WheelRef(ref.project, ref.version, ref.filename, ref.url, (ref.size or 0) + 1000), opts
     data = nvcc_wheel.read_bytes()
     damaged = tmp_path / "damaged" / nvcc_wheel.name
     damaged.parent.mkdir()
@@ -226,7 +231,17 @@ def _unreadable(
 
 
 @pytest.mark.parametrize(
-    "kind", ["unreachable", "missing", "host not allowed", "file missing", "truncated", "not a zip"]
+    "kind",
+    [
+        "unreachable",
+        "missing",
+        "host not allowed",
+        "file missing",
+        "deadline",
+        "wrong size",
+        "truncated",
+        "not a zip",
+    ],
 )
 def test_an_unreadable_wheel_is_one_error_row(
     tmp_path: Path, served: LocalIndex, nvcc_wheel: Path, kind: str
@@ -242,6 +257,8 @@ def test_an_unreadable_wheel_is_one_error_row(
         "missing": "404",
         "host not allowed": "not followed",
         "file missing": "nothing.whl",
+        "deadline": "deadline",
+        "wrong size": "answered with status 206",
         "truncated": "not a readable zip archive",
         "not a zip": "not a readable zip archive",
     }[kind]
