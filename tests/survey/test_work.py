@@ -327,3 +327,13 @@ def test_a_member_not_fetched_is_still_checked_against_record_by_name(tmp_path: 
     record = next(c for c in audit.checks if c.name == "record: hashes and sizes")
     assert [f.message for f in record.evidence] == ["pkg/data/unlisted.bin is in the wheel but not in RECORD"]
     assert "pkg/data/unlisted.bin" in read.unfetched
+
+
+def test_a_cache_that_cannot_be_written_costs_only_speed(
+    tmp_path: Path, nvcc_build: Callable[[str], Path]
+) -> None:
+    wheel = build_wheel(tmp_path, "pkg", "1.0", {"pkg/libk.so": nvcc_build("ptx_only").read_bytes()})
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the cache's directory would be")
+    outcome = survey_wheel(file_ref(wheel), SurveyOptions(cache_dir=str(blocked)))
+    assert outcome.error is None and outcome.rows[0]["error"] is None and outcome.read_members == 1

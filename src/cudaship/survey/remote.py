@@ -123,6 +123,7 @@ class WheelRead:
     requests: int = 0
     cache_reads: int = 0  #: cache entries read (hits)
     cache_writes: int = 0
+    cache_failed: int = 0  #: entries that could not be written (the cache full or read-only)
     cache_corrupt: int = 0  #: entries found unreadable (read again from the wheel and written anew)
 
 
@@ -533,7 +534,11 @@ def _read_member(
         return
     if report.error is not None:
         return  # a member the readers could not read is read again next time
-    cache.put(computed, report, options.details)
+    try:
+        cache.put(computed, report, options.details)
+    except (WheelError, OSError):  # a cache that cannot be written (full, read-only) costs speed only
+        read.cache_failed += 1
+        return
     read.cache_writes += 1
 
 

@@ -58,10 +58,14 @@ def survey_wheel(ref: WheelRef, options: SurveyOptions) -> WheelOutcome:
         return _failed(ref, e.message)
     except OSError as e:
         return _failed(ref, f"{ref.url}: {e.strerror or e}")
+    except Exception as e:  # a reader's bug must not end a survey of thousands of wheels: this wheel's row
+        return _failed(ref, f"{ref.url}: internal error: {type(e).__name__}: {e}")
     try:
         rows = _rows(ref, options, read)
     except CudashipError as e:
         return _failed(ref, e.message, read)
+    except Exception as e:
+        return _failed(ref, f"{ref.url}: internal error: {type(e).__name__}: {e}", read)
     return WheelOutcome(
         ref,
         rows,
