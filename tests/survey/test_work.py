@@ -263,6 +263,8 @@ def test_an_unreadable_wheel_is_one_error_row(
         "not a zip": "not a readable zip archive",
     }[kind]
     assert expected in row["error"]
+    if kind in ("truncated", "not a zip", "wrong size"):  # the bytes received before it failed count
+        assert outcome.fetched_bytes == served.bytes > 0
     pickle.loads(pickle.dumps(outcome))
 
 

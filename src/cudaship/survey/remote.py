@@ -45,7 +45,7 @@ from cudaship import __version__
 from cudaship.archive.select import MAGIC_BYTES, is_native_member, is_text_name, looks_native
 from cudaship.archive.spill import MemoryBudget, Sink
 from cudaship.archive.zip import ZipArchive, ZipMember, file_directory_at, file_member, local_member
-from cudaship.errors import ArchiveError, WheelError
+from cudaship.errors import ArchiveError, CudashipError, WheelError
 from cudaship.http import Retry, Unavailable, deadline_in, open_url
 from cudaship.inspection.member import MemberResult, scan_member
 from cudaship.providers.http import Client
@@ -239,10 +239,22 @@ class _HttpSource(_Source):
         self.hosts = hosts
         self.deadline = deadline
         self.client = Client(deadline=seconds)
-        if size is None:
-            size = self._size()
-        self.size = size
-        self.raw = RangeFile(self.client, url, size, hosts)
+        self._known = size
+        self._raw: RangeFile | None = None
+
+    @property
+    def size(self) -> int:  # type: ignore[override]
+        if self._known is None:
+            self._known = self._size()
+        return self._known
+
+    @property
+    def raw(self) -> RangeFile:
+        """The wheel's bytes through RangeFile, its end fetched on first use (inside :func:`read_wheel`'s
+        counting)."""
+        if self._raw is None:
+            self._raw = RangeFile(self.client, self.url, self.size, self.hosts)
+        return self._raw
 
     def _size(self) -> int:
         """The file's size from a one-byte range's ``Content-Range`` (the index did not give it)."""
@@ -359,14 +371,17 @@ def wanted_python(member: ZipMember) -> bool:
 
 def read_wheel(ref: WheelRef, options: SurveyOptions, *, gap: int = GAP) -> WheelRead:
     """Read ``ref`` as the module says. Raises :class:`~cudaship.errors.CudashipError` (one line) when the
-    wheel cannot be read at all: not reachable, not a zip, no dist-info, a range the server will not give."""
+    wheel cannot be read at all: not reachable, not a zip, no dist-info, a range the server will not give;
+    its ``fetched_bytes`` attribute counts the bytes received before that (0 when none)."""
     deadline = deadline_in(options.deadline_s)
     source = _open(ref, options, deadline)
     try:
-        read = _read(ref, options, source, gap)
+        return _read(ref, options, source, gap)
+    except CudashipError as e:
+        e.fetched_bytes = source.counted()[0]  # type: ignore[attr-defined]
+        raise
     finally:
         source.close()
-    return read
 
 
 def _read(ref: WheelRef, options: SurveyOptions, source: _Source, gap: int) -> WheelRead:

@@ -55,7 +55,7 @@ def survey_wheel(ref: WheelRef, options: SurveyOptions) -> WheelOutcome:
     try:
         read = read_wheel(ref, options)
     except CudashipError as e:
-        return _failed(ref, e.message)
+        return _failed(ref, e.message, fetched=getattr(e, "fetched_bytes", 0))
     except OSError as e:
         return _failed(ref, f"{ref.url}: {e.strerror or e}")
     except Exception as e:  # a reader's bug must not end a survey of thousands of wheels: this wheel's row
@@ -229,10 +229,9 @@ def library_columns(report: FileReport, machine: str | None) -> dict[str, Any]:
     return out
 
 
-def _failed(ref: WheelRef, message: str, read: WheelRead | None = None) -> WheelOutcome:
-    """The one row of a wheel that could not be read."""
+def _failed(ref: WheelRef, message: str, read: WheelRead | None = None, *, fetched: int = 0) -> WheelOutcome:
+    """The one row of a wheel that could not be read (``fetched``: bytes received before it failed)."""
     row = _wheel_columns(ref, read, None, None, None, None, False)
     row["error"] = message.splitlines()[0] if message else "unreadable"
-    return WheelOutcome(
-        ref, [row], error=row["error"], fetched_bytes=read.fetched_bytes if read is not None else 0
-    )
+    received = read.fetched_bytes if read is not None else fetched
+    return WheelOutcome(ref, [row], error=row["error"], fetched_bytes=received)
