@@ -125,3 +125,35 @@ def test_gpus_judges_a_wheel_only_against_its_machines_gpus(
         for group in report.wheels[0].variant_groups:
             for service in group.variants:
                 assert not {"8.7", "11.0", "12.1"} & set(service.serves)
+
+
+@pytest.mark.network
+@pytest.mark.parametrize(
+    ("fixture", "driver"),
+    [("bitsandbytes_linux_wheel", "525.60.13"), ("bitsandbytes_windows_wheel", "527.41")],
+)
+def test_gpus_cli_gives_the_x86_64_minimum_driver_on_the_real_wheel(
+    fixture: str, driver: str, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 32, class 12, on the wheel it names, through the command a user runs: `gpus` of bitsandbytes
+    shows no Arm-only row (Jetson Orin 8.7, Thor 11.0, GB10 12.1) and the minimum driver of the x86_64 GPUs
+    (the 12.x floor, 525.60.13 on Linux), not the 575.51.03 that judging it against GB10 gave; each of the
+    audit's coverage checks names only capabilities of those rows or older ones (the same GPUs)."""
+    import json
+
+    from cudaship.cli.main import main
+
+    wheel: Path = request.getfixturevalue(fixture)
+    assert main(["gpus", "-f", "json", str(wheel)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    caps = [c["capability"] for c in doc["capabilities"]]
+    assert caps[-1] == "12.0" and not {"8.7", "11.0", "12.1"} & set(caps), caps
+    (w,) = doc["wheels"]
+    assert w["min_driver"] == driver and "575.51.03" not in json.dumps(doc), w["min_driver_reason"]
+    main(["audit", "-f", "json", str(wheel)])
+    audit = json.loads(capsys.readouterr().out)
+    coverage = [c for c in audit["checks"] if c["name"].startswith("archs: GPU coverage of ")]
+    assert coverage
+    for check in coverage:
+        named = check["reason"].split("on x86_64:", 1)[1].split()  # the capabilities it names
+        assert not {"8.7", "11.0", "12.1"} & set(named), check["reason"]

@@ -47,3 +47,27 @@ def test_audit_warns_about_what_repair_removes(
         r = removed[member]
         assert str(r["project"]) in str(check["reason"])
         assert f"{r['size']:,} bytes" in str(check["reason"])
+
+
+def test_torchvision_names_the_nvidia_wheels_and_the_bytes_repair_saves(
+    torchvision_linux_wheel: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 32, class 11, on the wheel it names: torchvision vendors libcudart and libnvjpeg (auditwheel's
+    hashed copies in torchvision.libs); repair removes both, and the audit warns about exactly those two,
+    naming nvidia-cuda-runtime-cu12 / nvidia-nvjpeg-cu12 and the bytes saved."""
+    copies = _audit_copies(torchvision_linux_wheel, capsys)
+    removed = _removed(torchvision_linux_wheel, capsys)
+    assert (
+        set(copies)
+        == set(removed)
+        == {
+            "torchvision.libs/libcudart.41118559.so.12",
+            "torchvision.libs/libnvjpeg.02b6d700.so.12",
+        }
+    )
+    cudart = str(copies["torchvision.libs/libcudart.41118559.so.12"]["reason"])
+    nvjpeg = str(copies["torchvision.libs/libnvjpeg.02b6d700.so.12"]["reason"])
+    assert "nvidia-cuda-runtime-cu12" in cudart and "707,904 bytes uncompressed" in cudart
+    assert "nvidia-nvjpeg-cu12" in nvjpeg and "6,722,352 bytes uncompressed" in nvjpeg
+    for member, check in copies.items():
+        assert f"{removed[member]['size']:,} bytes" in str(check["reason"])

@@ -207,3 +207,32 @@ def test_here_knows_the_platform_and_the_installed_runtimes_train(tmp_path: Path
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0+cpu\n")
     assert installed_runtime("pt2", [str(site)]) == ("torch 2.11.0+cpu", None)
     assert installed_runtime("pte", [str(site)]) is None  # no executorch there
+
+
+def test_check_here_decides_platform_and_train_end_to_end(
+    export_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 32, class 15, through check_program on a package of a real nvcc cubin: --here alone decides the
+    GPU, the platform (this machine's) and the train (the installed torch's +cu130), so no item is skipped
+    for want of them. Only the driver API's answer is stood in for (no GPU on this machine); the GPU-only
+    round trip (tests/program/test_gpu_roundtrip.py) asks the real one."""
+    import platform as _platform
+    import sys
+
+    import cudaship.program.check as check
+
+    if not (sys.platform.startswith("linux") and _platform.machine() == "x86_64"):
+        pytest.skip("the package is a linux-x86_64 program")
+    monkeypatch.setattr(check, "device_facts", lambda: {"capability": "9.0", "gpu": "NVIDIA H100 80GB HBM3"})
+    monkeypatch.setattr(check, "driver_version", lambda: "580.159.04")
+    site = tmp_path / "site"
+    dist = site / "torch-2.11.0+cu130.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0+cu130\n")
+    monkeypatch.syspath_prepend(str(site))
+    report = check_program(export_dir, here=True)
+    assert report.target.platform == "linux-x86_64"
+    assert report.target.train == "13.0" and report.target.runtime == "torch 2.11.0+cu130"
+    assert status(report, "platform") != "skip", message(report, "platform")
+    assert status(report, "train") != "skip", message(report, "train")
+    assert status(report, "arch") != "skip" and "NVIDIA H100" in message(report, "arch")

@@ -306,10 +306,10 @@ def _follow_dependencies(
         )
 
 
-def _copies(ctx: AuditContext) -> dict[str, str]:
+def _copies(ctx: AuditContext, *, modules: bool = True) -> dict[str, str]:
     """Installed path -> the first path of its group of copies: the same bytes (RECORD's digest), the same
-    SONAME in the same directory (a library under several names), or the same extension module built for
-    several Python ABIs (``m.cpython-311-...so``, ``m.cpython-312-...so``) in the same directory."""
+    SONAME in the same directory (a library under several names), or (``modules``) the same extension module
+    built for several Python ABIs (``m.cpython-311-...so``, ``m.cpython-312-...so``) in the same directory."""
     parent: dict[str, str] = {p: p for p in ctx.libraries}
 
     def find(p: str) -> str:
@@ -335,12 +335,29 @@ def _copies(ctx: AuditContext) -> dict[str, str]:
             own.append(("digest", str(digest[0]), str(digest[1])))
         if report.host.soname:
             own.append(("soname", directory, report.host.soname))
-        if is_extension_module(path, report.host.exports):
+        if modules and is_extension_module(path, report.host.exports):
             own.append(("module", directory, posixpath.basename(path).split(".", 1)[0]))
         for key in own:
             first = keys.setdefault(key, path)
             union(first, path)
     return {p: find(p) for p in parent}
+
+
+def copy_groups(ctx: AuditContext) -> tuple[tuple[str, ...], ...]:
+    """The libraries the wheel ships under several names (a wheel cannot hold symlinks: ``libfoo.so``,
+    ``libfoo.so.0``, ``libfoo.so.0.1.2`` with the same bytes, or the same SONAME in one directory): one
+    group per library, the copy a process loads first (the file named by its SONAME, the name its
+    dependents need), then the others in path order. The grouping :func:`_merge_copies` reports by, and the
+    one ``audit --load`` loads once by (``WheelAudit.copies``; issue 32, class 9)."""
+    groups: dict[str, list[str]] = {}
+    for path, first in _copies(ctx, modules=False).items():
+        groups.setdefault(first, []).append(path)
+
+    def order(path: str) -> tuple[bool, str]:
+        host = ctx.libraries[path].host
+        return (not (host is not None and host.soname == posixpath.basename(path)), path)
+
+    return tuple(sorted(tuple(sorted(g, key=order)) for g in groups.values() if len(g) > 1))
 
 
 def _merge_copies(items: list[tuple[str, CheckResult]], copies: dict[str, str]) -> dict[str, CheckResult]:

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from cudaship.checks.closure import copy_groups
 from cudaship.checks.context import AuditContext
 from cudaship.checks.cuda_content import cuda_evidence
 from cudaship.checks.policy import Policy
@@ -153,6 +154,7 @@ def audit_scanned(
             notes=tuple(ctx.notes),
             unreadable=tuple(scan.unreadable),
             imports=tuple(ctx.static_imports),
+            copies=() if program else copy_groups(ctx),
             host_packages=tuple(sorted(ctx.host_packages)),
             resolved=closure.pins() if closure is not None else (),
             undated=closure.undated if closure is not None else (),

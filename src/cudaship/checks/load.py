@@ -53,7 +53,7 @@ FAILURE, DISAGREEMENT, PRELOADED, ON_DEMAND, INSTALL, VARIANT, EXTRA, RUNTIME = 
     "extra",
     "runtime",
 )
-AUXILIARY, NO_DRIVER, NOT_PROBED = "auxiliary", "no_driver", "not_probed"
+AUXILIARY, NO_DRIVER, NOT_PROBED, COPY = "auxiliary", "no_driver", "not_probed", "copy"
 NO_DRIVER_TEXT = (
     "not judged: no NVIDIA driver and no libcuda stub (set CUDA_HOME to a toolkit with lib64/stubs, "
     "or --libcuda-stub PATH)"
@@ -83,6 +83,8 @@ class LoadInputs:
         str, ...
     ] = ()  #: documented loader functions called after the imports (``libkvikio.load_library()``)
     not_probed: dict[str, str] = field(default_factory=dict)  #: wheel file -> why it was not loaded
+    #: a copy of a library shipped under several names, not loaded -> the copy loaded in its place
+    copies: dict[str, str] = field(default_factory=dict)
     #: whether two installed files hold the same bytes (the oracle hashes them; this module reads no file)
     same_content: Callable[[str, str], bool] = lambda a, b: False
 
@@ -322,6 +324,40 @@ def _not_probed(not_probed: dict[str, str]) -> list[CheckResult]:
             + "; ".join(sorted({why for why in not_probed.values()})),
             [Finding(f"{lib}: {why}", file=lib) for lib, why in sorted(not_probed.items())],
             rule=NOT_PROBED,
+        )
+    ]
+
+
+def _copies(copies: dict[str, str], verdicts: Sequence[_LibraryVerdict]) -> list[CheckResult]:
+    """The note naming the copies of libraries shipped under several names (byte copies standing in for
+    symlinks): each was loaded once, as the copy its dependents need; the others are copies, never failures
+    and not counted (issue 32, class 9)."""
+    if not copies:
+        return []
+    outcome = {
+        v.lib: ("does not load" if any(r.rule == FAILURE for r in v.results) else "loads") for v in verdicts
+    }
+    by_loaded: dict[str, list[str]] = {}
+    for copy, loaded in sorted(copies.items()):
+        by_loaded.setdefault(loaded, []).append(copy)
+    parts = [
+        f"{' and '.join(others)} {'is a copy' if len(others) == 1 else 'are copies'} of {loaded} "
+        f"(loaded once, as {loaded}: it {outcome.get(loaded, 'was not judged')})"
+        for loaded, others in sorted(by_loaded.items())
+    ]
+    return [
+        failed(
+            FAMILY,
+            "load: copies of one library",
+            f"{words.count(len(copies), 'file')} {'is a copy' if len(copies) == 1 else 'are copies'} of "
+            "libraries shipped under several names (the same bytes or SONAME: a wheel cannot hold symlinks), "
+            "loaded once by the name their dependents need, as a process does; not loaded by their own "
+            "paths, which would map a second instance of the library: " + "; ".join(parts),
+            [
+                Finding(f"a copy of {loaded} (the same bytes or SONAME): loaded once, as {loaded}", file=copy)
+                for copy, loaded in sorted(copies.items())
+            ],
+            rule=COPY,
         )
     ]
 
@@ -622,7 +658,8 @@ def compare(
     verdicts = [
         verdict
         for lib in sorted(per_file)
-        if (verdict := _judge_library(lib, per_file[lib], after, alone, ctx)) is not None
+        if lib not in inputs.copies
+        and (verdict := _judge_library(lib, per_file[lib], after, alone, ctx)) is not None
     ]
     no_driver = [*driverless_imports, *(v.lib for v in verdicts if v.no_driver)]
     not_judged = {v.lib for v in verdicts if v.not_judged}
@@ -633,6 +670,7 @@ def compare(
     results = [
         *import_results,
         *_not_probed(inputs.not_probed),
+        *_copies(inputs.copies, verdicts),
         *(result for v in verdicts for result in v.results),
         *_summary_results(agreeing, libraries, len(imports)),
     ]
@@ -702,15 +740,20 @@ def on_demand_lookup(
     return lookup
 
 
-def overruled(checks: Sequence[CheckResult], load: LoadCheck) -> tuple[CheckResult, ...]:
+def overruled(
+    checks: Sequence[CheckResult], load: LoadCheck, copies: Sequence[Sequence[str]] = ()
+) -> tuple[CheckResult, ...]:
     """The audit's checks once the real loader has answered: a closure error for a library the loader loaded
     with every DT_NEEDED satisfied is contradicted by the one certain answer there is. It becomes a warning
     that says so (the static model's gap, still worth fixing in the model), never an error that the loader
-    disproves (issue 32, class 9). Pure: records in, records out."""
+    disproves (issue 32, class 9). A library shipped under several names (``copies``, the static audit's
+    groups) is loaded once: what the loader says of that copy holds for each. Pure: records in, records
+    out."""
     rows: dict[str, list[LoadComparison]] = {}
     for c in load.comparisons:
         rows.setdefault(c.file, []).append(c)
     loaded = {f for f, rs in rows.items() if rs and all(r.loader.startswith("loaded ") for r in rs)}
+    loaded |= {p for group in copies if loaded.intersection(group) for p in group}
     out: list[CheckResult] = []
     for check in checks:
         lib = check.name[len("closure: ") :] if check.name.startswith("closure: ") else None

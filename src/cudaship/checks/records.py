@@ -121,6 +121,10 @@ class WheelAudit:
     imports: tuple[StaticImport, ...] = ()
     #: what ``audit --load`` saw, when it ran
     load: LoadCheck | None = None
+    #: libraries shipped under several names (byte copies standing in for symlinks, one SONAME in one
+    #: directory): per library, the copy loaded by the name its dependents need first, then the others
+    #: (:func:`cudaship.checks.closure.copy_groups`); ``audit --load`` loads each library once, by that copy
+    copies: tuple[tuple[str, ...], ...] = ()
     #: canonical names of host packages the wheel's libraries need but do not declare (an extension whose
     #: RUNPATH points into torch/lib, or that links libc10.so, with no torch requirement): ``audit --load``
     #: installs them too. See knowledge/data/hosts.toml.

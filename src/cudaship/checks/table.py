@@ -365,6 +365,7 @@ FAMILIES: tuple[Family, ...] = (
             Rule("auxiliary", NOTE, "a private, non-package or test/sample top-level module does not import"),
             Rule("no_driver", NOTE, "not judged: needs libcuda.so.1 and there is no driver and no stub here"),
             Rule("not_probed", NOTE, "native files not loaded: executables, extensions for another Python"),
+            Rule("copy", NOTE, "copies of a library shipped under several names, loaded once by its SONAME"),
         ),
     ),
 )

@@ -342,6 +342,7 @@ def _load_contained(
             not_probed[rel] = other
             continue
         libs[rel] = real
+    libs, copies = once_per_library(libs, audit.copies)
     tops = top_level_modules(installed, top_txt)
     package_names = frozenset(p.split("/", 1)[0] for p in installed if "/" in p)
     main = main_modules(tops, package_names, project)
@@ -382,6 +383,7 @@ def _load_contained(
         auxiliary=aux,
         calls=tuple(c.replace(":", ".") + "()" for c in calls),
         not_probed=not_probed,
+        copies=copies,
         same_content=SameContent(),
         on_demand=load_family.on_demand_lookup(project, _requirement_names(requires)),
         environment=environment,
@@ -392,6 +394,25 @@ def _load_contained(
     if env.directory and options.install.keep:
         check = dataclasses.replace(check, notes=(*check.notes, f"environment kept at {env.directory}"))
     return _with(audit, policy, check, results)
+
+
+def once_per_library(
+    libs: dict[str, str], groups: tuple[tuple[str, ...], ...]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The libraries to load, one copy per library, and each copy left out -> the copy loaded in its place.
+    A wheel cannot hold symlinks, so ``libfoo.so``, ``libfoo.so.0`` and ``libfoo.so.0.1.2`` are shipped as
+    copies of one library (the static audit's groups, ``WheelAudit.copies``, the copy its dependents need
+    first). A process maps that library once, by that name; dlopening each copy by its own path would map a
+    second instance beside the first (two constructors, two registrations: protobuf and LLVM abort), which
+    no user's process does (issue 32, class 9). Pure: paths in, paths out."""
+    keep = dict(libs)
+    copies: dict[str, str] = {}
+    for group in groups:
+        present = [p for p in group if p in keep]
+        for other in present[1:]:
+            del keep[other]
+            copies[other] = present[0]
+    return keep, copies
 
 
 def host_modules(projects: tuple[str, ...]) -> tuple[str, ...]:
@@ -435,7 +456,7 @@ def _requirement_names(requires: tuple[str, ...]) -> tuple[str, ...]:
 def _with(audit: WheelAudit, policy: Policy, check: LoadCheck, results: list[CheckResult]) -> WheelAudit:
     judged = tuple(with_severity(r, policy) for r in results)
     # a static error the loader disproves is not an error (issue 32, class 9)
-    own = load_family.overruled(audit.checks, check)
+    own = load_family.overruled(audit.checks, check, audit.copies)
     return dataclasses.replace(audit, checks=(*own, *judged), load=check)
 
 
