@@ -18,7 +18,7 @@ sha256 and size (from PyPI's JSON API) and why it is there. Subcommands:
 ``--src DIR`` runs another checkout's cudaship and ``--results DIR`` keeps its results apart, on the same
 downloaded wheels. docs/accuracy.md says what is measured and how.
 
-Usage: python benchmarks/accuracy.py {download,static,load,report,all} [--only PROJECT ...] [--jobs N]
+Usage: python benchmarks/accuracy.py {download,static,load,report,all} [--only PROJECT ...] [--added DAY] [--jobs N]
        [--output FILE] [--json FILE] [--src DIR] [--results DIR]
 """
 
@@ -61,7 +61,7 @@ CORPUS_FILE = Path(_HERE) / "accuracy_corpus.toml"
 class CorpusWheel:
     project: str
     version: str
-    platform: str  #: "linux" or "windows"
+    platform: str  #: "linux", "windows" or "macos" (the loader side runs Linux wheels only)
     filename: str
     url: str
     sha256: str
@@ -69,6 +69,8 @@ class CorpusWheel:
     why: str
     #: what the documented installation adds (extras, the framework it plugs into): ``audit --load --with``
     install: tuple[str, ...] = ()
+    #: the day the entry joined the corpus (``--added`` selects one batch), None for the first 61
+    added: str | None = None
 
     @property
     def key(self) -> str:
@@ -674,7 +676,8 @@ def render(rows: list[WheelRow]) -> str:
     lines += [
         "",
         f"- wheels: {len(rows)} ({sum(r.wheel.platform == 'linux' for r in rows)} Linux, "
-        f"{sum(r.wheel.platform == 'windows' for r in rows)} Windows); default audit exits non-zero on "
+        f"{sum(r.wheel.platform == 'windows' for r in rows)} Windows, "
+        f"{sum(r.wheel.platform == 'macos' for r in rows)} macOS); default audit exits non-zero on "
         f"{sum(1 for r in rows if r.exit_code)}",
         f"- libraries compared with the loader: {compared}; static and loader verdicts (loads / does not) "
         f"agree on {agree} ({pct}); counting also every DT_NEEDED mapped to the file the audit named: "
@@ -791,6 +794,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("command", choices=["download", "static", "load", "report", "all"])
     parser.add_argument("--only", action="append", default=[], help="only these projects (repeatable)")
+    parser.add_argument(
+        "--added", help="only the entries added on this day (their `added` field, e.g. 2026-12-05)"
+    )
     parser.add_argument("--jobs", type=int, default=3)
     parser.add_argument("--torch-spec", default="torch==2.14.1", help="torch of the shared environment")
     parser.add_argument("--load-timeout", type=int, default=120, help="seconds per child process")
@@ -806,6 +812,8 @@ def main(argv: list[str] | None = None) -> int:
     wheels = load_corpus()
     if args.only:
         wheels = [w for w in wheels if w.project in args.only]
+    if args.added:
+        wheels = [w for w in wheels if w.added == args.added]
     if args.command == "all":
         return (
             cmd_download(wheels, args.jobs)
