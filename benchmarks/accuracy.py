@@ -18,8 +18,8 @@ sha256 and size (from PyPI's JSON API) and why it is there. Subcommands:
 ``--src DIR`` runs another checkout's cudaship and ``--results DIR`` keeps its results apart, on the same
 downloaded wheels. docs/accuracy.md says what is measured and how.
 
-Usage: python benchmarks/accuracy.py {download,static,load,report,all} [--only PROJECT ...] [--added DAY] [--jobs N]
-       [--output FILE] [--json FILE] [--src DIR] [--results DIR]
+Usage: python benchmarks/accuracy.py {download,static,load,report,all} [--only PROJECT ...] [--added DAY]
+       [--jobs N] [--output FILE] [--json FILE] [--src DIR] [--results DIR]
 """
 
 # ruff: noqa: E402  (the path fix below must run before the imports)
