@@ -422,6 +422,24 @@ def for_another_python(member: str) -> bool:
     return bool(m) and m.group(1) != f"{sys.version_info.major}{sys.version_info.minor}"
 
 
+#: ELF e_machine of the loading side (x86_64): a library built for another machine never loads here
+_EM_X86_64 = 62
+
+
+def for_another_machine(wheel: CorpusWheel, member: str) -> bool:
+    """A library of the wheel built for another machine than x86_64 (stub libraries an x86_64 wheel carries
+    for aarch64 or QNX cross builds): not loadable here by design, like another Python's extension."""
+    try:
+        with zipfile.ZipFile(wheel_path(wheel)) as zf:
+            head = zf.open(member).read(20)
+    except (KeyError, OSError, zipfile.BadZipFile):
+        return False
+    if head[:4] != b"\x7fELF" or len(head) < 20:
+        return False
+    order = "little" if head[5] == 1 else "big"
+    return int.from_bytes(head[18:20], order) != _EM_X86_64
+
+
 def static_library_verdicts(static: dict | None) -> dict[str, str]:
     """Per native library of the wheel: ``resolves``, or why not.
 
@@ -588,6 +606,9 @@ def build_rows(wheels: list[CorpusWheel]) -> list[WheelRow]:
                 if for_another_python(member):
                     row.excluded.append((member, "an extension module for another Python"))
                     continue
+                if for_another_machine(wheel, member):
+                    row.excluded.append((member, "built for another machine"))
+                    continue
                 if not lib.loads and DRIVER_ONLY.search(lib.message or ""):
                     row.excluded.append((member, "needs the NVIDIA driver: " + _short(lib.message or "", 90)))
                     continue
@@ -662,6 +683,7 @@ def render(rows: list[WheelRow]) -> str:
     )
     driver_only = sum(1 for r in rows for _, why in r.excluded if "driver" in why)
     other_python = sum(1 for r in rows for _, why in r.excluded if "another Python" in why)
+    other_machine = sum(1 for r in rows for _, why in r.excluded if "another machine" in why)
     demand = sum(1 for r in rows for _, why in r.excluded if "on demand" in why)
     runtime = sum(1 for r in rows for _, why in r.excluded if "run-time lookup" in why)
     extra = sum(1 for r in rows for _, why in r.excluded if "an extra" in why)
@@ -692,7 +714,8 @@ def render(rows: list[WheelRow]) -> str:
         f"requirement, shared pip cache): median {_median(small):.0f} s, "
         f"{sum(1 for t in small if t <= 60)} within 60 s, longest {max(small, default=0):.0f} s",
         f"- libraries not compared: {sum(len(r.excluded) for r in rows)} ({driver_only} need the NVIDIA "
-        f"driver, {other_python} are extension modules for another Python, {demand} are loaded on demand, "
+        f"driver, {other_python} are extension modules for another Python, {other_machine} are built for "
+        f"another machine, {demand} are loaded on demand, "
         f"{runtime} need the package's own run-time lookup, {extra} need an extra not installed)",
         "",
         "### Disagreements",
