@@ -151,6 +151,15 @@ def test_cuda_claims_held_by_nvidia_gpu_libraries_and_run_time_loaders(tmp_path:
         wheel = write_wheel(tmp_path, name=name, version="1.0", tag=LINUX, files=files, requires=requires)
         claim = audited(wheel)["consistency: CUDA claim"]
         assert claim.status is Status.PASS, (name, claim.reason)
+    # an extension on a library of a required -cu12 distribution (kvikio on libkvikio-cu12's libkvikio.so)
+    (tmp_path / "libkv.so").write_bytes(shared_library(tmp_path, "libkv.so", "int kv(void){return 0;}"))
+    ext = shared_library(tmp_path, "kvext.so", "int kv(void);int f(void){return kv();}", "-l:libkv.so")
+    files = {"kvbind/_lib.abi3.so": ext}
+    wheel = write_wheel(
+        tmp_path, name="kvbind-cu12", version="1.0", tag=LINUX, files=files, requires=("libkv-cu12",)
+    )
+    claim = audited(wheel)["consistency: CUDA claim"]
+    assert claim.status is Status.PASS, claim.reason
     # a requirement on a CUDA distribution alone still does not make a CPU extension CUDA code
     files = {"cpu/_ext.cpython-312-x86_64-linux-gnu.so": _cpu_extension(tmp_path)}
     wheel = write_wheel(

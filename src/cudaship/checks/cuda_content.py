@@ -21,9 +21,10 @@ from __future__ import annotations
 import posixpath
 
 from cudaship.checks.context import AuditContext
-from cudaship.knowledge.cuda_claims import is_cuda_distribution, is_cuda_loader, is_nvidia_gpu_library
+from cudaship.knowledge.cuda_claims import claim, is_cuda_distribution, is_cuda_loader, is_nvidia_gpu_library
 from cudaship.knowledge.libraries import is_cuda_library as _is_toolkit_library
 from cudaship.knowledge.libraries import is_toolkit_component
+from cudaship.knowledge.system_libraries import provider_of
 from cudaship.records.files import DriverAccess, RuntimeLinkage
 
 _SOURCES = (".cu", ".cuh")
@@ -74,8 +75,29 @@ def cuda_evidence(ctx: AuditContext) -> str | None:
     for req in ctx.declared:
         if is_cuda_loader(req.name):
             return f"requires {req.text}, through which its code finds CUDA libraries at run time"
+    outside = _outside_import(ctx)
+    if outside is not None:
+        for req in ctx.declared:
+            if claim(req.name, None) is not None:
+                return (
+                    f"{outside[0]} imports {outside[1]}, from outside the wheel, and it requires {req.text}"
+                )
     if not ctx.libraries:
         for req in ctx.declared:
             if is_cuda_distribution(req.name):
                 return f"requires {req.text}"
+    return None
+
+
+def _outside_import(ctx: AuditContext) -> tuple[str, str] | None:
+    """The first (native file, library) whose import is neither shipped in the wheel nor the system's: the
+    wheel builds on a library another distribution installs (kvikio's extensions on libkvikio-cu12's
+    ``libkvikio.so``). With a requirement whose own name claims CUDA, that is CUDA code."""
+    for path, report in sorted(ctx.libraries.items()):
+        assert report.host is not None
+        for imp in report.host.imports:
+            name = posixpath.basename(imp.library).lower()
+            if name in ctx.by_soname or provider_of(imp.library, ctx.os) is not None:
+                continue
+            return path, imp.library
     return None
