@@ -18,8 +18,8 @@ sha256 and size (from PyPI's JSON API) and why it is there. Subcommands:
 ``--src DIR`` runs another checkout's cudaship and ``--results DIR`` keeps its results apart, on the same
 downloaded wheels. docs/accuracy.md says what is measured and how.
 
-Usage: python benchmarks/accuracy.py {download,static,load,report,all} [--only PROJECT ...] [--jobs N]
-       [--output FILE] [--json FILE] [--src DIR] [--results DIR]
+Usage: python benchmarks/accuracy.py {download,static,load,report,all} [--only PROJECT ...] [--added DAY]
+       [--jobs N] [--output FILE] [--json FILE] [--src DIR] [--results DIR]
 """
 
 # ruff: noqa: E402  (the path fix below must run before the imports)
@@ -61,7 +61,7 @@ CORPUS_FILE = Path(_HERE) / "accuracy_corpus.toml"
 class CorpusWheel:
     project: str
     version: str
-    platform: str  #: "linux" or "windows"
+    platform: str  #: "linux", "windows" or "macos" (the loader side runs Linux wheels only)
     filename: str
     url: str
     sha256: str
@@ -69,6 +69,8 @@ class CorpusWheel:
     why: str
     #: what the documented installation adds (extras, the framework it plugs into): ``audit --load --with``
     install: tuple[str, ...] = ()
+    #: the day the entry joined the corpus (``--added`` selects one batch), None for the first 61
+    added: str | None = None
 
     @property
     def key(self) -> str:
@@ -420,6 +422,24 @@ def for_another_python(member: str) -> bool:
     return bool(m) and m.group(1) != f"{sys.version_info.major}{sys.version_info.minor}"
 
 
+#: ELF e_machine of the loading side (x86_64): a library built for another machine never loads here
+_EM_X86_64 = 62
+
+
+def for_another_machine(wheel: CorpusWheel, member: str) -> bool:
+    """A library of the wheel built for another machine than x86_64 (stub libraries an x86_64 wheel carries
+    for aarch64 or QNX cross builds): not loadable here by design, like another Python's extension."""
+    try:
+        with zipfile.ZipFile(wheel_path(wheel)) as zf:
+            head = zf.open(member).read(20)
+    except (KeyError, OSError, zipfile.BadZipFile):
+        return False
+    if head[:4] != b"\x7fELF" or len(head) < 20:
+        return False
+    order = "little" if head[5] == 1 else "big"
+    return int.from_bytes(head[18:20], order) != _EM_X86_64
+
+
 def static_library_verdicts(static: dict | None) -> dict[str, str]:
     """Per native library of the wheel: ``resolves``, or why not.
 
@@ -586,6 +606,9 @@ def build_rows(wheels: list[CorpusWheel]) -> list[WheelRow]:
                 if for_another_python(member):
                     row.excluded.append((member, "an extension module for another Python"))
                     continue
+                if for_another_machine(wheel, member):
+                    row.excluded.append((member, "built for another machine"))
+                    continue
                 if not lib.loads and DRIVER_ONLY.search(lib.message or ""):
                     row.excluded.append((member, "needs the NVIDIA driver: " + _short(lib.message or "", 90)))
                     continue
@@ -660,6 +683,7 @@ def render(rows: list[WheelRow]) -> str:
     )
     driver_only = sum(1 for r in rows for _, why in r.excluded if "driver" in why)
     other_python = sum(1 for r in rows for _, why in r.excluded if "another Python" in why)
+    other_machine = sum(1 for r in rows for _, why in r.excluded if "another machine" in why)
     demand = sum(1 for r in rows for _, why in r.excluded if "on demand" in why)
     runtime = sum(1 for r in rows for _, why in r.excluded if "run-time lookup" in why)
     extra = sum(1 for r in rows for _, why in r.excluded if "an extra" in why)
@@ -674,7 +698,8 @@ def render(rows: list[WheelRow]) -> str:
     lines += [
         "",
         f"- wheels: {len(rows)} ({sum(r.wheel.platform == 'linux' for r in rows)} Linux, "
-        f"{sum(r.wheel.platform == 'windows' for r in rows)} Windows); default audit exits non-zero on "
+        f"{sum(r.wheel.platform == 'windows' for r in rows)} Windows, "
+        f"{sum(r.wheel.platform == 'macos' for r in rows)} macOS); default audit exits non-zero on "
         f"{sum(1 for r in rows if r.exit_code)}",
         f"- libraries compared with the loader: {compared}; static and loader verdicts (loads / does not) "
         f"agree on {agree} ({pct}); counting also every DT_NEEDED mapped to the file the audit named: "
@@ -689,7 +714,8 @@ def render(rows: list[WheelRow]) -> str:
         f"requirement, shared pip cache): median {_median(small):.0f} s, "
         f"{sum(1 for t in small if t <= 60)} within 60 s, longest {max(small, default=0):.0f} s",
         f"- libraries not compared: {sum(len(r.excluded) for r in rows)} ({driver_only} need the NVIDIA "
-        f"driver, {other_python} are extension modules for another Python, {demand} are loaded on demand, "
+        f"driver, {other_python} are extension modules for another Python, {other_machine} are built for "
+        f"another machine, {demand} are loaded on demand, "
         f"{runtime} need the package's own run-time lookup, {extra} need an extra not installed)",
         "",
         "### Disagreements",
@@ -791,6 +817,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("command", choices=["download", "static", "load", "report", "all"])
     parser.add_argument("--only", action="append", default=[], help="only these projects (repeatable)")
+    parser.add_argument(
+        "--added", help="only the entries added on this day (their `added` field, e.g. 2026-12-05)"
+    )
     parser.add_argument("--jobs", type=int, default=3)
     parser.add_argument("--torch-spec", default="torch==2.14.1", help="torch of the shared environment")
     parser.add_argument("--load-timeout", type=int, default=120, help="seconds per child process")
@@ -806,6 +835,8 @@ def main(argv: list[str] | None = None) -> int:
     wheels = load_corpus()
     if args.only:
         wheels = [w for w in wheels if w.project in args.only]
+    if args.added:
+        wheels = [w for w in wheels if w.added == args.added]
     if args.command == "all":
         return (
             cmd_download(wheels, args.jobs)

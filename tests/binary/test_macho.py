@@ -114,6 +114,46 @@ def test_thin_dylib_matches_recipe(dylibs: dict[str, Path], arch: str) -> None:
     assert "__TEXT,__cstring" in {s.name for s in host.sections}
 
 
+def _symtab_entry(data: bytes, name: bytes) -> int:
+    """The file offset of the 64-bit nlist entry named ``name`` in a thin Mach-O file."""
+    ncmds = struct.unpack_from("<I", data, 16)[0]
+    at = 32
+    for _ in range(ncmds):
+        cmd, size = struct.unpack_from("<II", data, at)
+        if cmd == 0x2:  # LC_SYMTAB
+            symoff, nsyms, stroff, _strsize = struct.unpack_from("<IIII", data, at + 8)
+            for k in range(nsyms):
+                strx = struct.unpack_from("<I", data, symoff + 16 * k)[0]
+                if data[stroff + strx : data.index(b"\0", stroff + strx)] == name:
+                    return symoff + 16 * k
+        at += size
+    raise AssertionError(f"{name!r} not in the symbol table")
+
+
+def _name_index(data: bytes, entry: int) -> int:
+    """The string-table index of an nlist entry's name."""
+    return int(struct.unpack_from("<I", data, entry)[0])
+
+
+@pytest.mark.skipif(NM is None, reason="needs llvm-nm")
+def test_reexported_symbols_are_exports(dylibs: dict[str, Path], tmp_path: Path) -> None:
+    """A symbol a dylib re-exports from another (N_INDR | N_EXT in its symbol table: what delocate's vendored
+    libc++.1.0.dylib holds for the libc++abi functions it re-exports, __ZNKSt13runtime_error4whatEv ...) is
+    one of its exports, as llvm-nm --defined-only and dyld see it."""
+    data = bytearray(dylibs["arm64"].read_bytes())
+    entry = _symtab_entry(bytes(data), b"_cudaship_counter")
+    assert data[entry + 4] == 0x0F  # N_SECT | N_EXT, as the linker wrote it
+    data[entry + 4] = 0x0B  # N_INDR | N_EXT
+    data[entry + 5] = 0  # NO_SECT
+    struct.pack_into("<Q", data, entry + 8, _name_index(bytes(data), entry))  # indirect for itself, as libc++
+    mutated = tmp_path / "libindirect.dylib"
+    mutated.write_bytes(bytes(data))
+    assert "_cudaship_counter" in nm(mutated, "-g", "--defined-only")
+    host = read_macho(bytes(data))
+    assert "_cudaship_counter" in host.exports
+    assert set(host.exports) == nm(mutated, "-g", "--defined-only")
+
+
 def test_universal_dylib_has_every_slice(dylibs: dict[str, Path]) -> None:
     data = dylibs["universal"].read_bytes()
     slices = read_macho_slices(data)
@@ -180,7 +220,15 @@ def objdump(path: Path) -> ObjdumpView:
 def nm(path: Path, *flags: str) -> set[str]:
     assert NM
     out = subprocess.run([NM, *flags, str(path)], capture_output=True, text=True, check=True).stdout
-    return {line.split()[-1] for line in out.splitlines() if line.strip()}
+    # "ADDRESS T name", "U name", "I name (indirect for other)": the name follows the one-letter type
+    names = set()
+    for line in out.splitlines():
+        words = line.split()
+        if not words:
+            continue
+        at = next((k for k, w in enumerate(words) if len(w) == 1), None)
+        names.add(words[-1] if at is None else words[at + 1])  # ``nm -u`` may print the bare name
+    return names
 
 
 @pytest.fixture(scope="module")

@@ -122,6 +122,52 @@ def test_cuda_claims_that_hold(tmp_path: Path) -> None:
         assert claim.status is Status.PASS, (name, claim.reason)
 
 
+def test_cuda_claims_held_by_nvidia_gpu_libraries_and_run_time_loaders(tmp_path: Path) -> None:
+    """Bindings that import one of NVIDIA's GPU libraries outside the toolkit's table (TensorRT's
+    libnvinfer), and Cython bindings that import nothing and load their libraries through cuda-pathfinder (a
+    requirement): CUDA, as the accuracy corpus's tensorrt-cu12-bindings and cuquantum-python-cu12 are."""
+    (tmp_path / "libnvinfer.so.11").write_bytes(
+        shared_library(
+            tmp_path,
+            "libnvinfer.so.11",
+            "int createInferBuilder(void){return 0;}",
+            "-Wl,-soname,libnvinfer.so.11",
+        )
+    )
+    trt = shared_library(
+        tmp_path,
+        "trt.so",
+        "int createInferBuilder(void);int f(void){return createInferBuilder();}",
+        "-l:libnvinfer.so.11",
+    )
+    cases = {
+        "trtbind-cu12": ({"trtbind/trt.cpython-312-x86_64-linux-gnu.so": trt}, ()),
+        "qbind-cu12": (
+            {"qbind/_sv.cpython-312-x86_64-linux-gnu.so": _cpu_extension(tmp_path)},
+            ("cuda-pathfinder>=1.6", "numpy"),
+        ),
+    }
+    for name, (files, requires) in cases.items():
+        wheel = write_wheel(tmp_path, name=name, version="1.0", tag=LINUX, files=files, requires=requires)
+        claim = audited(wheel)["consistency: CUDA claim"]
+        assert claim.status is Status.PASS, (name, claim.reason)
+    # an extension on a library of a required -cu12 distribution (kvikio on libkvikio-cu12's libkvikio.so)
+    (tmp_path / "libkv.so").write_bytes(shared_library(tmp_path, "libkv.so", "int kv(void){return 0;}"))
+    ext = shared_library(tmp_path, "kvext.so", "int kv(void);int f(void){return kv();}", "-l:libkv.so")
+    files = {"kvbind/_lib.abi3.so": ext}
+    wheel = write_wheel(
+        tmp_path, name="kvbind-cu12", version="1.0", tag=LINUX, files=files, requires=("libkv-cu12",)
+    )
+    claim = audited(wheel)["consistency: CUDA claim"]
+    assert claim.status is Status.PASS, claim.reason
+    # a requirement on a CUDA distribution alone still does not make a CPU extension CUDA code
+    files = {"cpu/_ext.cpython-312-x86_64-linux-gnu.so": _cpu_extension(tmp_path)}
+    wheel = write_wheel(
+        tmp_path, name="cpu-cu12", version="1.0", tag=LINUX, files=files, requires=("nvidia-cublas-cu12",)
+    )
+    assert audited(wheel)["consistency: CUDA claim"].is_error
+
+
 # --- class 7: a torch extension on macOS gets the Linux verdict (undeclared torch: a warning)
 
 _CLANG = shutil.which("clang")

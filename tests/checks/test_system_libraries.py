@@ -18,6 +18,10 @@ from cudaship.knowledge.system_libraries import Provider, provider_of, system_li
         ("KERNEL32.dll", "windows", Provider.SYSTEM),
         ("api-ms-win-crt-runtime-l1-1-0.dll", "windows", Provider.SYSTEM),
         ("VCRUNTIME140_1.dll", "windows", Provider.SYSTEM),
+        # Windows components in System32 that onnxruntime-genai-cuda 0.18.0's DLL imports (accuracy corpus)
+        ("WINHTTP.dll", "windows", Provider.SYSTEM),
+        ("WindowsCodecs.dll", "windows", Provider.SYSTEM),
+        ("bcryptprimitives.dll", "windows", Provider.SYSTEM),
         ("nvcuda.dll", "windows", Provider.DRIVER),
         ("python3.dll", "windows", Provider.PYTHON),
         ("/usr/lib/libSystem.B.dylib", "macos", Provider.SYSTEM),

@@ -52,7 +52,10 @@ _DYLIB_LOADS = (
 )
 
 N_STAB, N_TYPE, N_EXT = 0xE0, 0x0E, 0x01
-N_UNDF, N_SECT = 0x0, 0xE
+#: N_INDR: "the symbol is defined to be the same as another symbol" (mach-o/nlist.h): how a dylib's symbol
+#: table lists what it re-exports from another dylib (delocate's libc++.1.0.dylib re-exports libc++abi's
+#: functions this way); dyld binds to it, llvm-nm --defined-only lists it
+N_UNDF, N_SECT, N_INDR = 0x0, 0xE, 0xA
 #: S_ATTR_PURE_INSTRUCTIONS | S_ATTR_SOME_INSTRUCTIONS (mach-o/loader.h)
 _S_ATTR_INSTRUCTIONS = 0x80000000 | 0x400
 _ZEROFILL = (0x1, 0xC, 0x12)  # S_ZEROFILL, S_GB_ZEROFILL, S_THREAD_LOCAL_ZEROFILL
@@ -188,7 +191,7 @@ def _read_thin(b: Bounded, base: int, end: int) -> HostBinary:
             if strx >= strsize:
                 raise b.fail(f"symbol {k}: name offset {strx:#x} outside the string table")
             name = b.cstring(str_at + strx, str_end, "symbol name")
-            if ntype & N_TYPE == N_SECT:
+            if ntype & N_TYPE in (N_SECT, N_INDR):
                 exports.add(name)
             elif ntype & N_TYPE == N_UNDF:
                 symbol = ImportedSymbol(name)
