@@ -91,6 +91,20 @@ def output_option() -> Callable[[F], F]:
     )
 
 
+def output_dir_option(what: str) -> Callable[[F], F]:
+    """``-o/--output DIR``: the directory a command writes its results in (``survey``: the dataset), required;
+    created when missing."""
+    return click.option(
+        "-o",
+        "--output",
+        "output",
+        required=True,
+        type=click.Path(file_okay=False, path_type=str),
+        metavar="DIR",
+        help=f"{what} (created when missing).",
+    )
+
+
 def jobs_option(what: str) -> Callable[[F], F]:
     """``-j/--jobs N``: threads reading at once (default: the usable CPUs, at most 4; 1 reads one thing at a
     time)."""
@@ -132,10 +146,17 @@ def machine_option(what: str, default_text: str = "this machine") -> Callable[[F
 
 
 def platform_option(
-    what: str, names: Iterable[str], default_text: str, *, dest: str = "platform_name", choice: bool = False
+    what: str,
+    names: Iterable[str],
+    default_text: str,
+    *,
+    dest: str = "platform_name",
+    choice: bool = False,
+    multiple: bool = False,
 ) -> Callable[[F], F]:
     """``--platform NAME``: ``what`` the platform is, ``names`` the ones the command takes (``choice``: click
-    refuses any other; else the command parses it and says), ``default_text`` what applies without it."""
+    refuses any other; else the command parses it and says), ``default_text`` what applies without it
+    (``multiple``: repeatable, with ``choice`` only)."""
     known = tuple(names)
     if choice:  # click lists the choices itself
         return click.option(
@@ -143,7 +164,8 @@ def platform_option(
             dest,
             type=click.Choice(sorted(known)),
             default=None,
-            help=f"{what}; default: {default_text}.",
+            multiple=multiple,
+            help=f"{what}{'; repeatable' if multiple else ''}; default: {default_text}.",
         )
     return click.option(
         "--platform",

@@ -94,21 +94,27 @@ def run(
             part_seconds=part_seconds,
             work=work,
         )
-    if engine not in ENGINES:
-        raise UsageError(f"--engine {engine!r}: not one of {', '.join(ENGINES)}")
+    module = check_engine(engine)
+    result = module.run(refs, options, dest, workers=workers, on_outcome=on_outcome)
+    return dict(result) if isinstance(result, dict) else {}
+
+
+def check_engine(engine: str) -> Any:
+    """The module of the engine ``engine`` (``dask``, ``ray``), imported; UsageError (one line naming the pip
+    extra, exit 2) when it or what it needs is not installed."""
+    if engine not in ENGINES or engine == "local":
+        raise UsageError(f"--engine {engine!r}: not one of {', '.join(e for e in ENGINES if e != 'local')}")
     module_name = f"cudaship.survey.engine_{engine}"
     try:
-        module = importlib.import_module(module_name)
+        return importlib.import_module(module_name)
     except ModuleNotFoundError as e:
         if e.name == module_name:
             raise UsageError(f"--engine {engine}: not in this version of cudaship") from None
-        if e.name is not None and e.name.split(".")[0] in (engine, "pyarrow"):
+        if e.name is not None and e.name.split(".")[0] in (engine, "pyarrow", "distributed"):
             raise UsageError(
                 f"--engine {engine} needs {e.name}, which is not installed: {extra_of(engine)}"
             ) from None
         raise
-    result = module.run(refs, options, dest, workers=workers, on_outcome=on_outcome)
-    return dict(result) if isinstance(result, dict) else {}
 
 
 # --- the local engine -------------------------------------------------------------------------------------

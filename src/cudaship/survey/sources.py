@@ -87,6 +87,9 @@ class Selection:
     problems: list[str] = field(default_factory=list)  #: files the sources named that were left out, why
     page_requests: int = 0  #: index pages asked for
     page_bytes: int = 0
+    #: hosts the wheels' URLs may point at (an index: its own, its file hosts, --index-host); None: each
+    #: wheel's own host
+    hosts: tuple[str, ...] | None = None
 
     @property
     def total_bytes(self) -> int:
@@ -160,6 +163,7 @@ def from_index(
     selection.problems += source.problems
     selection.page_requests = client.fetched.requests
     selection.page_bytes = client.fetched.page_bytes
+    selection.hosts = tuple(sorted(source.hosts))
     return selection
 
 
