@@ -109,12 +109,12 @@ def check_engine(engine: str) -> Any:
         return importlib.import_module(module_name)
     except ModuleNotFoundError as e:
         if e.name == module_name:
-            raise UsageError(f"--engine {engine}: not in this version of cudaship") from None
-        if e.name is not None and e.name.split(".")[0] in (engine, "pyarrow", "distributed"):
-            raise UsageError(
-                f"--engine {engine} needs {e.name}, which is not installed: {extra_of(engine)}"
-            ) from None
-        raise
+            what = "this version of cudaship has no such engine"
+        elif e.name is not None and e.name.split(".")[0] in (engine, "pyarrow", "distributed"):
+            what = f"{e.name} is not installed"
+        else:
+            raise
+        raise UsageError(f"--engine {engine}: {what}: {extra_of(engine)}") from None
 
 
 # --- the local engine -------------------------------------------------------------------------------------

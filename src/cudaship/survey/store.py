@@ -136,10 +136,12 @@ def new_run_id(now: float | None = None) -> str:
 def survey_dir(dest: str | os.PathLike[str]) -> Path:
     """``dest`` and its ``parts/`` directory, created when missing; StoreError when that cannot be."""
     root = Path(dest)
+    if root.exists() and not root.is_dir():
+        raise StoreError("not a directory (a survey directory is one)", path=str(dest))
     try:
         (root / PARTS).mkdir(parents=True, exist_ok=True)
     except FileExistsError:
-        raise StoreError("not a directory (a survey directory is one)", path=str(dest)) from None
+        raise StoreError("parts is not a directory (a survey directory holds one)", path=str(dest)) from None
     except OSError as e:
         raise StoreError(f"cannot create the survey directory: {e.strerror or e}", path=str(dest)) from None
     if not os.access(root / PARTS, os.W_OK | os.X_OK):
