@@ -128,9 +128,11 @@ def wheel_failed(rows: list[dict[str, Any]]) -> bool:
 
 
 def new_run_id(now: float | None = None) -> str:
-    """A run's name: its UTC start time, then random digits (parts of later runs sort after)."""
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() if now is None else now))
-    return f"{stamp}-{secrets.token_hex(3)}"
+    """A run's name: its UTC start time to the microsecond, then random digits. Parts sort by name, so the
+    parts of a later run sort after (its rows of a wheel surveyed again replace the earlier ones); two runs
+    started within the same second still sort in order."""
+    when = dt.datetime.fromtimestamp(time.time() if now is None else now, dt.timezone.utc)
+    return f"{when.strftime('%Y%m%dT%H%M%S.%fZ')}-{secrets.token_hex(3)}"
 
 
 def survey_dir(dest: str | os.PathLike[str]) -> Path:
