@@ -329,3 +329,54 @@ def test_an_engine_not_installed_is_one_line_naming_the_extra(
         "pip install 'cudaship[ray]'"
     ]
     assert not (tmp_path / "o").exists()  # refused before any work
+
+
+# --- the shipped example ------------------------------------------------------------------------------------
+
+
+def test_the_readme_command_on_the_shipped_wheelhouse(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """README's one command, as written, on examples/survey/ (the real per-wheel work once survey/work.py is
+    there; the stand-in until then)."""
+    import importlib.util
+    import shlex
+
+    from cudaship.survey import engine
+
+    (command,) = [
+        line.strip()
+        for line in (REPO / "README.md").read_text().splitlines()
+        if "cudaship survey --wheelhouse" in line
+    ]
+    argv = shlex.split(command.removeprefix("$ "))
+    assert argv[:2] == ["cudaship", "survey"] and argv[argv.index("-o") + 1] == "/tmp/survey"
+    argv[argv.index("-o") + 1] = str(tmp_path / "survey")
+    if importlib.util.find_spec("cudaship.survey.work") is None:
+        monkeypatch.setattr(engine, "default_work", lambda: standin.survey_wheel)
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("CUDASHIP_CACHE_DIR", str(tmp_path / "cache"))
+    code = main([*argv[1:], "--format", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    summary = json.loads(out)
+    assert (summary["selected"], summary["surveyed"], summary["failed"]) == (4, 4, 0)
+    rows = store.read_rows(tmp_path / "survey")
+    by_wheel = {r["filename"]: r["library"] for r in rows}
+    assert by_wheel == {
+        "ptxkernels-0.1.0-py3-none-any.whl": "ptxkernels/add_one.ptx",
+        "puretool-1.0.0-py3-none-any.whl": None,
+        "vecadd-0.9.0-py3-none-manylinux_2_28_x86_64.whl": "vecadd/libvecadd.so",
+        "vecadd-1.0.0-py3-none-manylinux_2_28_x86_64.whl": "vecadd/libvecadd.so",
+    }
+
+
+def test_the_shipped_wheelhouse_is_what_its_script_builds(tmp_path: Path) -> None:
+    before = {p.name: p.read_bytes() for p in (REPO / "examples" / "survey").glob("*.whl")}
+    script = (REPO / "examples" / "build_survey.py").read_text()
+    copy = tmp_path / "examples"
+    copy.mkdir()
+    (copy / "build_survey.py").write_text(script)
+    (copy / "libvecadd.so").write_bytes((REPO / "examples" / "libvecadd.so").read_bytes())
+    subprocess.run([sys.executable, str(copy / "build_survey.py")], check=True, capture_output=True)
+    assert {p.name: p.read_bytes() for p in (copy / "survey").glob("*.whl")} == before

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cudaship.archive.pool import _end_processes, _ignore_interrupt, _start_fork_server, worker_count
 from cudaship.errors import UsageError
 from cudaship.survey import store
 from cudaship.survey.records import SurveyOptions, WheelOutcome, WheelRef
@@ -127,8 +128,6 @@ def _start_pool(count: int) -> Executor:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    from cudaship.archive.pool import _ignore_interrupt, _start_fork_server
-
     if "forkserver" in multiprocessing.get_all_start_methods():
         context: Any = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(list(PRELOAD))
@@ -157,8 +156,6 @@ def run_local(
     """The local engine (see the module's docstring)."""
     from concurrent.futures import FIRST_COMPLETED, wait
     from concurrent.futures.process import BrokenProcessPool
-
-    from cudaship.archive.pool import _end_processes, worker_count
 
     task = work or default_work()
     count = worker_count(workers)
@@ -291,8 +288,6 @@ def survey(
 ) -> SurveySummary:
     """One run over ``selection`` into ``dest`` (see the module's docstring); ``on_start`` is given the
     wheels to survey before the engine starts."""
-    from cudaship.archive.pool import worker_count
-
     started = time.monotonic()
     root = store.survey_dir(dest)
     done = store.scan(root)

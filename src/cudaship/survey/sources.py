@@ -41,8 +41,10 @@ from packaging.version import InvalidVersion, Version
 
 from cudaship.errors import UsageError
 from cudaship.knowledge.platforms import platform_from_tag
+from cudaship.providers.cache import DiskCache
 from cudaship.providers.constraints import format_date
 from cudaship.providers.http import Client, IndexUnavailable, NotFound
+from cudaship.providers.index import IndexSource
 from cudaship.providers.select import Candidate
 from cudaship.survey.records import WheelRef
 
@@ -136,9 +138,6 @@ def from_index(
     allowed_hosts: Iterable[str] = (),
 ) -> Selection:
     """The wheels of ``projects`` on the index at ``url`` (a PEP 691 or PEP 503 simple index), filtered."""
-    from cudaship.providers.cache import DiskCache  # the provider's modules: only for an index source
-    from cudaship.providers.index import IndexSource
-
     if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
         raise UsageError(f"--index-url: {url[:200]!r} is not an http(s) URL")
     if not projects:
