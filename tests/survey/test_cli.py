@@ -12,13 +12,15 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cudaship.cli.main import main
 from cudaship.survey import store
 from tests.survey import standin
-from tests.survey.conftest import LocalIndex, wheel
+from tests.providers.conftest import LocalIndex
+from tests.survey.conftest import wheel
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -40,11 +42,11 @@ def logged(tmp_path: Path) -> list[str]:
     return [line.split()[0] for line in log.read_text().splitlines()] if log.exists() else []
 
 
-def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, object]:
+def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
     code = main(["survey", *args, "--format", "json", "--no-progress"])
     out, err = capsys.readouterr()
     assert code == 0, err
-    summary: dict[str, object] = json.loads(out)
+    summary: dict[str, Any] = json.loads(out)
     return summary
 
 

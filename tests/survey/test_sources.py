@@ -15,7 +15,8 @@ import pytest
 from cudaship.errors import UsageError
 from cudaship.providers.http import Client
 from cudaship.survey.sources import Filters, from_index, from_urls, from_wheelhouse, read_projects
-from tests.survey.conftest import LocalIndex, wheel
+from tests.providers.conftest import LocalIndex
+from tests.survey.conftest import wheel
 
 LINUX = "py3-none-manylinux_2_28_x86_64"
 WINDOWS = "py3-none-win_amd64"
