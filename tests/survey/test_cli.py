@@ -18,8 +18,8 @@ import pytest
 
 from cudaship.cli.main import main
 from cudaship.survey import store
-from tests.survey import standin
 from tests.providers.conftest import LocalIndex
+from tests.survey import standin
 from tests.survey.conftest import wheel
 
 REPO = Path(__file__).resolve().parents[2]
@@ -273,7 +273,14 @@ def bad_cases(tmp_path: Path, index_url: str) -> dict[str, tuple[list[str], str]
             ["x", "--index-url", "ftp://x/simple"],
             "--index-url: 'ftp://x/simple' is not an http",
         ),
-        "dest is a file": (["--wheelhouse", str(tmp_path), "-o", str(tmp_path / "file")], "is a file"),
+        "dest is a file": (
+            ["--wheelhouse", str(tmp_path), "-o", str(tmp_path / "file")],
+            "file: cannot write: not a",
+        ),
+        "dest's parent missing": (
+            ["--wheelhouse", str(tmp_path), "-o", str(tmp_path / "no" / "dest")],
+            "no/dest: cannot write: the directory",
+        ),
         "report not writable": (
             ["--wheelhouse", str(tmp_path), "--report", str(tmp_path / "no" / "r.html")],
             "does not exist",
@@ -295,6 +302,7 @@ def bad_cases(tmp_path: Path, index_url: str) -> dict[str, tuple[list[str], str]
         "bad date",
         "index not http",
         "dest is a file",
+        "dest's parent missing",
         "report not writable",
     ],
 )

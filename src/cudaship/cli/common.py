@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -91,15 +92,32 @@ def output_option() -> Callable[[F], F]:
     )
 
 
+def _writable_dir(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``-o DIR`` checked when the command line is read: an existing DIR must be a writable directory; a new
+    one needs its parent to be one (it is created, its parents are not): one line naming DIR, exit 2."""
+    if value is None:
+        return value
+    path = Path(value)
+    if path.is_dir():
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise UsageError("cannot write: the directory is not writable", path=value)
+    elif path.exists() or path.is_symlink():
+        raise UsageError("cannot write: not a directory", path=value)
+    else:
+        check_writable(value, error=UsageError)  # its parent: there, a directory, writable
+    return value
+
+
 def output_dir_option(what: str) -> Callable[[F], F]:
     """``-o/--output DIR``: the directory a command writes its results in (``survey``: the dataset), required;
-    created when missing."""
+    created when missing (its parent must exist), checked before any work (:func:`_writable_dir`)."""
     return click.option(
         "-o",
         "--output",
         "output",
         required=True,
-        type=click.Path(file_okay=False, path_type=str),
+        type=click.Path(path_type=str),
+        callback=_writable_dir,
         metavar="DIR",
         help=f"{what} (created when missing).",
     )
