@@ -281,6 +281,10 @@ def bad_cases(tmp_path: Path, index_url: str) -> dict[str, tuple[list[str], str]
             ["--wheelhouse", str(tmp_path), "-o", str(tmp_path / "no" / "dest")],
             "no/dest: cannot write: the directory",
         ),
+        "scheduler without dask": (
+            ["--wheelhouse", str(tmp_path), "--scheduler", "tcp://x:1"],
+            "--scheduler goes",
+        ),
         "report not writable": (
             ["--wheelhouse", str(tmp_path), "--report", str(tmp_path / "no" / "r.html")],
             "does not exist",
@@ -303,6 +307,7 @@ def bad_cases(tmp_path: Path, index_url: str) -> dict[str, tuple[list[str], str]
         "index not http",
         "dest is a file",
         "dest's parent missing",
+        "scheduler without dask",
         "report not writable",
     ],
 )
@@ -390,3 +395,34 @@ def test_the_shipped_wheelhouse_is_what_its_script_builds(tmp_path: Path) -> Non
     (copy / "libvecadd.so").write_bytes((REPO / "examples" / "libvecadd.so").read_bytes())
     subprocess.run([sys.executable, str(copy / "build_survey.py")], check=True, capture_output=True)
     assert {p.name: p.read_bytes() for p in (copy / "survey").glob("*.whl")} == before
+
+
+def test_another_engine_gets_the_run_and_its_outcomes_count(
+    stand_in: None, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--engine dask is dispatched by name with the run's id, the work and --scheduler (a stand-in module
+    until survey/engine_dask.py is merged: it surveys in this process and writes one part)."""
+    import types
+
+    from cudaship.survey import engine
+
+    given: dict[str, Any] = {}
+
+    def run(refs: Any, options: Any, dest: Any, **kwargs: Any) -> dict[str, int]:
+        given.update(kwargs)
+        outcomes = [standin.survey_wheel(r, options) for r in refs]
+        store.write_part(dest, kwargs["run_id"], 0, outcomes)
+        for o in outcomes:
+            kwargs["on_outcome"](o)
+        return {"parts": 1, "retried": 0}
+
+    fake = types.ModuleType("cudaship.survey.engine_dask")
+    fake.run = run  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "cudaship.survey.engine_dask", fake)
+    args = ["--wheelhouse", str(house(tmp_path)), "-o", str(tmp_path / "o"), "--cache-dir", cache(tmp_path)]
+    summary = run_json(capsys, *args, "--engine", "dask", "--scheduler", "tcp://127.0.0.1:8786", "-j", "3")
+    assert (summary["surveyed"], summary["libraries"], summary["dataset_wheels"]) == (4, 3, 4)
+    assert given["address"] == "tcp://127.0.0.1:8786" and given["workers"] == 3
+    assert given["run_id"] == summary["run"] and given["work"] is None
+    assert [p.name.split("-0")[0] for p in store.parts(tmp_path / "o")] == [summary["run"]]
+    assert engine.default_work() is standin.survey_wheel

@@ -115,6 +115,13 @@ def _url(option: str, value: str) -> str:
     "'cudaship[dask]' / 'cudaship[ray]').",
 )
 @click.option(
+    "--scheduler",
+    default=None,
+    metavar="ADDRESS",
+    help="With --engine dask: a running Dask scheduler (tcp://host:8786) whose workers see DIR at the same "
+    "path; default: a local cluster of --workers processes.",
+)
+@click.option(
     "--workers",
     "-j",
     "workers",
@@ -164,6 +171,7 @@ def command(
     uploaded_before: str | None,
     index_hosts: tuple[str, ...],
     engine: str,
+    scheduler: str | None,
     workers: int | None,
     no_audit: bool,
     requirements_index: str | None,
@@ -208,6 +216,8 @@ def command(
     )
     if requirements_index is not None:
         _url("--requirements-index", requirements_index)
+    if scheduler is not None and engine != "dask":
+        raise UsageError("--scheduler goes with --engine dask")
     if engine != "local":
         survey_engine.check_engine(engine)  # a missing extra: one line, before any page is read
     hosts: tuple[str, ...] | None = None
@@ -232,7 +242,9 @@ def command(
     )
     for problem in selection.problems:
         click.echo(line(f"cudaship: note: {problem}"), err=True)
-    summary = _run(selection, options, output, source, filters, retry_errors, engine, workers, progress)
+    summary = _run(
+        selection, options, output, source, filters, retry_errors, engine, scheduler, workers, progress
+    )
     for damaged in summary.damaged:
         click.echo(line(f"cudaship: warning: {damaged}"), err=True)
     if not store.has_pyarrow():
@@ -254,6 +266,7 @@ def _run(
     filters: sources.Filters,
     retry_errors: bool,
     engine: str,
+    scheduler: str | None,
     workers: int | None,
     progress: bool | None,
 ) -> survey_engine.SurveySummary:
@@ -269,6 +282,7 @@ def _run(
             workers=workers,
             on_start=on_start,
             on_outcome=on_outcome,
+            address=scheduler,
         )
 
     if not show_progress(progress):

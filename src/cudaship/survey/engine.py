@@ -6,9 +6,10 @@ outcomes as parts (:mod:`cudaship.survey.store`):
 - ``local`` (the default): a process pool (:class:`concurrent.futures.ProcessPoolExecutor`, workers from a
   fork server, or spawned where there is none). At most :data:`IN_FLIGHT` x workers wheels are submitted at
   a time (back-pressure: a list of 100,000 wheels is not queued at once); a wheel whose outcome failed on
-  the network (:attr:`WheelOutcome.transient`) is tried once more, then its error row is kept; a worker
-  process that dies fails the wheels it held, which are tried once more on a new pool. Outcomes are written
-  in parts every :data:`~cudaship.survey.store.PART_WHEELS` wheels or
+  the network (:attr:`WheelOutcome.transient`) is tried once more, then its error row is kept; when a worker
+  process dies, the wheels in flight run again on a new pool, each alone, so that the one that ends its
+  worker is known: it is tried once more, then its error row is kept (the others are not charged).
+  Outcomes are written in parts every :data:`~cudaship.survey.store.PART_WHEELS` wheels or
   :data:`~cudaship.survey.store.PART_SECONDS` seconds. Ctrl-C writes what completed as a part, ends the
   workers and raises KeyboardInterrupt (the CLI answers it with one line and exit 130).
 - ``dask`` and ``ray``: :mod:`cudaship.survey.engine_dask` and :mod:`cudaship.survey.engine_ray`, with the
@@ -25,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,11 +81,14 @@ def run(
     part_wheels: int = store.PART_WHEELS,
     part_seconds: float = store.PART_SECONDS,
     work: Work | None = None,
+    address: str | None = None,
 ) -> dict[str, int]:
     """Survey ``refs`` on ``engine`` into the parts of ``dest``; ``on_outcome`` is called in this process
-    with every wheel's final outcome. Returns the engine's counts (``retried``, ``parts``; an engine may give
-    fewer)."""
+    with every wheel's final outcome. ``address``: a Dask scheduler (``--engine dask``; None: a local
+    cluster). Returns the engine's counts (``retried``, ``parts``; an engine may give fewer)."""
     if engine == "local":
+        if address is not None:
+            raise UsageError("--scheduler goes with --engine dask")
         return run_local(
             refs,
             options,
@@ -96,7 +101,19 @@ def run(
             work=work,
         )
     module = check_engine(engine)
-    result = module.run(refs, options, dest, workers=workers, on_outcome=on_outcome)
+    more: dict[str, Any] = {"address": address} if address is not None else {}
+    result = module.run(
+        refs,
+        options,
+        dest,
+        workers=workers,
+        on_outcome=on_outcome,
+        run_id=run_id,
+        part_wheels=part_wheels,
+        part_seconds=part_seconds,
+        work=work,
+        **more,
+    )
     return dict(result) if isinstance(result, dict) else {}
 
 
@@ -164,6 +181,7 @@ def run_local(
     )
     pending: Iterator[WheelRef] = iter(refs)
     inflight: dict[Future[WheelOutcome], tuple[WheelRef, int]] = {}
+    suspects: deque[tuple[WheelRef, int]] = deque()  #: wheels to run alone (a worker died among them)
     retried = 0
     executor = _start_pool(count)
 
@@ -178,12 +196,16 @@ def run_local(
     try:
         exhausted = False
         while True:
-            while not exhausted and len(inflight) < IN_FLIGHT * count:
-                ref = next(pending, None)
-                if ref is None:
-                    exhausted = True
-                else:
-                    submit(ref, 1)
+            if suspects:  # after a worker died among several wheels: each runs alone until known
+                if not inflight:
+                    submit(*suspects.popleft())
+            else:
+                while not exhausted and len(inflight) < IN_FLIGHT * count:
+                    ref = next(pending, None)
+                    if ref is None:
+                        exhausted = True
+                    else:
+                        submit(ref, 1)
             if not inflight:
                 break
             finished, _ = wait(list(inflight), timeout=POLL_S, return_when=FIRST_COMPLETED)
@@ -202,15 +224,19 @@ def run_local(
                     submit(ref, tries + 1)
                     continue
                 finish(outcome)
-            if broken:  # a worker died: every wheel in flight failed with it; a new pool tries each again
+            if broken:  # a worker died: every wheel in flight failed with it, on a pool that is gone
                 broken += [inflight.pop(f) for f in list(inflight)]
                 _end_processes(executor)
                 executor = _start_pool(count)
-                for ref, tries in sorted(broken, key=lambda b: b[0].key):
+                retried += len(broken)
+                if len(broken) > 1:  # which one ended it is not known: each runs again, alone
+                    suspects.extend(sorted(broken, key=lambda b: b[0].key))
+                else:  # alone, it ended its worker: once more, then its error row
+                    ((ref, tries),) = broken
                     if tries < TRIES:
-                        retried += 1
-                        submit(ref, tries + 1)
+                        suspects.append((ref, tries + 1))
                     else:
+                        retried -= 1
                         finish(_failed(ref, "a worker process died while surveying this wheel"))
             if writer.due():
                 writer.flush()
@@ -285,6 +311,7 @@ def survey(
     part_wheels: int = store.PART_WHEELS,
     part_seconds: float = store.PART_SECONDS,
     work: Work | None = None,
+    address: str | None = None,
 ) -> SurveySummary:
     """One run over ``selection`` into ``dest`` (see the module's docstring); ``on_start`` is given the
     wheels to survey before the engine starts."""
@@ -352,6 +379,7 @@ def survey(
             part_wheels=part_wheels,
             part_seconds=part_seconds,
             work=work,
+            address=address,
         )
     except KeyboardInterrupt:
         summary.state = "interrupted"
