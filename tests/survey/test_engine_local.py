@@ -132,14 +132,17 @@ def test_the_default_work_is_survey_wheel_by_name(
     assert len(seen) == 2
 
 
-@pytest.mark.parametrize("name", ["dask", "ray"])
-@pytest.mark.parametrize("missing", ["engine", "extra"])
+@pytest.mark.parametrize(
+    ("name", "missing"), [("dask", "engine"), ("dask", "extra"), ("dask", "pandas"), ("ray", "engine")]
+)
 def test_an_engine_that_is_not_installed_names_its_extra(
     name: str, missing: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     # None in sys.modules: importing it raises ModuleNotFoundError, as a module that is not installed does
-    monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setitem(sys.modules, name if missing != "pandas" else "pandas", None)
     if missing == "engine":
         monkeypatch.setitem(sys.modules, f"cudaship.survey.engine_{name}", None)
+    with pytest.raises(UsageError, match=rf"^--engine {name}: .*pip install 'cudaship\[{name}\]'$"):
+        engine.check_engine(name)
     with pytest.raises(UsageError, match=rf"^--engine {name}: .*pip install 'cudaship\[{name}\]'$"):
         engine.run([], options(tmp_path), tmp_path, engine=name)

@@ -19,6 +19,8 @@ SCHEMA_VERSION = 1
 
 def _fetched(s: SurveySummary) -> str:
     """``1.2 MiB of the wheels' 310.4 MiB (0.4%)``: bytes fetched against the sources' size of them."""
+    if s.surveyed == 0:
+        return f"{size(s.fetched_bytes)} (no wheel to survey)"
     if s.surveyed_bytes <= 0:
         return f"{size(s.fetched_bytes)} (the sources gave no size for these wheels)"
     share = s.fetched_bytes * 100 / s.surveyed_bytes

@@ -50,6 +50,11 @@ IN_FLIGHT = 2
 POLL_S = 0.25
 #: tries of a wheel whose outcome failed on the network, or whose worker died (the first included)
 TRIES = 2
+#: what an engine's extra installs, imported by :func:`check_engine` before any page is read (Ray's module
+#: answers for itself)
+REQUIRES: dict[str, tuple[str, ...]] = {
+    "dask": ("dask", "dask.dataframe", "distributed", "pandas", "pyarrow")
+}
 #: modules the fork server imports once for every worker
 PRELOAD = ("cudaship.survey.work",)
 
@@ -124,11 +129,14 @@ def check_engine(engine: str) -> Any:
         raise UsageError(f"--engine {engine!r}: not one of {', '.join(e for e in ENGINES if e != 'local')}")
     module_name = f"cudaship.survey.engine_{engine}"
     try:
-        return importlib.import_module(module_name)
+        module = importlib.import_module(module_name)
+        for name in REQUIRES.get(engine, ()):  # its extra, before any page is read
+            importlib.import_module(name)
+        return module
     except ModuleNotFoundError as e:
         if e.name == module_name:
             what = "this version of cudaship has no such engine"
-        elif e.name is not None and e.name.split(".")[0] in (engine, "pyarrow", "distributed"):
+        elif e.name is not None and e.name.split(".")[0] in (engine, *REQUIRES.get(engine, ())):
             what = f"{e.name} is not installed"
         else:
             raise
