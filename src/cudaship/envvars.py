@@ -91,15 +91,17 @@ VARIABLES: tuple[Variable, ...] = (
     ),
     Variable(
         "CUDASHIP_INDEX_URL",
-        "`audit`",
-        "`--index-url`: the PEP 691 package index the requirements are looked up on",
+        "`audit`, `survey`",
+        "`--index-url`: the PEP 691 package index the requirements are looked up on (`survey`: the index "
+        "whose PROJECTs are surveyed when no source is given)",
         "an `http(s)://` URL; unset or empty: `https://pypi.org/simple` (`--index-url ''` for no index)",
         _url,
     ),
     Variable(
         "CUDASHIP_CACHE_DIR",
-        "`audit`, `toolkit`",
-        "the on-disk cache (index pages under `index/`, downloaded toolkit archives under `toolkit/`)",
+        "`audit`, `toolkit`, `survey`",
+        "the on-disk cache (index pages under `index/`, downloaded toolkit archives under `toolkit/`, the "
+        "survey's member cache under `survey/`)",
         "a directory (created when missing); empty: the default, `$XDG_CACHE_HOME/cudaship` or "
         "`~/.cache/cudaship` (macOS: `~/Library/Caches/cudaship`; Windows: `%LOCALAPPDATA%\\cudaship`)",
         _directory,

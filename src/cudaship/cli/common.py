@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -91,6 +92,37 @@ def output_option() -> Callable[[F], F]:
     )
 
 
+def _writable_dir(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``-o DIR`` checked when the command line is read: an existing DIR must be a writable directory; a new
+    one needs its parent to be one (it is created, its parents are not): one line naming DIR, exit 2."""
+    if value is None:
+        return value
+    path = Path(value)
+    if path.is_dir():
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise UsageError("cannot write: the directory is not writable", path=value)
+    elif path.exists() or path.is_symlink():
+        raise UsageError("cannot write: not a directory", path=value)
+    else:
+        check_writable(value, error=UsageError)  # its parent: there, a directory, writable
+    return value
+
+
+def output_dir_option(what: str) -> Callable[[F], F]:
+    """``-o/--output DIR``: the directory a command writes its results in (``survey``: the dataset), required;
+    created when missing (its parent must exist), checked before any work (:func:`_writable_dir`)."""
+    return click.option(
+        "-o",
+        "--output",
+        "output",
+        required=True,
+        type=click.Path(path_type=str),
+        callback=_writable_dir,
+        metavar="DIR",
+        help=f"{what} (created when missing).",
+    )
+
+
 def jobs_option(what: str) -> Callable[[F], F]:
     """``-j/--jobs N``: threads reading at once (default: the usable CPUs, at most 4; 1 reads one thing at a
     time)."""
@@ -132,10 +164,17 @@ def machine_option(what: str, default_text: str = "this machine") -> Callable[[F
 
 
 def platform_option(
-    what: str, names: Iterable[str], default_text: str, *, dest: str = "platform_name", choice: bool = False
+    what: str,
+    names: Iterable[str],
+    default_text: str,
+    *,
+    dest: str = "platform_name",
+    choice: bool = False,
+    multiple: bool = False,
 ) -> Callable[[F], F]:
     """``--platform NAME``: ``what`` the platform is, ``names`` the ones the command takes (``choice``: click
-    refuses any other; else the command parses it and says), ``default_text`` what applies without it."""
+    refuses any other; else the command parses it and says), ``default_text`` what applies without it
+    (``multiple``: repeatable, with ``choice`` only)."""
     known = tuple(names)
     if choice:  # click lists the choices itself
         return click.option(
@@ -143,7 +182,8 @@ def platform_option(
             dest,
             type=click.Choice(sorted(known)),
             default=None,
-            help=f"{what}; default: {default_text}.",
+            multiple=multiple,
+            help=f"{what}{'; repeatable' if multiple else ''}; default: {default_text}.",
         )
     return click.option(
         "--platform",

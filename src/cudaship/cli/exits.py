@@ -105,6 +105,13 @@ EXITS: dict[str, tuple[tuple[int, str], ...]] = {
     ),
     "toolkit remove": ((_E.OK, "removed"), (_E.BAD_INPUT, "not a toolkit cudaship installed, or bad usage")),
     "toolkit env": ((_E.OK, "printed"), (_E.BAD_INPUT, "not a toolkit cudaship installed, or bad usage")),
+    "survey": (
+        (
+            _E.OK,
+            "surveyed (a wheel that could not be read is an error row, counted; 1 is never used)",
+        ),
+        (_E.BAD_INPUT, "a source, the survey directory or an option could not be used, or bad usage"),
+    ),
     "variant": ((_E.OK, "help printed"), _BAD),
     "variant properties": (
         (_E.OK, "printed"),

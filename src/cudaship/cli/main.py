@@ -33,6 +33,7 @@ SUBCOMMANDS: dict[str, str] = {
     "program": "program_cmd",
     "repair": "repair_cmd",
     "variant": "variant_cmd",
+    "survey": "survey_cmd",
 }
 
 

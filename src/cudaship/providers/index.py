@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import html.parser
 import json
 import threading
 import urllib.parse
@@ -42,6 +43,7 @@ T = TypeVar("T")
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 JSON_ACCEPT = "application/vnd.pypi.simple.v1+json"
+HTML_ACCEPT = "text/html"
 
 
 class BadDistribution(CudashipError):
@@ -87,25 +89,38 @@ class IndexSource:
     def label(self) -> str:
         return f"index {self.url}" + (" (offline: cache only)" if self.offline else "")
 
-    def _page(self, name: str) -> list[Candidate]:
+    def project_files(self, name: str) -> list[Candidate]:
+        """Every wheel on ``name``'s page, yanked ones included (marked), from a PEP 691 JSON page or, where
+        the index serves only HTML, a PEP 503 page (no sizes, no upload times there); NotFound when the
+        index has no such project. ``cudaship survey`` lists an index this way."""
+        return self._page(name, html=True)
+
+    def _page(self, name: str, *, html: bool = False) -> list[Candidate]:
+        """``name``'s wheels; ``html``: a PEP 503 HTML page is read too (the resolution asks for PEP 691
+        JSON only: it needs the files' sizes to read them by range)."""
         page_url = f"{self.url}/{canonicalize_name(name)}/"
         cached = self._cached("page", page_url, _candidates, page_url, None if self.offline else PAGE_TTL_S)
         if cached is not None:
             return cached
         if self.offline:
             raise NotCached(f"{page_url}: not in the cache (offline)")
-        resp = self.client.get(page_url, accept=JSON_ACCEPT, hosts=self.hosts)
-        if "json" not in resp.content_type:
+        accept = f"{JSON_ACCEPT}, {HTML_ACCEPT};q=0.1" if html else JSON_ACCEPT
+        resp = self.client.get(page_url, accept=accept, hosts=self.hosts)
+        if html and "html" in resp.content_type:
+            files = _files_of_html(resp.body, resp.url, page_url)
+        elif "json" not in resp.content_type:
             raise IndexUnavailable(
                 f"{page_url}: answered {resp.content_type or 'no content type'}, not PEP 691 JSON"
+                + (" or PEP 503 HTML" if html else "")
             )
-        page = load_json(resp.body, error=IndexUnavailable, label=page_url)
-        try:
-            files = _files_of(
-                Table.of(page, "", page_url, IndexUnavailable, "a JSON object"), resp.url, self._left_out
-            )
-        except IndexUnavailable as e:
-            raise IndexUnavailable(f"{page_url}: not a PEP 691 project page: {e.message}") from None
+        else:
+            page = load_json(resp.body, error=IndexUnavailable, label=page_url)
+            try:
+                files = _files_of(
+                    Table.of(page, "", page_url, IndexUnavailable, "a JSON object"), resp.url, self._left_out
+                )
+            except IndexUnavailable as e:
+                raise IndexUnavailable(f"{page_url}: not a PEP 691 project page: {e.message}") from None
         self.cache.put("page", page_url, files)
         return _candidates(files, page_url)
 
@@ -247,6 +262,65 @@ def _files_of(page: Table, base: str, left_out: set[str] | None = None) -> list[
             meta_sha = meta.string("sha256") if meta is not None else None
             if meta_sha:
                 entry["metadata_sha256"] = meta_sha
+        files.append(entry)
+    return files
+
+
+class _Anchors(html.parser.HTMLParser):
+    """The ``<a>`` elements of a PEP 503 page: (attributes, text)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.found: list[tuple[dict[str, str | None], str]] = []
+        self._open: dict[str, str | None] | None = None
+        self._text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self._open, self._text = dict(attrs), []
+
+    def handle_data(self, data: str) -> None:
+        if self._open is not None:
+            self._text.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a" and self._open is not None:
+            self.found.append((self._open, "".join(self._text).strip()))
+            self._open = None
+
+
+def _files_of_html(body: bytes, base: str, page_url: str) -> list[dict[str, Any]]:
+    """The wheels of a PEP 503 project page, as :func:`_files_of` writes them: the anchor's text is the file
+    name, its URL's ``#sha256=`` fragment the hash, ``data-yanked`` and ``data-core-metadata`` (or
+    ``data-dist-info-metadata``) as PEP 592 and PEP 658 say. Such a page gives no size and no upload time."""
+    parser = _Anchors()
+    try:
+        parser.feed(body.decode("utf-8", "replace"))
+        parser.close()
+    except Exception as e:  # html.parser is lenient; anything it still refuses is the page's problem
+        raise IndexUnavailable(f"{page_url}: not a PEP 503 project page: {e}") from None
+    files = []
+    for attrs, text in parser.found:
+        href = attrs.get("href")
+        if not href:
+            continue
+        url = urllib.parse.urljoin(base, href)
+        plain, _, fragment = url.partition("#")
+        filename = text or urllib.parse.unquote(plain.rsplit("/", 1)[-1])
+        if not filename.endswith(".whl"):
+            continue
+        entry: dict[str, Any] = {"filename": filename, "url": plain}
+        if "data-yanked" in attrs:
+            entry["yanked"] = True
+        algo, _, digest = fragment.partition("=")
+        if algo == "sha256" and len(digest) == 64:
+            entry["sha256"] = digest.lower()
+        meta = attrs.get("data-core-metadata", attrs.get("data-dist-info-metadata"))
+        if meta is not None and meta.lower() != "false":
+            entry["metadata_url"] = plain + ".metadata"
+            m_algo, _, m_digest = meta.partition("=")
+            if m_algo == "sha256" and len(m_digest) == 64:
+                entry["metadata_sha256"] = m_digest.lower()
         files.append(entry)
     return files
 

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from cudaship.program.export import ExportResult
     from cudaship.program.records import CheckReport, RunReport
     from cudaship.repair.records import RepairReport
+    from cudaship.survey.engine import SurveySummary
     from cudaship.toolkit.records import ToolkitCatalog, ToolkitEnv, ToolkitView
 
 R = TypeVar("R")
@@ -194,6 +195,12 @@ def _variant_release(fmt: str) -> Renderer[ReleaseReport]:
     return variant.RELEASE_FORMATS[fmt]
 
 
+def _survey(fmt: str) -> Renderer[SurveySummary]:
+    from cudaship.render import survey_text
+
+    return survey_text.FORMATS[fmt]
+
+
 INSPECT: Command[InspectReport] = Command("inspect", ("text", "json"), _inspect)
 GPUS: Command[GpuReport] = Command("gpus", ("text", "json", "markdown", "html"), _gpus)
 AUDIT: Command[AuditReport] = Command("audit", ("text", "json", "junit", "markdown", "sarif"), _audit)
@@ -218,6 +225,7 @@ VARIANT_PROPERTIES: Command[PropertiesReport] = Command(
 )
 VARIANT_MAKE: Command[PropertiesReport] = Command("variant make", ("text", "json"), _variant_properties)
 VARIANT_RELEASE: Command[ReleaseReport] = Command("variant release", ("text", "json"), _variant_release)
+SURVEY: Command[SurveySummary] = Command("survey", ("text", "json", "markdown"), _survey)
 
 #: every command, by the name the CLI knows it by
 COMMANDS: dict[str, Formats] = {
@@ -242,6 +250,7 @@ COMMANDS: dict[str, Formats] = {
         VARIANT_PROPERTIES,
         VARIANT_MAKE,
         VARIANT_RELEASE,
+        SURVEY,
     )
 }
 

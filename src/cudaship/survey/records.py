@@ -37,6 +37,9 @@ class WheelOutcome:
     ref: WheelRef
     rows: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None  #: the wheel could not be read at all (its rows then hold one error row)
+    #: with ``error``: it came from the network (no answer, a broken connection, 408/429/5xx: as
+    #: :attr:`cudaship.http.Unavailable.transient` says), so an engine tries the wheel once more
+    transient: bool = False
     fetched_bytes: int = 0  #: bytes transferred for this wheel (ranges, whole members)
     cached_members: int = 0  #: native members whose facts came from the member cache (not fetched)
     read_members: int = 0  #: native members fetched and read
