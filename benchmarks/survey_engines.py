@@ -33,18 +33,18 @@ import sys
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 
-import argparse
-import dataclasses
-import json
-import shutil
-import statistics
-import subprocess
-import tempfile
-import threading
-import time
-import zipfile
-from pathlib import Path
-from typing import Any
+import argparse  # noqa: E402
+import dataclasses  # noqa: E402
+import json  # noqa: E402
+import shutil  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+import zipfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
@@ -206,10 +206,9 @@ def dask_survey(client: Any, refs: list[Any], options: Any, parts: Path, part: i
     import dask
     import dask.dataframe as dd
     import pandas as pd
+    import pyarrow as pa
 
     from cudaship.survey.store import arrow_schema
-
-    import pyarrow as pa
 
     schema = arrow_schema()
 
@@ -361,7 +360,9 @@ def table(args: argparse.Namespace) -> None:
         ("survey whole process, s", "survey", "total_s"),
         ("peak tree RSS, survey, MB", "survey", "peak_tree_mb"),
     ]
-    print(f"medians of {args.runs} runs, {args.workers} workers, wheels from {args.wheels}, parts of {args.part}")
+    print(
+        f"medians of {args.runs} runs, {args.workers} workers, wheels of {args.wheels}, parts of {args.part}"
+    )
     print(f"{'measure':40} {'dask':>9} {'ray':>9} {'ray/dask':>9} {'local':>9}")
     for label, what, key in rows:
         d, r, loc = med("dask", what, key), med("ray", what, key), med("local", what, key)
