@@ -148,10 +148,10 @@ def run(
     from cudaship.archive.pool import worker_count
     from cudaship.survey.store import PARTS, arrow_schema
 
-    task = work or default_work()
     todo = list(refs)
     if not todo:
         return {"parts": 0, "retried": 0}
+    task = work or default_work()
     run_name = run_id or _new_run_id()
     parts_dir = Path(dest) / PARTS
     parts_dir.mkdir(parents=True, exist_ok=True)
