@@ -256,3 +256,30 @@ def test_ray_is_not_offered_in_one_line(tmp_path: Path) -> None:
     assert str(caught.value) == engine_ray.NOT_OFFERED
     assert "\n" not in engine_ray.NOT_OFFERED and "docs/survey.md" in engine_ray.NOT_OFFERED
     assert caught.value.exit_code == 2
+
+
+def test_a_running_cluster_by_its_scheduler_address(tmp_path: Path) -> None:
+    import distributed
+
+    refs = _wheels(tmp_path, 3)
+    options = _options(tmp_path)
+    dest = tmp_path / "survey"
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
+        counts = engine_dask.run(
+            refs,
+            options,
+            dest,
+            workers=None,
+            on_outcome=None,
+            address=cluster.scheduler_address,
+            part_wheels=2,
+            work=standin_work,
+        )
+        assert counts == {"parts": 2, "retried": 0}
+        assert (
+            len(cluster.scheduler.workers) == 1
+        )  # the cluster's own worker did the work; it is left running
+    expected = [row for ref in refs for row in engine_dask.part_rows(standin_work(ref, options))]
+    assert sorted(_part_rows(dest), key=_order) == sorted(expected, key=_order)
