@@ -695,7 +695,12 @@ def _library_for(key: str, base: dict[str, bytes]) -> bytes:
 
 
 def generate(
-    directory: Path, *, wheels: int = 5200, seed: int = 34, total_mb: float = 2500.0
+    directory: Path,
+    *,
+    wheels: int = 5200,
+    seed: int = 34,
+    total_mb: float = 2500.0,
+    keep_free_gb: float = 15.0,
 ) -> dict[str, Any]:
     """Generate the index under ``directory`` (or find it there); its ``index.json``."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -705,8 +710,16 @@ def generate(
         index = json.loads(index_path.read_text())
         if index.get("args") == args:
             return index
-        shutil.rmtree(directory / "files", ignore_errors=True)
-        index_path.unlink()
+        sys.exit(
+            f"survey_index: {directory} holds an index generated with {index.get('args')}, not {args}: "
+            "pass those arguments, or remove the directory"
+        )
+    free = shutil.disk_usage(directory).free
+    if free - 2 * total_mb * 1e6 < keep_free_gb * 1e9:
+        sys.exit(
+            f"survey_index: {free / 1e9:.1f} GB free at {directory}; an index of about {total_mb:.0f} MB "
+            f"would leave less than {keep_free_gb} GB (--total-mb smaller, or --keep-free-gb)"
+        )
     t0 = time.monotonic()
     base = build_pool(directory / "pool")
     t_pool = time.monotonic() - t0
@@ -928,6 +941,13 @@ def serve_forever(directory: Path, port: int = 0, ready: Any = None) -> None:
 @contextmanager
 def serving(directory: Path) -> Iterator[str]:
     """Serve ``directory`` from a child process; yields the index URL (``http://127.0.0.1:PORT/simple``)."""
+    with serving_process(directory) as (url, _pid):
+        yield url
+
+
+@contextmanager
+def serving_process(directory: Path) -> Iterator[tuple[str, int]]:
+    """:func:`serving`, yielding the URL and the server process's id (for its CPU time)."""
     proc = subprocess.Popen(
         [sys.executable, __file__, "serve", str(directory), "--port", "0"],
         stdout=subprocess.PIPE,
@@ -938,7 +958,7 @@ def serving(directory: Path) -> Iterator[str]:
         url = proc.stdout.readline().strip()
         if not url.startswith("http://"):
             raise RuntimeError(f"survey_index: the server did not start ({url!r})")
-        yield url
+        yield url, proc.pid
     finally:
         proc.terminate()
         proc.wait(10)
@@ -960,12 +980,15 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--wheels", type=int, default=5200)
     g.add_argument("--seed", type=int, default=34)
     g.add_argument("--total-mb", type=float, default=2500.0)
+    g.add_argument("--keep-free-gb", type=float, default=15.0, help="refuse when less would be left free")
     s = sub.add_parser("serve", help="serve DIR on 127.0.0.1 (prints the index URL)")
     s.add_argument("dir", type=Path)
     s.add_argument("--port", type=int, default=8765)
     a = p.parse_args(argv)
     if a.cmd == "generate":
-        index = generate(a.dir, wheels=a.wheels, seed=a.seed, total_mb=a.total_mb)
+        index = generate(
+            a.dir, wheels=a.wheels, seed=a.seed, total_mb=a.total_mb, keep_free_gb=a.keep_free_gb
+        )
         print(
             f"{index['wheels']} wheels of {len(index['projects'])} projects, {index['bytes'] / 1e6:.0f} MB "
             f"in {a.dir / 'files'} (pool {index['pool_s']} s, generation {index['generate_s']} s)"
