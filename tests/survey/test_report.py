@@ -169,6 +169,17 @@ def test_bytes_fetched_against_the_index() -> None:
     assert "4 fetched and read, 3 answered by the member cache" in text
 
 
+def test_the_sources_are_one_line_each() -> None:
+    sources = [
+        {"kind": "index", "url": "https://pypi.org/simple", "projects": ["torch", "cupy-cuda12x"]},
+        {"kind": "wheelhouse", "path": "/w"},
+    ]
+    text = render_html(dataset(), {"format": 1, "runs": [], "sources": sources})
+    facts = re.findall(r"<dt>([^<]*)</dt><dd>([^<]*)</dd>", text)
+    assert ("source", "index https://pypi.org/simple (2 projects)") in facts
+    assert ("source", "wheelhouse /w") in facts
+
+
 def test_an_empty_dataset_says_so() -> None:
     text = render_html([], {"format": 1, "runs": []})
     assert "The dataset holds no wheel yet" in text
@@ -190,7 +201,8 @@ def test_names_from_the_data_are_escaped() -> None:
     hostile[0]["upload_time"] = f"2023-01{HOSTILE}"
     hostile[0]["min_driver_linux"] = HOSTILE
     hostile[0]["audit_failed"] = [HOSTILE]
-    text = render_html(hostile, {"format": 1, "runs": [], "sources": HOSTILE})
+    sources = [{"kind": HOSTILE, "url": HOSTILE, "projects": [HOSTILE]}]
+    text = render_html(hostile, {"format": 1, "runs": [], "sources": sources})
     page = Page(text)
     assert "img" not in page.tags and "a" not in page.tags
     assert "onerror" not in page.attributes

@@ -568,6 +568,22 @@ def _fetched(wheels: Sequence[Wheel], manifest: Mapping[str, Any]) -> str:
     return "".join(parts)
 
 
+def _sources(sources: object) -> list[str]:
+    """The manifest's sources, one line each: ``index https://... (12 projects)``, ``wheelhouse DIR``."""
+    if not isinstance(sources, Sequence) or isinstance(sources, str):
+        return [str(sources)] if sources else []
+    lines = []
+    for source in sources:
+        if not isinstance(source, Mapping):
+            lines.append(str(source))
+            continue
+        where = next((str(source[k]) for k in ("url", "path", "file", "dir") if source.get(k)), "")
+        projects = source.get("projects")
+        count = f" ({len(projects):,} projects)" if isinstance(projects, Sequence) and projects else ""
+        lines.append(f"{source.get('kind') or 'source'} {where}{count}".strip())
+    return lines
+
+
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}h3{font-size:1em}
@@ -594,8 +610,7 @@ def render_html(rows: Sequence[Mapping[str, Any]], manifest: Mapping[str, Any]) 
         ("wheels with device code", f"{sum(1 for w in wheels if w.archs('sass') or w.archs('ptx')):,}"),
         ("uploaded", f"{dates[0]} to {dates[-1]}" if dates else "no upload times"),
     ]
-    if sources:
-        facts.append(("sources", str(sources)))
+    facts += [("source", text) for text in _sources(sources)]
     body.append("<dl>" + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts) + "</dl>")
     if not wheels:
         body.append('<p class="empty">The dataset holds no wheel yet: nothing was surveyed.</p>')
