@@ -67,7 +67,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-FORMAT = 1  #: bumped when the generated index changes for the same arguments
+FORMAT = 2  #: bumped when the generated index changes for the same arguments
 ZIP_TIME = (0, (1 << 5) | 1)  #: DOS time 00:00:00, date 1980-01-01 (deterministic)
 
 # --- the pool ----------------------------------------------------------------------------------------------
@@ -255,7 +255,6 @@ def make_pe(*, imports: dict[str, list[str]], fatbin: bytes | None, exports_name
         )
     rdata = bytearray(desc_size)
     ilt = bytearray()
-    iat = bytearray()
     cur_ilt, cur_iat = ilt_off, iat_off
     for i, d in enumerate(dlls):
         struct.pack_into("<IIIII", rdata, 20 * i, rva + cur_ilt, 0, 0, rva + dll_names[d], rva + cur_iat)
@@ -373,11 +372,12 @@ class Parts:
             self._pads[size] = (data, deflate_piece(data))
         return self._pads[size]
 
-    def prepare_pads(self) -> None:
-        """Deflate every padding now, in parallel (zlib releases the GIL)."""
-        self.pad(0)
+    def prepare_pads(self, sizes: list[int]) -> None:
+        """Deflate these paddings now, in parallel (zlib releases the GIL). Every padding is a prefix of the
+        same bytes (those of the largest), whichever are used."""
+        self._big = padding_bytes(max(PAD_SIZES), self.seed)
         with ThreadPoolExecutor(os.cpu_count() or 1) as ex:
-            list(ex.map(self.pad, PAD_SIZES))
+            list(ex.map(self.pad, sizes))
 
     def blob(self, key: str, pad_size: int) -> Blob:
         with self._lock:
@@ -707,7 +707,7 @@ def generate(
     index_path = directory / "index.json"
     args = {"format": FORMAT, "wheels": wheels, "seed": seed, "total_mb": total_mb}
     if index_path.exists():
-        index = json.loads(index_path.read_text())
+        index: dict[str, Any] = json.loads(index_path.read_text())
         if index.get("args") == args:
             return index
         sys.exit(
@@ -724,10 +724,10 @@ def generate(
     base = build_pool(directory / "pool")
     t_pool = time.monotonic() - t0
     parts = Parts(seed)
-    parts.prepare_pads()
-    big = parts.pad(max(PAD_SIZES))[1]
-    ratio = len(big.deflated) / big.raw_len
+    sample = deflate_piece(padding_bytes(1 << 20, seed))
+    ratio = len(sample.deflated) / sample.raw_len
     plans = plan_index(wheels, seed, total_mb, {k: len(v) for k, v in base.items()}, ratio)
+    parts.prepare_pads(sorted({pad for p in plans for _, _, pad, _ in p.members}))
     for key in sorted({k for p in plans for _, k, _, _ in p.members}):
         parts.add_library(key, _library_for(key, base))
     files = directory / "files"
@@ -962,6 +962,8 @@ def serving_process(directory: Path) -> Iterator[tuple[str, int]]:
     finally:
         proc.terminate()
         proc.wait(10)
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 def server_stats(url: str) -> dict[str, int]:
