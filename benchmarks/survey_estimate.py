@@ -2,7 +2,7 @@
 index's own file sizes (PEP 691 JSON pages; no wheel is downloaded).
 
     python benchmarks/survey_estimate.py [PROJECT ... | --projects FILE] [--workers 1,16,64,256]
-        [--per-wheel-s 0.016] [--per-mb-s 0.06] [--bandwidth-mbps 1000,10000] [--summary-json FILE]
+        [--per-wheel-s 0.011] [--per-mb-s 0.013] [--bandwidth-mbps 1000,10000] [--summary-json FILE]
 
 For each project: its wheels (all versions, yanked ones left out) and their bytes, and those of its newest
 version. The time of a survey of ``W`` wheels of ``B`` MB on ``N`` workers is the larger of the CPU time
@@ -104,8 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--projects-file", type=Path, default=PROJECTS)
     p.add_argument("--index", default=INDEX)
     p.add_argument("--workers", default="1,16,64,256")
-    p.add_argument("--per-wheel-s", type=float, default=0.016)
-    p.add_argument("--per-mb-s", type=float, default=0.06)
+    p.add_argument("--per-wheel-s", type=float, default=0.011)
+    p.add_argument("--per-mb-s", type=float, default=0.013)
     p.add_argument("--bandwidth-mbps", default="1000,10000", help="the network, in Mbit/s (a list)")
     p.add_argument("--summary-json", type=Path, help="write the per-project sizes here")
     p.add_argument("--from-json", type=Path, help="read the per-project sizes from here (no network)")
