@@ -54,6 +54,7 @@ import math
 import random
 import re
 import shutil
+import socket
 import struct
 import subprocess
 import threading
@@ -924,46 +925,60 @@ def make_handler(directory: Path, index: dict[str, Any], stats: Stats) -> type[B
     return Handler
 
 
-def serve_forever(directory: Path, port: int = 0, ready: Any = None) -> None:
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 1024
+
+    def server_bind(self) -> None:
+        # several server processes may share the port (SO_REUSEPORT: the kernel spreads the connections)
+        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        super().server_bind()
+
+
+def serve_forever(directory: Path, port: int = 0) -> None:
+    """Serve ``directory`` on 127.0.0.1:``port`` (0: any free port); print the index URL, then serve."""
     index = json.loads((directory / "index.json").read_text())
     stats = Stats()
-    server = ThreadingHTTPServer(("127.0.0.1", port), make_handler(directory, index, stats))
-    server.daemon_threads = True
-    server.request_queue_size = 1024
-    url = f"http://127.0.0.1:{server.server_address[1]}/simple"
-    if ready is not None:
-        ready(url)
-    else:
-        print(url, flush=True)
+    server = _Server(("127.0.0.1", port), make_handler(directory, index, stats))
+    print(f"http://127.0.0.1:{server.server_address[1]}/simple", flush=True)
     server.serve_forever()
 
 
 @contextmanager
-def serving(directory: Path) -> Iterator[str]:
-    """Serve ``directory`` from a child process; yields the index URL (``http://127.0.0.1:PORT/simple``)."""
-    with serving_process(directory) as (url, _pid):
+def serving(directory: Path, processes: int = 1) -> Iterator[str]:
+    """Serve ``directory`` from child processes; yields the index URL (``http://127.0.0.1:PORT/simple``)."""
+    with serving_process(directory, processes) as (url, _pids):
         yield url
 
 
 @contextmanager
-def serving_process(directory: Path) -> Iterator[tuple[str, int]]:
-    """:func:`serving`, yielding the URL and the server process's id (for its CPU time)."""
-    proc = subprocess.Popen(
-        [sys.executable, __file__, "serve", str(directory), "--port", "0"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+def serving_process(directory: Path, processes: int = 1) -> Iterator[tuple[str, list[int]]]:
+    """:func:`serving`, yielding the URL and the server processes' ids (for their CPU time). ``processes``
+    servers share the port (each its own interpreter: one Python server's GIL bounds what it serves)."""
+    procs: list[subprocess.Popen[str]] = []
     try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().strip()
-        if not url.startswith("http://"):
-            raise RuntimeError(f"survey_index: the server did not start ({url!r})")
-        yield url, proc.pid
+        port = 0
+        url = ""
+        for _ in range(max(1, processes)):
+            proc = subprocess.Popen(
+                [sys.executable, __file__, "serve", str(directory), "--port", str(port)],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            procs.append(proc)
+            assert proc.stdout is not None
+            url = proc.stdout.readline().strip()
+            if not url.startswith("http://"):
+                raise RuntimeError(f"survey_index: the server did not start ({url!r})")
+            port = int(url.rsplit(":", 1)[1].split("/", 1)[0])
+        yield url, [p.pid for p in procs]
     finally:
-        proc.terminate()
-        proc.wait(10)
-        if proc.stdout is not None:
-            proc.stdout.close()
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(10)
+            if proc.stdout is not None:
+                proc.stdout.close()
 
 
 def server_stats(url: str) -> dict[str, int]:

@@ -17,7 +17,7 @@ For each: wall time, wheels/s, MB/s fetched and MB/s of the wheels' total size, 
 processes and of the server, and utilisation (client CPU / (wall x workers)). The limit is read from the
 measurements: ``cpu`` when the survey at N workers keeps its workers busy (utilisation >= 0.8) and runs
 near the CPU-only pass; ``network`` when its fetched MB/s is >= 0.8 of the fetch-only pass's; ``server``
-when the server process's CPU approaches one core (its GIL); ``cores`` when N is more than the machine's
+when the server processes use near one core each (a GIL each); ``cores`` when N is more than the machine's
 cores; ``cpu (the machine's ...)`` when the whole machine was >= 90% busy (/proc/stat) while the survey's
 workers were not (other processes had the cores); else ``latency`` (workers waiting on requests).
 """
@@ -108,12 +108,15 @@ def _survey_one(args: tuple[dict[str, Any], str, str, bool]) -> tuple[int, int, 
     return o.fetched_bytes, o.read_members, o.cached_members, o.error
 
 
-def _server_cpu(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
+def _server_cpu(pids: list[int]) -> float:
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
 
 
 def _children_cpu() -> float:
@@ -137,9 +140,9 @@ def _self_cpu() -> float:
 
 
 def run_pass(kind: str, files: list[dict[str, Any]], base: str, root: Path, workers: int, audit: bool,
-             server_pid: int) -> dict[str, Any]:  # fmt: skip
+             server_pids: list[int]) -> dict[str, Any]:  # fmt: skip
     cache = tempfile.mkdtemp(prefix=f"survey-cache-{kind}-{workers}-")
-    c0, s0, srv0, m0 = _children_cpu(), _self_cpu(), _server_cpu(server_pid), _machine_ticks()
+    c0, s0, srv0, m0 = _children_cpu(), _self_cpu(), _server_cpu(server_pids), _machine_ticks()
     t0 = time.perf_counter()
     fetched = read = cached = errors = 0
     try:
@@ -166,7 +169,7 @@ def run_pass(kind: str, files: list[dict[str, Any]], base: str, root: Path, work
         shutil.rmtree(cache, ignore_errors=True)
     wall = time.perf_counter() - t0
     client = (_children_cpu() - c0) + (_self_cpu() - s0)
-    server = _server_cpu(server_pid) - srv0
+    server = _server_cpu(server_pids) - srv0
     total = sum(f["size"] for f in files)
     m1 = _machine_ticks()
     return {
@@ -183,6 +186,7 @@ def run_pass(kind: str, files: list[dict[str, Any]], base: str, root: Path, work
         "client_cpu_s": round(client, 1),
         "server_cpu_s": round(server, 1),
         "utilisation": round(client / (wall * workers), 2),
+        "server_processes": len(server_pids),
         "members_read": read,
         "members_cached": cached,
     }
@@ -194,7 +198,7 @@ def limit(survey: dict[str, Any], cpu: dict[str, Any] | None, fetch: dict[str, A
         return "cores"
     if survey["machine_busy"] >= 0.9 and survey["utilisation"] < 0.8:
         return "cpu (the machine's, taken by other processes)"
-    if survey["server_cpu_s"] >= 0.8 * survey["wall_s"]:
+    if survey["server_cpu_s"] >= 0.8 * survey["wall_s"] * survey["server_processes"]:
         return "server"
     if fetch["fetched_MB_per_s"] and survey["fetched_MB_per_s"] >= 0.8 * fetch["fetched_MB_per_s"]:
         return "network"
@@ -215,6 +219,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-cpu-pass", action="store_true", help="skip the file:// (CPU-only) passes")
     p.add_argument("--no-audit", action="store_true", help="survey without the audit columns")
     p.add_argument("--json", type=Path)
+    p.add_argument(
+        "--server-processes",
+        type=int,
+        default=max(1, min(4, cores // 4)),
+        help="index server processes sharing the port (default: a quarter of the cores, 1 to 4)",
+    )
     a = p.parse_args(argv)
     t0 = time.perf_counter()
     index = generate(a.index, wheels=a.wheels, total_mb=a.total_mb)
@@ -227,20 +237,20 @@ def main(argv: list[str] | None = None) -> int:
     print(f"sample: {len(files)} wheels, {sum(f['size'] for f in files) / 1e6:.0f} MB", flush=True)
     workers = [int(w) for w in a.workers.split(",")]
     results: list[dict[str, Any]] = []
-    with serving_process(a.index) as (url, pid):
+    with serving_process(a.index, a.server_processes) as (url, pids):
         base = url.rsplit("/simple", 1)[0]
         for f in files:  # warm the page cache
             (a.index / "files" / f["filename"]).read_bytes()
-        fetch = run_pass("fetch", files, base, a.index, 2 * max(workers), not a.no_audit, pid)
+        fetch = run_pass("fetch", files, base, a.index, 2 * max(workers), not a.no_audit, pids)
         print(json.dumps(fetch), flush=True)
         results.append(fetch)
         for w in workers:
             cpu = None
             if not a.no_cpu_pass:
-                cpu = run_pass("cpu", files, base, a.index, w, not a.no_audit, pid)
+                cpu = run_pass("cpu", files, base, a.index, w, not a.no_audit, pids)
                 print(json.dumps(cpu), flush=True)
                 results.append(cpu)
-            survey = run_pass("survey", files, base, a.index, w, not a.no_audit, pid)
+            survey = run_pass("survey", files, base, a.index, w, not a.no_audit, pids)
             survey["limit"] = limit(survey, cpu, fetch, cores)
             print(json.dumps(survey), flush=True)
             results.append(survey)

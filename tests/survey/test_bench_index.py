@@ -101,7 +101,7 @@ def test_a_second_generate_reuses_the_index_and_refuses_other_arguments(index_di
 def test_the_server_answers_pages_and_ranges(index_dir: Path) -> None:
     index = _index(index_dir)
     project, files = sorted(index["projects"].items())[0]
-    with survey_index.serving(index_dir) as url:
+    with survey_index.serving(index_dir, processes=2) as url:  # two processes share the port
         req = urllib.request.Request(f"{url}/{project}/", headers={"Accept": survey_index.JSON_TYPE})
         with urllib.request.urlopen(req, timeout=30) as r:
             assert r.headers["Content-Type"] == survey_index.JSON_TYPE
