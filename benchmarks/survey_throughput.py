@@ -97,9 +97,8 @@ def fetch_only(url: str) -> int:
 
 
 def _survey_one(args: tuple[dict[str, Any], str, str, bool]) -> tuple[int, int, int, str | None]:
-    from cudaship.survey.work import survey_wheel
-
     from cudaship.survey.records import SurveyOptions, WheelRef
+    from cudaship.survey.work import survey_wheel
 
     f, url, cache, audit = args
     ref = WheelRef(f["project"], f["filename"].split("-")[1], f["filename"], url, f["size"], f["sha256"],

@@ -265,7 +265,11 @@ def test_a_running_cluster_by_its_scheduler_address(tmp_path: Path) -> None:
     options = _options(tmp_path)
     dest = tmp_path / "survey"
     with distributed.LocalCluster(
-        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=1,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        scheduler_kwargs=engine_dask.SCHEDULER_HTTP,
     ) as cluster:
         counts = engine_dask.run(
             refs,

@@ -263,6 +263,9 @@ def test_an_unreadable_wheel_is_one_error_row(
         "not a zip": "not a readable zip archive",
     }[kind]
     assert expected in row["error"]
+    # no answer is worth the engines' one more try; an answer that says no (404) or bad bytes are not
+    if kind in ("unreachable", "missing", "truncated", "not a zip", "file missing"):
+        assert outcome.transient is (kind == "unreachable")
     if kind in ("truncated", "not a zip", "wrong size"):  # the bytes received before it failed count
         assert outcome.fetched_bytes == served.bytes > 0
     pickle.loads(pickle.dumps(outcome))

@@ -36,9 +36,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from cudaship.archive.pool import worker_count
 from cudaship.errors import UsageError
 from cudaship.safe_write import make_owned_dir, place, remove_owned
 from cudaship.survey.records import SurveyOptions, WheelOutcome, WheelRef, empty_row
+from cudaship.survey.store import PARTS, arrow_schema
 
 #: what installs this engine
 EXTRA = "pip install 'cudaship[dask]'"
@@ -53,6 +55,12 @@ OnOutcome = Callable[[WheelOutcome], None]
 
 class TransientPart(Exception):
     """A part with a wheel that failed on the network: raised so that Dask's retries run the part again."""
+
+
+#: the local cluster's scheduler keeps an HTTP server without a dashboard (health and metrics routes), on
+#: port 8787 of every interface unless told; the survey's listens on loopback on a free port, so that two
+#: runs (or a user's own cluster) on one machine never meet on 8787 and nothing listens beyond this machine
+SCHEDULER_HTTP: dict[str, Any] = {"dashboard": False, "dashboard_address": "127.0.0.1:0"}
 
 
 def _modules() -> tuple[Any, Any, Any, Any]:
@@ -116,8 +124,6 @@ def part_frame(outcomes: list[WheelOutcome]) -> Any:
     import pandas as pd
     import pyarrow as pa
 
-    from cudaship.survey.store import arrow_schema
-
     rows = [row for outcome in outcomes for row in part_rows(outcome)]
     return pa.Table.from_pylist(rows, schema=arrow_schema()).to_pandas(types_mapper=pd.ArrowDtype)
 
@@ -145,8 +151,6 @@ def run(
     called in this process with every wheel's outcome once its part is in place. Returns ``parts`` (written)
     and ``retried`` (parts run again after their retries on the network, with their error rows kept)."""
     dask, dd, distributed, pd = _modules()
-    from cudaship.archive.pool import worker_count
-    from cudaship.survey.store import PARTS, arrow_schema
 
     todo = list(refs)
     if not todo:
@@ -184,6 +188,7 @@ def run(
             threads_per_worker=1,
             processes=True,
             dashboard_address=None,
+            scheduler_kwargs=SCHEDULER_HTTP,
             silence_logs=logging.ERROR,
         )
     client = distributed.Client(cluster if cluster is not None else address, set_as_default=False)

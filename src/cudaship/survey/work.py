@@ -26,6 +26,7 @@ from cudaship.checks.records import WheelAudit
 from cudaship.checks.requirements import nvidia_requirements
 from cudaship.checks.table import default_policy
 from cudaship.errors import CudashipError
+from cudaship.http import Unavailable
 from cudaship.inspection.report import ArchIndex
 from cudaship.inspection.scan import ScannedWheel, assemble, target_platform
 from cudaship.knowledge.gpus import default_capabilities
@@ -55,7 +56,8 @@ def survey_wheel(ref: WheelRef, options: SurveyOptions) -> WheelOutcome:
     try:
         read = read_wheel(ref, options)
     except CudashipError as e:
-        return _failed(ref, e.message, fetched=getattr(e, "fetched_bytes", 0))
+        transient = isinstance(e, Unavailable) and bool(e.transient)
+        return _failed(ref, e.message, fetched=getattr(e, "fetched_bytes", 0), transient=transient)
     except OSError as e:
         return _failed(ref, f"{ref.url}: {e.strerror or e}")
     except Exception as e:  # a reader's bug must not end a survey of thousands of wheels: this wheel's row
@@ -229,9 +231,12 @@ def library_columns(report: FileReport, machine: str | None) -> dict[str, Any]:
     return out
 
 
-def _failed(ref: WheelRef, message: str, read: WheelRead | None = None, *, fetched: int = 0) -> WheelOutcome:
-    """The one row of a wheel that could not be read (``fetched``: bytes received before it failed)."""
+def _failed(
+    ref: WheelRef, message: str, read: WheelRead | None = None, *, fetched: int = 0, transient: bool = False
+) -> WheelOutcome:
+    """The one row of a wheel that could not be read (``fetched``: bytes received before it failed;
+    ``transient``: it failed on the network in a way worth one more try, which the engines give it)."""
     row = _wheel_columns(ref, read, None, None, None, None, False)
     row["error"] = message.splitlines()[0] if message else "unreadable"
     received = read.fetched_bytes if read is not None else fetched
-    return WheelOutcome(ref, [row], error=row["error"], fetched_bytes=received)
+    return WheelOutcome(ref, [row], error=row["error"], fetched_bytes=received, transient=transient)
