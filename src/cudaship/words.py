@@ -26,10 +26,12 @@ def plural_of(noun: str) -> str:
     return f"{head} {word}" if head else word
 
 
-def count(n: int, noun: str, plural: str | None = None) -> str:
+def count(n: int, noun: str, plural: str | None = None, *, grouped: bool = False) -> str:
     """``1 file``, ``0 files``, ``2 native libraries``: the number and ``noun`` agreeing with it (``plural``
-    where the regular form of :func:`plural_of` is wrong: ``count(2, "child", "children")``)."""
-    return f"{n} {noun if n == 1 else (plural or plural_of(noun))}"
+    where the regular form of :func:`plural_of` is wrong: ``count(2, "child", "children")``; ``grouped``:
+    thousands separators, ``5,201 wheels``, for counts that run into thousands)."""
+    number = f"{n:,}" if grouped else str(n)
+    return f"{number} {noun if n == 1 else (plural or plural_of(noun))}"
 
 
 def byte_count(n: int) -> str:

@@ -77,7 +77,7 @@ def _decode(hint: Any, data: object, where: str) -> object:
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(_decode(args[0], v, f"{where}[]") for v in data)
         if len(args) != len(data):
-            raise ValueError(f"{where}: {len(data)} items, {len(args)} expected")
+            raise ValueError(f"{where}: an array of length {len(data)}, expected length {len(args)}")
         return tuple(_decode(a, v, f"{where}[]") for a, v in zip(args, data, strict=True))
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         if not isinstance(data, dict):

@@ -33,7 +33,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from cudaship.render import escape
-from cudaship.words import size
+from cudaship.words import agree, count, size
 
 #: How many projects the per-project plots and tables show at most (the rest are counted).
 TOP_PROJECTS = 15
@@ -409,7 +409,10 @@ def _majors_over_time(wheels: Sequence[Wheel]) -> str:
         )
     )
     if undated:
-        parts.append(f"<p>{undated:,} wheels without an upload time are not plotted.</p>")
+        are = agree(undated, "is", "are")
+        parts.append(
+            f"<p>{count(undated, 'wheel', grouped=True)} without an upload time {are} not plotted.</p>"
+        )
     return "".join(parts)
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from cudaship.render.escape import markdown_cell as cell
 from cudaship.render.jsonify import dumps, fields
 from cudaship.render.style import Renderer, Style
-from cudaship.words import size
+from cudaship.words import count, size
 
 if TYPE_CHECKING:
     from cudaship.survey.engine import SurveySummary
@@ -28,6 +28,11 @@ def _fetched(s: SurveySummary) -> str:
     return f"{size(s.fetched_bytes)} of their {size(s.surveyed_bytes)} ({share:.1f}%){unsized}"
 
 
+def _n(n: int, noun: str) -> str:
+    """A count of the summary: ``5,201 wheels``, ``1 row``."""
+    return count(n, noun, grouped=True)
+
+
 def _pairs(s: SurveySummary) -> list[tuple[str, str]]:
     left_out = [
         f"{n:,} {what}"
@@ -43,22 +48,31 @@ def _pairs(s: SurveySummary) -> list[tuple[str, str]]:
         ("wheels", f"{s.selected:,} selected of {listed}; {s.skipped:,} already in the dataset"),
         (
             "surveyed",
-            f"{s.surveyed:,} wheels, {s.failed:,} could not be read"
+            f"{_n(s.surveyed, 'wheel')}, {s.failed:,} could not be read"
             + (f", {s.retried:,} tries again" if s.retried else ""),
         ),
-        ("libraries", f"{s.libraries:,} native libraries ({s.rows:,} rows)"),
+        (
+            "libraries",
+            f"{_n(s.libraries, 'native library')} ({_n(s.rows, 'row')})",
+        ),
         ("fetched", _fetched(s)),
     ]
     if s.cached_members or s.read_members:
         pairs.append(("members", f"{s.read_members:,} read, {s.cached_members:,} from the member cache"))
     if s.undated:
-        pairs.append(("undated", f"{s.undated:,} wheels without an upload time kept (the date filter)"))
+        pairs.append(
+            (
+                "undated",
+                f"{_n(s.undated, 'wheel')} without an upload time kept (the date filter)",
+            )
+        )
     pairs += [
-        ("time", f"{s.seconds:,.1f} s, {s.workers} workers ({s.engine})"),
+        ("time", f"{s.seconds:,.1f} s, {count(s.workers, 'worker')} ({s.engine})"),
         (
             "dataset",
-            f"{s.dataset_wheels:,} wheels, {s.dataset_rows:,} rows, {s.dataset_libraries:,} libraries, "
-            f"{s.dataset_failed:,} unreadable wheels",
+            f"{_n(s.dataset_wheels, 'wheel')}, {_n(s.dataset_rows, 'row')}, "
+            f"{_n(s.dataset_libraries, 'library')}, "
+            f"{_n(s.dataset_failed, 'unreadable wheel')}",
         ),
     ]
     pairs += [("written", f) for f in s.files]
@@ -67,7 +81,7 @@ def _pairs(s: SurveySummary) -> list[tuple[str, str]]:
 
 def text(s: SurveySummary, style: Style) -> str:
     lines = [f"survey {s.dest} (run {s.run}, {s.state})"]
-    lines += [f"  {key:<10} {value}" for key, value in _pairs(s)]
+    lines += [f"  {key:<10} {value}" for key, value in _pairs(s=s)]
     lines += [f"  left out   {p}" for p in s.problems]
     lines += [f"  damaged    {d}" for d in s.damaged]
     return "\n".join(lines) + "\n"
@@ -82,7 +96,7 @@ def markdown(s: SurveySummary, style: Style) -> str:
         "| | |",
         "|---|---|",
     ]
-    lines += [f"| {key} | {cell(value)} |" for key, value in _pairs(s)]
+    lines += [f"| {key} | {cell(value)} |" for key, value in _pairs(s=s)]
     lines += [f"| left out | {cell(p)} |" for p in s.problems]
     lines += [f"| damaged | {cell(d)} |" for d in s.damaged]
     return "\n".join(lines) + "\n"
