@@ -118,6 +118,65 @@ def test_a_second_run_over_an_index_fetches_only_the_new_wheel(
     assert (latest["selected"], latest["surveyed"]) == (1, 0)
 
 
+def test_the_written_url_list_surveys_the_same_wheels_into_the_same_rows(
+    local_index: LocalIndex, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--write-urls records the selection; --urls on that list gives the index run's rows, every column
+    (upload time and size included), with the real per-wheel work and a member cache of its own."""
+    w = tmp_path / "w"
+    local_index.add(wheel(w, "cuda-kern", "1.0"), uploaded="2025-01-01T00:00:00Z")
+    local_index.add(wheel(w, "cuda-kern", "2.0", native=2), uploaded="2026-02-01T10:00:00.5Z")
+    local_index.add(wheel(w, "cuda-kern", "2.0", "py3-none-win_amd64"), uploaded="2026-02-01T11:00:00Z")
+    local_index.add(
+        wheel(w, "cuda-kern", "2.0", "py3-none-macosx_11_0_arm64"), uploaded="2026-02-01T11:00:00Z"
+    )
+    urls = tmp_path / "urls.txt"
+    first = run_json(
+        capsys,
+        "cuda-kern",
+        "--index-url",
+        local_index.url,
+        "--latest",
+        "1",
+        "--platform",
+        "linux",
+        "--platform",
+        "windows",
+        "--write-urls",
+        str(urls),
+        "-o",
+        str(tmp_path / "a"),
+        "--cache-dir",
+        str(tmp_path / "cache-a"),
+        "-j",
+        "1",
+    )
+    text = urls.read_text()
+    assert "# filters: latest=1, platforms=linux,windows" in text and "# 2 wheels, " in text
+    listed = [x for x in text.splitlines() if not x.startswith("#")]
+    assert [x.split()[0].rsplit("/", 1)[1].split("#")[0] for x in listed] == [
+        "cuda_kern-2.0-py3-none-manylinux_2_28_x86_64.whl",
+        "cuda_kern-2.0-py3-none-win_amd64.whl",
+    ]
+    before = local_index.requests
+    again = run_json(
+        capsys,
+        "--urls",
+        str(urls),
+        "-o",
+        str(tmp_path / "b"),
+        "--cache-dir",
+        str(tmp_path / "cache-b"),
+        "-j",
+        "1",
+    )
+    assert local_index.requests > before  # the wheels were read again, not taken from the first run
+    assert (again["selected"], again["surveyed"], again["selected_bytes"]) == (2, 2, first["selected_bytes"])
+    rows_a = (tmp_path / "a" / "rows.jsonl").read_text()
+    assert rows_a == (tmp_path / "b" / "rows.jsonl").read_text()
+    assert '"upload_time": "2026-02-01T10:00:00Z"' in rows_a
+
+
 def test_retry_errors_surveys_failed_wheels_again(
     stand_in: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -289,6 +348,10 @@ def bad_cases(tmp_path: Path, index_url: str) -> dict[str, tuple[list[str], str]
             ["--wheelhouse", str(tmp_path), "--report", str(tmp_path / "no" / "r.html")],
             "does not exist",
         ),
+        "url list not writable": (
+            ["--wheelhouse", str(tmp_path), "--write-urls", str(tmp_path / "no" / "urls.txt")],
+            "does not exist",
+        ),
     }
 
 
@@ -309,6 +372,7 @@ def bad_cases(tmp_path: Path, index_url: str) -> dict[str, tuple[list[str], str]
         "dest's parent missing",
         "scheduler without dask",
         "report not writable",
+        "url list not writable",
     ],
 )
 def test_bad_input_is_one_line_exit_2(
