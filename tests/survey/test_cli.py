@@ -306,6 +306,56 @@ def test_ctrl_c_keeps_what_completed_one_line_exit_130(tmp_path: Path) -> None:
     assert run["state"] == "interrupted" and run["surveyed"] == len(done.keys)
 
 
+def session_processes(sid: int) -> list[int]:
+    """The processes left in session ``sid`` (the survey's, started with ``start_new_session``)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path("/proc", entry, "stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rfind(")") + 2 :].split()
+            if int(fields[3]) == sid and fields[0] != "Z":
+                pids.append(int(entry))
+    return pids
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the processes from /proc")
+def test_sigterm_to_the_command_alone_ends_its_workers_and_keeps_what_completed(tmp_path: Path) -> None:
+    """``kill PID`` (a supervisor, a CI job's timeout) reaches the command only, not its workers: before,
+    the command died at once and left its fork server and worker processes running, orphaned, for good."""
+    source, dest = house(tmp_path, 12), tmp_path / "o"
+    proc = start(
+        ["--wheelhouse", str(source), "-o", str(dest), "-j", "2", "--cache-dir", cache(tmp_path, delay=0.2)]
+    )
+    try:
+        wait_for_parts(dest, 1, proc)
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            out, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:  # orphaned workers hold its stdout and stderr open
+            out, err = "", "(its output never ended)"
+        for _ in range(100):  # the workers it ended are reaped; an orphan would stay
+            if not session_processes(proc.pid):
+                break
+            time.sleep(0.1)
+        left = session_processes(proc.pid)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate(timeout=60)
+        for pid in session_processes(proc.pid):
+            os.kill(pid, signal.SIGKILL)
+    assert left == [], "processes of the survey outlived it"
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines() == ["cudaship: aborted"] and out == ""
+    done = store.scan(dest)
+    assert done.damaged == [] and 2 <= len(done.keys) < 12
+    (run,) = json.loads((dest / "survey.json").read_text())["runs"]
+    assert run["state"] == "interrupted" and run["surveyed"] == len(done.keys)
+
+
 # --- bad input ---------------------------------------------------------------------------------------------
 
 

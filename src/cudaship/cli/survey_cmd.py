@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import signal
+import threading
 import urllib.parse
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -254,9 +258,10 @@ def command(
         click.echo(line(f"cudaship: note: {problem}"), err=True)
     if write_urls is not None:
         write_text(write_urls, _url_list(selection, source, filters), error=UsageError)
-    summary = _run(
-        selection, options, output, source, filters, retry_errors, engine, scheduler, workers, progress
-    )
+    with _terminate_as_interrupt():
+        summary = _run(
+            selection, options, output, source, filters, retry_errors, engine, scheduler, workers, progress
+        )
     for damaged in summary.damaged:
         click.echo(line(f"cudaship: warning: {damaged}"), err=True)
     if not store.has_pyarrow():
@@ -268,6 +273,26 @@ def command(
     if report is not None:
         write_text(report, _html(store.read_rows(output), store.read_manifest(output)), error=UsageError)
     return 0
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """While the survey runs, SIGTERM (``kill PID``, a supervisor, a CI job's timeout: sent to this process
+    alone) is answered as Ctrl-C is: the completed wheels written as a part, the workers ended, the run
+    ``interrupted``, ``cudaship: aborted``, exit 130. Python's default for SIGTERM ends this process at once
+    and left the fork server and its workers running, orphaned, holding its output open."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _run(
