@@ -3,8 +3,9 @@ hand.
 
     python benchmarks/survey_findings.py [--rows FILE|DIR] [--run FILE]      # print the section (markdown)
     python benchmarks/survey_findings.py --check docs/survey.md               # exit 1 if the page differs
+    python benchmarks/survey_findings.py report FILE.html                     # the run's HTML report
     python benchmarks/survey_findings.py pack DIR                             # write the committed data
-        --cpu-log FILE --command TEXT [--rows-out FILE] [--run-out FILE]
+        --cpu-log FILE --command TEXT --network-mib-s N [--rows-out FILE] [--run-out FILE]
 
 ``--rows`` is a survey directory (its rows through :func:`cudaship.survey.store.read_rows`) or a JSON Lines
 file of rows, gzip-compressed or not; default ``benchmarks/data/survey_pypi_rows.jsonl.gz``, the PyPI run's
@@ -341,13 +342,22 @@ def section(f: dict[str, Any], run: dict[str, Any]) -> str:
         f"{f['wheel_bytes'] / (1 << 20) / secs:.1f} MiB/s of wheels, "
         f"{f['fetched_bytes'] / (1 << 20) / secs:.1f} MiB/s fetched."
     )
+    machine = run["machine"]
+    busy, rx = machine["busy"], f["rx_bytes"] / (1 << 20) / secs
+    if busy >= 0.9:
+        limit = "The limit was the CPU: the machine's CPUs were full"
+    elif rx >= 0.8 * run["network_mib_s"]:
+        limit = "The limit was the network"
+    else:
+        limit = "Neither the CPUs nor the network was full"
     add(
-        f"- The limit was the CPU: the run's processes used {f['cpu_seconds']:,.0f} CPU seconds in "
-        f"{secs:,.0f} s, {f['cpu_seconds'] / secs:.2f} of the machine's {f['cpus']} CPUs (the rest went to "
-        f"other work on the machine); the network carried "
-        f"{f['rx_bytes'] / (1 << 20) / secs:.1f} MiB/s into the "
-        f"machine meanwhile, against the {run['network_mib_s']} MiB/s a single download from PyPI reached "
-        f"here. That is {f['cpu_seconds'] / f['wheel_bytes'] * (1 << 20):.4f} CPU seconds per MiB of wheels."
+        f"- {limit}: the run's processes used {f['cpu_seconds']:,.0f} CPU seconds in {secs:,.0f} s, "
+        f"{f['cpu_seconds'] / secs:.2f} of the machine's {f['cpus']} CPUs; the machine's CPUs were "
+        f"{100 * busy:.0f}% busy (all work on it, sampled every 5 s over the last "
+        f"{(machine['to'] - machine['from']) / 60:.0f} minutes of the run, load average "
+        f"{machine['load1_mean']:.2f}); the network brought {rx:.1f} MiB/s into the machine, against the "
+        f"{run['network_mib_s']:.0f} MiB/s one download from PyPI reached here. The run cost "
+        f"{f['cpu_seconds'] / f['wheel_bytes'] * (1 << 20):.4f} CPU seconds per MiB of wheels."
     )
     add("")
 
@@ -477,8 +487,18 @@ def page_block(text: str) -> str | None:
 # --- packing the committed data ---------------------------------------------------------------------------
 
 
-def pack(directory: Path, cpu_log: Path, command: str, rows_out: Path, run_out: Path, network: float) -> None:
-    """Write the rows (gzip JSON Lines, sorted as read_rows sorts them) and the run's record."""
+def pack(
+    directory: Path,
+    cpu_log: Path,
+    stat_log: Path,
+    command: str,
+    rows_out: Path,
+    run_out: Path,
+    network: float,
+) -> None:
+    """Write the rows (gzip JSON Lines, sorted as read_rows sorts them) and the run's record. ``cpu_log``:
+    lines ``epoch cpu_seconds rx_bytes processes`` (the run's session); ``stat_log``: lines ``epoch
+    busy_jiffies total_jiffies load1`` (the machine's /proc/stat)."""
     rows = read_rows(directory)
     with gzip.GzipFile(rows_out, "wb", mtime=0) as gz:
         gz.write("".join(json.dumps(r, sort_keys=False) + "\n" for r in rows).encode())
@@ -497,6 +517,9 @@ def pack(directory: Path, cpu_log: Path, command: str, rows_out: Path, run_out: 
         "fetched_bytes",
         "page_bytes",
         "selected_bytes",
+        "surveyed_bytes",
+        "skipped",
+        "retried",
         "read_members",
         "cached_members",
         "listed",
@@ -513,6 +536,7 @@ def pack(directory: Path, cpu_log: Path, command: str, rows_out: Path, run_out: 
         "cpus": os.cpu_count(),
         "network_mib_s": network,
         "runs": [{k: r.get(k) for k in keep} for r in manifest["runs"]],
+        "machine": _machine(stat_log),
         "cpu_seconds": float(samples[-1][1]),
         "rx_bytes": int(samples[-1][2]) - int(samples[0][2]),
         "sampled": {
@@ -525,18 +549,44 @@ def pack(directory: Path, cpu_log: Path, command: str, rows_out: Path, run_out: 
     run_out.write_text(json.dumps(record, indent=1) + "\n")
 
 
+def _machine(stat_log: Path) -> dict[str, Any]:
+    """The machine's CPUs while the run went: busy share and mean load average over the samples."""
+    rows = [line.split() for line in stat_log.read_text().splitlines() if line.strip()]
+    first, last = rows[0], rows[-1]
+    busy = (int(last[1]) - int(first[1])) / (int(last[2]) - int(first[2]))
+    return {
+        "from": float(first[0]),
+        "to": float(last[0]),
+        "busy": round(busy, 3),
+        "load1_mean": round(sum(float(r[3]) for r in rows) / len(rows), 2),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["report"]:
+        p = argparse.ArgumentParser(prog="survey_findings.py report")
+        p.add_argument("html", type=Path)
+        p.add_argument("--rows", default=str(ROWS))
+        p.add_argument("--run", default=str(RUN))
+        a = p.parse_args(args[1:])
+        from cudaship.render.survey_html import render_html
+
+        run = read_run(a.run)
+        manifest = {"sources": run["runs"][-1]["sources"], "runs": run["runs"]}
+        a.html.write_text(render_html(read_rows(a.rows), manifest), encoding="utf-8")
+        return 0
     if args[:1] == ["pack"]:
         p = argparse.ArgumentParser(prog="survey_findings.py pack")
         p.add_argument("directory", type=Path)
         p.add_argument("--cpu-log", type=Path, required=True)
+        p.add_argument("--stat-log", type=Path, required=True)
         p.add_argument("--command", required=True)
         p.add_argument("--network-mib-s", type=float, required=True)
         p.add_argument("--rows-out", type=Path, default=ROWS)
         p.add_argument("--run-out", type=Path, default=RUN)
         a = p.parse_args(args[1:])
-        pack(a.directory, a.cpu_log, a.command, a.rows_out, a.run_out, a.network_mib_s)
+        pack(a.directory, a.cpu_log, a.stat_log, a.command, a.rows_out, a.run_out, a.network_mib_s)
         return 0
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rows", default=str(ROWS))
