@@ -16,7 +16,15 @@ from cudaship.binary.macho import read_macho
 from cudaship.binary.pe import read_pe
 from cudaship.errors import KnowledgeError
 from cudaship.knowledge import libraries
-from cudaship.records.binary import FileFormat, HostBinary, ImportedSymbol, Machine, Section
+from cudaship.records.binary import (
+    FileFormat,
+    HostBinary,
+    Import,
+    ImportedSymbol,
+    ImportKind,
+    Machine,
+    Section,
+)
 from cudaship.records.files import DriverAccess, RuntimeLinkage
 
 
@@ -294,3 +302,41 @@ def test_cublas_wheel_installs_where_the_data_says(cublas_linux_wheel: Path) -> 
         names = set(zf.namelist())
     for component in ("cublas", "cublasLt"):
         assert f"{package.directory}/{libraries.library_file(component, 13, 'linux')}" in names
+
+
+@pytest.mark.network
+def test_an_auditwheel_copy_of_the_runtime_is_dynamic_linkage_with_its_major(
+    cumm118_vendoring_wheel: Path,
+) -> None:
+    """auditwheel renames the runtime it grafts (libcudart-d0da41ae.so.11.8.89) and the extension's DT_NEEDED
+    with it: that is still the CUDA runtime, linked dynamically, CUDA 11 (the PyPI survey read cumm-cu126's
+    and cumm-cu118's extensions as 'dynamic, major unknown' or 'none' before)."""
+    with zipfile.ZipFile(cumm118_vendoring_wheel) as zf:
+        name = next(n for n in zf.namelist() if n.startswith("cumm/core_cc.") and n.endswith(".so"))
+        linkage = cuda_linkage(read_host(zf.read(name)))
+    assert linkage.runtime is RuntimeLinkage.DYNAMIC
+    assert linkage.cudart_major == 11
+    assert linkage.runtime_evidence == ("DT_NEEDED libcudart-d0da41ae.so.11.8.89",)
+
+
+@pytest.mark.parametrize(
+    ("name", "major"),
+    [
+        ("libcudart-d0da41ae.so.11.8.89", 11),
+        ("libcudart-96c42e41.so.13", 13),
+        ("cudart64_12-0123456789abcdef0123456789abcdef.dll", 12),
+        ("libcudart-nothex0.so.12", None),  # no auditwheel hash: not the runtime
+    ],
+)
+def test_a_hashed_copys_name_is_read_without_its_hash(name: str, major: int | None) -> None:
+    dll = name.endswith(".dll")
+    host = HostBinary(
+        format=FileFormat.PE if dll else FileFormat.ELF,
+        machine=Machine.X86_64,
+        bits=64,
+        kind="shared-library",
+        imports=(Import(name, ImportKind.IMPORT if dll else ImportKind.NEEDED),),
+    )
+    linkage = cuda_linkage(host)
+    assert linkage.cudart_major == major
+    assert linkage.runtime is (RuntimeLinkage.NONE if major is None else RuntimeLinkage.DYNAMIC)

@@ -118,6 +118,65 @@ def test_a_second_run_over_an_index_fetches_only_the_new_wheel(
     assert (latest["selected"], latest["surveyed"]) == (1, 0)
 
 
+def test_the_written_url_list_surveys_the_same_wheels_into_the_same_rows(
+    local_index: LocalIndex, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--write-urls records the selection; --urls on that list gives the index run's rows, every column
+    (upload time and size included), with the real per-wheel work and a member cache of its own."""
+    w = tmp_path / "w"
+    local_index.add(wheel(w, "cuda-kern", "1.0"), uploaded="2025-01-01T00:00:00Z")
+    local_index.add(wheel(w, "cuda-kern", "2.0", native=2), uploaded="2026-02-01T10:00:00.5Z")
+    local_index.add(wheel(w, "cuda-kern", "2.0", "py3-none-win_amd64"), uploaded="2026-02-01T11:00:00Z")
+    local_index.add(
+        wheel(w, "cuda-kern", "2.0", "py3-none-macosx_11_0_arm64"), uploaded="2026-02-01T11:00:00Z"
+    )
+    urls = tmp_path / "urls.txt"
+    first = run_json(
+        capsys,
+        "cuda-kern",
+        "--index-url",
+        local_index.url,
+        "--latest",
+        "1",
+        "--platform",
+        "linux",
+        "--platform",
+        "windows",
+        "--write-urls",
+        str(urls),
+        "-o",
+        str(tmp_path / "a"),
+        "--cache-dir",
+        str(tmp_path / "cache-a"),
+        "-j",
+        "1",
+    )
+    text = urls.read_text()
+    assert "# filters: latest=1, platforms=linux,windows" in text and "# 2 wheels, " in text
+    listed = [x for x in text.splitlines() if not x.startswith("#")]
+    assert [x.split()[0].rsplit("/", 1)[1].split("#")[0] for x in listed] == [
+        "cuda_kern-2.0-py3-none-manylinux_2_28_x86_64.whl",
+        "cuda_kern-2.0-py3-none-win_amd64.whl",
+    ]
+    before = local_index.requests
+    again = run_json(
+        capsys,
+        "--urls",
+        str(urls),
+        "-o",
+        str(tmp_path / "b"),
+        "--cache-dir",
+        str(tmp_path / "cache-b"),
+        "-j",
+        "1",
+    )
+    assert local_index.requests > before  # the wheels were read again, not taken from the first run
+    assert (again["selected"], again["surveyed"], again["selected_bytes"]) == (2, 2, first["selected_bytes"])
+    rows_a = (tmp_path / "a" / "rows.jsonl").read_text()
+    assert rows_a == (tmp_path / "b" / "rows.jsonl").read_text()
+    assert '"upload_time": "2026-02-01T10:00:00Z"' in rows_a
+
+
 def test_retry_errors_surveys_failed_wheels_again(
     stand_in: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -247,6 +306,56 @@ def test_ctrl_c_keeps_what_completed_one_line_exit_130(tmp_path: Path) -> None:
     assert run["state"] == "interrupted" and run["surveyed"] == len(done.keys)
 
 
+def session_processes(sid: int) -> list[int]:
+    """The processes left in session ``sid`` (the survey's, started with ``start_new_session``)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path("/proc", entry, "stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rfind(")") + 2 :].split()
+            if int(fields[3]) == sid and fields[0] != "Z":
+                pids.append(int(entry))
+    return pids
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the processes from /proc")
+def test_sigterm_to_the_command_alone_ends_its_workers_and_keeps_what_completed(tmp_path: Path) -> None:
+    """``kill PID`` (a supervisor, a CI job's timeout) reaches the command only, not its workers: before,
+    the command died at once and left its fork server and worker processes running, orphaned, for good."""
+    source, dest = house(tmp_path, 12), tmp_path / "o"
+    proc = start(
+        ["--wheelhouse", str(source), "-o", str(dest), "-j", "2", "--cache-dir", cache(tmp_path, delay=0.2)]
+    )
+    try:
+        wait_for_parts(dest, 1, proc)
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            out, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:  # orphaned workers hold its stdout and stderr open
+            out, err = "", "(its output never ended)"
+        for _ in range(100):  # the workers it ended are reaped; an orphan would stay
+            if not session_processes(proc.pid):
+                break
+            time.sleep(0.1)
+        left = session_processes(proc.pid)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate(timeout=60)
+        for pid in session_processes(proc.pid):
+            os.kill(pid, signal.SIGKILL)
+    assert left == [], "processes of the survey outlived it"
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines() == ["cudaship: aborted"] and out == ""
+    done = store.scan(dest)
+    assert done.damaged == [] and 2 <= len(done.keys) < 12
+    (run,) = json.loads((dest / "survey.json").read_text())["runs"]
+    assert run["state"] == "interrupted" and run["surveyed"] == len(done.keys)
+
+
 # --- bad input ---------------------------------------------------------------------------------------------
 
 
@@ -289,6 +398,10 @@ def bad_cases(tmp_path: Path, index_url: str) -> dict[str, tuple[list[str], str]
             ["--wheelhouse", str(tmp_path), "--report", str(tmp_path / "no" / "r.html")],
             "does not exist",
         ),
+        "url list not writable": (
+            ["--wheelhouse", str(tmp_path), "--write-urls", str(tmp_path / "no" / "urls.txt")],
+            "does not exist",
+        ),
     }
 
 
@@ -309,6 +422,7 @@ def bad_cases(tmp_path: Path, index_url: str) -> dict[str, tuple[list[str], str]
         "dest's parent missing",
         "scheduler without dask",
         "report not writable",
+        "url list not writable",
     ],
 )
 def test_bad_input_is_one_line_exit_2(

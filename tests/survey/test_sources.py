@@ -14,7 +14,14 @@ import pytest
 
 from cudaship.errors import UsageError
 from cudaship.providers.http import Client
-from cudaship.survey.sources import Filters, from_index, from_urls, from_wheelhouse, read_projects
+from cudaship.survey.sources import (
+    Filters,
+    from_index,
+    from_urls,
+    from_wheelhouse,
+    read_projects,
+    urls_text,
+)
 from tests.providers.conftest import LocalIndex
 from tests.survey.conftest import wheel
 
@@ -158,6 +165,23 @@ def test_a_url_file(tmp_path: Path) -> None:
     assert (s.listed, s.filtered) == (3, 1)
 
 
+def test_a_url_list_written_from_an_index_gives_the_same_wheels_back(
+    index: LocalIndex, tmp_path: Path
+) -> None:
+    chosen = from_index(index.url, ["cuda-kern", "other"], Filters(platforms=("linux", "windows", "any")))
+    urls = tmp_path / "urls.txt"
+    urls.write_text(urls_text(chosen.refs, ["chosen from\na test index"]))
+    lines = urls.read_text().splitlines()
+    assert lines[0] == "# chosen from a test index"  # a header line stays one comment line
+    assert lines[3].endswith(f" size={chosen.refs[2].size} uploaded=2026-02-01T10:00:00Z")
+    assert "uploaded=" not in lines[2]  # 2.1: the index gives no upload time
+    again = from_urls(urls, Filters())
+    assert again.refs == chosen.refs  # URL, sha256, size, upload time: every field
+    assert again.total_bytes == chosen.total_bytes and again.unsized == 0
+    dated = from_urls(urls, Filters(uploaded_after=utc("2026-01-01")))
+    assert [r.version for r in dated.refs] == ["3.0rc1", "2.1", "2.0", "2.0", "1.0"] and dated.undated == 1
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -165,6 +189,13 @@ def test_a_url_file(tmp_path: Path) -> None:
         ("# x\nhttps://x/notawheel.tar.gz\n", r"urls.txt:2: 'notawheel.tar.gz' is not a wheel file name"),
         ("https://x/a-1.0-py3-none-any.whl#md5=00\n", r"urls.txt:1: the fragment '#md5=00' is not #sha256="),
         ("https://x/a-1.0-py3-none-any.whl https://x/b-1.0-py3-none-any.whl\n", "more than one URL"),
+        ("https://x/a-1.0-py3-none-any.whl size=12x\n", r"urls.txt: line 1: 'size=12x' is neither size="),
+        ("https://x/a-1.0-py3-none-any.whl size=1 size=2\n", r"'size=2' is neither size=<bytes> nor"),
+        ("https://x/a-1.0-py3-none-any.whl color=red\n", r"'color=red' is neither"),
+        (
+            "https://x/a-1.0-py3-none-any.whl uploaded=yesterday\n",
+            r"urls.txt:1: uploaded= 'yesterday': not a",
+        ),
         (b"\xff\xfe", "not UTF-8 text"),
     ],
 )

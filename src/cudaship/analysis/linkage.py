@@ -3,8 +3,10 @@
 Runtime:
 
 * ``dynamic`` — it imports the CUDA runtime library (``DT_NEEDED libcudart.so.13``, a PE import or delay
-  import of ``cudart64_13.dll`` / ``cudart64_110.dll``, a Mach-O ``libcudart.N.dylib``); the major comes
-  from the name (:func:`cudaship.knowledge.libraries.cudart_major`).
+  import of ``cudart64_13.dll`` / ``cudart64_110.dll``, a Mach-O ``libcudart.N.dylib``), also under the name
+  auditwheel or delvewheel gives the copy it grafts (``libcudart-d0da41ae.so.11.8.89``,
+  ``cudart64_12-<32 hex>.dll``: :func:`cudaship.knowledge.repair.unhashed`); the major comes from the name
+  without that hash (:func:`cudaship.knowledge.libraries.cudart_major`).
 * ``static`` — it carries the runtime itself. Evidence, any of: it exports the runtime's entry points
   (``cudaGetExportTable``, ``__cudaRegisterFatBinary``: the CUDA runtime library itself, or a library that
   re-exports a static copy); the runtime's own strings in its read-only data (``HostBinary.cuda_markers``:
@@ -25,6 +27,7 @@ Each decision carries its evidence as short sentences.
 from __future__ import annotations
 
 from cudaship.knowledge import libraries
+from cudaship.knowledge.repair import unhashed
 from cudaship.records.binary import HostBinary, ImportKind
 from cudaship.records.files import CudaLinkage, DriverAccess, RuntimeLinkage
 
@@ -48,6 +51,12 @@ def _strip_mangling(symbol: str) -> str:
     return symbol[1:] if symbol.startswith("_") and not symbol.startswith("__") else symbol
 
 
+def _unhashed(name: str) -> str:
+    """``name`` without the hash auditwheel (``-<8 hex>`` before ``.so``) or delvewheel (``-<32 hex>`` before
+    ``.dll``) put in a grafted copy's name; ``name`` itself when it has none."""
+    return unhashed(unhashed(name, "linux"), "windows")
+
+
 def cuda_linkage(host: HostBinary) -> CudaLinkage:
     """Decide runtime and driver linkage of ``host`` with the evidence for each."""
     runtime = RuntimeLinkage.NONE
@@ -57,12 +66,13 @@ def cuda_linkage(host: HostBinary) -> CudaLinkage:
     driver_evidence: list[str] = []
 
     for imp in host.imports:
-        found = libraries.identify(imp.library)
+        plain = _unhashed(imp.library)
+        found = libraries.identify(plain)
         if found is None:
             continue
         if found.component == "cudart":
             runtime = RuntimeLinkage.DYNAMIC
-            imp_major = libraries.cudart_major(imp.library)
+            imp_major = libraries.cudart_major(plain)
             if major is None:
                 major = imp_major
             runtime_evidence.append(f"{_KIND_WORDS[imp.kind]} {imp.library}")

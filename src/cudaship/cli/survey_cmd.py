@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import signal
+import threading
 import urllib.parse
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +70,14 @@ def _url(option: str, value: str) -> str:
     default=None,
     metavar="DIR",
     help="Survey the *.whl files of this directory (not its subdirectories).",
+)
+@click.option(
+    "--write-urls",
+    default=None,
+    metavar="FILE",
+    help="Also write the wheels selected (after the filters, those already in the dataset included) to FILE "
+    "as a --urls list (URL#sha256=..., size=, uploaded=), before surveying: the run's file list, from which "
+    "'--urls FILE' surveys the same wheels again.",
 )
 @output_dir_option("The survey directory: parts/, survey.json, rows.jsonl, rows.parquet")
 @click.option(
@@ -163,6 +175,7 @@ def command(
     projects_file: str | None,
     urls_file: str | None,
     wheelhouse: str | None,
+    write_urls: str | None,
     output: str,
     latest: int | None,
     pre: bool,
@@ -191,8 +204,9 @@ def command(
     """
     from cudaship.providers.constraints import parse_date  # the survey's modules: only when it runs
 
-    if report is not None:
-        check_writable(report, error=UsageError)
+    for value in (report, write_urls):
+        if value is not None:
+            check_writable(value, error=UsageError)
     given = [name for name, value in (("--urls", urls_file), ("--wheelhouse", wheelhouse)) if value]
     if index_url is not None:
         given.insert(0, "--index-url")
@@ -242,9 +256,12 @@ def command(
     )
     for problem in selection.problems:
         click.echo(line(f"cudaship: note: {problem}"), err=True)
-    summary = _run(
-        selection, options, output, source, filters, retry_errors, engine, scheduler, workers, progress
-    )
+    if write_urls is not None:
+        write_text(write_urls, _url_list(selection, source, filters), error=UsageError)
+    with _terminate_as_interrupt():
+        summary = _run(
+            selection, options, output, source, filters, retry_errors, engine, scheduler, workers, progress
+        )
     for damaged in summary.damaged:
         click.echo(line(f"cudaship: warning: {damaged}"), err=True)
     if not store.has_pyarrow():
@@ -256,6 +273,26 @@ def command(
     if report is not None:
         write_text(report, _html(store.read_rows(output), store.read_manifest(output)), error=UsageError)
     return 0
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """While the survey runs, SIGTERM (``kill PID``, a supervisor, a CI job's timeout: sent to this process
+    alone) is answered as Ctrl-C is: the completed wheels written as a part, the workers ended, the run
+    ``interrupted``, ``cudaship: aborted``, exit 130. Python's default for SIGTERM ends this process at once
+    and left the fork server and its workers running, orphaned, holding its output open."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _run(
@@ -299,6 +336,23 @@ def _run(
             bar.advanced(outcome.ref.size or 0)
 
         return go(start, done)
+
+
+def _url_list(selection: sources.Selection, source: dict[str, Any], filters: sources.Filters) -> str:
+    """The ``--write-urls`` file: the selection as a ``--urls`` list, with what chose it as comments."""
+    what = {k: v for k, v in filters.as_json().items() if v not in (None, False, [])}
+    kind = source["kind"]
+    origin = source.get({"index": "url", "urls": "file"}.get(kind, "directory"))
+    header = [
+        f"wheels selected by cudaship survey at {store.now_text()}",
+        f"source: {kind} {origin}" + (f", {len(source['projects'])} projects" if kind == "index" else ""),
+        "filters: "
+        + (", ".join(f"{k}={','.join(v) if isinstance(v, list) else v}" for k, v in what.items()) or "none"),
+        f"{len(selection.refs)} wheels, {selection.total_bytes} bytes"
+        + (f" ({selection.unsized} of unknown size)" if selection.unsized else ""),
+        "survey them again: cudaship survey --urls THIS_FILE -o DIR",
+    ]
+    return sources.urls_text(selection.refs, header)
 
 
 def _html(rows: list[dict[str, Any]], manifest: dict[str, Any]) -> str:

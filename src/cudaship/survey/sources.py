@@ -6,7 +6,9 @@ in one canonical order.
   JSON, or PEP 503 HTML where that is all the index serves), read fresh every run (no page cache: a second
   run must see the files uploaded since). A project the index does not have is bad input.
 - A URL list (:func:`from_urls`): one wheel URL per line (``http(s)://`` or ``file://``), ``#`` starts a
-  comment line, a ``#sha256=<hex>`` fragment gives the wheel's hash.
+  comment line, a ``#sha256=<hex>`` fragment gives the wheel's hash, and ``size=<bytes>`` and
+  ``uploaded=<RFC 3339 time>`` words after the URL its size and upload time (what :func:`urls_text` writes
+  from a selection, so a run from the list gives the rows the index's run gave).
 - A wheelhouse (:func:`from_wheelhouse`): the ``*.whl`` files of a directory (not its subdirectories), each
   hashed here (sha256) and named by a ``file://`` URL.
 
@@ -42,7 +44,7 @@ from packaging.version import InvalidVersion, Version
 from cudaship.errors import UsageError
 from cudaship.knowledge.platforms import platform_from_tag
 from cudaship.providers.cache import DiskCache
-from cudaship.providers.constraints import format_date
+from cudaship.providers.constraints import format_date, parse_date
 from cudaship.providers.http import Client, IndexUnavailable, NotFound
 from cudaship.providers.index import IndexSource
 from cudaship.providers.select import Candidate
@@ -172,10 +174,41 @@ def from_urls(path: str | os.PathLike[str], filters: Filters) -> Selection:
     listed = []
     for number, text in _lines(path, "--urls"):
         words = text.split()
-        if len(words) > 1 and not words[1].startswith("#"):
-            raise UsageError(f"line {number}: more than one URL on a line", path=label)
-        listed.append(_from_url(words[0], f"{label}:{number}"))
+        size: int | None = None
+        uploaded: dt.datetime | None = None
+        for word in words[1:]:
+            if word.startswith("#"):
+                break
+            key, eq, value = word.partition("=")
+            if eq and key == "size" and size is None and re.fullmatch(r"\d{1,15}", value):
+                size = int(value)
+            elif eq and key == "uploaded" and uploaded is None:
+                uploaded = parse_date(value, f"{label}:{number}: uploaded=")
+            elif "://" in word:
+                raise UsageError(f"line {number}: more than one URL on a line", path=label)
+            else:
+                raise UsageError(
+                    f"line {number}: {word[:100]!r} is neither size=<bytes> nor uploaded=<time> (given once)",
+                    path=label,
+                )
+        listed.append(_from_url(words[0], f"{label}:{number}", size, uploaded))
     return _select(listed, filters)
+
+
+def urls_text(refs: Iterable[WheelRef], header: Sequence[str] = ()) -> str:
+    """A ``--urls`` file naming ``refs`` in their order: each URL with its ``#sha256=`` fragment (when known)
+    and its ``size=`` and ``uploaded=`` words (when known), so :func:`from_urls` gives the same refs back;
+    ``header`` lines first, as ``#`` comments."""
+    lines = [f"# {' '.join(h.splitlines())}".rstrip() for h in header]
+    for ref in refs:
+        url = ref.url.partition("#")[0]
+        words = [f"{url}#sha256={ref.sha256}" if ref.sha256 else url]
+        if ref.size is not None:
+            words.append(f"size={ref.size}")
+        if ref.upload_time is not None:
+            words.append(f"uploaded={ref.upload_time}")
+        lines.append(" ".join(words))
+    return "\n".join(lines) + "\n"
 
 
 def from_wheelhouse(directory: str | os.PathLike[str], filters: Filters) -> Selection:
@@ -295,7 +328,7 @@ def _from_candidate(project: str, c: Candidate) -> _Listed:
     return _Listed(ref, c.version, tags, c.upload_time, c.yanked)
 
 
-def _from_url(text: str, where: str) -> _Listed:
+def _from_url(text: str, where: str, size: int | None = None, uploaded: dt.datetime | None = None) -> _Listed:
     url, _, fragment = text.partition("#")
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https", "file") or (parts.scheme != "file" and not parts.hostname):
@@ -313,8 +346,9 @@ def _from_url(text: str, where: str) -> _Listed:
         project, version, tags = _wheel_name(filename)
     except UsageError as e:
         raise UsageError(f"{where}: {e.message}") from None
-    ref = WheelRef(project, str(version), filename, url, None, digest, None)
-    return _Listed(ref, version, tags, None)
+    upload_time = format_date(uploaded) if uploaded is not None else None
+    ref = WheelRef(project, str(version), filename, url, size, digest, upload_time)
+    return _Listed(ref, version, tags, uploaded)
 
 
 def _lines(path: str | os.PathLike[str], option: str) -> list[tuple[int, str]]:
