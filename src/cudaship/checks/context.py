@@ -93,18 +93,10 @@ class AuditContext:
         if not links:
             return {}
         placed: list[tuple[str, str, bool]] = []
-        data = self.scan.dist.directory.removesuffix(".dist-info") + ".data/"
         for link in links:
-            where = link.path
-            if where.startswith(data):  # purelib/platlib land in site-packages; other schemes elsewhere
-                scheme, _, where = where[len(data) :].partition("/")
-                if scheme not in ("purelib", "platlib"):
-                    continue
-            where = posixpath.normpath(where)
-            target = posixpath.normpath(posixpath.join(posixpath.dirname(where), link.target))
-            if target.startswith("../") or target == ".." or posixpath.isabs(link.target):
-                continue
-            placed.append((where, target, link.directory))
+            spot = link.place(self.scan.dist.directory)  # purelib/platlib land in site-packages
+            if spot is not None:
+                placed.append((*spot, link.directory))
         found: dict[str, str] = {}
         for _round in range(len(placed)):
             before = len(found)

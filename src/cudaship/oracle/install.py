@@ -17,7 +17,10 @@ except with ``--allow-sdist``), a fresh ``$HOME`` and ``TMPDIR``, the memory lim
 
 Existing (``--load-python PYTHON``): nothing is installed into that environment. The wheel alone is
 installed with ``pip install --no-deps --target`` into a temporary directory that the children find first
-on PYTHONPATH: the question is whether the wheel loads with what that environment already has.
+on PYTHONPATH: the question is whether the wheel loads with what that environment already has. What a real
+install of the wheel makes through an install-time convention it follows is made there too
+(:func:`make_install_links`: wheel-axle-runtime's ``symlinks.txt`` links, which its ``.pth`` makes at the
+first start after ``pip install``, and which a ``--target`` directory never gets).
 
 The interpreter of a fresh venv must be one the wheel installs on: the first of this process's interpreter
 and ``pythonX.Y`` on PATH (for each ``cpXY`` the wheel's tags name) whose tags the wheel's match
@@ -40,7 +43,10 @@ from packaging.tags import Tag, compatible_tags, cpython_tags, parse_tag
 from packaging.utils import canonicalize_name
 
 from cudaship.containment import Containment, DeadlinePassed
-from cudaship.errors import OracleError
+from cudaship.errors import OracleError, WheelError
+from cudaship.knowledge.install_conventions import link_convention
+from cudaship.wheel.archive import WheelArchive
+from cudaship.wheel.metadata import SYMLINKS_FILE
 
 #: Seconds pip may take (a large wheel with CUDA requirements from a cold cache downloads gigabytes).
 PIP_TIMEOUT = 1800
@@ -309,6 +315,7 @@ def prepare(
         target = base / "target"
         args = [python, "-m", "pip", "install", *pip, "--no-deps", "--target", str(target), wheel_abs]
         done = _run(args, options.pip_timeout, run, pip=cache, on_step=on_step)
+        made = make_install_links(wheel, target) if done.returncode == 0 else None
         env = LoadEnvironment(
             python=python,
             sites=(str(target), *_sites(python, run)),
@@ -316,7 +323,10 @@ def prepare(
             installed=(wheel_abs,),
             directory=str(base),
             pythonpath=str(target),
-            notes=(f"the wheel alone (--no-deps) layered on {python}'s environment",),
+            notes=(
+                f"the wheel alone (--no-deps) layered on {python}'s environment",
+                *([made] if made else []),
+            ),
         )
         return env if done.returncode == 0 else _failed(env, done)
     python, why = choose_interpreter(wheel_tags, run)
@@ -342,6 +352,57 @@ def prepare(
         notes=(f"a fresh venv of {why}" + (f", with {', '.join(hosts)}" if hosts else ""),),
     )
     return env if done.returncode == 0 else _failed(env, done)
+
+
+def _within(root: str, path: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def make_install_links(wheel: str, site: Path) -> str | None:
+    """Make in ``site`` (a ``pip install --target`` directory) the links the wheel's install-time convention
+    makes after a real ``pip install`` (wheel-axle-runtime's ``.dist-info/symlinks.txt``, read by the one
+    reader, :meth:`~cudaship.wheel.archive.WheelArchive.read_dist_info`; the convention and its source:
+    knowledge/data/install_conventions.toml). pip ``--target`` puts the runtime's ``.pth`` where Python never
+    processes it, so without this the layer lacks files every user's install has. As the runtime does: in file
+    order (a link made earlier counts for a later one's target), an existing file or link at the place
+    replaced, a link or target that leaves ``site`` refused (left out). Returns the note saying what was
+    made, or None when the wheel lists no link."""
+    with WheelArchive(wheel) as archive:
+        try:
+            dist = archive.read_dist_info()
+        except WheelError:  # the static audit has said what is wrong with it
+            return None
+    if not dist.links:
+        return None
+    root = os.path.realpath(site)
+    made = refused = 0
+    for link in dist.links:
+        spot = link.place(dist.directory)
+        if spot is None:
+            refused += 1
+            continue
+        path = os.path.join(site, *spot[0].split("/"))
+        parent = os.path.dirname(path)
+        aim = os.path.realpath(os.path.join(parent, *link.target.split("/")))
+        if not (_within(root, os.path.realpath(parent)) and _within(root, aim)):
+            refused += 1
+            continue
+        try:
+            os.makedirs(parent, exist_ok=True)
+            if os.path.islink(path) or os.path.isfile(path):
+                os.unlink(path)
+            os.symlink(link.target, path, target_is_directory=link.directory)
+            made += 1
+        except OSError:
+            refused += 1
+    convention = link_convention(SYMLINKS_FILE)
+    runtime = convention.runtime if convention is not None else "its runtime"
+    return (
+        f"{made} of {len(dist.links)} links of {dist.directory}/{SYMLINKS_FILE} made in the layer, as "
+        f"{runtime} makes them at the first start after a pip install (pip --target does not run it; "
+        "knowledge/data/install_conventions.toml)"
+        + (f"; {refused} left out (outside the install directory)" if refused else "")
+    )
 
 
 def _failed(env: LoadEnvironment, done: subprocess.CompletedProcess[str]) -> LoadEnvironment:

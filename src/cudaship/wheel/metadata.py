@@ -446,7 +446,8 @@ def find_dist_info(names: Iterable[str], wheel_filename: str | None = None) -> s
     raise WheelError(f"several .dist-info directories in the wheel: {', '.join(dirs)}")
 
 
-#: wheel-axle-runtime's list of links to make at install time, in the ``.dist-info`` directory.
+#: wheel-axle-runtime's list of links to make at install time, in the ``.dist-info`` directory (the
+#: convention: knowledge/data/install_conventions.toml, ``[[links]]``, with its source).
 SYMLINKS_FILE = "symlinks.txt"
 #: Largest ``symlinks.txt`` read (a line per link; real ones list tens).
 MAX_SYMLINKS_BYTES = 4 << 20

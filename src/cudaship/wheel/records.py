@@ -7,6 +7,7 @@ Parsing lives in :mod:`cudaship.wheel.metadata`, :mod:`cudaship.wheel.variant` a
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass
 
 
@@ -60,6 +61,31 @@ class InstallLink:
     path: str
     target: str
     directory: bool = False
+
+    def place(self, dist_info: str) -> tuple[str, str] | None:
+        """Where the link lands and what it points to, both relative to site-packages and normalised
+        (``pkg/lib/libfoo.so.1``, ``pkg/lib/libfoo.so.1.2.3``), as wheel-axle-runtime places it
+        (``SymlinksInstaller._install_symlinks``): a ``<name>.data/purelib|platlib/x`` path lands at ``x``.
+        None for a link of another ``.data`` scheme (installed outside site-packages), an absolute target, or
+        a link or target that leaves site-packages. ``dist_info``: the ``.dist-info`` directory's name."""
+        where = self.path
+        data = dist_info.removesuffix(".dist-info") + ".data/"
+        if where.startswith(data):
+            scheme, _, where = where[len(data) :].partition("/")
+            if scheme not in ("purelib", "platlib"):
+                return None
+        where = posixpath.normpath(where)
+        if (
+            posixpath.isabs(self.target)
+            or posixpath.isabs(where)
+            or where in (".", "..")
+            or where.startswith("../")
+        ):
+            return None
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(where), self.target))
+        if target == ".." or target.startswith("../"):
+            return None
+        return where, target
 
 
 @dataclass(frozen=True)

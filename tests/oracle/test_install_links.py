@@ -1,0 +1,95 @@
+"""``audit --load --load-python``: the wheel alone is layered on an existing environment with ``pip install
+--no-deps --target``, where wheel-axle-runtime's ``.pth`` never runs; the oracle makes the links of
+``.dist-info/symlinks.txt`` itself, as a real install does (knowledge/data/install_conventions.toml), so a
+library that needs a link's name loads as it does for every user (issue 32, class 6; holoscan-cu12)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cudaship.cli.main import main
+from cudaship.knowledge.install_conventions import link_convention
+from cudaship.oracle.install import make_install_links
+from cudaship.wheel.metadata import SYMLINKS_FILE
+from tests.oracle.builders import build_so, build_wheel, function, needs_gcc
+
+
+def _axle_wheel(tmp_path: Path) -> Path:
+    """axlepkg: ``lib/libcore.so.4.6.0`` (SONAME libcore.so.4) shipped under its full version only; the
+    SONAME link comes from symlinks.txt (a ``.data/purelib`` path, as holoscan-cu12 writes them), and a
+    directory link ``lib64 -> lib``. ``_ext.so`` needs libcore.so.4 through RUNPATH ``$ORIGIN/lib64``."""
+    b = tmp_path / "build"
+    core = build_so(b / "libcore.so.4", function("core_fn"), soname="libcore.so.4")
+    ext = build_so(b / "_ext.so", function("ext_fn", ["core_fn"]), link=[core], runpath=["$ORIGIN/lib64"])
+    links = "axlepkg-1.0.data/purelib/axlepkg/lib/libcore.so.4,libcore.so.4.6.0,0\r\naxlepkg/lib64,lib,1\r\n"
+    files: dict[str, bytes | Path] = {
+        "axlepkg/__init__.py": b"",
+        "axlepkg/_ext.so": ext,
+        "axlepkg/lib/libcore.so.4.6.0": core,
+        f"axlepkg-1.0.dist-info/{SYMLINKS_FILE}": links.encode(),
+    }
+    return build_wheel(tmp_path / "dist", "axlepkg", "1.0", files, top_level=["axlepkg"])
+
+
+def test_the_convention_names_the_file_the_reader_reads() -> None:
+    convention = link_convention(SYMLINKS_FILE)
+    assert convention is not None and convention.runtime == "wheel-axle-runtime"
+    assert "wheel-axle-runtime" in convention.source and "_symlinks.py" in convention.source
+
+
+@needs_gcc
+def test_make_install_links_makes_what_the_runtime_makes(tmp_path: Path) -> None:
+    wheel = _axle_wheel(tmp_path)
+    site = tmp_path / "site"
+    (site / "axlepkg" / "lib").mkdir(parents=True)
+    (site / "axlepkg" / "lib" / "libcore.so.4.6.0").write_bytes(b"x")
+    note = make_install_links(str(wheel), site)
+    assert note is not None and note.startswith("2 of 2 links of axlepkg-1.0.dist-info/symlinks.txt made")
+    assert os.readlink(site / "axlepkg/lib/libcore.so.4") == "libcore.so.4.6.0"
+    assert os.readlink(site / "axlepkg/lib64") == "lib"
+    assert (site / "axlepkg/lib64/libcore.so.4").read_bytes() == b"x"
+
+
+@needs_gcc
+def test_a_link_leaving_the_install_directory_is_not_made(tmp_path: Path) -> None:
+    files: dict[str, bytes | Path] = {
+        "evil/__init__.py": b"",
+        f"evil-1.0.dist-info/{SYMLINKS_FILE}": b"evil/passwd,../../../../etc/passwd,0\n",
+    }
+    wheel = build_wheel(tmp_path / "dist", "evil", "1.0", files, top_level=["evil"])
+    site = tmp_path / "site"
+    (site / "evil").mkdir(parents=True)
+    note = make_install_links(str(wheel), site)
+    assert note is not None and "0 of 1 links" in note and "1 left out" in note
+    assert not os.path.lexists(site / "evil/passwd")
+
+
+@needs_gcc
+def test_layered_install_has_the_install_time_links(tmp_path: Path) -> None:
+    """Before the fix: ``axlepkg/_ext.so does not load: libcore.so.4: cannot open shared object file``
+    (an error the static audit, which knows the links, does not share)."""
+    wheel = _axle_wheel(tmp_path)
+    out = tmp_path / "a.json"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CUDASHIP_OFFLINE", "1")
+        mp.delenv("GITHUB_ACTIONS", raising=False)
+        main(
+            [
+                *("audit", "--no-progress", "--load", "--load-python", sys.executable, "--offline"),
+                *("--load-timeout", "60", "-f", "json", "-o", str(out), str(wheel)),
+            ]
+        )
+    data: dict[str, Any] = json.loads(out.read_text())
+    load = data["wheels"][0]["load"]
+    failing = [c for c in data["checks"] if c["family"] == "load" and c["status"] == "fail"]
+    assert not [c for c in failing if c["severity"] == "error"], failing
+    assert load["libraries"] == load["libraries_agree"] >= 2, load
+    assert any("links of axlepkg-1.0.dist-info/symlinks.txt made in the layer" in n for n in load["notes"]), (
+        load
+    )
