@@ -208,6 +208,10 @@ _CAUSE_TITLES = {
 }
 
 
+#: how a warning the static model cannot be sure of begins (issue 32: uncertain, naming `--load`)
+_UNCERTAIN = "uncertain, `cudaship audit --load` runs the real loader"
+
+
 def _cause_results(causes: dict[tuple[str, str], list[Finding]]) -> list[CheckResult]:
     """One failed check (a warning by default: the rule's severity) per cause, its evidence every library
     and import that depends on it (issue 21, class 9: one cause, reported once)."""
@@ -218,15 +222,17 @@ def _cause_results(causes: dict[tuple[str, str], list[Finding]]) -> list[CheckRe
         first = evidence[0].message.split(": ", 1)[1]
         if rule == "computed_path":
             reason = (
-                f"uncertain: {count(len(evidence), 'import')} of {shown} are installed by requirements off "
-                f"the search path, and {cause} builds library paths at run time, which the static model "
-                "cannot compute; run `cudaship audit --load` for the loader's answer"
+                f"{_UNCERTAIN}: {count(len(evidence), 'import')} of {shown} "
+                f"{agree(len(evidence), 'is', 'are')} off the search path, and {cause} decides at run time "
+                f"where they are found: {first}"
             )
         elif rule == "package_preload":
             reason = (
-                f"{count(len(evidence), 'import')} of {shown} found only because "
+                f"{_UNCERTAIN}: {count(len(evidence), 'import')} of {shown} found only because "
                 f"the package's Python code loads them first: {first}"
             )
+        elif rule == "loaded_first":
+            reason = f"{_UNCERTAIN}: {first} (in {shown})"
         else:
             reason = f"{first} (in {shown})"
         out.append(failed(FAMILY, f"{_CAUSE_TITLES[rule]} {cause}", reason, evidence, rule=rule))
