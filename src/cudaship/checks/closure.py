@@ -367,16 +367,21 @@ def copy_groups(ctx: AuditContext) -> tuple[tuple[str, ...], ...]:
 
 
 def _merge_copies(items: list[tuple[str, CheckResult]], copies: dict[str, str]) -> dict[str, CheckResult]:
-    """Path -> its check, where the failed checks of copies of one library with the same findings become one
-    check naming every copy, kept under the first copy's path (issue 21, class 9); passing checks and unlike
-    failures stay as they are."""
-    groups: dict[tuple[str, tuple[str, ...]], list[tuple[str, CheckResult]]] = {}
+    """Path -> its check, where the checks of copies of one library with the same outcome become one check
+    naming every copy, kept under the first copy's path: failures with the same findings (issue 21, class 9),
+    and passes with the same reason (one line per library in a report, not one per copy); unlike results
+    stay as they are."""
+    groups: dict[tuple[str, str, tuple[str, ...]], list[tuple[str, CheckResult]]] = {}
     out: dict[str, CheckResult] = {}
     for path, result in items:
-        if result.status is not Status.FAIL:
+        if result.status is Status.FAIL:
+            same: tuple[str, ...] = tuple(sorted(f.message for f in result.evidence))
+        elif result.status is Status.PASS:
+            same = (result.reason,)
+        else:
             out[path] = result
             continue
-        key = (copies.get(path, path), tuple(sorted(f.message for f in result.evidence)))
+        key = (copies.get(path, path), result.status.value, same)
         groups.setdefault(key, []).append((path, result))
     for members in groups.values():
         first_path, first = members[0]
@@ -384,8 +389,9 @@ def _merge_copies(items: list[tuple[str, CheckResult]], copies: dict[str, str]) 
         if not others:
             out[first_path] = first
             continue
+        what = "findings" if first.status is Status.FAIL else "result"
         evidence = list(first.evidence) + [
-            Finding(f"a copy of {first_path} (the same bytes, SONAME or module): the same findings", file=p)
+            Finding(f"a copy of {first_path} (the same bytes, SONAME or module): the same {what}", file=p)
             for p in others
         ]
         out[first_path] = dataclasses.replace(
