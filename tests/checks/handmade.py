@@ -162,7 +162,9 @@ def context(
         directory=dist_dir,
         metadata=Metadata(name, version, local, tuple(requires)),
         wheel=WheelFile("1.0", False, (tag,)),
-        record=tuple(RecordEntry(p, "sha256", "x", 1) for p in [*reports, *files]),
+        # one digest per path: hand-made files are not byte copies of each other (the closure family merges
+        # copies, which it finds by RECORD's digest)
+        record=tuple(RecordEntry(p, "sha256", f"x-{p}", 1) for p in [*reports, *files]),
         record_path=f"{dist_dir}/RECORD",
         variant=variant,
     )

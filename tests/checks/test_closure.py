@@ -245,3 +245,18 @@ def test_computed_paths_to_the_packages_own_libraries_are_uncertain() -> None:
     plain = context(libs)
     failing = by_name(run(plain, "closure"))["closure: pkg/plugins/libdec.so.1"]
     assert failing.severity is Severity.ERROR and failing.status is Status.FAIL
+
+
+def test_passing_copies_of_one_library_are_one_check() -> None:
+    """A wheel cannot hold symlinks, so ``libx.so`` and ``libx.so.1`` ship as copies of one library (one
+    SONAME in one directory). When they pass, the report says so once, naming the copies, as it does when
+    they fail: one line per library, not one per copy."""
+    libs = [
+        library(p, host(soname="libx.so.1", imports=["libc.so.6"]))
+        for p in ("pkg/lib/libx.so", "pkg/lib/libx.so.1")
+    ]
+    results = by_name(run(context(libs), "closure"))
+    assert [n for n in results if n.startswith("closure: pkg/lib/")] == ["closure: pkg/lib/libx.so"]
+    result = results["closure: pkg/lib/libx.so"]
+    assert result.status is Status.PASS
+    assert result.reason.endswith("the same in 1 copy: pkg/lib/libx.so.1"), result.reason

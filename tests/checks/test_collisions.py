@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cudaship.records.findings import Status
+from cudaship.records.findings import Severity, Status
 from tests.checks.handmade import by_name, context, host, library, run
 
 
@@ -13,6 +13,10 @@ def test_case_and_import_library_collisions() -> None:
     assert case.status is Status.FAIL and "pkg/README.txt" in case.evidence[0].message
     libs = results["collisions: import library names"]
     assert libs.status is Status.FAIL and libs.evidence[0].file == "pkg/b/x.lib"
+    # a build-tree hazard, not a load failure (nothing loads a .lib): a warning, as in cuda-cccl's cu12/ and
+    # cu13/ import libraries (issue 32: an error means the wheel does not load or run)
+    assert (libs.rule, libs.severity) == ("import_library_names", Severity.WARNING)
+    assert case.severity is Severity.ERROR
     assert "collisions: SONAME equals file name" not in results  # only with the policy key
 
 

@@ -382,3 +382,173 @@ def test_links_in_a_data_scheme_and_links_to_links(tmp_path: Path) -> None:
     # shipped where the link is, not "the SONAME of a sibling loaded first" (a warning) as before
     assert (imp.ok, imp.via, imp.target) == (True, "shipped", "pkg/lib/libfoo.so.1.2.3"), imp
     assert "as the link pkg/lib/libfoo.so.1 made at install time" in imp.detail
+
+
+# --- the preloading rule on Windows and macOS: what the package's Python code does before the import
+
+
+_MINGW = shutil.which("x86_64-w64-mingw32-gcc")
+WINDOWS = "cp312-cp312-win_amd64"
+
+#: the package picks its CUDA major on import and adds the DLL directory beside that major's extension, a path
+#: it computes (cuda-cccl's cuda/compute/_bindings.py does so for cu12/cccl, cu13/cccl)
+_ADDS_COMPUTED_DIRECTORY = b"""import importlib
+import os
+
+major = os.environ.get("PKG_CUDA_MAJOR") or "13"
+spec = importlib.util.find_spec(f"{__package__}.cu{major}._impl")
+if os.name == "nt" and spec and spec.origin:
+    dll_dir = os.path.join(os.path.dirname(spec.origin), "engine")
+    if os.path.isdir(dll_dir):
+        _handle = os.add_dll_directory(dll_dir)
+impl = importlib.import_module(f".cu{major}._impl", __package__)
+"""
+
+
+def _pe(work: Path, name: str, source: str, *link: str) -> bytes:
+    """A real x86_64 PE DLL built by mingw-w64's gcc (``link``: DLLs to link against, by path)."""
+    if _MINGW is None:
+        pytest.skip("needs mingw-w64 (x86_64-w64-mingw32-gcc)")
+    (work / f"{name}.c").write_text(source)
+    subprocess.run([_MINGW, "-shared", "-o", name, f"{name}.c", *link], cwd=work, check=True)
+    return (work / name).read_bytes()
+
+
+def _engine_wheel(work: Path, python: bytes | None) -> Path:
+    """A Windows wheel with one extension per CUDA major (``pkg/cu12/_impl.pyd``, ``pkg/cu13/_impl.pyd``),
+    each importing ``engine.c.core.dll`` shipped in ``cu12/engine/`` / ``cu13/engine/``: outside the DLL
+    search path (the importer's own directory, System32) unless the package adds the directory."""
+    files: dict[str, bytes] = {"pkg/__init__.py": b""}
+    for major in ("12", "13"):
+        d = work / f"cu{major}"
+        d.mkdir(parents=True)
+        files[f"pkg/cu{major}/engine/engine.c.core.dll"] = _pe(
+            d, "engine.c.core.dll", "__declspec(dllexport) int core_api(void){return 1;}"
+        )
+        files[f"pkg/cu{major}/_impl.cp312-win_amd64.pyd"] = _pe(
+            d,
+            "_impl.pyd",
+            "__declspec(dllimport) int core_api(void);"
+            "__declspec(dllexport) void *PyInit__impl(void){return (void *)(long long)core_api();}",
+            "engine.c.core.dll",
+        )
+    if python is not None:
+        files["pkg/_bindings.py"] = python
+    return write_wheel(work, name="pkg", version="1.0", tag=WINDOWS, files=files)
+
+
+def test_a_dll_directory_the_package_computes_is_uncertain_never_an_error(tmp_path: Path) -> None:
+    """Windows: ``os.add_dll_directory`` on a directory the package's Python computes at run time (beside the
+    extension of the CUDA major it picks): the static model cannot say which directory, so each import is a
+    warning that says it is uncertain and names ``audit --load`` (one per cause), never an error; each
+    major's extension is matched with the copy beside it. Without that Python code, the same DLLs are
+    errors: nothing adds their directory."""
+    wheel = _engine_wheel(tmp_path / "adds", _ADDS_COMPUTED_DIRECTORY)
+    checks = audited(wheel)
+    assert errors(checks) == []
+    (warning,) = [c for c in checks.values() if c.status is Status.FAIL]
+    assert (warning.rule, warning.severity.value) == ("computed_path", "warning")
+    assert warning.name == "closure: library paths computed at run time by pkg/_bindings.py"
+    assert warning.reason.startswith("uncertain, `cudaship audit --load` runs the real loader")
+    assert "os.add_dll_directory(...) line 9 adds a directory named engine" in warning.reason
+    report = audit_wheels([wheel], default_policy()).wheels[0]
+    core = {i.file: i for i in report.imports if i.library == "engine.c.core.dll"}
+    assert {f: (i.met, i.certain) for f, i in core.items()} == {
+        f"pkg/cu{m}/_impl.cp312-win_amd64.pyd": ("shipped", False) for m in ("12", "13")
+    }
+    assert core["pkg/cu13/_impl.cp312-win_amd64.pyd"].target == "pkg/cu13/engine/engine.c.core.dll"
+
+    plain = audited(_engine_wheel(tmp_path / "plain", None))
+    assert sorted(e.split(" — ")[0].split(":")[1].strip() for e in errors(plain)) == [
+        "pkg/cu12/_impl.cp312-win_amd64.pyd",
+        "pkg/cu13/_impl.cp312-win_amd64.pyd",
+    ]
+
+
+#: the package loads its core library through torch before importing the extension that needs it, by a path it
+#: builds from the library's stem (torchtext's, torchaudio's and torchvision's _extension.py)
+_LOADS_THROUGH_TORCH = b"""import os
+from pathlib import Path
+
+import torch
+
+_LIB_DIR = Path(__file__).parent / "lib"
+
+
+def _load_lib(lib: str) -> None:
+    suffix = "pyd" if os.name == "nt" else "so"
+    torch.ops.load_library(_LIB_DIR / f"{lib}.{suffix}")
+
+
+_load_lib("libtext")
+from pkg import _ext  # noqa: E402
+"""
+
+
+def _macho(work: Path, name: str, source: str, *link: str, install_name: str | None = None) -> bytes:
+    """A real arm64 Mach-O dylib built by clang and ld64.lld, without LC_RPATH."""
+    if not (_CLANG and _LD64):
+        pytest.skip("needs clang and ld64.lld (Debian: clang lld)")
+    (work / f"{name}.c").write_text(source)
+    subprocess.run(
+        [_CLANG, "--target=arm64-apple-macos11", "-c", f"{name}.c", "-o", f"{name}.o"], cwd=work, check=True
+    )
+    command = [_LD64, "-arch", "arm64", "-platform_version", "macos", "11.0", "11.0", "-dylib"]
+    command += ["-undefined", "dynamic_lookup"]
+    command += ["-install_name", install_name] if install_name else []
+    subprocess.run([*command, f"{name}.o", *link, "-o", name], cwd=work, check=True)
+    return (work / name).read_bytes()
+
+
+@pytest.mark.parametrize("fmt", ["macho", "elf"])
+def test_a_library_the_package_loads_through_torch_satisfies_its_module(tmp_path: Path, fmt: str) -> None:
+    """The preloading rule, on dyld as on glibc: ``_ext`` needs ``libtext.so`` (by its install name
+    ``@rpath/libtext.so`` on macOS, its SONAME on Linux), shipped in ``pkg/lib/``, off the module's search
+    path (no LC_RPATH / RUNPATH). The package's Python loads it first with ``torch.ops.load_library`` (a
+    function that dlopens the path it is given: data, providers.toml ``path_loaders``) by a path built from
+    its stem; dyld reuses the loaded image whose install name is the load command's name, glibc the object of
+    that SONAME. A warning that the import order decides (uncertain, naming ``audit --load``), not an error;
+    without that Python code, an error: nothing loads libtext.so first."""
+    if fmt == "macho":
+        lib = _macho(
+            tmp_path, "libtext.so", "int text_api(void){return 1;}", install_name="@rpath/libtext.so"
+        )
+        ext = _macho(
+            tmp_path, "_ext.so", "int text_api(void);int PyInit__ext(void){return text_api();}", "libtext.so"
+        )
+        module, tag = "pkg/_ext.cpython-312-darwin.so", "cp312-cp312-macosx_11_0_arm64"
+    else:
+        lib = shared_library(
+            tmp_path, "libtext.so", "int text_api(void){return 1;}", "-Wl,-soname,libtext.so"
+        )
+        ext = shared_library(
+            tmp_path,
+            "_ext.so",
+            "int text_api(void);int PyInit__ext(void){return text_api();}",
+            "-l:libtext.so",
+        )
+        module, tag = "pkg/_ext.cpython-312-x86_64-linux-gnu.so", LINUX
+    files = {"pkg/__init__.py": b"", "pkg/lib/libtext.so": lib, module: ext}
+
+    wheel = write_wheel(
+        tmp_path,
+        name="pkg",
+        version="1.0",
+        tag=tag,
+        files={**files, "pkg/_extension.py": _LOADS_THROUGH_TORCH},
+    )
+    checks = audited(wheel)
+    assert errors(checks) == []
+    first = checks["closure: needs a sibling loaded first: pkg/lib/libtext.so"]
+    assert (first.rule, first.severity.value) == ("loaded_first", "warning")
+    assert first.reason.startswith("uncertain, `cudaship audit --load` runs the real loader")
+    assert (
+        "pkg/_extension.py: torch.ops.load_library() line 11 loads libtext.so (named libtext" in first.reason
+    )
+    reuse = "install name (LC_ID_DYLIB)" if fmt == "macho" else "SONAME"
+    assert reuse in first.reason
+
+    (tmp_path / "plain").mkdir()
+    plain = audited(write_wheel(tmp_path / "plain", name="pkg", version="1.0", tag=tag, files=files))
+    closure = plain[f"closure: {module}"]
+    assert closure.is_error and "nothing loads libtext.so first" in closure.reason

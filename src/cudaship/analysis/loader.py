@@ -22,8 +22,13 @@ application's directory, the directories added with ``os.add_dll_directory``, th
 searched in that mode: a DLL found only on ``PATH`` is reported as such, since it loads only in processes
 using the legacy search order.
 
-macOS (dyld): ``@rpath/``, ``@loader_path/`` and ``@executable_path/`` names, searched in the importer's
+macOS (dyld): an image already loaded whose path or install name (``LC_ID_DYLIB``) is the load command's
+name; then ``@rpath/``, ``@loader_path/`` and ``@executable_path/`` names, searched in the importer's
 directory and its ``LC_RPATH`` entries relative to it (:func:`macho_dirs`).
+
+What each loader matches against the objects already loaded, before any search, is :data:`ALREADY_LOADED`:
+the rule behind every "loaded first" verdict (a library the package's Python code or a required package
+loads before the module that needs it).
 """
 
 from __future__ import annotations
@@ -405,6 +410,37 @@ def searched_windows(importer: str, loader: WindowsLoader) -> list[str]:
     return list(dict.fromkeys([*package_dll_dirs(importer, loader), SYSTEM32_LABEL]))
 
 
+#: What a loader matches a needed name against among the objects already loaded, before it searches, per
+#: binary format (``elf``, ``pe``, ``macho``): (what matches, where it is written down). A library loaded
+#: first (by the package's Python code, by a required package's import) satisfies a later need of that name
+#: wherever the search path would not reach it.
+ALREADY_LOADED: dict[str, tuple[str, str]] = {
+    "elf": (
+        "glibc reuses the loaded object whose SONAME (or file name) is the DT_NEEDED name",
+        "glibc elf/dl-load.c _dl_map_object: the loaded objects are matched by _dl_name_match_p and l_soname "
+        "before any search",
+    ),
+    "pe": (
+        "Windows reuses the loaded module of the same base name (case-insensitive)",
+        "Microsoft Learn, Dynamic-link library search order, factors that affect searching: a DLL of the "
+        "same module name already loaded is used, whichever directory it is in",
+    ),
+    "macho": (
+        "dyld reuses the loaded image whose install name (LC_ID_DYLIB) is the load command's name",
+        "dyld src/dyld.cpp loadPhase5check (dyld2): 'an install name starting with @rpath should match by "
+        "install name, not just real path'; dyld4 JustInTimeLoader::matchesPath compares the load path with "
+        "the image's path and its install name",
+    ),
+}
+
+
+def dyld_reuses(load_name: str, install_name: str | None) -> bool:
+    """Whether dyld satisfies a load command naming ``load_name`` (``@rpath/libfoo.dylib``) with an image
+    already loaded whose ``LC_ID_DYLIB`` is ``install_name``, wherever that image's file lies
+    (:data:`ALREADY_LOADED`): the names are equal, byte for byte."""
+    return install_name is not None and load_name == install_name
+
+
 #: dyld's prefixes of an install name relative to the importer (``@rpath/`` searched in its LC_RPATH).
 MACHO_PREFIXES = ("@rpath/", "@loader_path/", "@executable_path/")
 
@@ -437,12 +473,14 @@ _EXTENSION_SUFFIX = re.compile(r"(\.(cpython-[^./]+|abi3)\.so|\.pyd)$", re.IGNOR
 
 def is_extension_module(path: str, exports: Collection[str] | None = None) -> bool:
     """A Python extension module (what ``import`` loads by its path, before the loader searches for its
-    imports): a name with an extension suffix, or a library exporting ``PyInit_<stem>``. ``exports`` None:
-    the exports were not read (``doctor --env`` reads a loader's facts only); then a plain ``x.so`` not named
-    ``lib*`` counts too (Python imports ``x.so``; a library is named ``lib*``)."""
+    imports): a name with an extension suffix, or a library exporting ``PyInit_<stem>`` (``_PyInit_<stem>``
+    in a Mach-O symbol table, whose C names carry a leading underscore). ``exports`` None: the exports were
+    not read (``doctor --env`` reads a loader's facts only); then a plain ``x.so`` not named ``lib*`` counts
+    too (Python imports ``x.so``; a library is named ``lib*``)."""
     base = posixpath.basename(path)
     if _EXTENSION_SUFFIX.search(base):
         return True
     if exports is None:
         return base.endswith(".so") and not base.startswith("lib")
-    return f"PyInit_{base.split('.', 1)[0]}" in exports
+    entry = f"PyInit_{base.split('.', 1)[0]}"
+    return entry in exports or f"_{entry}" in exports

@@ -208,6 +208,10 @@ _CAUSE_TITLES = {
 }
 
 
+#: how a warning the static model cannot be sure of begins (issue 32: uncertain, naming `--load`)
+_UNCERTAIN = "uncertain, `cudaship audit --load` runs the real loader"
+
+
 def _cause_results(causes: dict[tuple[str, str], list[Finding]]) -> list[CheckResult]:
     """One failed check (a warning by default: the rule's severity) per cause, its evidence every library
     and import that depends on it (issue 21, class 9: one cause, reported once)."""
@@ -218,15 +222,17 @@ def _cause_results(causes: dict[tuple[str, str], list[Finding]]) -> list[CheckRe
         first = evidence[0].message.split(": ", 1)[1]
         if rule == "computed_path":
             reason = (
-                f"uncertain: {count(len(evidence), 'import')} of {shown} are installed by requirements off "
-                f"the search path, and {cause} builds library paths at run time, which the static model "
-                "cannot compute; run `cudaship audit --load` for the loader's answer"
+                f"{_UNCERTAIN}: {count(len(evidence), 'import')} of {shown} "
+                f"{agree(len(evidence), 'is', 'are')} off the search path, and {cause} decides at run time "
+                f"where they are found: {first}"
             )
         elif rule == "package_preload":
             reason = (
-                f"{count(len(evidence), 'import')} of {shown} found only because "
+                f"{_UNCERTAIN}: {count(len(evidence), 'import')} of {shown} found only because "
                 f"the package's Python code loads them first: {first}"
             )
+        elif rule == "loaded_first":
+            reason = f"{_UNCERTAIN}: {first} (in {shown})"
         else:
             reason = f"{first} (in {shown})"
         out.append(failed(FAMILY, f"{_CAUSE_TITLES[rule]} {cause}", reason, evidence, rule=rule))
@@ -361,16 +367,21 @@ def copy_groups(ctx: AuditContext) -> tuple[tuple[str, ...], ...]:
 
 
 def _merge_copies(items: list[tuple[str, CheckResult]], copies: dict[str, str]) -> dict[str, CheckResult]:
-    """Path -> its check, where the failed checks of copies of one library with the same findings become one
-    check naming every copy, kept under the first copy's path (issue 21, class 9); passing checks and unlike
-    failures stay as they are."""
-    groups: dict[tuple[str, tuple[str, ...]], list[tuple[str, CheckResult]]] = {}
+    """Path -> its check, where the checks of copies of one library with the same outcome become one check
+    naming every copy, kept under the first copy's path: failures with the same findings (issue 21, class 9),
+    and passes with the same reason (one line per library in a report, not one per copy); unlike results
+    stay as they are."""
+    groups: dict[tuple[str, str, tuple[str, ...]], list[tuple[str, CheckResult]]] = {}
     out: dict[str, CheckResult] = {}
     for path, result in items:
-        if result.status is not Status.FAIL:
+        if result.status is Status.FAIL:
+            same: tuple[str, ...] = tuple(sorted(f.message for f in result.evidence))
+        elif result.status is Status.PASS:
+            same = (result.reason,)
+        else:
             out[path] = result
             continue
-        key = (copies.get(path, path), tuple(sorted(f.message for f in result.evidence)))
+        key = (copies.get(path, path), result.status.value, same)
         groups.setdefault(key, []).append((path, result))
     for members in groups.values():
         first_path, first = members[0]
@@ -378,8 +389,9 @@ def _merge_copies(items: list[tuple[str, CheckResult]], copies: dict[str, str]) 
         if not others:
             out[first_path] = first
             continue
+        what = "findings" if first.status is Status.FAIL else "result"
         evidence = list(first.evidence) + [
-            Finding(f"a copy of {first_path} (the same bytes, SONAME or module): the same findings", file=p)
+            Finding(f"a copy of {first_path} (the same bytes, SONAME or module): the same {what}", file=p)
             for p in others
         ]
         out[first_path] = dataclasses.replace(

@@ -52,7 +52,7 @@ _UNCERTAIN = frozenset({Via.PACKAGE_PRELOAD, Via.DISTRIBUTION, Via.COMPUTED})
 
 def judge(res: Resolution) -> Judgement:
     """The judgement of one resolved import."""
-    met = _MET[res.via]
+    met = Met.SHIPPED if res.own else _MET[res.via]
     if res.extra and met not in (Met.HOST, Met.MISSING):
         met = Met.EXTRA
     certain = not (res.via in _UNCERTAIN or (res.via is Via.LOADED and res.note is not None) or res.uncertain)

@@ -13,6 +13,17 @@ its Python files:
   or of a distribution whose requirements install it (``librmm.load_library()``);
 * on Windows, calls ``os.add_dll_directory`` naming every distinctive part of ``<dir>``.
 
+A loader is ``ctypes``' or a package's function that dlopens the path it is given (``torch.ops.load_library``:
+``path_loaders`` in knowledge/data/providers.toml). A library's name counts as named when the file holds it
+whole or its stem (``libtorchtext`` for ``libtorchtext.so``: torchvision, torchaudio and torchtext build
+``f"{lib}.{suffix}"`` at run time).
+
+:func:`dll_directory_computed` is the uncertain case of the last rule: the file calls
+``os.add_dll_directory`` on a directory inside its own package whose last part it names
+(``os.path.join(os.path.dirname(spec.origin), "cccl")``) while the rest is computed at run time (a CUDA
+major chosen on import): the static model cannot say which directory, so the audit calls the import
+uncertain (a warning naming ``audit --load``), never an error.
+
 What it cannot see (a name computed at run time, a directory named only through a variable of another
 module) stays unresolved: the loader oracle (``audit --load``) is the judge there.
 """
@@ -20,9 +31,11 @@ module) stays unresolved: the loader oracle (``audit --load``) is the judge ther
 from __future__ import annotations
 
 import posixpath
+import re
 from typing import TYPE_CHECKING
 
 from cudaship.checks.globs import GlobError, compile_glob
+from cudaship.knowledge.providers import path_loaders
 from cudaship.wheel.records import LoadCall, PythonLoads
 
 if TYPE_CHECKING:
@@ -61,6 +74,30 @@ def _first(calls: tuple[LoadCall, ...], kind: str) -> LoadCall | None:
     return next((c for c in calls if c.kind == kind), None)
 
 
+def _written(call: LoadCall) -> str:
+    """A call's dotted name as written (``torch.ops.load_library``)."""
+    return call.mechanism.split("(", 1)[0]
+
+
+def _loader(calls: tuple[LoadCall, ...]) -> LoadCall | None:
+    """The file's first call that dlopens a path: ``ctypes``' loaders, or a package's function that loads the
+    path it is given (``torch.ops.load_library``, data: ``path_loaders``)."""
+    known = path_loaders()
+    return next(
+        (c for c in calls if c.kind == "dlopen" or (c.kind == "helper" and _written(c) in known)), None
+    )
+
+
+#: the suffix a library's stem is written without (``libtorchtext`` + ``.so``, ``.dylib``, ``.dll``, ``.pyd``)
+_SUFFIX = re.compile(r"\.(?:so(?:\.\d+)*|dylib|dll|pyd)$", re.IGNORECASE)
+
+
+def _stem(base: str) -> str | None:
+    """``base`` without its library suffix, or None when it has none (or nothing distinctive is left)."""
+    stem = _SUFFIX.sub("", base)
+    return stem if stem != base and stem.lower() not in _GENERIC else None
+
+
 def _brings(helper: Reached, reached: Reached | None) -> bool:
     """``reached`` is the helper's distribution or one of its requirements (its chain passes through it)."""
     if reached is None:
@@ -86,9 +123,10 @@ def preloaded_by_package(
     def same(a: str, b: str) -> bool:
         return a.lower() == b.lower() if pe else a == b
 
+    stem = _stem(base)
     for loads in ctx.scan.python_loads:
         where = ctx.installed.get(loads.file, loads.file)
-        dlopen = _first(loads.calls, "dlopen")
+        dlopen = _loader(loads.calls)
         names, listed = _names(ctx, loads)
         parts = _parts(loads.strings, loads.dotted)
         covers = bool(wanted) and all(w in parts for w in wanted)
@@ -100,6 +138,11 @@ def preloaded_by_package(
                     else ""
                 )
                 return where, f"{dlopen.mechanism} line {dlopen.line} loads {base}{via}"
+            if stem is not None and any(same(n, stem) for n in names):
+                return where, (
+                    f"{dlopen.mechanism} line {dlopen.line} loads {base} (named {stem}, the suffix added at "
+                    "run time)"
+                )
             globs = [n for n in names if any(ch in n for ch in "*?[") and _glob_matches(n, base)]
             if globs and covers:
                 return where, f"{dlopen.mechanism} line {dlopen.line} loads {globs[0]} from {directory}"
@@ -130,3 +173,29 @@ def _glob_matches(pattern: str, name: str) -> bool:
         return compile_glob(pattern, flat=True).match(name)
     except GlobError:
         return False
+
+
+def dll_directory_computed(ctx: AuditContext, provided: str) -> tuple[str, str] | None:
+    """(the Python file as installed, the call in words) when a file of the package calls
+    ``os.add_dll_directory`` on a directory it computes at run time that may be the directory of
+    ``provided`` (an installed path): that directory lies inside the file's own package, its last part is
+    distinctive and the file names it in a string near the call (its arguments, the lines before it), and
+    not every distinctive part is named (those are
+    :func:`preloaded_by_package`'s certain case). None when no file does."""
+    directory = posixpath.dirname(provided)
+    leaf = posixpath.basename(directory)
+    if leaf.lower() in _GENERIC:
+        return None
+    for loads in ctx.scan.python_loads:
+        where = ctx.installed.get(loads.file, loads.file)
+        package = posixpath.dirname(where)
+        if not package or not directory.startswith(package + "/"):
+            continue
+        for call in loads.calls:
+            if call.kind != "directory" or leaf not in {_leaf(s) for s in call.near}:
+                continue
+            return where, (
+                f"{call.mechanism} line {call.line} adds a directory named {leaf} whose place it computes "
+                f"at run time ({directory} is one candidate)"
+            )
+    return None

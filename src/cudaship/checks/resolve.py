@@ -26,9 +26,11 @@ from enum import Enum
 from packaging.utils import canonicalize_name
 
 from cudaship.analysis.loader import (
+    ALREADY_LOADED,
     How,
     Requester,
     WindowsLoader,
+    dyld_reuses,
     is_extension_module,
     macho_dirs,
     macho_name,
@@ -40,7 +42,7 @@ from cudaship.checks import nvidia
 from cudaship.checks.context import AuditContext, canonical_imports
 from cudaship.checks.policy import name_match
 from cudaship.checks.providers import WheelProviders
-from cudaship.checks.pyloads import preloaded_by_package
+from cudaship.checks.pyloads import dll_directory_computed, preloaded_by_package
 from cudaship.knowledge.hosts import Host, host_of_directory, host_of_library
 from cudaship.knowledge.libraries import cudart_major
 from cudaship.knowledge.program_runtimes import runtime_providing
@@ -107,6 +109,8 @@ class Resolution:
     #: the static model cannot compute the answer: the package's own code builds the path at run time
     #: (:mod:`cudaship.checks.judgement`: a warning naming ``audit --load``, never an error)
     uncertain: bool = False
+    #: the target is shipped in the wheel (a COMPUTED path to the package's own library), not a requirement's
+    own: bool = False
 
     @property
     def ok(self) -> bool:
@@ -273,6 +277,7 @@ class _Lookup:
     path: str  #: the importing shipped library
     report: FileReport
     name: str  #: the import as the loader searches for it (a Mach-O install name without its prefix)
+    written: str  #: the import as the binary writes it (``@rpath/libfoo.dylib``)
     pe: bool  #: a DLL's import: names compare case-insensitively
     platform: str  #: the OS whose system libraries count: the binary's own (a DLL in a Linux wheel too)
     searched: tuple[tuple[str, str], ...]  #: the importer's search path (:func:`search_path`)
@@ -291,7 +296,7 @@ def resolve(ctx: AuditContext, path: str, report: FileReport, imp: Import) -> Re
     if "/" in name and report.format is FileFormat.ELF:
         return _path_import(ctx, name, platform)
     pe = report.format is FileFormat.PE
-    q = _Lookup(path, report, name, pe, platform, search_path(ctx, path, report))
+    q = _Lookup(path, report, name, imp.library, pe, platform, search_path(ctx, path, report))
     for step in _STEPS:
         found = step(ctx, q)
         if found is not None:
@@ -473,11 +478,12 @@ def _computed_at_run_time(ctx: AuditContext, q: _Lookup) -> Resolution | None:
         f"uncertain: {where} line {call.line} builds library paths at run time ({call.mechanism}); "
         "`audit --load` runs the real loader"
     )
-    shipped = ctx.by_name.get(posixpath.basename(q.name).lower(), [])
-    if shipped and preloaded_by_package(ctx, q.name, shipped[0], q.pe) is None:
+    copies = ctx.by_name.get(posixpath.basename(q.name).lower(), [])
+    shipped = _nearest(q.path, copies) if copies else None
+    if shipped is not None and preloaded_by_package(ctx, q.name, shipped, q.pe) is None:
         # the package's own library, off the search path: its code may compute that path too
-        detail = f"{q.name} shipped at {shipped[0]}, off the search path; {why}"
-        return Resolution(Via.COMPUTED, shipped[0], detail, why, cause=where, uncertain=True)
+        detail = f"{q.name} shipped at {shipped}, off the search path; {why}"
+        return Resolution(Via.COMPUTED, shipped, detail, why, cause=where, uncertain=True, own=True)
     provided = ctx.providers.named(q.name)
     if provided is None:
         return None
@@ -499,7 +505,7 @@ def _not_found(ctx: AuditContext, q: _Lookup) -> Resolution:
     shipped_elsewhere = ctx.by_name.get(posixpath.basename(name).lower(), [])
     where = _shown(q.dirs)
     if shipped_elsewhere:
-        return _shipped_off_path(ctx, q, shipped_elsewhere[0], where)
+        return _shipped_off_path(ctx, q, _nearest(q.path, shipped_elsewhere), where)
     anywhere = ctx.providers.named(name)
     if anywhere is not None:
         return Resolution(
@@ -518,6 +524,16 @@ def _shipped_off_path(ctx: AuditContext, q: _Lookup, shipped: str, where: str) -
     """Shipped in the wheel, off the search path: a vendored directory the package's code adds (delvewheel's
     patch), else unresolved."""
     added = preloaded_by_package(ctx, q.name, shipped, q.pe)
+    computed = dll_directory_computed(ctx, shipped) if added is None and q.pe else None
+    if computed is not None:
+        # the package adds a DLL directory it computes at run time (issue 32, class 3): uncertain
+        where_py, mechanism = computed
+        why = (
+            f"uncertain: {where_py}: {mechanism}, which the static model cannot compute; `audit --load` runs "
+            "the real loader"
+        )
+        detail = f"{q.name} shipped at {shipped}, off the search path; {why}"
+        return Resolution(Via.COMPUTED, shipped, detail, why, cause=where_py, uncertain=True, own=True)
     if added is None:
         return Resolution(
             Via.UNRESOLVED, None, f"shipped at {shipped} but not on the search path (searched: {where})"
@@ -531,6 +547,22 @@ def _shipped_off_path(ctx: AuditContext, q: _Lookup, shipped: str, where: str) -
         note,
         cause=where_py,
     )
+
+
+def _nearest(importer: str, paths: Iterable[str]) -> str:
+    """Of several shipped files of one name (one per CUDA major: ``cu12/cccl/x.dll``, ``cu13/cccl/x.dll``),
+    the one nearest the importer: the longest common directory prefix, then path order."""
+    own = posixpath.dirname(importer).split("/")
+
+    def shared(path: str) -> int:
+        n = 0
+        for a, b in zip(own, posixpath.dirname(path).split("/"), strict=False):
+            if a != b:
+                break
+            n += 1
+        return n
+
+    return min(sorted(paths), key=lambda p: -shared(p))
 
 
 def _distribution_or_missing(ctx: AuditContext, q: _Lookup, where: str) -> Resolution:
@@ -686,11 +718,25 @@ def _loaded_sibling(ctx: AuditContext, q: _Lookup) -> Resolution | None:
     shipped library needs (a Python extension module, a library the package's code loads) is satisfied
     only when something loaded the library first, which the import order decides: a warning naming that.
     A library that is itself needed by another (loaded as part of a chain) gets no such benefit: the loader
-    searches for the name then, and fails (unless an RPATH up the chain reaches it)."""
+    searches for the name then, and fails (unless an RPATH up the chain reaches it).
+
+    dyld does the same by install name (:data:`cudaship.analysis.loader.ALREADY_LOADED`): a load command
+    ``@rpath/libfoo.so`` is satisfied by a loaded image whose ``LC_ID_DYLIB`` is ``@rpath/libfoo.so``,
+    wherever its file lies; the same rule applies to a Mach-O module."""
     path, report, name = q.path, q.report, q.name
-    if report.format is not FileFormat.ELF or ctx.needed_by.get(path):
+    if report.format not in (FileFormat.ELF, FileFormat.MACHO) or ctx.needed_by.get(path):
         return None
-    targets = [t for t in ctx.by_soname.get(posixpath.basename(name).lower(), ()) if t != path]
+    if report.format is FileFormat.MACHO:
+        targets = [
+            t
+            for t in ctx.by_name.get(posixpath.basename(name).lower(), ())
+            if t != path and (r := ctx.libraries.get(t)) is not None and r.host is not None
+            if dyld_reuses(q.written, r.host.soname)
+        ]
+        matched, rule = f"the install name {q.written}", ALREADY_LOADED["macho"][0]
+    else:
+        targets = [t for t in ctx.by_soname.get(posixpath.basename(name).lower(), ()) if t != path]
+        matched, rule = "the SONAME", ALREADY_LOADED["elf"][0]
     if not targets:
         return None
     target = targets[0]
@@ -706,9 +752,8 @@ def _loaded_sibling(ctx: AuditContext, q: _Lookup) -> Resolution | None:
         return Resolution(
             Via.LOADED,
             target,
-            f"the SONAME of {target}, shipped in the wheel: {own} is a plugin {loaders[0]} loads by name "
-            f"(dlopen), so {posixpath.basename(target)} is loaded by then (glibc reuses the loaded object of "
-            "that SONAME)",
+            f"{matched} of {target}, shipped in the wheel: {own} is a plugin {loaders[0]} loads by name "
+            f"(dlopen), so {posixpath.basename(target)} is loaded by then ({rule})",
         )
     module = is_extension_module(path, report.host.exports if report.host else ())
     what = "a Python module" if module else "loaded by no shipped library"
@@ -717,15 +762,15 @@ def _loaded_sibling(ctx: AuditContext, q: _Lookup) -> Resolution | None:
         return Resolution(
             Via.UNRESOLVED,
             None,
-            f"the SONAME of {target}, shipped in the wheel but not on the search path of {own} ({what}), and "
+            f"{matched} of {target}, shipped in the wheel but not on the search path of {own} ({what}), and "
             f"nothing loads {posixpath.basename(target)} first (no shipped library needs it or loads it by "
             "name, it is no Python module, no Python code of the package loads it): the loader fails",
         )
     return Resolution(
         Via.LOADED,
         target,
-        f"the SONAME of {target}, shipped in the wheel but not on the search path of {own} ({what}): "
-        f"satisfied only when {target} is already loaded when {own} is loaded ({loaded_by})",
+        f"{matched} of {target}, shipped in the wheel but not on the search path of {own} ({what}): "
+        f"satisfied only when {target} is already loaded when {own} is loaded ({loaded_by}; {rule})",
         "loaded first",
         cause=target,
     )

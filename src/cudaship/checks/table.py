@@ -195,7 +195,8 @@ FAMILIES: tuple[Family, ...] = (
                 "package_preload",
                 _judged(Met.PRELOADED, certain=False),
                 "an import found only because the package's own Python code loads it first (ctypes.CDLL, "
-                "a load_library() helper, os.add_dll_directory) from a declared requirement",
+                "a load_library() helper, torch.ops.load_library, os.add_dll_directory): uncertain, "
+                "`audit --load` decides",
                 "closure: preloaded by the package's Python code in ",
             ),
             Rule(
@@ -209,7 +210,8 @@ FAMILIES: tuple[Family, ...] = (
                 "loaded_first",
                 _judged(Met.SHIPPED, certain=False),
                 "a library no shipped library loads (a Python module) needs one shipped off its search "
-                "path: it loads only when that one is already loaded",
+                "path (by SONAME, or a Mach-O install name): it loads only when that one is already "
+                "loaded; uncertain, `audit --load` decides",
                 "closure: needs a sibling loaded first: ",
             ),
             Rule(
@@ -223,9 +225,9 @@ FAMILIES: tuple[Family, ...] = (
             Rule(
                 "computed_path",
                 _judged(Met.REQUIREMENT, certain=False),
-                "uncertain: imports installed by requirements off the search path while the package's code "
-                "builds library paths at run time (importlib.metadata into an environment variable); "
-                "`audit --load` decides",
+                "uncertain: imports off the search path while the package's code builds library paths at "
+                "run time (importlib.metadata into an environment variable, os.add_dll_directory on a "
+                "directory it computes); `audit --load` decides",
                 "closure: library paths computed at run time by ",
             ),
             Rule(
@@ -256,6 +258,16 @@ FAMILIES: tuple[Family, ...] = (
         collisions.run,
         default=True,
         section=policy.parse_collisions,
+        rules=(
+            Rule(
+                "import_library_names",
+                WARNING,
+                "two import libraries (.lib) share a file name in different directories (one per CUDA "
+                "major): they overwrite each other only when copied into one build tree, and nothing loads "
+                "them at run time",
+                "collisions: import library names",
+            ),
+        ),
     ),
     Family(
         "consistency",

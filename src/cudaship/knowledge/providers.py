@@ -47,6 +47,8 @@ class Convention:
     #: functions of the package's top-level modules that its consumers call to load its libraries (RAPIDS'
     #: ``libkvikio.load_library()``); ``audit --load`` calls them after the import when the module has them
     loader_functions: tuple[str, ...] = ()
+    #: dotted names of the package's functions that dlopen the path given (``torch.ops.load_library``)
+    path_loaders: tuple[str, ...] = ()
     source: str = ""
 
 
@@ -97,6 +99,7 @@ def _conventions() -> tuple[Convention, ...]:
                 shims=row.strings("shims", single=False),
                 installed_first=row.boolean("installed_first", False),
                 loader_functions=row.strings("loader_functions", single=False),
+                path_loaders=row.strings("path_loaders", single=False),
                 source=row.text("source"),
             )
         )
@@ -114,6 +117,13 @@ def conventions_for(project: str, requirements: tuple[str, ...] = ()) -> tuple[C
             continue
         out.append(c)
     return tuple(out)
+
+
+@once
+def path_loaders() -> frozenset[str]:
+    """Every convention's ``path_loaders``: dotted names of functions (of any package) that dlopen the path
+    they are given, as ``ctypes.CDLL`` does (``torch.ops.load_library``)."""
+    return frozenset(name for c in _conventions() for name in c.path_loaders)
 
 
 @dataclass(frozen=True)

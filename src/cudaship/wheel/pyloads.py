@@ -61,6 +61,10 @@ _STRING = re.compile(rb"'([^'\\\n]{1,256})'|\"([^\"\\\n]{1,256})\"")
 _DOTTED = re.compile(rb"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 #: how far past a call's opening parenthesis its arguments are read (for RTLD_GLOBAL)
 _ARGS = 512
+#: a ``directory`` call's nearby strings: those of this many lines before it, and of its arguments
+_NEAR_LINES = 16
+#: at most this many nearby strings kept per call
+_NEAR_STRINGS = 32
 
 
 def _arguments(data: bytes, start: int) -> bytes:
@@ -104,7 +108,8 @@ def python_loads(name: str, data: bytes) -> PythonLoads | None:
             mechanism = f"{written}({args})"
         else:
             mechanism = f"{written}()" if kind == "helper" else f"{written}(...)"
-        calls.append(LoadCall(line, kind, mechanism, path[:-1] if kind == "helper" else ()))
+        near = _near(data, start, m.end()) if kind == "directory" else ()
+        calls.append(LoadCall(line, kind, mechanism, path[:-1] if kind == "helper" else (), near))
         if len(calls) >= MAX_STRINGS:
             break
     calls += _computed(data)
@@ -123,6 +128,26 @@ def python_loads(name: str, data: bytes) -> PythonLoads | None:
         if len(dotted) >= MAX_STRINGS:
             break
     return PythonLoads(name, tuple(calls), tuple(strings), tuple(dotted))
+
+
+def _near(data: bytes, start: int, args: int) -> tuple[str, ...]:
+    """The string literals from :data:`_NEAR_LINES` lines before a call to the end of its arguments (at most
+    :data:`_NEAR_STRINGS`; linear in that span, which is bounded)."""
+    begin = start
+    for _ in range(_NEAR_LINES + 1):
+        found = data.rfind(b"\n", max(0, start - 4096), begin)
+        if found < 0:
+            begin = max(0, start - 4096)
+            break
+        begin = found
+    end = args + len(_arguments(data, args))
+    out: dict[str, None] = {}
+    for m in _STRING.finditer(data, begin, end):
+        text = m.group(1) if m.group(1) is not None else m.group(2)
+        out.setdefault(text.decode("utf-8", "replace"), None)
+        if len(out) >= _NEAR_STRINGS:
+            break
+    return tuple(out)
 
 
 def _computed(data: bytes) -> list[LoadCall]:

@@ -125,6 +125,9 @@ class LoadCall:
     kind: str
     mechanism: str  #: as written: ``ctypes.CDLL(..., RTLD_GLOBAL)``, ``nvidia.cublas.load_library()``
     scope: tuple[str, ...] = ()  #: the dotted module a helper belongs to (``nvidia``, ``cublas``)
+    #: a ``directory`` call's nearby string literals: those of its arguments and of the lines just before it
+    #: (where ``os.path.join(..., "cccl")`` builds the directory it adds), bounded
+    near: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
