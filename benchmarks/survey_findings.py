@@ -28,6 +28,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 
 import argparse
+import datetime as dt
 import gzip
 import json
 import re
@@ -93,8 +94,11 @@ def cc(name: str) -> tuple[int, int]:
     return (a[1], a[2]) if a else (-1, -1)
 
 
-def driver_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", version))
+def driver_key(version: str) -> tuple[int, tuple[int, ...]]:
+    """Order of the minimum drivers ``cudaship gpus`` names: ``450.80.02``, ``r455 branch`` by their numbers;
+    ``a driver for CUDA 13.4 or newer`` (no driver known yet for that CUDA) after every numbered one."""
+    numbers = tuple(int(p) for p in re.findall(r"\d+", version))
+    return (1 if "CUDA" in version else 0, numbers)
 
 
 def gib(n: float) -> str:
@@ -202,7 +206,7 @@ def findings(rows: Sequence[Row], run: dict[str, Any]) -> dict[str, Any]:
             "version": projects[p][0]["version"],
             "sass10": sorted(a for a in sass if major(a) == 10),
             "sass12": sorted(a for a in sass if major(a) == 12),
-            "ptx_newest": max(ptx, key=cc, default=None),
+            "ptx_newest": max(ptx, key=lambda a: (cc(a), a), default=None),
         }
         for target in ((10, 0), (12, 0)):
             s, x = runs_on(code, *target)
@@ -227,7 +231,7 @@ def findings(rows: Sequence[Row], run: dict[str, Any]) -> dict[str, Any]:
         for p, rs in projects.items():
             vs = [r[f"min_driver_{os_name}"] for r in rs if r[f"min_driver_{os_name}"]]
             if vs:
-                need[p] = max(vs, key=driver_key)
+                need[p] = max(vs, key=lambda v: (driver_key(v), v))
         f[f"driver_{os_name}"] = need
 
     # vendored NVIDIA libraries
@@ -343,7 +347,8 @@ def section(f: dict[str, Any], run: dict[str, Any]) -> str:
         f"{f['fetched_bytes'] / (1 << 20) / secs:.1f} MiB/s fetched."
     )
     machine = run["machine"]
-    busy, rx = machine["busy"], f["rx_bytes"] / (1 << 20) / secs
+    window = run["sampled"]["last"] - run["sampled"]["first"]
+    busy, rx = machine["busy"], f["rx_bytes"] / (1 << 20) / window
     if busy >= 0.9:
         limit = "The limit was the CPU: the machine's CPUs were full"
     elif rx >= 0.8 * run["network_mib_s"]:
@@ -351,12 +356,14 @@ def section(f: dict[str, Any], run: dict[str, Any]) -> str:
     else:
         limit = "Neither the CPUs nor the network was full"
     add(
-        f"- {limit}: the run's processes used {f['cpu_seconds']:,.0f} CPU seconds in {secs:,.0f} s, "
-        f"{f['cpu_seconds'] / secs:.2f} of the machine's {f['cpus']} CPUs; the machine's CPUs were "
+        f"- {limit}: the run's processes (reading the index pages included) used "
+        f"{f['cpu_seconds']:,.0f} CPU seconds in {window:,.0f} s, "
+        f"{f['cpu_seconds'] / window:.2f} of the machine's {f['cpus']} CPUs; the machine's CPUs were "
         f"{100 * busy:.0f}% busy (all work on it, sampled every 5 s over the last "
         f"{(machine['to'] - machine['from']) / 60:.0f} minutes of the run, load average "
         f"{machine['load1_mean']:.2f}); the network brought {rx:.1f} MiB/s into the machine, against the "
-        f"{run['network_mib_s']:.0f} MiB/s one download from PyPI reached here. The run cost "
+        f"{run['network_mib_s']:.0f} MiB/s one download from PyPI reached here (the median of 5 downloads of "
+        "a 444 MB wheel). The run cost "
         f"{f['cpu_seconds'] / f['wheel_bytes'] * (1 << 20):.4f} CPU seconds per MiB of wheels."
     )
     add("")
@@ -414,10 +421,12 @@ def section(f: dict[str, Any], run: dict[str, Any]) -> str:
         by: dict[str, list[str]] = defaultdict(list)
         for p, v in need.items():
             by[v].append(p)
-        newest = max(by, key=driver_key) if by else None
+        newest = max(by, key=lambda v: (driver_key(v), v)) if by else None
         add(
             f"- {os_name.capitalize()}: {len(need)} projects; "
-            + "; ".join(f"{v}: {len(ps)}" for v, ps in sorted(by.items(), key=lambda kv: driver_key(kv[0])))
+            + "; ".join(
+                f"{v}: {len(ps)}" for v, ps in sorted(by.items(), key=lambda kv: (driver_key(kv[0]), kv[0]))
+            )
             + (f". The newest, {newest}, is needed by {names(by[newest])}." if newest else ".")
         )
     add("")
@@ -439,7 +448,7 @@ def section(f: dict[str, Any], run: dict[str, Any]) -> str:
         "| the NVIDIA wheel (Linux x86_64, this run) |"
     )
     add("|---|---:|---:|---|---:|---:|---:|---:|")
-    for prov, v in sorted(f["vendored"].items(), key=lambda kv: -kv[1]["bytes"]):
+    for prov, v in sorted(f["vendored"].items(), key=lambda kv: (-kv[1]["bytes"], kv[0])):
         add(
             f"| {prov} | {v['copies']} | {v['wheels']} | {', '.join(v['projects'])} | {v['distinct']} | "
             f"{mib(v['bytes'])} | {mib(v['distinct_bytes'])} | "
@@ -495,6 +504,7 @@ def pack(
     rows_out: Path,
     run_out: Path,
     network: float,
+    sampler_cpu: float = 0.0,
 ) -> None:
     """Write the rows (gzip JSON Lines, sorted as read_rows sorts them) and the run's record. ``cpu_log``:
     lines ``epoch cpu_seconds rx_bytes processes`` (the run's session); ``stat_log``: lines ``epoch
@@ -503,8 +513,10 @@ def pack(
     with gzip.GzipFile(rows_out, "wb", mtime=0) as gz:
         gz.write("".join(json.dumps(r, sort_keys=False) + "\n" for r in rows).encode())
     manifest = json.loads((directory / "survey.json").read_text())
-    samples = [line.split() for line in cpu_log.read_text().splitlines() if line.strip()]
     start, end = manifest["runs"][0]["start"], manifest["runs"][-1]["end"]
+    ended = dt.datetime.fromisoformat(end.replace("Z", "+00:00")).timestamp() + 2  # the sample just after
+    samples = [line.split() for line in cpu_log.read_text().splitlines() if line.strip()]
+    samples = [x for x in samples if float(x[0]) <= ended]
     keep = (
         "start",
         "end",
@@ -537,7 +549,8 @@ def pack(
         "network_mib_s": network,
         "runs": [{k: r.get(k) for k in keep} for r in manifest["runs"]],
         "machine": _machine(stat_log),
-        "cpu_seconds": float(samples[-1][1]),
+        "cpu_seconds": round(float(samples[-1][1]) - sampler_cpu, 2),
+        "sampler_cpu_seconds": sampler_cpu,
         "rx_bytes": int(samples[-1][2]) - int(samples[0][2]),
         "sampled": {
             "first": float(samples[0][0]),
@@ -581,12 +594,22 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("directory", type=Path)
         p.add_argument("--cpu-log", type=Path, required=True)
         p.add_argument("--stat-log", type=Path, required=True)
+        p.add_argument("--sampler-cpu", type=float, default=0.0, help="the CPU seconds of the sampler itself")
         p.add_argument("--command", required=True)
         p.add_argument("--network-mib-s", type=float, required=True)
         p.add_argument("--rows-out", type=Path, default=ROWS)
         p.add_argument("--run-out", type=Path, default=RUN)
         a = p.parse_args(args[1:])
-        pack(a.directory, a.cpu_log, a.stat_log, a.command, a.rows_out, a.run_out, a.network_mib_s)
+        pack(
+            a.directory,
+            a.cpu_log,
+            a.stat_log,
+            a.command,
+            a.rows_out,
+            a.run_out,
+            a.network_mib_s,
+            a.sampler_cpu,
+        )
         return 0
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rows", default=str(ROWS))

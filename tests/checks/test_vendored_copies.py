@@ -71,3 +71,15 @@ def test_torchvision_names_the_nvidia_wheels_and_the_bytes_repair_saves(
     assert "nvidia-nvjpeg-cu12" in nvjpeg and "6,722,352 bytes uncompressed" in nvjpeg
     for member, check in copies.items():
         assert f"{removed[member]['size']:,} bytes" in str(check["reason"])
+
+
+@pytest.mark.network
+def test_an_nvidia_wheel_is_no_copy_of_its_own_library_for_another_major(
+    cufile13_linux_wheel: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """nvidia-cufile (CUDA 13) ships libcufile.so.0 in nvidia/cu13/lib, its own directory; nvidia-cufile-cu12
+    ships the same SONAME in nvidia/cufile/lib. The train the audit infers for it (12.x, from its code) chose
+    CUDA 12's row, and the wheel was its own vendoring copy: a warning, and repair removed NVIDIA's library
+    from NVIDIA's wheel."""
+    assert _audit_copies(cufile13_linux_wheel, capsys) == {}
+    assert _removed(cufile13_linux_wheel, capsys) == {}

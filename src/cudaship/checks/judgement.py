@@ -16,7 +16,7 @@ from cudaship.checks.context import AuditContext, canonical_imports
 from cudaship.checks.resolve import Resolution, Via, resolve
 from cudaship.knowledge.libraries import OS
 from cudaship.knowledge.providers import toolkit_extras
-from cudaship.knowledge.repair import Provision, provision
+from cudaship.knowledge.repair import Provision, providers_of, provision
 from cudaship.records.binary import FileFormat
 from cudaship.records.judgement import Judgement, Met
 
@@ -119,7 +119,8 @@ class VendoredCopy:
 def vendored_copies(ctx: AuditContext) -> tuple[VendoredCopy, ...]:
     """The shipped libraries (a copy's auditwheel/delvewheel hash removed) that an NVIDIA wheel provides for
     the wheel's CUDA train (or the one major the name belongs to), unless the wheel is that provider itself
-    or ships it in the provider's own directory: the rule ``repair`` de-vendors by (issue 32, class 11)."""
+    or ships it in the provider's own directory, or is (or ships it where) the NVIDIA wheel of another major
+    that ships the same name: the rule ``repair`` de-vendors by (issue 32, class 11)."""
     train = ctx.train
     major, minor = (train.major, train.minor) if train is not None else (None, None)
     if ctx.os not in ("linux", "windows"):
@@ -139,6 +140,12 @@ def vendored_copies(ctx: AuditContext) -> tuple[VendoredCopy, ...]:
             base, os, major, minor
         )
         if p is None or canonicalize_name(p.project) == project or posixpath.dirname(path) == p.directory:
+            continue
+        # an NVIDIA wheel shipping its own library, the provider for another major than the train chosen
+        # (nvidia-cufile for CUDA 13 read as 12.x: libcufile.so.0 is nvidia-cufile-cu12's for CUDA 12)
+        names = [n for n in (host.soname, base) if n]
+        owners = {(canonicalize_name(o), d) for n in names for o, d in providers_of(n, os)}
+        if any(o == project or d == posixpath.dirname(path) for o, d in owners):
             continue
         member = member_of.get(path, path)
         facts = sizes.get(member)

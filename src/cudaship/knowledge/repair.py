@@ -5,6 +5,7 @@
   (``libcudart-96c42e41.so.13`` → ``libcudart.so.13``).
 * :func:`provision` — the NVIDIA wheel that provides a library for a CUDA major: project, directory, the
   requirement repair adds and why that form.
+* :func:`providers_of` — every NVIDIA wheel (and its directory) that ships a library, whatever the major.
 * :func:`provided_names` — every library file name NVIDIA's wheels provide for a CUDA major and OS (the
   exclude lists for auditwheel and delvewheel).
 * :func:`pypi_file_limit` — PyPI's default limit on one file.
@@ -182,6 +183,22 @@ def provision(
         text = f"{row.project}{_specifier_text(row.range)}; {marker}"
         why = f"{row.project}{_specifier_text(row.range)} ships {path} for CUDA {chosen} ({checked})"
     return Provision(own, row.component, chosen, row.project, directory, text, row.project, None, why)
+
+
+def providers_of(name: str, os: OS, machine: str | None = None) -> tuple[tuple[str, str], ...]:
+    """(project, directory) of every NVIDIA wheel that ships library ``name`` (a copy's hash removed) on
+    ``os``, for any CUDA major: ``libcufile.so.0`` is nvidia-cufile-cu12's in ``nvidia/cufile/lib`` and
+    nvidia-cufile's in ``nvidia/cu13/lib``. Empty for a name no checked NVIDIA wheel ships."""
+    plain = unhashed(name, os)
+    found = identify(plain)
+    if found is None or found.driver or found.os != os:
+        return ()
+    out = []
+    for row in _rows_for(plain, os, machine):
+        path = row.path(os)
+        assert path is not None
+        out.append((row.project, posixpath.dirname(path)))
+    return tuple(dict.fromkeys(out))
 
 
 def _specifier_text(spec: str) -> str:

@@ -29,7 +29,7 @@ from packaging.utils import canonicalize_name
 from cudaship.checks import closure
 from cudaship.checks.context import AuditContext
 from cudaship.knowledge.libraries import identify
-from cudaship.knowledge.repair import Provision, provision, unhashed, unprovided
+from cudaship.knowledge.repair import Provision, providers_of, provision, unhashed, unprovided
 from cudaship.records.binary import FileFormat, HostBinary, ImportKind
 from cudaship.records.files import FileReport
 from cudaship.records.findings import Status
@@ -192,6 +192,20 @@ def _devendor(ctx: AuditContext, linux: _Linux) -> _Vendored:
             continue
         if canonicalize_name(p.project) == project or posixpath.dirname(path) == p.directory:
             out.kept.append(Kept(member, p.library, f"the wheel is {p.project}, the library's provider"))
+            continue
+        # the NVIDIA wheel of another major shipping its own library (nvidia-cufile, CUDA 13, read as 12.x):
+        # the audit's rule too (checks.judgement.vendored_copies)
+        owner = next(
+            (
+                o
+                for n in dict.fromkeys((name, base))
+                for o, d in providers_of(n, "linux")
+                if canonicalize_name(o) == project or d == posixpath.dirname(path)
+            ),
+            None,
+        )
+        if owner is not None:
+            out.kept.append(Kept(member, p.library, f"the wheel is {owner}, the library's provider"))
             continue
         facts = sizes.get(member)
         size, compressed = (facts.size, facts.compressed_size) if facts else (0, 0)
