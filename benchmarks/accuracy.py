@@ -593,6 +593,14 @@ def build_rows(wheels: list[CorpusWheel]) -> list[WheelRow]:
         if oracle is not None:
             row.install = "ok"
             row.imports_ok, per_library = cudaship_rows(oracle)
+            # a library that loaded only through this machine's own CUDA toolkit (rule load.toolkit) does not
+            # load on a user's machine without one: the loader's verdict is "does not load"
+            for c in (kept or {}).get("report", {}).get("checks", []):
+                if c["family"] == "load" and c["status"] == "fail" and c.get("rule") == "toolkit":
+                    member = c["name"].removeprefix("load: ").split(" ", 1)[0]
+                    if member in per_library:
+                        per_library[member].loads = False
+                        per_library[member].message = c["reason"]
             # the oracle's own "not counted" rules: what loading alone cannot exercise
             not_counted = {}
             for c in (kept or {}).get("report", {}).get("checks", []):
