@@ -71,6 +71,9 @@ class CorpusWheel:
     install: tuple[str, ...] = ()
     #: the day the entry joined the corpus (``--added`` selects one batch), None for the first 61
     added: str | None = None
+    #: a documented prerequisite installed on the system, not by pip (holoscan-cu12: "CUDA Runtime 12.6 or
+    #: above"): wheels whose libraries stand in for it, put on the loader's LD_LIBRARY_PATH (``system_paths``)
+    system: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -87,7 +90,12 @@ def cache_root() -> Path:
 def load_corpus(path: Path = CORPUS_FILE) -> list[CorpusWheel]:
     with path.open("rb") as handle:
         data = tomllib.load(handle)
-    return [CorpusWheel(**{**row, "install": tuple(row.get("install", ()))}) for row in data["wheel"]]
+    return [
+        CorpusWheel(
+            **{**row, "install": tuple(row.get("install", ())), "system": tuple(row.get("system", ()))}
+        )
+        for row in data["wheel"]
+    ]
 
 
 def wheel_path(wheel: CorpusWheel) -> Path:
@@ -278,6 +286,25 @@ def pip_install(python: Path, args: list[str], timeout: int) -> tuple[bool, str]
     return proc.returncode == 0, " | ".join(tail)
 
 
+def system_paths(specs: tuple[str, ...]) -> list[str]:
+    """The library directories of ``specs`` (``nvidia-cuda-runtime-cu12==12.6.*``) installed with ``pip
+    install --no-deps --target`` under the cache's venvs: what a documented system prerequisite puts on the
+    loader's search path (a CUDA runtime installed by the distribution's packages), given to the loader by
+    LD_LIBRARY_PATH. Not a local toolkit's directory (knowledge/data/local_toolkits.toml), so the oracle
+    counts it as the system's."""
+    key = hashlib.sha256("\n".join(sorted(specs)).encode()).hexdigest()[:12]
+    target = venv_root() / f"system-{key}"
+    if not (target / ".ready").exists():
+        shutil.rmtree(target, ignore_errors=True)
+        ok, tail = pip_install(
+            Path(sys.executable), ["--no-deps", "--target", str(target), *specs], timeout=600
+        )
+        if not ok:
+            raise OSError(f"could not install {', '.join(specs)}: {tail}")
+        (target / ".ready").write_text("\n".join(specs))
+    return sorted({str(p.parent) for p in target.rglob("lib*.so*") if p.is_file()})
+
+
 def needs_torch(result: dict | None, wheel: CorpusWheel) -> bool:
     """The wheel's libraries link torch's (from the inspect-free static report: closure evidence or imports),
     or it declares torch."""
@@ -338,6 +365,13 @@ def run_load_cudaship(wheel: CorpusWheel, torch_spec: str, timeout: int) -> dict
                     args += ["--extra", extra]
             else:
                 args += ["--with", requirement]
+    extra_env: dict[str, str] = {}
+    if wheel.system:
+        paths = system_paths(wheel.system)
+        extra_env["LD_LIBRARY_PATH"] = os.pathsep.join(
+            [*paths, *filter(None, [os.environ.get("LD_LIBRARY_PATH")])]
+        )
+        environment += f"; the documented system prerequisite {', '.join(wheel.system)} on LD_LIBRARY_PATH"
     result: dict = {"filename": wheel.filename, "loader": "cudaship", "environment": environment}
     if install_note:
         result.update(exit_code=None, report=None, install_note=install_note)
@@ -346,7 +380,7 @@ def run_load_cudaship(wheel: CorpusWheel, torch_spec: str, timeout: int) -> dict
             [*args, str(wheel_path(wheel))],
             capture_output=True,
             text=True,
-            env={**pip_env(), **cudaship_env()},
+            env={**pip_env(), **cudaship_env(), **extra_env},
             cwd=tempfile.gettempdir(),
             check=False,
         )
@@ -593,6 +627,14 @@ def build_rows(wheels: list[CorpusWheel]) -> list[WheelRow]:
         if oracle is not None:
             row.install = "ok"
             row.imports_ok, per_library = cudaship_rows(oracle)
+            # a library that loaded only through this machine's own CUDA toolkit (rule load.toolkit) does not
+            # load on a user's machine without one: the loader's verdict is "does not load"
+            for c in (kept or {}).get("report", {}).get("checks", []):
+                if c["family"] == "load" and c["status"] == "fail" and c.get("rule") == "toolkit":
+                    member = c["name"].removeprefix("load: ").split(" ", 1)[0]
+                    if member in per_library:
+                        per_library[member].loads = False
+                        per_library[member].message = c["reason"]
             # the oracle's own "not counted" rules: what loading alone cannot exercise
             not_counted = {}
             for c in (kept or {}).get("report", {}).get("checks", []):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -128,3 +129,60 @@ def test_an_entry_found_by_the_packages_run_time_lookup_is_a_note_and_not_compar
     assert (check.libraries, check.imports) == (0, 0)  # not counted either way
     (row,) = check.comparisons
     assert row.agree is None and row.loader.startswith("not found: OSError: libcudart.so.11.0")
+
+
+def test_a_dependency_found_only_in_a_local_toolkit_fails_the_library_and_its_dependents(
+    tmp_path: Path,
+) -> None:
+    """libinner.so needs libfakert.so.13, which only the "toolkit" holds (an absolute RUNPATH into it), and
+    libcuda.so.1 (the toolkit's stub, standing in for the driver: not the toolkit's); libouter.so needs
+    libinner.so. Both load here; neither does on a machine without that toolkit."""
+    from cudaship.checks.load import overruled
+    from cudaship.records.findings import Severity, Status, failed
+
+    tk = tmp_path / "toolkit"
+    fakert = build_so(tk / "lib64" / "libfakert.so.13", function("fakert"), soname="libfakert.so.13")
+    stub = build_so(tk / "lib64" / "stubs" / "libcuda.so", function("cuInit"), soname="libcuda.so.1")
+    site = tmp_path / "site"
+    inner = build_so(
+        site / "pkg" / "libinner.so",
+        function("inner", ["fakert", "cuInit"]),
+        soname="libinner.so",
+        link=[fakert, stub],
+        runpath=[str(tk / "lib64")],
+    )
+    outer = build_so(
+        site / "pkg" / "libouter.so", function("outer", ["inner"]), link=[inner], runpath=["$ORIGIN"]
+    )
+    static = (
+        StaticImport("pkg/libinner.so", "libfakert.so.13", False, "unresolved", None, "not shipped"),
+        StaticImport("pkg/libinner.so", "libcuda.so.1", True, "driver", None, "the driver"),
+        StaticImport("pkg/libouter.so", "libinner.so", True, "shipped", "pkg/libinner.so", "shipped"),
+    )
+    installed = {"pkg/libinner.so": str(inner.resolve()), "pkg/libouter.so": str(outer.resolve())}
+    obs = observe(
+        sys.executable,
+        [Probe.dlopen(p) for p in installed.values()],
+        timeout=30,
+        stub=True,
+        stub_path=str(stub),
+    )
+    assert all(r.ok for r in obs.results), [r.message for r in obs.results]
+    root = str(tk.resolve()) + "/"
+    inputs = LoadInputs(
+        installed=installed,
+        sites=(str(site),),
+        top_level=(),
+        local_toolkit=lambda p: "a test toolkit" if p.startswith(root) else None,
+    )
+    check, results = compare(static, obs, inputs)
+    by_name = {r.name: r for r in results}
+    for lib in ("pkg/libinner.so", "pkg/libouter.so"):
+        assert by_name[f"load: {lib}"].rule == "toolkit", by_name
+        assert "libfakert.so.13 from " in by_name[f"load: {lib}"].reason
+        assert "libcuda" not in by_name[f"load: {lib}"].reason  # the stub stands in for the driver
+    assert (check.libraries, check.libraries_agree) == (2, 2)  # the static model says neither loads
+    closure = failed("closure", "closure: pkg/libouter.so", "libinner.so does not load", [])
+    closure = dataclasses.replace(closure, severity=Severity.ERROR)
+    (kept,) = overruled((closure,), check)
+    assert kept.status is Status.FAIL and kept.severity is Severity.ERROR  # loaded only through the toolkit

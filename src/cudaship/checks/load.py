@@ -10,6 +10,10 @@ per-import verdicts (``WheelAudit.imports``) and says, per library and per DT_NE
 - the loader loads what the static audit says does not resolve, or satisfies an entry with another file than
   the one the audit named (or with an installed file where the audit said a system library): a warning (rule
   ``disagreement``): the static model is wrong there;
+- a library that loads here only because the loader found a dependency in a local CUDA toolkit, outside
+  the environment (``/usr/local/cuda-13.0/lib`` through ld.so.conf; knowledge/data/local_toolkits.toml): it
+  does not load on a user's machine without one, an error (rule ``toolkit``), judged as a library that does
+  not load (it agrees when the static model says so);
 - a library that loads only after the package is imported (its own preloading provides an entry): a note
   (rule ``preloaded``);
 - a library a documented convention marks as loaded on demand (``knowledge/data/providers.toml``
@@ -54,6 +58,10 @@ FAILURE, DISAGREEMENT, PRELOADED, ON_DEMAND, INSTALL, VARIANT, EXTRA, RUNTIME = 
     "runtime",
 )
 AUXILIARY, NO_DRIVER, NOT_PROBED, COPY = "auxiliary", "no_driver", "not_probed", "copy"
+TOOLKIT = "toolkit"
+#: the words every row and result of a library that loads only through a local toolkit carries (and
+#: :func:`overruled` reads: such a library did not load for a user, so it disproves no static error)
+TOOLKIT_ONLY = "only through a local toolkit"
 NO_DRIVER_TEXT = (
     "not judged: no NVIDIA driver and no libcuda stub (set CUDA_HOME to a toolkit with lib64/stubs, "
     "or --libcuda-stub PATH)"
@@ -87,6 +95,9 @@ class LoadInputs:
     copies: dict[str, str] = field(default_factory=dict)
     #: whether two installed files hold the same bytes (the oracle hashes them; this module reads no file)
     same_content: Callable[[str, str], bool] = lambda a, b: False
+    #: a loaded file's real path -> the local toolkit it belongs to (a directory of
+    #: knowledge/data/local_toolkits.toml, outside the environment; the oracle resolves them), or None
+    local_toolkit: Callable[[str], str | None] = lambda path: None
 
 
 _CANNOT_OPEN = re.compile(r"([^\s:]+): cannot open shared object file")
@@ -335,7 +346,8 @@ def _copies(copies: dict[str, str], verdicts: Sequence[_LibraryVerdict]) -> list
     if not copies:
         return []
     outcome = {
-        v.lib: ("does not load" if any(r.rule == FAILURE for r in v.results) else "loads") for v in verdicts
+        v.lib: ("does not load" if any(r.rule in (FAILURE, TOOLKIT) for r in v.results) else "loads")
+        for v in verdicts
     }
     by_loaded: dict[str, list[str]] = {}
     for copy, loaded in sorted(copies.items()):
@@ -376,11 +388,81 @@ def _judge_library(
     if real is None or r is None:
         return None
     if r.ok:
+        through = _through_toolkit(real, r, ctx)
+        if through:
+            return _library_needing_toolkit(lib, entries, r, real, through, ctx)
         return _loaded_library(lib, entries, r, real, alone.get(lib), ctx)
     message = f"{lib} does not load (dlopen after {ctx.pkg}): {_clean(r.message, ctx.sites)}"
     if _no_driver(ctx.obs, r.message):
         return _no_driver_library(lib, entries, message)
     return _library_not_loading(lib, entries, r, message, ctx)
+
+
+def _through_toolkit(real: str, r: ProbeResult, ctx: _Comparing) -> dict[str, tuple[str, str]]:
+    """The objects of a loaded library's dependency closure (its DT_NEEDED, as the loader satisfied them, and
+    theirs) that the loader found in a local toolkit, outside the environment: real path -> (the DT_NEEDED
+    name, the toolkit). The driver's libraries, and the toolkit's libcuda stub standing in for the driver,
+    are not the toolkit's here."""
+    objects = {o.path: o for o in r.objects}
+    stub = os.path.realpath(ctx.obs.stub_libcuda) if ctx.obs.stub_libcuda else None
+    found: dict[str, tuple[str, str]] = {}
+    seen = {real}
+    todo = [real]
+    while todo:
+        obj = objects.get(todo.pop())
+        if obj is None:
+            continue
+        for n in obj.needed:
+            if n.path is None or n.path in seen:
+                continue
+            seen.add(n.path)
+            todo.append(n.path)
+            dependency = objects.get(n.path)
+            soname = dependency.soname if dependency is not None else None
+            if n.path == stub or is_driver(n.name) or (soname is not None and is_driver(soname)):
+                continue
+            toolkit = ctx.inputs.local_toolkit(n.path)
+            if toolkit is not None:
+                found.setdefault(n.path, (n.name, toolkit))
+    return found
+
+
+def _library_needing_toolkit(
+    lib: str,
+    entries: Sequence[StaticImport],
+    r: ProbeResult,
+    real: str,
+    through: dict[str, tuple[str, str]],
+    ctx: _Comparing,
+) -> _LibraryVerdict:
+    """A library that loaded here only because the loader found a dependency in a local toolkit (ld.so.conf,
+    LD_LIBRARY_PATH or an absolute RUNPATH pointing there): on a user's machine without one it does not load,
+    so it is judged as a library that does not load. It agrees when the static model says it does not load;
+    an entry the toolkit satisfied agrees when the static model says it does not resolve."""
+    obj = r.object(real)
+    observed = {n.name: n.path for n in obj.needed} if obj is not None else {}
+    loaded_before = set(r.result.loaded_before) if r.result is not None else set()
+    rows: list[LoadComparison] = []
+    for si in entries:
+        path = observed.get(si.library)
+        if path is None:
+            rows.append(LoadComparison(lib, si.library, _static_phrase(si), "no loaded object matched", None))
+        elif path in through:
+            loader = f"found {TOOLKIT_ONLY}: {path} ({through[path][1]}); on a machine without one, not found"
+            rows.append(LoadComparison(lib, si.library, _static_phrase(si), loader, not si.ok))
+        else:
+            loader, agree = _loaded_entry(si, path, r, loaded_before, ctx)
+            loader += f" (the library loads {TOOLKIT_ONLY})"
+            rows.append(LoadComparison(lib, si.library, _static_phrase(si), loader, agree))
+    parts = [f"{name} from {path} ({toolkit})" for path, (name, toolkit) in sorted(through.items())]
+    message = (
+        f"{lib} does not load without a local toolkit: it loads here {TOOLKIT_ONLY}, outside the "
+        f"environment ({'; '.join(parts)}); a user's machine without one fails"
+    )
+    static_fail = ctx.static_failures.get(lib)
+    side = f"static: agrees ({static_fail})" if static_fail else "static: every import resolves"
+    result = failed(FAMILY, f"load: {lib}", message, [Finding(f"{message}; {side}", file=lib)], rule=TOOLKIT)
+    return _LibraryVerdict(lib, (result,), tuple(rows), agrees=static_fail is not None)
 
 
 def _no_driver_library(lib: str, entries: Sequence[StaticImport], message: str) -> _LibraryVerdict:
@@ -746,13 +828,18 @@ def overruled(
     """The audit's checks once the real loader has answered: a closure error for a library the loader loaded
     with every DT_NEEDED satisfied is contradicted by the one certain answer there is. It becomes a warning
     that says so (the static model's gap, still worth fixing in the model), never an error that the loader
-    disproves (issue 32, class 9). A library shipped under several names (``copies``, the static audit's
-    groups) is loaded once: what the loader says of that copy holds for each. Pure: records in, records
-    out."""
+    disproves (issue 32, class 9); a library that loaded only through a local toolkit
+    (:data:`TOOLKIT_ONLY`) did not load for a user, and disproves nothing. A library shipped under several
+    names (``copies``, the static audit's groups) is loaded once: what the loader says of that copy holds
+    for each. Pure: records in, records out."""
     rows: dict[str, list[LoadComparison]] = {}
     for c in load.comparisons:
         rows.setdefault(c.file, []).append(c)
-    loaded = {f for f, rs in rows.items() if rs and all(r.loader.startswith("loaded ") for r in rs)}
+    loaded = {
+        f
+        for f, rs in rows.items()
+        if rs and all(r.loader.startswith("loaded ") and TOOLKIT_ONLY not in r.loader for r in rs)
+    }
     loaded |= {p for group in copies if loaded.intersection(group) for p in group}
     out: list[CheckResult] = []
     for check in checks:

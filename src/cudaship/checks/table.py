@@ -365,6 +365,12 @@ FAMILIES: tuple[Family, ...] = (
             Rule("failure", ERROR, "a top-level package's import or a library's dlopen fails once installed"),
             Rule("install", ERROR, "pip cannot install the wheel as documented (nothing could be loaded)"),
             Rule(
+                "toolkit",
+                ERROR,
+                "a library loads only through a local CUDA toolkit (a dependency found outside the "
+                "environment): without one it does not load",
+            ),
+            Rule(
                 "disagreement",
                 WARNING,
                 "the loader loads what the static audit says does not resolve, or another file than it names",

@@ -22,6 +22,7 @@ their failure is a note.
 from __future__ import annotations
 
 import dataclasses
+import glob
 import mmap
 import os
 import platform
@@ -29,7 +30,7 @@ import posixpath
 import re
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -45,6 +46,7 @@ from cudaship.containment import DEFAULT_MEMORY, Containment, DeadlinePassed
 from cudaship.errors import CudashipError, OracleError
 from cudaship.inspection.environment import SameContent
 from cudaship.knowledge.hosts import hosts as known_hosts
+from cudaship.knowledge.local_toolkits import toolkit_patterns
 from cudaship.knowledge.platforms import machine_of, os_of
 from cudaship.knowledge.providers import conventions_for
 from cudaship.oracle.install import InstallOptions, LoadEnvironment, prepare
@@ -271,6 +273,27 @@ def _where(relative: str, sites: tuple[str, ...]) -> str | None:
     return None
 
 
+def local_toolkit_lookup(environ: Mapping[str, str], sites: Sequence[str]) -> Callable[[str], str | None]:
+    """A loaded file's real path -> the local toolkit it belongs to (knowledge/data/local_toolkits.toml: its
+    directories, and those ``CUDA_HOME``/``CUDA_PATH`` name in ``environ``, each glob expanded here and its
+    links resolved), or None; never for a file under the environment's ``sites``."""
+    roots: list[tuple[str, str]] = []
+    for pattern, name in toolkit_patterns(environ):
+        hits = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+        for hit in hits:
+            if os.path.isdir(hit):
+                for path in dict.fromkeys((os.path.normpath(hit), os.path.realpath(hit))):
+                    roots.append((path.rstrip(os.sep) + os.sep, name))
+    own = tuple(os.path.realpath(s).rstrip(os.sep) + os.sep for s in sites)
+
+    def lookup(path: str) -> str | None:
+        if not roots or path.startswith(own):
+            return None
+        return next((f"{name}: {root.rstrip(os.sep)}" for root, name in roots if path.startswith(root)), None)
+
+    return lookup
+
+
 def load_audit(
     audit: WheelAudit, policy: Policy, options: LoadOptions, progress: Progress | None = None
 ) -> WheelAudit:
@@ -389,6 +412,7 @@ def _load_contained(
         environment=environment,
         notes=(honest, *env.notes[1:]),
         extras=options.install.extras,
+        local_toolkit=local_toolkit_lookup(children_env, env.sites),
     )
     check, results = load_family.compare(audit.imports, obs, inputs)
     if env.directory and options.install.keep:
