@@ -49,3 +49,20 @@ def test_a_shipped_list_gives_its_library_names() -> None:
     assert found is not None and found.names == ("libcudart.so.12", "libcublas.so.12", "cudnn64_9.dll")
     assert library_list("pkg/readme.txt", b"no libraries here") is None
     assert library_list("pkg/huge.json", b"libx.so " * MAX_LIST) is None
+
+
+def test_a_dll_directory_call_keeps_the_strings_near_it() -> None:
+    """``os.add_dll_directory`` keeps the string literals of its arguments and of the 16 lines before it
+    (where ``os.path.join(..., "cccl")`` builds the directory), not those far from it."""
+    source = (
+        b'import os\nFAR = "headers"\n'
+        + b"\n" * 20
+        + b'dll_dir = os.path.join(os.path.dirname(spec.origin), "cccl")\n'
+        + b'os.add_dll_directory(dll_dir if dll_dir else "fallback")\n'
+    )
+    loads = python_loads("pkg/_bindings.py", source)
+    assert loads is not None
+    (call,) = loads.calls
+    assert (call.kind, call.line) == ("directory", 24)
+    assert set(call.near) == {"cccl", "fallback"}
+    assert "headers" in loads.strings
