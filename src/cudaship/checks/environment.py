@@ -40,7 +40,7 @@ from cudaship.analysis.loader import DEFAULT_DIRS, LD_CACHE, How, LinuxLoader, W
 from cudaship.analysis.summary import Summary
 from cudaship.checks.confirm import ConfirmReport
 from cudaship.checks.confirm import findings as confirm_findings
-from cudaship.checks.judgement import extra_providing
+from cudaship.checks.nvidia import extra_providing
 from cudaship.inspection.environment import (
     Environment,
     InstalledDistribution,
