@@ -158,3 +158,58 @@ def test_variants_per_ffmpeg_release_are_one_warning_naming_ffmpeg(tmp_path: Pat
         "at least one of 2 variants (pkg/libcodec_core*.so) needs FFmpeg 6..7 from the system" in group.reason
     )
     assert "ffmpeg (Debian/Ubuntu)" in group.reason
+
+
+# --- the real wheels (issue 32's accuracy corpus: they import as documented, the default audit exited 1)
+
+
+def _audit_json(wheel: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, dict[str, object]]]:
+    code = main(["audit", str(wheel), "-f", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    return code, {c["name"]: c for c in doc["checks"]}
+
+
+@pytest.mark.network
+def test_real_ctransformers_cuda_library_is_behind_its_extra(
+    ctransformers_wheel: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, checks = _audit_json(ctransformers_wheel, capsys)
+    assert code == 0
+    for lib in ("ctransformers/lib/cuda/libctransformers.so", "ctransformers/lib/cuda/ctransformers.dll"):
+        check = checks[f"closure: {lib}"]
+        assert (check["status"], check["severity"], check["rule"]) == ("fail", "note", "optional")
+    so = checks["closure: ctransformers/lib/cuda/libctransformers.so"]
+    assert "comes with ctransformers[cuda]" in json.dumps(so["evidence"])
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("fixture", ["ortgenai_linux_wheel", "ortgenai_windows_wheel"])
+def test_real_onnxruntime_genai_cuda_provider_is_loaded_on_demand(
+    fixture: str, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wheel: Path = request.getfixturevalue(fixture)
+    code, checks = _audit_json(wheel, capsys)
+    assert code == 0
+    if fixture == "ortgenai_linux_wheel":
+        check = checks["closure: onnxruntime_genai/libonnxruntime-genai-cuda.so"]
+        assert (check["severity"], check["rule"]) == ("note", "optional")
+        assert "onnxruntime_genai/libonnxruntime-genai.so loads it by name (dlopen)" in str(check["reason"])
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("fixture", ["torchcodec_linux_wheel", "torchcodec_macos_wheel"])
+def test_real_torchcodec_ffmpeg_variants_are_one_warning(
+    fixture: str, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wheel: Path = request.getfixturevalue(fixture)
+    code, checks = _audit_json(wheel, capsys)
+    assert code == 0
+    group = checks["closure: needs the system library FFmpeg"]
+    assert group["severity"] == "warning"
+    assert "at least one of 6 variants" in str(group["reason"]) and "FFmpeg 4..9" in str(group["reason"])
+    ext = "so" if fixture == "torchcodec_linux_wheel" else "dylib"
+    for n in range(4, 10):
+        core = checks[f"closure: torchcodec/libtorchcodec_core{n}.{ext}"]
+        assert (core["severity"], core["rule"]) == ("note", "variant")
+    heic = checks[f"closure: torchcodec/libtorchcodec_heic.{ext}"]  # loaded on first HEIC decode only
+    assert (heic["severity"], heic["rule"]) == ("note", "optional")
