@@ -213,3 +213,34 @@ def test_real_torchcodec_ffmpeg_variants_are_one_warning(
         assert (core["severity"], core["rule"]) == ("note", "variant")
     heic = checks[f"closure: torchcodec/libtorchcodec_heic.{ext}"]  # loaded on first HEIC decode only
     assert (heic["severity"], heic["rule"]) == ("note", "optional")
+
+
+def test_doctor_env_judges_a_plugin_loaded_by_name_as_the_audit_does(tmp_path: Path) -> None:
+    """The same plugin installed: ``doctor --env`` reads the same mechanism (a library of the distribution
+    stores the plugin's name for dlopen) and gives the audit's severity, a note, not a warning."""
+    from cudaship.checks.environment import doctor_env
+    from tests.fixtures.preload_env import dist
+
+    work = tmp_path / "build"
+    work.mkdir()
+    built = {
+        "libpkg-cuda.so": _linked(work, "libpkg-cuda.so", {"libcudart.so.13": "cudaFree"}),
+        "libpkg.so": shared_library(
+            work,
+            "libpkg.so",
+            '#include <dlfcn.h>\nvoid *open_cuda(void){return dlopen("libpkg-cuda.so", RTLD_NOW);}',
+            "-ldl",
+        ),
+    }
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    files: dict[str, Path | str] = {"pkg/__init__.py": ""}
+    for name, data in built.items():
+        (work / f"out-{name}").write_bytes(data)
+        files[f"pkg/{name}"] = work / f"out-{name}"
+    dist(site, "pkg", "1.0", files)
+    report = doctor_env([str(site)], ld_library_path="", ld_cache=None)
+    found = [f for f in report.findings if f.rule == "unresolved" and "libcudart.so.13" in f.reason]
+    assert len(found) == 1
+    assert found[0].severity is Severity.NOTE
+    assert "pkg/libpkg.so loads it by name (dlopen)" in found[0].reason

@@ -33,6 +33,7 @@ import posixpath
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from cudaship.analysis.envload import Edge, LoadGraph, simulate
 from cudaship.analysis.gpus import FileVerdicts, file_verdicts
@@ -43,6 +44,7 @@ from cudaship.checks.confirm import findings as confirm_findings
 from cudaship.checks.nvidia import extra_providing
 from cudaship.inspection.environment import (
     Environment,
+    EnvLibrary,
     InstalledDistribution,
     SameContent,
     SystemFiles,
@@ -51,6 +53,7 @@ from cudaship.inspection.environment import (
     ld_cache_names,
     read_environment,
 )
+from cudaship.inspection.walk import library_names_in
 from cudaship.knowledge.component_minimums import violations
 from cudaship.knowledge.providers import conventions_for
 from cudaship.knowledge.variants import recognise
@@ -73,6 +76,31 @@ class _Owners:
     def __init__(self, env: Environment) -> None:
         self.by_path: dict[str, InstalledDistribution] = {lib.path: lib.owner for lib in env.libraries}
         self.sites = env.sites
+        self.libraries: dict[str, list[EnvLibrary]] = {}
+        for lib in env.libraries:
+            self.libraries.setdefault(lib.owner.label, []).append(lib)
+        #: distribution label -> file name -> a library of that distribution that stores the name for dlopen
+        self._stored: dict[str, dict[str, str]] = {}
+
+    def loaded_by_name(self, path: str) -> str | None:
+        """A library of the same distribution that stores ``path``'s file name for dlopen (a plugin its host
+        loads at run time for a feature), or None: the audit's rule for an optional library
+        (:func:`cudaship.checks.resolve.loaded_on_demand`). The environment's hosts are read without the
+        names they store (speed); those of this distribution's libraries are read here, once, when asked."""
+        label = self.label(path)
+        if label is None:
+            return None
+        stored = self._stored.get(label)
+        if stored is None:
+            stored = self._stored[label] = {}
+            for lib in self.libraries.get(label, []):
+                if lib.report.host is None:
+                    continue
+                names = lib.report.host.embedded_library_names or library_names_in(Path(lib.path))
+                for name in names:
+                    stored.setdefault(posixpath.basename(name), lib.path)
+        host = stored.get(posixpath.basename(path))
+        return host if host is not None and host != path else None
 
     def label(self, path: str | None) -> str | None:
         if path is None:
@@ -213,6 +241,13 @@ def _unresolved(owners: _Owners, edge: Edge) -> CheckResult:
     elif edge.kind is ImportKind.DELAY:
         severity = Severity.WARNING
         message += "; a delay-load import: fails on the first call into it, not at load"
+    elif not edge.reachable and (host := owners.loaded_by_name(edge.importer)) is not None:
+        # the one judgement, as the audit judges the same import: an optional library's need (a note)
+        severity = Judgement(Met.MISSING, optional=True).severity or Severity.NOTE
+        message += (
+            f"; an optional library: {owners.show(host)} loads it by name (dlopen) at run time, for a "
+            "feature, as the audit judges it"
+        )
     elif not edge.reachable:
         severity = Severity.WARNING
         message += "; nothing imported loads this library by itself: it fails when loaded by name at run time"
