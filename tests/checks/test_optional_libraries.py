@@ -244,3 +244,32 @@ def test_doctor_env_judges_a_plugin_loaded_by_name_as_the_audit_does(tmp_path: P
     assert len(found) == 1
     assert found[0].severity is Severity.NOTE
     assert "pkg/libpkg.so loads it by name (dlopen)" in found[0].reason
+
+
+def test_doctor_env_judges_ffmpeg_variants_as_the_audit_does(tmp_path: Path) -> None:
+    """The FFmpeg variants installed without FFmpeg: ``doctor --env`` gives the audit's verdict (each
+    variant's FFmpeg imports notes, one warning naming FFmpeg and the releases), not an error per import."""
+    from cudaship.checks.environment import doctor_env
+    from tests.fixtures.preload_env import dist
+
+    work = tmp_path / "build"
+    work.mkdir()
+    files: dict[str, Path | str] = {"pkg/__init__.py": ""}
+    for n, (avcodec, avutil) in {6: (60, 58), 7: (61, 59)}.items():
+        name = f"libcodec_core{n}.so"
+        data = _linked(
+            work, name, {f"libavcodec.so.{avcodec}": "avcodec_open2", f"libavutil.so.{avutil}": "av_free"}
+        )
+        (work / f"out-{name}").write_bytes(data)
+        files[f"pkg/{name}"] = work / f"out-{name}"
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    dist(site, "pkg", "1.0", files)
+    report = doctor_env([str(site)], ld_library_path="", ld_cache=None)
+    found = [f for f in report.findings if f.rule == "unresolved"]
+    assert [f for f in found if f.severity is Severity.ERROR] == []
+    (group,) = [f for f in found if f.severity is Severity.WARNING]
+    assert (
+        "at least one of 2 variants" in group.reason and "needs FFmpeg 6..7 from the system" in group.reason
+    )
+    assert sum(1 for f in found if f.severity is Severity.NOTE) == 4

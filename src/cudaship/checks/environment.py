@@ -56,7 +56,8 @@ from cudaship.inspection.environment import (
 from cudaship.inspection.walk import library_names_in
 from cudaship.knowledge.component_minimums import violations
 from cudaship.knowledge.providers import conventions_for
-from cudaship.knowledge.variants import recognise
+from cudaship.knowledge.system_libraries import LibraryFamily, family_member
+from cudaship.knowledge.variants import numbered_siblings, recognise
 from cudaship.probe.records import ProbeResult
 from cudaship.records.binary import ImportKind, Machine
 from cudaship.records.findings import CheckResult, Severity, Status, judged
@@ -168,7 +169,67 @@ def check_environment(env: Environment, graph: LoadGraph) -> list[CheckResult]:
                 findings.append(_shadowed(owners, edge, graph))
     findings += _duplicates(owners, graph)
     findings += _components(env)
-    return _other_environments(owners, findings)
+    return _family_variants(_other_environments(owners, findings))
+
+
+def _family_variants(findings: list[CheckResult]) -> list[CheckResult]:
+    """Variants per release of a system library family (torchcodec's ``libtorchcodec_core4.so`` ...
+    ``core9.so``, each importing another FFmpeg release's libraries), judged as the audit judges them
+    (:func:`cudaship.checks.closure._family_variants`): each variant's missing family imports are notes, and
+    one warning per family says that at least one variant must load, naming the releases and the packages."""
+    unresolved = [f for f in findings if f.rule == "unresolved" and f.subject.file and f.subject.library]
+    siblings = numbered_siblings({f.subject.file or "" for f in unresolved})
+    #: importer -> (family, releases, its findings of that family)
+    members: dict[str, tuple[LibraryFamily, set[str], list[CheckResult]]] = {}
+    for f in unresolved:
+        path = f.subject.file or ""
+        found = family_member(f.subject.library or "") if path in siblings else None
+        if found is None:
+            continue
+        family, library, major = found
+        own = set(family.releases_of(library, major))
+        known = members.get(path)
+        if known is None:
+            members[path] = (family, own, [f])
+        elif known[0].name == family.name:
+            members[path] = (family, known[1] & own, [*known[2], f])
+    by_family: dict[str, list[str]] = {}
+    for path, (family, _releases, _fs) in sorted(members.items()):
+        by_family.setdefault(family.name, []).append(path)
+    noted: dict[int, CheckResult] = {}
+    extra: list[CheckResult] = []
+    for name, paths in sorted(by_family.items()):
+        spans = {frozenset(members[p][1]) for p in paths}
+        if len(paths) < 2 or len(spans) < 2:
+            continue
+        family = members[paths[0]][0]
+        order = [release for release, _majors in family.releases]
+        releases = sorted({r for p in paths for r in members[p][1]}, key=order.index)
+        span = releases[0] if len(releases) == 1 else f"{releases[0]}..{releases[-1]}"
+        groups = sorted({siblings[p][0] for p in paths})
+        n = max(sum(1 for p in paths if siblings[p][0] == g) for g in groups)
+        for p in paths:
+            which = "/".join(sorted(members[p][1], key=order.index)) or "an unknown release"
+            for f in members[p][2]:
+                noted[id(f)] = replace(
+                    f,
+                    severity=Judgement(Met.VARIANT).severity or Severity.NOTE,
+                    reason=f"{f.reason}; the {name} {which} variant, one of {n} for {name} {span}, as the "
+                    "audit judges it",
+                )
+        extra.append(
+            judged(
+                FAMILY,
+                "unresolved",
+                Severity.WARNING,
+                f"at least one of {n} variants ({', '.join(groups)}) needs {name} {span} from the system: "
+                f"each imports another release's libraries and the package loads the one that loads; install "
+                f"{name} ({family.packages})",
+                file=paths[0],
+                library=name,
+            )
+        )
+    return [noted.get(id(f), f) for f in findings] + extra
 
 
 def _other_environments(owners: _Owners, findings: list[CheckResult]) -> list[CheckResult]:
