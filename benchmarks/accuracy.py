@@ -474,6 +474,20 @@ def for_another_machine(wheel: CorpusWheel, member: str) -> bool:
     return int.from_bytes(head[18:20], order) != _EM_X86_64
 
 
+#: the closure rules whose checks are one per cause (docs/audit.md, "One cause, once"), not one per library
+CAUSE_RULES = frozenset(
+    {
+        "package_preload",
+        "undeclared_host",
+        "loaded_first",
+        "distribution_library",
+        "computed_path",
+        "vendored_nvidia",
+        "build_path",
+    }
+)
+
+
 def static_library_verdicts(static: dict | None) -> dict[str, str]:
     """Per native library of the wheel: ``resolves``, or why not.
 
@@ -487,8 +501,8 @@ def static_library_verdicts(static: dict | None) -> dict[str, str]:
         if check["family"] != "closure" or not check["name"].startswith("closure: "):
             continue
         member = check["name"].removeprefix("closure: ")
-        if member.startswith("unused imports in "):
-            continue
+        if member.startswith("unused imports in ") or check.get("rule") in CAUSE_RULES:
+            continue  # not a library: a check per cause (a host, a Python file, a system library, ...)
         if check["status"] == "fail" and check["severity"] == "error":
             ev = check.get("evidence") or []
             out[member] = ev[0]["message"] if ev else check["reason"]

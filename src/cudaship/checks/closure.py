@@ -26,6 +26,8 @@ from cudaship.checks.policy import DEFAULT_CUDA_PATTERNS, name_match
 from cudaship.checks.records import StaticImport
 from cudaship.checks.resolve import Resolution, Via, resolve, via_counts
 from cudaship.knowledge.libraries import identify
+from cudaship.knowledge.system_libraries import LibraryFamily, family_member
+from cudaship.knowledge.variants import numbered_siblings
 from cudaship.providers.closure import wheel_extras
 from cudaship.records.binary import FileFormat, Import, ImportKind
 from cudaship.records.files import FileReport
@@ -143,7 +145,12 @@ def run(ctx: AuditContext) -> list[CheckResult]:
                 findings.extend(_missing_exports(path, imp, res.target, exports.get(res.target, frozenset())))
         summary = via_counts((res.via for _imp, res in resolved), _via_count) or "no imports"
         name = f"closure: {path}"
-        if findings:
+        unmet = [res for _imp, res in resolved if not res.ok]
+        if findings and unmet and len(unmet) == len(findings) and all(r.optional for r in unmet):
+            # an optional library (loaded by name at run time, or behind an extra): its unmet needs are the
+            # feature's, a note naming how to get them (issue 32, classes 2 and 3)
+            per_path.append((path, dataclasses.replace(verdict(FAMILY, name, findings, ""), rule="optional")))
+        elif findings:
             per_path.append((path, verdict(FAMILY, name, findings, "")))
         else:
             per_path.append(
@@ -175,6 +182,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
             )
     kept = _merge_copies(per_path, copies)
     _follow_dependencies(ctx, per_path, resolved_by_path, kept, copies)
+    families = _family_variants(ctx, resolved_by_path, kept)
     kept_unused = _merge_copies(unused_per_path, copies)
     shims = {r.name: r for r in results}
     results = []
@@ -183,6 +191,7 @@ def run(ctx: AuditContext) -> list[CheckResult]:
             if r is not None:
                 results.append(r)
     results.extend(_cause_results(causes))
+    results.extend(families)
     results.extend(_vendored(ctx))
     results.extend(_build_paths(ctx))
     results.extend(_required_extras(ctx))
@@ -236,6 +245,88 @@ def _cause_results(causes: dict[tuple[str, str], list[Finding]]) -> list[CheckRe
         else:
             reason = f"{first} (in {shown})"
         out.append(failed(FAMILY, f"{_CAUSE_TITLES[rule]} {cause}", reason, evidence, rule=rule))
+    return out
+
+
+def _family_variants(
+    ctx: AuditContext,
+    resolved_by_path: dict[str, list[tuple[Import, Resolution]]],
+    kept: dict[str, CheckResult],
+) -> list[CheckResult]:
+    """Variants per release of a system library family (torchcodec's ``libtorchcodec_core4.so`` ...
+    ``core9.so``, each importing another major of FFmpeg's libavcodec: siblings that differ by a number,
+    :func:`cudaship.knowledge.variants.numbered_siblings`, whose unmet imports are one family's libraries of
+    different releases, data/distribution_libraries.toml ``[[family]]``). The package loads the first that
+    loads; the user's system has one release. So each variant's unmet family imports are not its error (rule
+    ``variant``, a note, in ``kept``), and the group is one warning naming the family, its packages and the
+    releases the variants span: at least one of them must load (rule ``distribution_library``)."""
+    groups: dict[str, list[str]] = {}
+    for path, (group, _number) in sorted(numbered_siblings(ctx.libraries).items()):
+        groups.setdefault(group, []).append(path)
+    #: family name -> (the family, (group, its size), evidence, the releases spanned)
+    by_family: dict[str, tuple[LibraryFamily, list[tuple[str, int]], list[Finding], set[str]]] = {}
+    for group, members in sorted(groups.items()):
+        #: member -> (family, the releases its unmet family imports name, those imports)
+        needs: dict[str, tuple[LibraryFamily, set[str], list[str]]] = {}
+        for path in members:
+            unmet = [(imp, res) for imp, res in resolved_by_path.get(path, []) if not res.ok]
+            found = [(imp, family_member(imp.library)) for imp, _res in unmet]
+            fams = {f[0].name for _imp, f in found if f is not None}
+            if len(fams) != 1:
+                continue
+            family = next(f[0] for _imp, f in found if f is not None)
+            releases: set[str] | None = None
+            for _imp, f in found:
+                if f is not None:
+                    own = set(family.releases_of(f[1], f[2]))
+                    releases = own if releases is None else releases & own
+            if any(f is None and not res.optional for (_imp, res), (_i, f) in zip(unmet, found, strict=True)):
+                continue  # another unmet import, of a library needed at import: its error stands
+            needs[path] = (family, releases or set(), [imp.library for imp, f in found if f is not None])
+        names = {family.name for family, _r, _l in needs.values()}
+        spans = {frozenset(r) for _f, r, _l in needs.values()}
+        if len(needs) < 2 or len(names) != 1 or len(spans) < 2:
+            continue
+        family = next(iter(needs.values()))[0]
+        order = [release for release, _majors in family.releases]
+        spanned = sorted({r for _f, rs, _l in needs.values() for r in rs}, key=order.index)
+        span = spanned[0] if len(spanned) == 1 else f"{spanned[0]}..{spanned[-1]}"
+        evidence = []
+        for path, (_f, releases, libs) in sorted(needs.items()):
+            which = "/".join(sorted(releases, key=order.index)) or "an unknown release"
+            line = f"the {family.name} {which} variant: needs {', '.join(libs)} from the system"
+            evidence.append(Finding(line, file=path, symbol=libs[0]))
+            result = kept.get(path)
+            if result is not None and result.status is Status.FAIL and result.rule in (None, "optional"):
+                kept[path] = dataclasses.replace(
+                    result,
+                    rule="variant",
+                    reason=f"{result.reason} — {line}, one of {len(needs)} variants {group} for "
+                    f"{family.name} {span}: at least one must load (closure: needs the system library "
+                    f"{family.name})",
+                )
+        found_family = by_family.setdefault(family.name, (family, [], [], set()))
+        found_family[1].append((group, len(needs)))
+        found_family[2].extend(evidence)
+        found_family[3].update(spanned)
+    out: list[CheckResult] = []
+    for name, (family, grouped, evidence, spanned_all) in sorted(by_family.items()):
+        order = [release for release, _majors in family.releases]
+        listed = sorted(spanned_all, key=order.index)
+        span = listed[0] if len(listed) == 1 else f"{listed[0]}..{listed[-1]}"
+        n = max(size for _g, size in grouped)
+        shown = ", ".join(g for g, _size in grouped)
+        out.append(
+            failed(
+                FAMILY,
+                f"closure: needs the system library {name}",
+                f"at least one of {n} variants ({shown}) needs {name} {span} from the system: each imports "
+                f"another release's libraries and the package loads the one that loads; install {name} "
+                f"({family.packages})",
+                evidence,
+                rule="distribution_library",
+            )
+        )
     return out
 
 

@@ -180,6 +180,9 @@ class AuditContext:
     search_paths: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
     #: each library's search path as directory → first place (see :func:`cudaship.checks.resolve.resolve`)
     search_positions: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: each library's reason for being loaded only by name at run time, or None (see
+    #: :func:`cudaship.checks.resolve.loaded_on_demand`)
+    on_demand: dict[str, str | None] = field(default_factory=dict)
     #: work of the imports' resolution: directories placed and candidate files probed (a test bounds it by
     #: the number of imports and search-path entries, never their product)
     resolve_probes: int = 0

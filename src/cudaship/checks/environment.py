@@ -33,6 +33,7 @@ import posixpath
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from cudaship.analysis.envload import Edge, LoadGraph, simulate
 from cudaship.analysis.gpus import FileVerdicts, file_verdicts
@@ -40,9 +41,10 @@ from cudaship.analysis.loader import DEFAULT_DIRS, LD_CACHE, How, LinuxLoader, W
 from cudaship.analysis.summary import Summary
 from cudaship.checks.confirm import ConfirmReport
 from cudaship.checks.confirm import findings as confirm_findings
-from cudaship.checks.judgement import extra_providing
+from cudaship.checks.nvidia import extra_providing
 from cudaship.inspection.environment import (
     Environment,
+    EnvLibrary,
     InstalledDistribution,
     SameContent,
     SystemFiles,
@@ -51,9 +53,11 @@ from cudaship.inspection.environment import (
     ld_cache_names,
     read_environment,
 )
+from cudaship.inspection.walk import library_names_in
 from cudaship.knowledge.component_minimums import violations
 from cudaship.knowledge.providers import conventions_for
-from cudaship.knowledge.variants import recognise
+from cudaship.knowledge.system_libraries import LibraryFamily, family_member
+from cudaship.knowledge.variants import numbered_siblings, recognise
 from cudaship.probe.records import ProbeResult
 from cudaship.records.binary import ImportKind, Machine
 from cudaship.records.findings import CheckResult, Severity, Status, judged
@@ -73,6 +77,31 @@ class _Owners:
     def __init__(self, env: Environment) -> None:
         self.by_path: dict[str, InstalledDistribution] = {lib.path: lib.owner for lib in env.libraries}
         self.sites = env.sites
+        self.libraries: dict[str, list[EnvLibrary]] = {}
+        for lib in env.libraries:
+            self.libraries.setdefault(lib.owner.label, []).append(lib)
+        #: distribution label -> file name -> a library of that distribution that stores the name for dlopen
+        self._stored: dict[str, dict[str, str]] = {}
+
+    def loaded_by_name(self, path: str) -> str | None:
+        """A library of the same distribution that stores ``path``'s file name for dlopen (a plugin its host
+        loads at run time for a feature), or None: the audit's rule for an optional library
+        (:func:`cudaship.checks.resolve.loaded_on_demand`). The environment's hosts are read without the
+        names they store (speed); those of this distribution's libraries are read here, once, when asked."""
+        label = self.label(path)
+        if label is None:
+            return None
+        stored = self._stored.get(label)
+        if stored is None:
+            stored = self._stored[label] = {}
+            for lib in self.libraries.get(label, []):
+                if lib.report.host is None:
+                    continue
+                names = lib.report.host.embedded_library_names or library_names_in(Path(lib.path))
+                for name in names:
+                    stored.setdefault(posixpath.basename(name), lib.path)
+        host = stored.get(posixpath.basename(path))
+        return host if host is not None and host != path else None
 
     def label(self, path: str | None) -> str | None:
         if path is None:
@@ -140,7 +169,67 @@ def check_environment(env: Environment, graph: LoadGraph) -> list[CheckResult]:
                 findings.append(_shadowed(owners, edge, graph))
     findings += _duplicates(owners, graph)
     findings += _components(env)
-    return _other_environments(owners, findings)
+    return _family_variants(_other_environments(owners, findings))
+
+
+def _family_variants(findings: list[CheckResult]) -> list[CheckResult]:
+    """Variants per release of a system library family (torchcodec's ``libtorchcodec_core4.so`` ...
+    ``core9.so``, each importing another FFmpeg release's libraries), judged as the audit judges them
+    (:func:`cudaship.checks.closure._family_variants`): each variant's missing family imports are notes, and
+    one warning per family says that at least one variant must load, naming the releases and the packages."""
+    unresolved = [f for f in findings if f.rule == "unresolved" and f.subject.file and f.subject.library]
+    siblings = numbered_siblings({f.subject.file or "" for f in unresolved})
+    #: importer -> (family, releases, its findings of that family)
+    members: dict[str, tuple[LibraryFamily, set[str], list[CheckResult]]] = {}
+    for f in unresolved:
+        path = f.subject.file or ""
+        found = family_member(f.subject.library or "") if path in siblings else None
+        if found is None:
+            continue
+        family, library, major = found
+        own = set(family.releases_of(library, major))
+        known = members.get(path)
+        if known is None:
+            members[path] = (family, own, [f])
+        elif known[0].name == family.name:
+            members[path] = (family, known[1] & own, [*known[2], f])
+    by_family: dict[str, list[str]] = {}
+    for path, (family, _releases, _fs) in sorted(members.items()):
+        by_family.setdefault(family.name, []).append(path)
+    noted: dict[int, CheckResult] = {}
+    extra: list[CheckResult] = []
+    for name, paths in sorted(by_family.items()):
+        spans = {frozenset(members[p][1]) for p in paths}
+        if len(paths) < 2 or len(spans) < 2:
+            continue
+        family = members[paths[0]][0]
+        order = [release for release, _majors in family.releases]
+        releases = sorted({r for p in paths for r in members[p][1]}, key=order.index)
+        span = releases[0] if len(releases) == 1 else f"{releases[0]}..{releases[-1]}"
+        groups = sorted({siblings[p][0] for p in paths})
+        n = max(sum(1 for p in paths if siblings[p][0] == g) for g in groups)
+        for p in paths:
+            which = "/".join(sorted(members[p][1], key=order.index)) or "an unknown release"
+            for f in members[p][2]:
+                noted[id(f)] = replace(
+                    f,
+                    severity=Judgement(Met.VARIANT).severity or Severity.NOTE,
+                    reason=f"{f.reason}; the {name} {which} variant, one of {n} for {name} {span}, as the "
+                    "audit judges it",
+                )
+        extra.append(
+            judged(
+                FAMILY,
+                "unresolved",
+                Severity.WARNING,
+                f"at least one of {n} variants ({', '.join(groups)}) needs {name} {span} from the system: "
+                f"each imports another release's libraries and the package loads the one that loads; install "
+                f"{name} ({family.packages})",
+                file=paths[0],
+                library=name,
+            )
+        )
+    return [noted.get(id(f), f) for f in findings] + extra
 
 
 def _other_environments(owners: _Owners, findings: list[CheckResult]) -> list[CheckResult]:
@@ -213,6 +302,13 @@ def _unresolved(owners: _Owners, edge: Edge) -> CheckResult:
     elif edge.kind is ImportKind.DELAY:
         severity = Severity.WARNING
         message += "; a delay-load import: fails on the first call into it, not at load"
+    elif not edge.reachable and (host := owners.loaded_by_name(edge.importer)) is not None:
+        # the one judgement, as the audit judges the same import: an optional library's need (a note)
+        severity = Judgement(Met.MISSING, optional=True).severity or Severity.NOTE
+        message += (
+            f"; an optional library: {owners.show(host)} loads it by name (dlopen) at run time, for a "
+            "feature, as the audit judges it"
+        )
     elif not edge.reachable:
         severity = Severity.WARNING
         message += "; nothing imported loads this library by itself: it fails when loaded by name at run time"

@@ -5,22 +5,16 @@ plan and the JSON report (``imports[].met`` / ``certain``) read it from here, so
 from __future__ import annotations
 
 import posixpath
-import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from cudaship.checks.context import AuditContext, canonical_imports
 from cudaship.checks.resolve import Resolution, Via, resolve
 from cudaship.knowledge.libraries import OS
-from cudaship.knowledge.providers import toolkit_extras
 from cudaship.knowledge.repair import Provision, providers_of, provision
 from cudaship.records.binary import FileFormat
 from cudaship.records.judgement import Judgement, Met
-
-_EXTRA = re.compile(r"""\bextra\s*==\s*['"]([^'"]+)['"]""")
 
 #: Via -> how the need is met, before the extra is taken into account.
 _MET: dict[Via, Met] = {
@@ -53,10 +47,10 @@ _UNCERTAIN = frozenset({Via.PACKAGE_PRELOAD, Via.DISTRIBUTION, Via.COMPUTED})
 def judge(res: Resolution) -> Judgement:
     """The judgement of one resolved import."""
     met = Met.SHIPPED if res.own else _MET[res.via]
-    if res.extra and met not in (Met.HOST, Met.MISSING):
-        met = Met.EXTRA
+    if res.extra and (met not in (Met.HOST, Met.MISSING) or res.optional is not None):
+        met = Met.EXTRA  # an optional library's need that an extra installs: met by that extra
     certain = not (res.via in _UNCERTAIN or (res.via is Via.LOADED and res.note is not None) or res.uncertain)
-    return Judgement(met, certain, optional=res.via is Via.ON_DEMAND)
+    return Judgement(met, certain, optional=res.via is Via.ON_DEMAND or res.optional is not None)
 
 
 def judged_imports(ctx: AuditContext) -> dict[tuple[str, str], tuple[Resolution, Judgement]]:
@@ -70,39 +64,6 @@ def judged_imports(ctx: AuditContext) -> dict[tuple[str, str], tuple[Resolution,
             res = resolve(ctx, path, report, imp)
             out.setdefault((path, imp.library.lower()), (res, judge(res)))
     return out
-
-
-#: CUDA majors whose NVIDIA wheels an extra may name (``cuda-toolkit[cublas]==12.*``, ``nvidia-cublas-cu12``)
-_MAJORS = (11, 12, 13)
-
-
-def extra_providing(requires_dist: Iterable[str], library: str, os: OS) -> str | None:
-    """The extra of a distribution (its Requires-Dist) whose requirements install the NVIDIA wheel that
-    provides ``library`` (``cupy-cuda12x[ctk]`` for libcublas.so.12: ``cuda-toolkit[cublas,...]==12.*``;
-    ``pkg[cu13]`` for libnvrtc.so.13); None when no extra does. What ``doctor --env`` names for a library
-    the environment lacks, judged as the audit judges it (an extra, a note)."""
-    for text in requires_dist:
-        try:
-            req = Requirement(text)
-        except InvalidRequirement:
-            continue
-        extra = _EXTRA.search(str(req.marker)) if req.marker is not None else None
-        if extra is None:
-            continue
-        name = canonicalize_name(req.name)
-        for major in _MAJORS:
-            p = provision(library, os, major)
-            if p is None:
-                continue
-            if name == canonicalize_name(p.project):
-                return extra.group(1)
-            if name != "cuda-toolkit" or not any(
-                p.project in toolkit_extras(major).get(e.lower(), ()) for e in req.extras
-            ):
-                continue
-            if not req.specifier or req.specifier.contains(f"{major}.0", prereleases=True):
-                return extra.group(1)
-    return None
 
 
 @dataclass(frozen=True)

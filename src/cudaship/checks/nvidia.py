@@ -4,13 +4,18 @@ Which declared requirement actually provides a file is :mod:`cudaship.checks.pro
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 
 from cudaship.errors import KnowledgeError
-from cudaship.knowledge.libraries import NvidiaLibrary, identify, project_cuda_major, pypi_package
+from cudaship.knowledge.libraries import OS, NvidiaLibrary, identify, project_cuda_major, pypi_package
+from cudaship.knowledge.providers import toolkit_extras
+from cudaship.knowledge.repair import provision
 from cudaship.wheel.records import DeclaredRequirement
 
 if TYPE_CHECKING:
@@ -111,3 +116,38 @@ def requirement_hint(ctx: AuditContext, name: str) -> str | None:
         return f"{req.text} installs it in {directory}, which the search path does not reach"
     problem = provided_by(lib, ctx.declared, ctx.os)
     return problem.split(": ", 1)[1] if problem and ": " in problem else problem
+
+
+_EXTRA = re.compile(r"""\bextra\s*==\s*['"]([^'"]+)['"]""")
+
+#: CUDA majors whose NVIDIA wheels an extra may name (``cuda-toolkit[cublas]==12.*``, ``nvidia-cublas-cu12``)
+_MAJORS = (11, 12, 13)
+
+
+def extra_providing(requires_dist: Iterable[str], library: str, os: OS) -> str | None:
+    """The extra of a distribution (its Requires-Dist) whose requirements install the NVIDIA wheel that
+    provides ``library`` (``cupy-cuda12x[ctk]`` for libcublas.so.12: ``cuda-toolkit[cublas,...]==12.*``;
+    ``pkg[cu13]`` for libnvrtc.so.13); None when no extra does. What ``doctor --env`` names for a library
+    the environment lacks, judged as the audit judges it (an extra, a note)."""
+    for text in requires_dist:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            continue
+        extra = _EXTRA.search(str(req.marker)) if req.marker is not None else None
+        if extra is None:
+            continue
+        name = canonicalize_name(req.name)
+        for major in _MAJORS:
+            p = provision(library, os, major)
+            if p is None:
+                continue
+            if name == canonicalize_name(p.project):
+                return extra.group(1)
+            if name != "cuda-toolkit" or not any(
+                p.project in toolkit_extras(major).get(e.lower(), ()) for e in req.extras
+            ):
+                continue
+            if not req.specifier or req.specifier.contains(f"{major}.0", prereleases=True):
+                return extra.group(1)
+    return None

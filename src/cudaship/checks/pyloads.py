@@ -199,3 +199,58 @@ def dll_directory_computed(ctx: AuditContext, provided: str) -> tuple[str, str] 
                 f"at run time ({directory} is one candidate)"
             )
     return None
+
+
+#: a Python string that is a template (an f-string's text, ``"lib{}.so".format``): ``{...}`` is computed
+_FIELD = re.compile(r"\{[^{}]*\}")
+#: a template's literal text (without ``lib`` and the extension) must be this long to name a library:
+#: ``lib{name}.so`` names any, ``libtorchcodec_core{v}`` names one group
+_MIN_LITERAL = 4
+
+
+def _bare_stem(base: str) -> str:
+    """``libtorchcodec_core7.so`` -> ``libtorchcodec_core7``; ``ctransformers.dll`` -> ``ctransformers``."""
+    return _SUFFIX.sub("", base.split(".cpython-", 1)[0])
+
+
+def _template_matches(text: str, stem: str) -> bool:
+    """Whether the template ``text`` (``libtorchcodec_core{ffmpeg_major_version}``) can name the library of
+    stem ``stem``, its fields standing for any text; the literal part must be distinctive."""
+    leaf = _SUFFIX.sub("", _leaf(text))
+    parts = _FIELD.split(leaf)
+    if len(parts) < 2 or len("".join(parts).removeprefix("lib")) < _MIN_LITERAL:
+        return False
+    pattern = ".*".join(re.escape(p) for p in parts)
+    return re.fullmatch(pattern, stem) is not None
+
+
+def loaded_by_computed_name(ctx: AuditContext, path: str) -> tuple[str, str] | None:
+    """(the Python file as installed, the mechanism in words) when the package's own Python code loads the
+    shipped library ``path`` by a name it computes at run time: a template (an f-string,
+    ``f"libtorchcodec_core{v}"``) or the library's stem without its extension, which an extension finder
+    completes (``_get_extension_path("libtorchcodec_heic")``), in a file that calls a loader (``ctypes.CDLL``,
+    ``torch.ops.load_library``) and lies in the library's directory or above it. When, and whether, that code
+    runs (at import, on first use, for one release of a system library) is decided at run time."""
+    directory, base = posixpath.split(path)
+    stem = _bare_stem(base)
+    for loads in ctx.scan.python_loads:
+        where = ctx.installed.get(loads.file, loads.file)
+        here = posixpath.dirname(where)
+        if here and directory != here and not directory.startswith(here + "/"):
+            continue
+        dlopen = _first(loads.calls, "dlopen")
+        if dlopen is None:
+            continue
+        for text in loads.strings:
+            leaf = _leaf(text)
+            if leaf == stem and stem != base:
+                return (
+                    where,
+                    f"{dlopen.mechanism} line {dlopen.line} loads {stem} (its extension found at run time)",
+                )
+            if _template_matches(text, stem):
+                return (
+                    where,
+                    f"{dlopen.mechanism} line {dlopen.line} loads {leaf}, a name computed at run time",
+                )
+    return None

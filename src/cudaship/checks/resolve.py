@@ -40,9 +40,10 @@ from cudaship.analysis.loader import (
 )
 from cudaship.checks import nvidia
 from cudaship.checks.context import AuditContext, canonical_imports
+from cudaship.checks.nvidia import extra_providing
 from cudaship.checks.policy import name_match
 from cudaship.checks.providers import WheelProviders
-from cudaship.checks.pyloads import dll_directory_computed, preloaded_by_package
+from cudaship.checks.pyloads import dll_directory_computed, loaded_by_computed_name, preloaded_by_package
 from cudaship.knowledge.hosts import Host, host_of_directory, host_of_library
 from cudaship.knowledge.libraries import cudart_major
 from cudaship.knowledge.program_runtimes import runtime_providing
@@ -111,6 +112,9 @@ class Resolution:
     uncertain: bool = False
     #: the target is shipped in the wheel (a COMPUTED path to the package's own library), not a requirement's
     own: bool = False
+    #: why the importing library is itself optional (loaded by name at run time, for a feature, or off the
+    #: import path with what it needs behind an extra): an unmet need of it is a note naming how to get it
+    optional: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -300,8 +304,75 @@ def resolve(ctx: AuditContext, path: str, report: FileReport, imp: Import) -> Re
     for step in _STEPS:
         found = step(ctx, q)
         if found is not None:
-            return found
-    return _not_found(ctx, q)
+            return _unless_optional(ctx, q, found)
+    return _unless_optional(ctx, q, _not_found(ctx, q))
+
+
+def loaded_on_demand(ctx: AuditContext, path: str) -> str | None:
+    """Why the shipped library ``path`` is loaded only by name at run time, in words; None when it is not
+    known to be. It is no Python extension module, no shipped library needs it (nothing loads it in a chain),
+    and either a shipped library stores its name for dlopen (a plugin its host loads for a feature:
+    onnxruntime-genai's CUDA library) or the package's Python code loads it by a name computed at run time
+    (torchcodec's ``f"libtorchcodec_core{v}"``, its HEIC library by stem): when, and whether, it is loaded
+    is the package's run-time decision (issue 32, classes 2 and 3). Computed once per library."""
+    if path in ctx.on_demand:
+        return ctx.on_demand[path]
+    why: str | None = None
+    report = ctx.libraries.get(path)
+    if (
+        report is not None
+        and report.host is not None
+        and not ctx.needed_by.get(path)
+        and not is_extension_module(path, report.host.exports)
+    ):
+        base = posixpath.basename(path)
+        hosts = [
+            p
+            for p, r in sorted(ctx.libraries.items())
+            if p != path
+            and r.host is not None
+            and base in {posixpath.basename(n) for n in r.host.embedded_library_names}
+        ]
+        if hosts:
+            why = f"{hosts[0]} loads it by name (dlopen) at run time"
+        else:
+            found = loaded_by_computed_name(ctx, path)
+            if found is not None:
+                why = f"the package's Python code loads it by name at run time ({found[0]}: {found[1]})"
+    ctx.on_demand[path] = why
+    return why
+
+
+def _unless_optional(ctx: AuditContext, q: _Lookup, res: Resolution) -> Resolution:
+    """An import that does not resolve, of a library that is itself optional (issue 32, classes 2 and 3):
+
+    - loaded only by name at run time (:func:`loaded_on_demand`): the need is the feature's, a note; and
+    - off the import path (:func:`on_import_path`), with the need installed by a requirement under one of the
+      wheel's extras (Requires-Dist ``extra == "cuda"``, read against the NVIDIA library table, so it holds
+      for an ``any`` wheel the index cannot resolve and offline too): an optional component behind the
+      extra, a note naming it (``ctransformers[cuda]``).
+
+    It still does not resolve (``ok`` false: a plain install cannot load it); how it is judged changes."""
+    if res.ok:
+        return res
+    extra = None
+    if q.report.format in (FileFormat.ELF, FileFormat.PE):
+        extra = extra_providing(
+            ctx.scan.dist.metadata.requires_dist,
+            q.name,
+            "linux" if q.report.format is FileFormat.ELF else "windows",
+        )
+    why = loaded_on_demand(ctx, q.path)
+    if why is None and extra is not None and not on_import_path(ctx, q.path):
+        why = (
+            f"{q.path} is not loaded by `import` (no extension module, library or Python code of the "
+            "import needs it)"
+        )
+    if why is None:
+        return res
+    how = f"comes with {_own(ctx)}[{extra}]" if extra else "needed only when the package loads it"
+    note = f"an optional library: {why}; {posixpath.basename(q.name)} {how}"
+    return replace(res, detail=f"{res.detail}; {note}", note=note, extra=extra, optional=why)
 
 
 def _path_import(ctx: AuditContext, name: str, platform: str) -> Resolution:
@@ -795,7 +866,7 @@ def _what_loads(ctx: AuditContext, target: str, importer: str) -> str | None:
     report = ctx.libraries.get(target)
     if report is not None and is_extension_module(target, report.host.exports if report.host else ()):
         return "it is a Python module the package imports"
-    found = preloaded_by_package(ctx, base, target, False)
+    found = preloaded_by_package(ctx, base, target, False) or loaded_by_computed_name(ctx, target)
     if found is not None:
         return f"{found[0]}: {found[1]}"
     return None

@@ -186,6 +186,13 @@ FAMILIES: tuple[Family, ...] = (
                 "a variant's imports do not resolve but a sibling's do: it is for another environment",
             ),
             Rule(
+                "optional",
+                _judged(Met.MISSING, optional=True),
+                "an optional library (loaded only by name at run time, or off the import path with what it "
+                "needs behind an extra) whose imports do not resolve: the feature needs them, the message "
+                "names the extra",
+            ),
+            Rule(
                 "unused_imports",
                 WARNING,
                 "a DT_NEEDED / imported DLL none of whose symbols is used",

@@ -172,6 +172,17 @@ def _read_device_file(state: _Partial, buf: Buffer, *, details: bool) -> None:
     state.containers = containers
 
 
+def stored_library_names(buf: Buffer) -> tuple[str, ...]:
+    """The library names a native file stores as strings (what it may dlopen by name): its host facts read in
+    full, no device code; () for what is not a host binary. ``doctor --env`` reads an environment's hosts
+    without them (a big C++ library stores 100,000 strings) and asks this of the few libraries that may load a
+    plugin by name."""
+    fmt = binary_format(bytes(buf[:64]))
+    if fmt not in (FileFormat.ELF, FileFormat.PE, FileFormat.MACHO):
+        return ()
+    return _read_host(fmt, buf).embedded_library_names
+
+
 def _read_host(fmt: FileFormat, buf: Buffer, *, full: bool = True) -> HostBinary:
     if fmt is FileFormat.ELF:
         from cudaship.binary.elf import read_elf  # the reader a format needs, when met: start-up time

@@ -27,7 +27,7 @@ from cudaship import tree, words
 from cudaship.archive.pool import Pending, Workers, worker_count
 from cudaship.archive.select import looks_native
 from cudaship.errors import CudashipError
-from cudaship.inspection.dispatch import inspect_buffer
+from cudaship.inspection.dispatch import inspect_buffer, stored_library_names
 from cudaship.inspection.inputs import PROGRAM_SUFFIXES, InspectObserver, head, is_program
 from cudaship.inspection.report import InspectReport, WheelReport
 from cudaship.records.buffer import Buffer
@@ -221,6 +221,16 @@ def inspect_file(path: Path, label: str, *, details: bool = False, device: bool 
     except OSError as e:
         reason = f"cannot read: {e.strerror or e}"
         return FileReport(path=label, format=None, size=file_size(path), error=reason)
+
+
+def library_names_in(path: Path) -> tuple[str, ...]:
+    """The library names the native file ``path`` stores for dlopen (:func:`stored_library_names`); () when it
+    cannot be read or is no host binary."""
+    try:
+        with _mapped(path) as buf:
+            return stored_library_names(buf)
+    except (CudashipError, OSError):
+        return ()
 
 
 #: Most entries (files and directories) one directory argument may hold; a walk past it reports an error.

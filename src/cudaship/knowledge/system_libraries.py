@@ -151,3 +151,77 @@ def linux_policy(platform_tag: str) -> LinuxPolicy | None:
     if not rows:
         return None
     return LinuxPolicy(f"{family}_{version[0]}_{version[1]}", rows[-1])
+
+
+@dataclass(frozen=True)
+class LibraryFamily:
+    """Libraries a distribution ships together, one soname major per release of the project
+    (data/distribution_libraries.toml ``[[family]]``: FFmpeg's libavcodec, libavformat, ...)."""
+
+    name: str  #: ``FFmpeg``
+    debian: str
+    rhel: str
+    macos: str
+    libraries: tuple[str, ...]  #: ``libavutil``, ``libavcodec``, ...
+    #: (release, the soname major of each library in :attr:`libraries` order)
+    releases: tuple[tuple[str, tuple[int, ...]], ...]
+
+    @property
+    def packages(self) -> str:
+        return f"{self.debian} (Debian/Ubuntu) / {self.rhel} (RHEL/Fedora) / {self.macos} (macOS)"
+
+    def releases_of(self, library: str, major: int) -> tuple[str, ...]:
+        """The releases whose ``library`` has soname major ``major`` (libswresample 4: FFmpeg 5 and 6)."""
+        i = self.libraries.index(library)
+        return tuple(release for release, majors in self.releases if majors[i] == major)
+
+
+@once
+def _families() -> dict[str, LibraryFamily]:
+    """Library stem (``libavcodec``) -> its family."""
+    out: dict[str, LibraryFamily] = {}
+    for e in _data.document(_DISTRIBUTION_FILE).rows("family"):
+        libraries = e.strings("libraries", single=False, required=True)
+        releases = []
+        for i, row in enumerate(e.require("releases", "a list of [release, majors...]")):
+            if (
+                not isinstance(row, list)
+                or len(row) != len(libraries) + 1
+                or not all(isinstance(m, int) for m in row[1:])
+            ):
+                raise e.fail(f"releases[{i}]", f"must be [release, {len(libraries)} soname majors]")
+            releases.append((str(row[0]), tuple(row[1:])))
+        family = LibraryFamily(
+            e.text("name"), e.text("debian"), e.text("rhel"), e.text("macos"), libraries, tuple(releases)
+        )
+        out.update((lib.lower(), family) for lib in libraries)
+    return out
+
+
+#: ``libavcodec.so.61`` (ELF), ``libavcodec.61.dylib`` (Mach-O), ``avcodec-61.dll`` (PE): (stem, major)
+_FAMILY_NAME = re.compile(
+    r"^(?:(?P<elf>lib[\w+-]+)\.so\.(?P<elf_major>\d+)(?:\.\d+)*"
+    r"|(?P<macho>lib[\w+-]+)\.(?P<macho_major>\d+)(?:\.\d+)*\.dylib"
+    r"|(?P<pe>[\w+]+)-(?P<pe_major>\d+)\.dll)$",
+    re.IGNORECASE,
+)
+
+
+def family_member(name: str) -> tuple[LibraryFamily, str, int] | None:
+    """(the family, the library's stem as the table names it, the soname major) of an import that belongs to
+    a library family (``libavcodec.so.61``, ``@rpath/libavcodec.61.dylib``, ``avcodec-61.dll``); None
+    otherwise."""
+    m = _FAMILY_NAME.match(name.replace("\\", "/").rsplit("/", 1)[-1])
+    if m is None:
+        return None
+    if m.group("elf"):
+        stem, major = m.group("elf"), m.group("elf_major")
+    elif m.group("macho"):
+        stem, major = m.group("macho"), m.group("macho_major")
+    else:
+        stem, major = f"lib{m.group('pe')}", m.group("pe_major")
+    family = _families().get(stem.lower())
+    if family is None:
+        return None
+    own = next(lib for lib in family.libraries if lib.lower() == stem.lower())
+    return family, own, int(major)

@@ -88,3 +88,31 @@ def declared(group: str, path: str, train: str | None) -> Variant:
     return Variant(
         path, group, "cuda" if found is not None else (parsed[1].backend if parsed else "cuda"), found, label
     )
+
+
+#: ``libtorchcodec_core7.so``: a stem ending in a number right before the extension (no backend name)
+_NUMBERED = re.compile(
+    r"^(?P<stem>.*?[A-Za-z_])(?P<number>\d{1,3})(?P<ext>\.(?:so|dylib|dll|pyd))$", re.IGNORECASE
+)
+
+
+def numbered_siblings(paths: Iterable[str]) -> dict[str, tuple[str, int]]:
+    """Libraries that differ only by a number before the extension, in one directory (torchcodec's
+    ``libtorchcodec_core4.so`` ... ``libtorchcodec_core9.so``, one per FFmpeg major): path -> (the group,
+    ``torchcodec/libtorchcodec_core*.so``, the number). A group needs at least two members; whether they are
+    alternatives is decided by what they import (a library family of several releases, see
+    :func:`cudaship.knowledge.system_libraries.family_member`), not by the names alone."""
+    groups: dict[str, list[tuple[str, int]]] = {}
+    for path in paths:
+        directory, base = posixpath.split(path)
+        m = _NUMBERED.match(base)
+        if m is None:
+            continue
+        group = posixpath.join(directory, f"{m.group('stem')}*{m.group('ext')}")
+        groups.setdefault(group, []).append((path, int(m.group("number"))))
+    return {
+        path: (group, number)
+        for group, members in groups.items()
+        if len({n for _p, n in members}) >= 2
+        for path, number in members
+    }

@@ -4,6 +4,7 @@
 * met by the wheel itself (a vendored copy the repair removes), by a requirement, or missing: the library
   is required, so its NVIDIA wheel becomes a requirement (when no declared one covers it);
 * met by a requirement under an extra: the extra is how the user gets it; nothing is added, a note names it;
+* needed by an optional library (loaded by name at run time for a feature): left alone, with a note;
 * met by a host package, a variant for another environment (another CUDA major, another build of torch,
   a ROCm or XPU library), preloaded by a required package, or uncertain (the package's own code decides at
   run time): left alone, with a note.
@@ -46,12 +47,14 @@ class Follow:
         if found is None:
             return True
         res, j = found
-        if j.certain and j.met in _REQUIRED:
+        if j.certain and j.met in _REQUIRED and not j.optional:
             return True
         if j.met is Met.EXTRA and res.extra:
             why = f"provided when installed as {self.project}[{res.extra}], as the audit judges it (an extra)"
         elif not j.certain:
             why = "the package's own code decides at run time (uncertain: see `audit --load`)"
+        elif j.optional:
+            why = "needed by an optional library (loaded by name at run time, for a feature)"
         else:
             why = _WHY.get(j.met, f"met as {j.met.value}")
         self.left.setdefault(f"no requirement added: {why}", []).append(library)

@@ -39,6 +39,11 @@ _LOADERS = {
     "add_dll_directory": "directory",
     "load_library": "helper",
 }
+#: ``load_library()`` helpers that are a dlopen of the path given (not a distribution's helper that loads its
+#: own libraries): ``torch.ops.load_library(path)`` calls ``ctypes.CDLL(path)`` and registers the library's
+#: operators (torch/_ops.py, ``_Ops.load_library``; torchvision, torchaudio and torchcodec load their
+#: extensions with it)
+_DLOPEN_HELPERS = frozenset({("torch", "ops")})
 #: a file is read only when it holds one of these: ctypes' loaders come from ``ctypes``, the helpers are
 #: ``load_library``, the DLL directory is ``add_dll_directory`` (three byte searches: torch's 47 MiB of
 #: Python in 0.07 s of one core)
@@ -101,6 +106,8 @@ def python_loads(name: str, data: bytes) -> PythonLoads | None:
         loader = m.group(1).decode("ascii")
         kind = _LOADERS[loader]
         path = (*prefix.split("."), loader) if prefix else (loader,)
+        if kind == "helper" and path[:-1] in _DLOPEN_HELPERS:
+            kind = "dlopen"
         written = ".".join(path)
         line = data.count(b"\n", 0, start) + 1
         if kind == "dlopen":
