@@ -543,7 +543,8 @@ def test_a_library_the_package_loads_through_torch_satisfies_its_module(tmp_path
     assert (first.rule, first.severity.value) == ("loaded_first", "warning")
     assert first.reason.startswith("uncertain, `cudaship audit --load` runs the real loader")
     assert (
-        "pkg/_extension.py: torch.ops.load_library() line 11 loads libtext.so (named libtext" in first.reason
+        "pkg/_extension.py: torch.ops.load_library(...) line 11 loads libtext.so (named libtext"
+        in first.reason
     )
     reuse = "install name (LC_ID_DYLIB)" if fmt == "macho" else "SONAME"
     assert reuse in first.reason

@@ -56,7 +56,7 @@ def test_windows_wheel_is_devendored(
     init = files["cudemo/__init__.py"].decode()
     assert init.startswith('"""cudemo for Windows."""\n\nfrom __future__ import annotations\n' + MARKER)
     compile(init, "__init__.py", "exec")
-    assert 'cuda-toolkit[cudart]>=13,<14; sys_platform == "win32"' in requires_dist(files)
+    assert 'cuda-toolkit[cudart]>=13.0,<14; sys_platform == "win32"' in requires_dist(files)
     assert record_matches(files) == []
     # repairing the repaired wheel finds the bootstrap in place and changes nothing
     again, plan2 = _repair(output, tmp_path / "b", capsys)

@@ -301,7 +301,7 @@ def _family_variants(
                 kept[path] = dataclasses.replace(
                     result,
                     rule="variant",
-                    reason=f"{result.reason} — {line}, one of {len(needs)} variants {group} for "
+                    reason=f"{result.reason} — {line}, one of {count(len(needs), 'variant')} {group} for "
                     f"{family.name} {span}: at least one must load (closure: needs the system library "
                     f"{family.name})",
                 )

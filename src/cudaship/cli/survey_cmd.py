@@ -33,6 +33,7 @@ from cudaship.safe_write import check_writable, write_text
 from cudaship.survey import engine as survey_engine
 from cudaship.survey import sources, store
 from cudaship.survey.records import SurveyOptions, WheelOutcome, WheelRef
+from cudaship.words import byte_count, count
 
 
 def _url(option: str, value: str) -> str:
@@ -345,10 +346,11 @@ def _url_list(selection: sources.Selection, source: dict[str, Any], filters: sou
     origin = source.get({"index": "url", "urls": "file"}.get(kind, "directory"))
     header = [
         f"wheels selected by cudaship survey at {store.now_text()}",
-        f"source: {kind} {origin}" + (f", {len(source['projects'])} projects" if kind == "index" else ""),
+        f"source: {kind} {origin}"
+        + (f", {count(len(source['projects']), 'project')}" if kind == "index" else ""),
         "filters: "
         + (", ".join(f"{k}={','.join(v) if isinstance(v, list) else v}" for k, v in what.items()) or "none"),
-        f"{len(selection.refs)} wheels, {selection.total_bytes} bytes"
+        f"{count(len(selection.refs), 'wheel')}, {byte_count(selection.total_bytes)}"
         + (f" ({selection.unsized} of unknown size)" if selection.unsized else ""),
         "survey them again: cudaship survey --urls THIS_FILE -o DIR",
     ]

@@ -15,6 +15,7 @@ from enum import Enum
 from cudaship.knowledge import _data, libraries
 from cudaship.knowledge.platforms import os_names
 from cudaship.once import once
+from cudaship.words import count
 
 _FILE = "system_libraries.toml"
 
@@ -189,7 +190,10 @@ def _families() -> dict[str, LibraryFamily]:
                 or len(row) != len(libraries) + 1
                 or not all(isinstance(m, int) for m in row[1:])
             ):
-                raise e.fail(f"releases[{i}]", f"must be [release, {len(libraries)} soname majors]")
+                raise e.fail(
+                    f"releases[{i}]",
+                    f"must be [release, then a SONAME major for each of {count(len(libraries), 'library')}]",
+                )
             releases.append((str(row[0]), tuple(row[1:])))
         family = LibraryFamily(
             e.text("name"), e.text("debian"), e.text("rhel"), e.text("macos"), libraries, tuple(releases)

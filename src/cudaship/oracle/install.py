@@ -47,6 +47,7 @@ from cudaship.errors import OracleError, WheelError
 from cudaship.knowledge.install_conventions import link_convention
 from cudaship.wheel.archive import WheelArchive
 from cudaship.wheel.metadata import SYMLINKS_FILE
+from cudaship.words import count
 
 #: Seconds pip may take (a large wheel with CUDA requirements from a cold cache downloads gigabytes).
 PIP_TIMEOUT = 1800
@@ -397,8 +398,9 @@ def make_install_links(wheel: str, site: Path) -> str | None:
             refused += 1
     convention = link_convention(SYMLINKS_FILE)
     runtime = convention.runtime if convention is not None else "its runtime"
+    links = count(len(dist.links), "link")
     return (
-        f"{made} of {len(dist.links)} links of {dist.directory}/{SYMLINKS_FILE} made in the layer, as "
+        f"{made} of {links} of {dist.directory}/{SYMLINKS_FILE} made in the layer, as "
         f"{runtime} makes them at the first start after a pip install (pip --target does not run it; "
         "knowledge/data/install_conventions.toml)"
         + (f"; {refused} left out (outside the install directory)" if refused else "")
