@@ -13,6 +13,7 @@ from cudaship import envvars
 from cudaship.cli.main import main
 from cudaship.errors import CudashipError, UsageError
 from cudaship.exitcodes import ExitCode
+from cudaship.knowledge.local_toolkits import local_toolkits
 
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src" / "cudaship"
@@ -42,6 +43,8 @@ INDIRECT = {
     # the NVIDIA variant provider's override variables, named in knowledge/data/variant_providers.toml
     ("analysis/variant_pick.py", "p.force_sm_arch"): {"NV_VARIANT_PROVIDER_FORCE_SM_ARCH"},
     ("analysis/variant_pick.py", "p.force_driver"): {"NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION"},
+    # the variables naming a local toolkit's root, named in knowledge/data/local_toolkits.toml
+    ("knowledge/local_toolkits.py", "variable"): {v for t in local_toolkits() for v in t.variables},
 }
 INDIRECT_READ = re.compile(
     r"\b(?:environ|env|envvars)(?:\.get\(\s*|\[\s*)([a-z_][a-z0-9_.]*|[A-Z_]+_ENV)\s*[,)\]]"

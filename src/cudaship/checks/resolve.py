@@ -45,10 +45,17 @@ from cudaship.checks.policy import name_match
 from cudaship.checks.providers import WheelProviders
 from cudaship.checks.pyloads import dll_directory_computed, loaded_by_computed_name, preloaded_by_package
 from cudaship.knowledge.hosts import Host, host_of_directory, host_of_library
-from cudaship.knowledge.libraries import cudart_major
+from cudaship.knowledge.libraries import cudart_major, identify
 from cudaship.knowledge.program_runtimes import runtime_providing
 from cudaship.knowledge.providers import Build, builds_providing, conventions_for
-from cudaship.knowledge.system_libraries import Provider, distribution_library, linux_policy, provider_of
+from cudaship.knowledge.system_libraries import (
+    Provider,
+    distribution_library,
+    distribution_stems,
+    family_member,
+    linux_policy,
+    provider_of,
+)
 from cudaship.providers.records import Provided, Reached
 from cudaship.records.binary import FileFormat, Import
 from cudaship.records.files import FileReport
@@ -370,9 +377,33 @@ def _unless_optional(ctx: AuditContext, q: _Lookup, res: Resolution) -> Resoluti
         )
     if why is None:
         return res
+    if extra is None and not _known_source(ctx, q.name):
+        # a need no source in the knowledge base provides (no NVIDIA, host, system or distribution library of
+        # that name, no extra): no documented installation makes the optional library load, so it stays an
+        # error (a misspelled DT_NEEDED in a plugin the package exists for)
+        return replace(
+            res,
+            detail=f"{res.detail}; {q.path} is loaded only by name ({why}), but nothing cudaship knows "
+            f"provides {posixpath.basename(q.name)}: no installation makes it load",
+        )
     how = f"comes with {_own(ctx)}[{extra}]" if extra else "needed only when the package loads it"
     note = f"an optional library: {why}; {posixpath.basename(q.name)} {how}"
     return replace(res, detail=f"{res.detail}; {note}", note=note, extra=extra, optional=why)
+
+
+def _known_source(ctx: AuditContext, name: str) -> bool:
+    """Whether some installation is known to provide a library named ``name``: an NVIDIA library (its PyPI
+    wheels or a toolkit), a host's (torch), a system library, a distribution package's or a release of a
+    system library family (knowledge/data)."""
+    base = posixpath.basename(name)
+    return (
+        identify(base) is not None
+        or host_of_library(base, _own(ctx)) is not None
+        or distribution_library(base) is not None
+        or base.split(".", 1)[0].lower() in distribution_stems()
+        or family_member(base) is not None
+        or any(provider_of(base, platform) is not None for platform in ("linux", "windows", "macos"))
+    )
 
 
 def _path_import(ctx: AuditContext, name: str, platform: str) -> Resolution:

@@ -104,6 +104,12 @@ def distribution_library(name: str) -> DistributionLibrary | None:
     return _distribution().get(name.replace("\\", "/").rsplit("/", 1)[-1].lower())
 
 
+def distribution_stems() -> frozenset[str]:
+    """The stems (``libheif``) of the distribution libraries the table lists: the same library on another
+    platform (``libheif.1.dylib`` from Homebrew) has the stem of its Linux SONAME."""
+    return frozenset(soname.split(".", 1)[0] for soname in _distribution())
+
+
 _POLICY_FILE = "linux_policies.toml"
 
 
