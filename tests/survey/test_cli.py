@@ -225,6 +225,11 @@ def test_report_calls_the_html_renderer(
 
 # --- a real kill, and Ctrl-C ------------------------------------------------------------------------------
 
+#: seconds per wheel while a test stops the survey: 12 wheels on 2 workers last at least 3.6 s, so that a test
+#: process starved of CPU by a loaded machine (the whole suite on 2 cores) still finds the survey running when
+#: it sends its signal (at 0.2 s the survey could finish, or nearly, before the signal came)
+KILL_DELAY = 0.6
+
 SCRIPT = """
 import functools, sys
 from cudaship.survey import engine
@@ -264,7 +269,7 @@ def test_a_killed_survey_resumes_where_it_was(
 ) -> None:
     source, dest = house(tmp_path, 12), tmp_path / "o"
     args = ["--wheelhouse", str(source), "-o", str(dest), "--no-progress", "-j", "2"]
-    proc = start([*args, "--cache-dir", cache(tmp_path, delay=0.2)])
+    proc = start([*args, "--cache-dir", cache(tmp_path, delay=KILL_DELAY)])
     try:
         wait_for_parts(dest, 2, proc)
         os.killpg(proc.pid, signal.SIGKILL)
@@ -288,7 +293,16 @@ def test_a_killed_survey_resumes_where_it_was(
 def test_ctrl_c_keeps_what_completed_one_line_exit_130(tmp_path: Path) -> None:
     source, dest = house(tmp_path, 12), tmp_path / "o"
     proc = start(
-        ["--wheelhouse", str(source), "-o", str(dest), "-j", "2", "--cache-dir", cache(tmp_path, delay=0.2)]
+        [
+            "--wheelhouse",
+            str(source),
+            "-o",
+            str(dest),
+            "-j",
+            "2",
+            "--cache-dir",
+            cache(tmp_path, delay=KILL_DELAY),
+        ]
     )
     try:
         wait_for_parts(dest, 1, proc)
@@ -327,7 +341,16 @@ def test_sigterm_to_the_command_alone_ends_its_workers_and_keeps_what_completed(
     the command died at once and left its fork server and worker processes running, orphaned, for good."""
     source, dest = house(tmp_path, 12), tmp_path / "o"
     proc = start(
-        ["--wheelhouse", str(source), "-o", str(dest), "-j", "2", "--cache-dir", cache(tmp_path, delay=0.2)]
+        [
+            "--wheelhouse",
+            str(source),
+            "-o",
+            str(dest),
+            "-j",
+            "2",
+            "--cache-dir",
+            cache(tmp_path, delay=KILL_DELAY),
+        ]
     )
     try:
         wait_for_parts(dest, 1, proc)
