@@ -311,6 +311,73 @@ def test_a_sibling_nothing_loads_first_is_an_error(tmp_path: Path) -> None:
     assert not [c for c in checks.values() if c.rule == "loaded_first"]
 
 
+CUBLAS = ("nvidia-cublas-cu12",)
+
+
+def _loads(site: Path, *paths: str) -> str:
+    """dlopen ``paths`` in turn in a fresh interpreter: "ok", or the loader's message."""
+    import sys
+
+    code = "import ctypes,sys\nfor p in sys.argv[1:]: ctypes.CDLL(p)\nprint('ok')"
+    args = [str(site / p) for p in paths]
+    run = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=False)
+    return run.stdout.strip() or run.stderr.strip().splitlines()[-1]
+
+
+def test_a_plugin_whose_requirement_a_module_loaded_first_reaches_is_a_warning(tmp_path: Path) -> None:
+    """The shape of a held-out wheel (a quantum simulator's GPU plugin): the Python module's RUNPATH reaches
+    ``nvidia/cublas/lib`` (the declared nvidia-cublas-cu12), the plugin beside it has no RUNPATH and is
+    dlopened by another package after the module is imported. Alone the plugin does not load; after the
+    module it does (glibc reuses the loaded SONAME): uncertain, a warning naming the module, never an error.
+    With no module that reaches the library, or one that nothing loads, it stays an error."""
+    import zipfile
+
+    cublas = shared_library(
+        tmp_path, "libcublas.so.12", "int cublasCreate_v2(void*h){return 0;}", "-Wl,-soname,libcublas.so.12"
+    )
+    use = "int cublasCreate_v2(void*);int {0}(void){{return cublasCreate_v2(0);}}"
+    rpath = "-Wl,-rpath,$ORIGIN/../nvidia/cublas/lib"
+    module = shared_library(tmp_path, "_ops.so", use.format("PyInit__ops"), "-l:libcublas.so.12", rpath)
+    plugin = shared_library(tmp_path, "libplugin.so", use.format("plugin_entry"), "-l:libcublas.so.12")
+    lone = shared_library(tmp_path, "liblone.so", use.format("lone_entry"), "-l:libcublas.so.12", rpath)
+    ops = "pkg/_ops.cpython-312-x86_64-linux-gnu.so"
+    files = {"pkg/__init__.py": b"", ops: module, "pkg/libplugin.so": plugin}
+    wheel = write_wheel(tmp_path, name="plug-cu12", version="1.0", tag=LINUX, files=files, requires=CUBLAS)
+    # the loader's verdict, with the requirement's library where pip installs it
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    (site / "nvidia/cublas/lib").mkdir(parents=True)
+    (site / "nvidia/cublas/lib/libcublas.so.12").write_bytes(cublas)
+    assert "libcublas.so.12: cannot open shared object file" in _loads(site, "pkg/libplugin.so")
+    assert _loads(site, ops, "pkg/libplugin.so") == "ok"
+
+    checks = audited(wheel)
+    assert errors(checks) == []
+    first = checks[f"closure: needs a sibling loaded first: {ops}"]
+    assert (first.rule, first.severity.value) == ("loaded_first", "warning")
+    assert first.reason.startswith("uncertain, `cudaship audit --load` runs the real loader")
+    (finding,) = first.evidence
+    assert finding.file == "pkg/libplugin.so" and finding.symbol == "libcublas.so.12"
+    assert "which the search path of libplugin.so does not reach" in finding.message
+    assert (
+        f"{ops} reaches it and is loaded first (it is a Python module the package imports)" in finding.message
+    )
+
+    # no module reaching the library, or only a library that nothing loads first: an error, as before
+    for name, extra in (("alone", {}), ("unloaded", {"pkg/liblone.so": lone})):
+        (tmp_path / name).mkdir()
+        files = {"pkg/__init__.py": b"", "pkg/libplugin.so": plugin, **extra}
+        other = audited(
+            write_wheel(
+                tmp_path / name, name="plug-cu12", version="1.0", tag=LINUX, files=files, requires=CUBLAS
+            )
+        )
+        closure = other["closure: pkg/libplugin.so"]
+        assert closure.is_error, name
+        assert "which the search path does not reach" in closure.reason, name
+        assert not [c for c in other.values() if c.rule == "loaded_first"], name
+
+
 @pytest.mark.skipif(not Path("/usr/lib/x86_64-linux-gnu/libnuma.so.1").exists(), reason="needs libnuma.so.1")
 def test_a_distribution_library_on_the_import_path_of_a_manylinux_wheel_is_an_error(tmp_path: Path) -> None:
     """libgomp / libnuma: outside every manylinux policy (auditwheel lib_whitelist), not shipped: slim images

@@ -878,6 +878,53 @@ def _loaded_sibling(ctx: AuditContext, q: _Lookup) -> Resolution | None:
     )
 
 
+def _reached_by_sibling(ctx: AuditContext, q: _Lookup) -> Resolution | None:
+    """4d. An import of a library a declared requirement installs, off the importer's own search path but on
+    that of another library of the wheel, which is loaded first: glibc then finds the name among the loaded
+    objects (``_dl_lookup_map``, the rule of :func:`_loaded_sibling`). The case: a Python extension module
+    whose RUNPATH reaches ``nvidia/cublas/lib``, and a plugin beside it with no such RUNPATH that the
+    package's code (or another package, Catalyst) dlopens after importing the module.
+
+    Only for a library that no shipped library needs (one loaded in a chain would be searched for then), and
+    only when the sibling is known to load first (a Python module, needed by another shipped library, loaded
+    by name or by the package's code): satisfied only when it is, so a warning naming it, never a pass.
+    ELF only: dyld's and Windows' reuse of loaded images is by install name and by module name, which the
+    other steps model where they apply."""
+    path, report, name = q.path, q.report, q.name
+    if report.format is not FileFormat.ELF or "/" in name or ctx.needed_by.get(path):
+        return None
+    base = posixpath.basename(name)
+    own = posixpath.basename(path)
+    for other, r in sorted(ctx.libraries.items()):
+        if other == path or r.host is None or r.format is not FileFormat.ELF:
+            continue
+        if base not in {posixpath.basename(i.library) for i in canonical_imports(r)}:
+            continue
+        if path in ctx.needed_by.get(other, ()) or own in {
+            posixpath.basename(n) for n in r.host.embedded_library_names
+        }:
+            continue  # ``other`` is loaded by the importer (or the importer by it): no order in between
+        found = _first_provided(ctx, other, search_path(ctx, other, r), base, False)
+        if found is None or found[0].reached.extra is not None:
+            continue
+        provided = found[0]
+        loaded_by: str | None = "it is a Python module the package imports"
+        if not is_extension_module(other, r.host.exports):
+            loaded_by = _what_loads(ctx, other, path)
+        if loaded_by is None:
+            continue
+        return Resolution(
+            Via.LOADED,
+            provided.path,
+            f"{base} ← {provided.reached.label()} at {provided.path}, which the search path of {own} does "
+            f"not reach; {other} reaches it and is loaded first ({loaded_by}): satisfied only when {other} "
+            f"is already loaded when {own} is loaded ({ALREADY_LOADED['elf'][0]})",
+            "loaded first",
+            cause=other,
+        )
+    return None
+
+
 def _what_loads(ctx: AuditContext, target: str, importer: str) -> str | None:
     """What may load the shipped library ``target`` before another library needs its SONAME, in words; None
     when nothing does: no shipped library but ``importer`` needs it (loading it in a chain) or stores its name
@@ -998,4 +1045,5 @@ _STEPS: tuple[Callable[[AuditContext, _Lookup], Resolution | None], ...] = (
     _on_demand,
     _computed_at_run_time,
     _optional_plugin,
+    _reached_by_sibling,
 )
