@@ -317,9 +317,11 @@ def prepare(
         args = [python, "-m", "pip", "install", *pip, "--no-deps", "--target", str(target), wheel_abs]
         done = _run(args, options.pip_timeout, run, pip=cache, on_step=on_step)
         made = make_install_links(wheel, target) if done.returncode == 0 else None
+        sites = _sites(python, run)
+        merged = link_environment(target, sites) if done.returncode == 0 else None
         env = LoadEnvironment(
             python=python,
-            sites=(str(target), *_sites(python, run)),
+            sites=(str(target), *sites),
             fresh=False,
             installed=(wheel_abs,),
             directory=str(base),
@@ -327,6 +329,7 @@ def prepare(
             notes=(
                 f"the wheel alone (--no-deps) layered on {python}'s environment",
                 *([made] if made else []),
+                *([merged] if merged else []),
             ),
         )
         return env if done.returncode == 0 else _failed(env, done)
@@ -404,6 +407,66 @@ def make_install_links(wheel: str, site: Path) -> str | None:
         f"{runtime} makes them at the first start after a pip install (pip --target does not run it; "
         "knowledge/data/install_conventions.toml)"
         + (f"; {refused} left out (outside the install directory)" if refused else "")
+    )
+
+
+#: how deep :func:`link_environment` merges a directory both the layer and the environment hold (``nvidia/``
+#: then ``nvidia/cu13/``): namespace packages nest two or three levels
+_MERGE_DEPTH = 3
+#: entries of a site directory never linked into the layer: metadata (the environment's distributions stay
+#: known once, from their own site directory), ``.pth`` files and caches
+_NOT_LINKED = (".dist-info", ".egg-info", ".egg-link", ".pth", "__pycache__")
+
+
+def link_environment(layer: Path, sites: Sequence[str]) -> str | None:
+    """Make the environment's site directories reachable from the layer, as one site-packages is after a real
+    ``pip install``. A wheel's library finds another distribution's by a RUNPATH relative to itself
+    (``$ORIGIN/../nvidia/cublas/lib``, ``$ORIGIN/../../cuquantum/lib``), which from the ``--target`` layer
+    names a directory of the layer, not of the environment. Before this, such a library did not load in the
+    layer (libcublas.so.12: cannot open shared object file) while it does for every user.
+
+    Each directory of a site directory that the layer lacks gets a link in the layer. A directory both hold is
+    merged one level down when the layer's is no regular package (no ``__init__.py``: a namespace such as
+    ``nvidia/`` that several distributions share); a regular package of the wheel keeps only its own files.
+    Only links are made, inside the layer: the environment is not written, and removing the layer
+    (``shutil.rmtree``, which unlinks a link and never follows it) leaves it whole. Returns the note, or None
+    when nothing was linked."""
+    linked: list[str] = []
+
+    def merge(here: Path, site: str, depth: int, prefix: str) -> None:
+        try:
+            entries = sorted(os.scandir(site), key=lambda e: e.name)
+        except OSError:
+            return
+        for entry in entries:
+            if entry.name.endswith(_NOT_LINKED) or not entry.is_dir():
+                continue
+            spot = here / entry.name
+            if not os.path.lexists(spot):
+                try:
+                    os.symlink(entry.path, spot, target_is_directory=True)
+                except OSError:
+                    continue
+                linked.append(prefix + entry.name)
+            elif (
+                depth < _MERGE_DEPTH
+                and spot.is_dir()
+                and not spot.is_symlink()
+                and not (spot / "__init__.py").exists()
+            ):
+                merge(spot, entry.path, depth + 1, f"{prefix}{entry.name}/")
+
+    layer_real = os.path.realpath(layer)
+    for site in sites:
+        if os.path.isdir(site) and os.path.realpath(site) != layer_real:
+            merge(layer, site, 1, "")
+    if not linked:
+        return None
+    shown = ", ".join(linked[:3]) + (", ..." if len(linked) > 3 else "")
+    return (
+        f"{count(len(linked), 'directory', 'directories')} of the environment linked into the layer "
+        f"({shown}), so a RUNPATH that leaves the wheel's own directory ($ORIGIN/../nvidia/cublas/lib) "
+        "reaches them as in one site-packages after pip install"
     )
 
 
