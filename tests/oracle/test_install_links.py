@@ -37,6 +37,20 @@ def _axle_wheel(tmp_path: Path) -> Path:
     return build_wheel(tmp_path / "dist", "axlepkg", "1.0", files, top_level=["axlepkg"])
 
 
+def _layered_audit(wheel: Path, python: str, out: Path, *more: str) -> dict[str, Any]:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CUDASHIP_OFFLINE", "1")
+        mp.delenv("GITHUB_ACTIONS", raising=False)
+        main(
+            [
+                *("audit", "--no-progress", "--load", "--load-python", python, "--offline"),
+                *("--load-timeout", "60", "-f", "json", "-o", str(out), *more, str(wheel)),
+            ]
+        )
+    data: dict[str, Any] = json.loads(out.read_text())
+    return data
+
+
 def test_the_convention_names_the_file_the_reader_reads() -> None:
     convention = link_convention(SYMLINKS_FILE)
     assert convention is not None and convention.runtime == "wheel-axle-runtime"
@@ -74,18 +88,7 @@ def test_a_link_leaving_the_install_directory_is_not_made(tmp_path: Path) -> Non
 def test_layered_install_has_the_install_time_links(tmp_path: Path) -> None:
     """Before the fix: ``axlepkg/_ext.so does not load: libcore.so.4: cannot open shared object file``
     (an error the static audit, which knows the links, does not share)."""
-    wheel = _axle_wheel(tmp_path)
-    out = tmp_path / "a.json"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("CUDASHIP_OFFLINE", "1")
-        mp.delenv("GITHUB_ACTIONS", raising=False)
-        main(
-            [
-                *("audit", "--no-progress", "--load", "--load-python", sys.executable, "--offline"),
-                *("--load-timeout", "60", "-f", "json", "-o", str(out), str(wheel)),
-            ]
-        )
-    data: dict[str, Any] = json.loads(out.read_text())
+    data = _layered_audit(_axle_wheel(tmp_path), sys.executable, tmp_path / "a.json")
     load = data["wheels"][0]["load"]
     failing = [c for c in data["checks"] if c["family"] == "load" and c["status"] == "fail"]
     assert not [c for c in failing if c["severity"] == "error"], failing
@@ -96,20 +99,6 @@ def test_layered_install_has_the_install_time_links(tmp_path: Path) -> None:
 
 
 # --- the environment's site directories, reachable from the layer
-
-
-def _layered_audit(wheel: Path, python: str, out: Path, *more: str) -> dict[str, Any]:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("CUDASHIP_OFFLINE", "1")
-        mp.delenv("GITHUB_ACTIONS", raising=False)
-        main(
-            [
-                *("audit", "--no-progress", "--load", "--load-python", python, "--offline"),
-                *("--load-timeout", "60", "-f", "json", "-o", str(out), *more, str(wheel)),
-            ]
-        )
-    data: dict[str, Any] = json.loads(out.read_text())
-    return data
 
 
 @needs_gcc

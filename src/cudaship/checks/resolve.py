@@ -879,11 +879,11 @@ def _loaded_sibling(ctx: AuditContext, q: _Lookup) -> Resolution | None:
 
 
 def _reached_by_sibling(ctx: AuditContext, q: _Lookup) -> Resolution | None:
-    """4d. An import of a library a declared requirement installs, off the importer's own search path but on
-    that of another library of the wheel, which is loaded first: glibc then finds the name among the loaded
-    objects (``_dl_lookup_map``, the rule of :func:`_loaded_sibling`). The case: a Python extension module
-    whose RUNPATH reaches ``nvidia/cublas/lib``, and a plugin beside it with no such RUNPATH that the
-    package's code (or another package, Catalyst) dlopens after importing the module.
+    """8c (the last step). An import of a library a declared requirement installs, off the importer's own
+    search path but on that of another library of the wheel, which is loaded first: glibc then finds the name
+    among the loaded objects (``_dl_lookup_map``, the rule of :func:`_loaded_sibling`). The case: a Python
+    extension module whose RUNPATH reaches ``nvidia/cublas/lib``, and a plugin beside it with no such RUNPATH
+    that the package's code (or another package, Catalyst) dlopens after importing the module.
 
     Only for a library that no shipped library needs (one loaded in a chain would be searched for then), and
     only when the sibling is known to load first (a Python module, needed by another shipped library, loaded
@@ -903,7 +903,9 @@ def _reached_by_sibling(ctx: AuditContext, q: _Lookup) -> Resolution | None:
         if path in ctx.needed_by.get(other, ()) or own in {
             posixpath.basename(n) for n in r.host.embedded_library_names
         }:
-            continue  # ``other`` is loaded by the importer (or the importer by it): no order in between
+            # the importer needs ``other`` (both come in one chain: no order to rely on), or ``other`` loads
+            # the importer by name (a plugin of it: an optional library, which _unless_optional judges)
+            continue
         found = _first_provided(ctx, other, search_path(ctx, other, r), base, False)
         if found is None or found[0].reached.extra is not None:
             continue
